@@ -1,0 +1,1 @@
+print("benchmarks: see docs/BENCHMARKS.md")

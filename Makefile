@@ -1,0 +1,77 @@
+# BLEGateway: the two commands a newcomer needs are `make demo` and `make test`.
+# Every target installs the Debian packages it needs first, and only those that are missing.
+
+SWIFT        ?= swift
+ARCH         := $(shell uname -m)
+SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+# Build and runtime libraries (one system-library target each), and the broker the demo and tests start.
+PKGS_BUILD   := libbluetooth-dev libmosquitto-dev libsqlite3-dev pkg-config
+PKGS_RUN     := mosquitto mosquitto-clients openssl
+# The kernel path is tested in a qemu VM running a Debian kernel and BlueZ's btvirt (x86_64 hosts).
+PKGS_KERNEL  := qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools cpio kmod
+
+.PHONY: all deps deps-kernel build release test test-unit test-kernel demo bench fuzz clean
+
+all: build
+
+# Installs only what is missing; a no-op when everything is there.
+define apt_install
+	@missing=""; for p in $(1); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "Installing missing Debian packages:$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+endef
+
+deps:
+	$(call apt_install,$(PKGS_BUILD) $(PKGS_RUN))
+
+deps-kernel:
+ifeq ($(ARCH),x86_64)
+	$(call apt_install,$(PKGS_KERNEL))
+endif
+
+build: deps
+	$(SWIFT) build
+
+release: deps
+	$(SWIFT) build -c release --product blegateway
+
+test: deps deps-kernel
+	$(SWIFT) build --build-tests
+	$(SWIFT) test --skip-build
+	$(MAKE) --no-print-directory test-kernel
+
+test-unit: deps
+	$(SWIFT) test
+
+# Boots a Debian kernel under qemu (TCG), runs btvirt inside and drives `blegateway` against it.
+test-kernel: deps-kernel
+ifeq ($(ARCH),x86_64)
+	$(SWIFT) build --product blegateway
+	Tests/kernel/run.sh "$$($(SWIFT) build --show-bin-path)/blegateway"
+else
+	@echo "test-kernel: skipped: the VM harness boots an x86_64 Debian kernel; run it on an x86_64 host."
+endif
+
+demo: deps
+	$(SWIFT) build --product blegateway
+	deploy/demo.sh "$$($(SWIFT) build --show-bin-path)/blegateway"
+
+bench: deps
+	$(SWIFT) build -c release --product blegateway-bench --product blegateway
+	"$$($(SWIFT) build -c release --show-bin-path)/blegateway-bench" $(BENCH_ARGS)
+
+# Bounded libFuzzer run over the H4/HCI/AD parsers (FUZZ_SECONDS, default 60).
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	cd Fuzz && $(SWIFT) build -c debug -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
+	mkdir -p Fuzz/corpus
+	cd Fuzz && "$$($(SWIFT) build --show-bin-path)/FuzzHCIParsers" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 corpus
+
+clean:
+	rm -rf .build Fuzz/.build

@@ -1,0 +1,65 @@
+// swift-tools-version:6.0
+// BLEGateway: a Bluetooth LE to MQTT gateway for Linux boards.
+//
+// Layers, each importing only those before it (see docs/ARCHITECTURE.md):
+//   BLETransport → BLEHCI → BLEHost → BLEDomain → BLESpool → BLEPublishing → BLEGateway → blegateway
+// BLESimulator depends only on the wire formats (BLETransport, BLEHCI's packet codecs, BLEHost's L2CAP/ATT PDUs).
+// Each C library is imported by exactly one Swift module:
+//   CBluetooth + CBluetoothShim → BLETransport, CSQLite → BLESpool, CMosquitto → BLEPublishing.
+import PackageDescription
+
+let package = Package(
+    name: "BLEGateway",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "blegateway", targets: ["blegateway"]),
+        .library(name: "BLEGatewayKit", targets: ["BLEGateway"]),
+        .library(name: "BLESimulator", targets: ["BLESimulator"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
+    ],
+    targets: [
+        // C libraries, each behind one Swift module.
+        .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
+        .target(name: "CBluetoothShim"),
+        .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+
+        // Layers.
+        .target(name: "BLETransport", dependencies: ["CBluetooth", "CBluetoothShim"]),
+        .target(name: "BLEHCI", dependencies: ["BLETransport"]),
+        .target(name: "BLEHost", dependencies: ["BLETransport", "BLEHCI", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "BLEDomain", dependencies: ["BLETransport", "BLEHCI", "BLEHost"]),
+        .target(name: "BLESpool", dependencies: ["CSQLite", "BLEDomain"]),
+        .target(name: "BLEPublishing", dependencies: ["CMosquitto", "BLESpool", "BLEDomain", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "BLEGateway", dependencies: [
+            "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing",
+            .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
+        ]),
+        .executableTarget(name: "blegateway", dependencies: [
+            "BLEGateway", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        // The virtual radio: wire formats only, never the gateway's policies.
+        .target(name: "BLESimulator", dependencies: ["BLETransport", "BLEHCI", .product(name: "Yams", package: "Yams")]),
+
+        // Benchmarks are an executable, run by `make bench`, never by `make test`.
+        .executableTarget(name: "blegateway-bench", dependencies: [
+            "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing", "BLESimulator",
+        ], path: "Benchmarks"),
+
+        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
+        .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETransport"]),
+        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLETransport", "BLESimulator"]),
+        .testTarget(name: "BLEDomainTests", dependencies: ["BLEDomain", "BLEHCI", "BLETransport"]),
+        .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLEDomain"]),
+        .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLEDomain"]),
+        .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLESimulator", "BLEPublishing", "BLEDomain"]),
+        .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport"]),
+    ]
+)

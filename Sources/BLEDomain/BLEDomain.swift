@@ -1,0 +1,1 @@
+// The BLEDomain layer; see docs/ARCHITECTURE.md.

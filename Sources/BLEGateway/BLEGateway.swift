@@ -1,0 +1,1 @@
+// The BLEGateway layer; see docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+// The BLEHost layer; see docs/ARCHITECTURE.md.

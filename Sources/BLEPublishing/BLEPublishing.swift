@@ -1,0 +1,1 @@
+// The BLEPublishing layer; see docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+// The BLESimulator layer; see docs/ARCHITECTURE.md.

@@ -1,0 +1,1 @@
+// The BLESpool layer; see docs/ARCHITECTURE.md.
