@@ -1,0 +1,70 @@
+/// The MQTT topic schema (docs/TOPICS.md). Topics are built only from identifiers the gateway
+/// formats itself — its own validated gateway id and prefix, addresses as hex, beacon ids made of
+/// `[a-z0-9-]`, UUIDs as hex — so `+`, `#`, `/`, NUL or invalid UTF-8 from the air can never shape
+/// a topic. Device-provided strings (names, URLs) go only into payloads.
+public struct Topics: Sendable, Hashable {
+    public let prefix: String
+    public let gatewayID: String
+
+    /// Why a prefix or gateway id was refused.
+    public struct InvalidIdentifier: Error, CustomStringConvertible, Sendable {
+        public let field: String
+        public let value: String
+        public let reason: String
+        public var description: String { "invalid \(field) \"\(value)\": \(reason)" }
+    }
+
+    /// - Parameters:
+    ///   - prefix: one or more `/`-separated levels of `[A-Za-z0-9._-]`, e.g. `blegateway` or `site-1/ble`.
+    ///   - gatewayID: one level of `[A-Za-z0-9._-]`, at most 64 characters.
+    public init(prefix: String, gatewayID: String) throws {
+        for level in prefix.split(separator: "/", omittingEmptySubsequences: false) {
+            if let why = Self.problem(with: level) {
+                throw InvalidIdentifier(field: "topic prefix", value: prefix, reason: why)
+            }
+        }
+        if let why = Self.problem(with: Substring(gatewayID)) {
+            throw InvalidIdentifier(field: "gateway id", value: gatewayID, reason: why)
+        }
+        if gatewayID == "fleet" {
+            throw InvalidIdentifier(field: "gateway id", value: gatewayID, reason: "\"fleet\" is reserved for fleet-wide config")
+        }
+        self.prefix = prefix
+        self.gatewayID = gatewayID
+    }
+
+    static func problem(with level: Substring) -> String? {
+        if level.isEmpty { return "empty topic level" }
+        if level.utf8.count > 64 { return "longer than 64 characters" }
+        for b in level.utf8 {
+            let ok = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".")
+            if !ok { return "only letters, digits, '-', '_' and '.' are allowed" }
+        }
+        return nil
+    }
+
+    var base: String { "\(prefix)/\(gatewayID)" }
+
+    /// Retained online/offline; the last will sets offline.
+    public var status: String { "\(base)/status" }
+    /// Retained adapter state.
+    public var adapter: String { "\(base)/adapter" }
+    /// Periodic health.
+    public var health: String { "\(base)/health" }
+    /// Ranging for one beacon; `beaconID` comes from `BeaconIdentity` (`[a-z0-9-]`).
+    public func beacon(_ beaconID: String) -> String { "\(base)/beacons/\(beaconID)" }
+    /// Retained region state.
+    public func region(_ regionID: String) -> String { "\(base)/regions/\(regionID)" }
+    /// Retained peripheral connection state; `address` is 12 lowercase hex digits.
+    public func peripheralState(_ address: String) -> String { "\(base)/peripherals/\(address)/state" }
+    public func peripheralRSSI(_ address: String) -> String { "\(base)/peripherals/\(address)/rssi" }
+    /// Rate-limited raw advertisement stream (optional).
+    public func raw(_ address: String) -> String { "\(base)/raw/\(address)" }
+    /// Per-gateway desired config (retained, written by operators).
+    public var config: String { "\(base)/config" }
+    /// Reported config state (retained).
+    public var configState: String { "\(base)/config/state" }
+    /// Fleet-wide desired config (retained, written by operators).
+    public var fleetConfig: String { "\(prefix)/fleet/config" }
+}
