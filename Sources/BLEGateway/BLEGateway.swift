@@ -1,1 +1,0 @@
-// The BLEGateway layer; see docs/ARCHITECTURE.md.

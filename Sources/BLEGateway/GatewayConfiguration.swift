@@ -1,0 +1,86 @@
+/// The gateway's configuration: nested `Sendable` structs, every field with its default.
+/// `config/gateway.yaml` shows every key; docs/CONFIG.md documents them.
+public struct GatewayConfiguration: Sendable, Equatable {
+    public struct Gateway: Sendable, Equatable {
+        /// This gateway's id in topics: one level of `[A-Za-z0-9._-]`. Local only.
+        public var id = "gateway"
+    }
+
+    public struct Adapter: Sendable, Equatable {
+        /// `hci0`, `unix:PATH`, `tcp:HOST:PORT`, `serial:/dev/ttyX[@BAUD]` or `file:PATH`.
+        public var device = "hci0"
+        /// `exclusive` owns the controller (HCI_CHANNEL_USER); `shared` scans beside bluetoothd.
+        public var mode = "exclusive"
+    }
+
+    public struct Scan: Sendable, Equatable {
+        /// Active scanning asks for scan responses (names); passive only listens.
+        public var active = false
+        /// LE scan interval and window in milliseconds (2.5 … 10240); window ≤ interval.
+        public var intervalMS = 100.0
+        public var windowMS = 100.0
+        /// Filters as `kind:value` strings (docs/SCAN_JSON.md): `uuid:FEAA`, `name:Kitchen`, `company:0x004C`, `rssi:-80`, `addr:…`.
+        public var filters: [String] = []
+    }
+
+    public struct TLS: Sendable, Equatable {
+        public var caFile: String?
+        public var certFile: String?
+        public var keyFile: String?
+        /// A file holding the key's passphrase (systemd LoadCredential fits); never the passphrase itself.
+        public var keyPassphraseFile: String?
+        public var verifyHostname = true
+    }
+
+    public struct MQTT: Sendable, Equatable {
+        /// `mqtt://HOST:PORT` or `mqtts://HOST:PORT` (TLS).
+        public var broker = "mqtt://127.0.0.1:1883"
+        /// Topic prefix: `/`-separated levels of `[A-Za-z0-9._-]`.
+        public var prefix = "blegateway"
+        /// Defaults to `blegateway-<gateway id>`: unique per gateway, as persistent sessions and clusters need.
+        public var clientID: String?
+        /// 3 (MQTT 3.1.1) or 5.
+        public var protocolVersion = 5
+        public var keepAliveSeconds = 30
+        /// QoS for readings (0, 1 or 2); state topics always use at least 1.
+        public var qos = 1
+        /// Files holding the user name and password; never the secrets themselves.
+        public var usernameFile: String?
+        public var passwordFile: String?
+        public var tls = TLS()
+        public var reconnectMinSeconds = 1.0
+        public var reconnectMaxSeconds = 60.0
+        /// Messages handed to the MQTT library at once; the rest waits in the spool.
+        public var inflight = 200
+        /// MQTT 5 session expiry for persistent sessions (0 = clean session).
+        public var sessionExpirySeconds = 3600
+    }
+
+    public struct Spool: Sendable, Equatable {
+        /// The SQLite file of the durable outbox.
+        public var path = "/var/lib/blegateway/spool.sqlite"
+        public var maxMegabytes = 64.0
+        /// Readings are committed together at most this often (≤ 100 ms), to spare SD cards.
+        public var commitWindowMS = 100.0
+    }
+
+    public struct Publishing: Sendable, Equatable {
+        /// How often each beacon's ranging is published (seconds).
+        public var rangingIntervalSeconds = 1.0
+        public var healthIntervalSeconds = 30.0
+        /// MQTT 5 message expiry for RSSI samples (seconds; 0 = none).
+        public var sampleExpirySeconds = 300
+        /// An optional rate-limited stream of raw advertisements.
+        public var rawAdvertisements = false
+        public var rawMaxPerSecond = 20.0
+    }
+
+    public var gateway = Gateway()
+    public var adapter = Adapter()
+    public var scan = Scan()
+    public var mqtt = MQTT()
+    public var spool = Spool()
+    public var publishing = Publishing()
+
+    public init() {}
+}
