@@ -1,0 +1,63 @@
+#!/usr/bin/python3
+"""Validates captured MQTT messages against schema/v1.
+
+Input: a JSON-lines file, one {"topic": "...", "payload": "<utf-8 text>"} per line, as `blegateway watch --record`
+writes it. Prints one line per failure and a closing 'N passed, N failed'; exits 1 on any failure.
+Usage: validate_payloads.py PREFIX MESSAGES.jsonl
+"""
+import json
+import pathlib
+import sys
+
+import jsonschema
+
+ROOT = pathlib.Path(__file__).resolve().parents[2] / "schema" / "v1"
+
+
+def matches(filter_levels, topic_levels):
+    if len(filter_levels) != len(topic_levels):
+        return False
+    return all(f == "+" or f == t for f, t in zip(filter_levels, topic_levels))
+
+
+def main():
+    prefix, path = sys.argv[1], sys.argv[2]
+    table = json.loads((ROOT / "topics.json").read_text())["topics"]
+    schemas = {}
+    for name in set(table.values()):
+        schemas[name] = json.loads((ROOT / name).read_text())
+    store = {s["$id"]: s for s in schemas.values()}
+    envelope = json.loads((ROOT / "envelope.json").read_text())
+    store[envelope["$id"]] = envelope
+    passed = failed = 0
+    for line in open(path, encoding="utf-8"):
+        if not line.strip():
+            continue
+        msg = json.loads(line)
+        topic = msg["topic"]
+        if not topic.startswith(prefix + "/"):
+            continue
+        rest = topic[len(prefix) + 1:].split("/")
+        name = next((n for f, n in table.items() if matches(f.split("/"), rest)), None)
+        if name is None:
+            if rest[0] == "fleet" or rest[-1] == "config":
+                continue  # desired config, written by operators, not the gateway
+            print(f"no schema for topic {topic}")
+            failed += 1
+            continue
+        if msg["payload"] == "":
+            continue  # a cleared retained message
+        schema = schemas[name]
+        resolver = jsonschema.RefResolver(base_uri=schema["$id"], referrer=schema, store=store)
+        try:
+            jsonschema.validate(json.loads(msg["payload"]), schema, resolver=resolver)
+            passed += 1
+        except (jsonschema.ValidationError, json.JSONDecodeError) as e:
+            print(f"{topic}: {getattr(e, 'message', e)}")
+            failed += 1
+    print(f"{passed} passed, {failed} failed")
+    sys.exit(1 if failed or passed == 0 else 0)
+
+
+if __name__ == "__main__":
+    main()
