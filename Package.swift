@@ -20,6 +20,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
     ],
     targets: [
         // C libraries, each behind one Swift module.
@@ -38,6 +39,7 @@ let package = Package(
         .target(name: "BLEGateway", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing",
             .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "blegateway", dependencies: [
             "BLEGateway", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain",
