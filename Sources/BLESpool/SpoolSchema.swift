@@ -53,7 +53,9 @@ enum SpoolSchema {
 
     /// `PRAGMA quick_check`: nil when the file is sound, else SQLite's first complaint.
     static func verify(_ db: SQLiteConnection) throws -> String? {
-        let answer = try db.text("PRAGMA quick_check")
-        return answer == "ok" ? nil : (answer ?? "quick_check returned nothing")
+        let check = try db.prepare("PRAGMA quick_check(4)")
+        var lines: [String] = []
+        while try check.step() { lines.append(check.text(0)) }
+        return lines == ["ok"] ? nil : lines.isEmpty ? "quick_check returned nothing" : lines.joined(separator: "; ")
     }
 }

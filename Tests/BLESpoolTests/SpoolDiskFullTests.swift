@@ -85,7 +85,7 @@ struct SpoolDiskFullTests {
 
         // Fill the file system with another file until ENOSPC.
         let filler = dir.path + "/filler"
-        FileManager.default.createFile(atPath: filler, contents: nil)
+        _ = FileManager.default.createFile(atPath: filler, contents: nil)
         let handle = try #require(FileHandle(forWritingAtPath: filler))
         let chunk = Data(repeating: 0, count: 4096)
         while (try? handle.write(contentsOf: chunk)) != nil {}
