@@ -90,10 +90,16 @@ public final class Spool: @unchecked Sendable {
 
     /// Buffers a reading for the next commit (at most one commit window away). Never blocks on the disk. A reading
     /// appended here may be lost by a crash before that commit: use it for samples, `appendDurably` for states.
-    public func append(_ reading: Reading) {
+    ///
+    /// Returns false only for a state event refused because the buffer already holds `maxBufferedStates` states
+    /// (commits have been failing); a sample is always taken, the bound dropping the oldest buffered sample instead.
+    @discardableResult
+    public func append(_ reading: Reading) -> Bool {
         bufferLock.withLock {
+            if reading.readingClass == .state, buffer.states >= configuration.maxBufferedStates { return false }
             let removed = buffer.append(reading, maxSamples: configuration.maxBufferedSamples)
             droppedInMemorySinceCommit += UInt64(removed)
+            return true
         }
     }
 
@@ -211,7 +217,13 @@ public final class Spool: @unchecked Sendable {
         }
         next.samples.droppedInMemory += droppedInMemory
         try keepBudget(&next)
-        try statements.persist(next)
+        // A commit that only inserted leaves MAX(seq) == lastSeq, which is how `Ledger.load` finds the counter: the
+        // meta page then need not be rewritten (4 KiB less per commit on the SD card). Any deletion may remove the
+        // highest row, so from then on the stored counter is what keeps seq from going back.
+        let onlyInserted = next.rows - ledger.rows == batch.count + salvaged.count
+        if forcePersist || !onlyInserted || next.samples != ledger.samples || next.thinHorizon != ledger.thinHorizon {
+            try statements.persist(next)
+        }
         try db.execute("COMMIT")
         ledger = next
         return batch.isEmpty ? nil : first...next.lastSeq
