@@ -72,6 +72,38 @@ struct SpoolDiskFullTests {
         #expect(try reopened.everything().count == 150)
     }
 
+    @Test func aStateEventOnAFullDiskStaysBufferedInOrderAndBeyondTheBoundIsRefusedNotDropped() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let config = SpoolConfiguration(path: dir.spoolPath, maxBufferedStates: 2, maxPageCount: 16)
+        let spool = try Spool(configuration: config)
+        var committed: [UInt64] = []
+        var n = 0
+        while spool.statistics.lastError == nil, n < 100_000 {
+            for _ in 0..<50 { n += 1; spool.append(big(n)) }
+            if let range = try? spool.commit() { committed += Array(range) }
+        }
+        #expect(spool.statistics.lastError?.code == .diskFull)
+        let buffered = spool.statistics.buffered
+
+        // Taken, but not durable: the error says so, and the event waits in the buffer behind the samples.
+        #expect { try spool.appendDurably(state("adapter down")) } throws: { ($0 as? SpoolError)?.code == .diskFull }
+        #expect { try spool.appendDurably(state("adapter up")) } throws: { ($0 as? SpoolError)?.code == .diskFull }
+        // The bound is reached: refused, and the producer still has it.
+        #expect { try spool.appendDurably(state("region enter")) } throws: { ($0 as? SpoolError)?.code == .bufferFull }
+        #expect(spool.append(state("region exit")) == false)
+        #expect(spool.append(big(0)) == true, "samples are always taken")
+        #expect(spool.statistics.buffered == buffered + 3)
+
+        spool.acknowledge(committed)
+        let range = try #require(try spool.commit())
+        let rows = try spool.everything()
+        #expect(rows.map(\.seq) == Array(range))
+        #expect(rows.filter { $0.reading.readingClass == .state }.map(\.text) == ["adapter down", "adapter up"])
+        #expect(rows.suffix(3).map(\.text) == ["adapter down", "adapter up", String(format: "%0200d", 0)])
+        #expect(spool.statistics.drops[.state] == DropCounters())
+    }
+
     @Test(.enabled(if: canMountTmpfs, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
     func aRealFullFileSystemGivesDiskFullAndCommitsOnceSpaceReturns() throws {
         let dir = TemporaryDirectory()
