@@ -39,7 +39,11 @@ struct ReadingBuffer {
         return trim(maxSamples: maxSamples)
     }
 
+    /// Slots in `storage`, live or emptied: bounded by `count` plus the compaction slack.
+    var slots: Int { storage.count }
+
     private mutating func trim(maxSamples: Int) -> Int {
+        defer { compactIfSparse() }
         var removed = 0
         while samples > maxSamples {
             var i = max(head, sampleScan)
@@ -55,5 +59,16 @@ struct ReadingBuffer {
             while head < storage.count, storage[head] == nil { head += 1 }
         }
         return removed
+    }
+
+    /// While commits fail and samples keep coming, every append at the bound empties one slot; without compaction the
+    /// array would grow forever (a state at the front stops `head` from moving). Compacting when more than half the
+    /// slots are empty keeps memory bounded at O(count) for O(1) amortised work per append.
+    private mutating func compactIfSparse() {
+        let empty = storage.count - count
+        guard empty > 1024, empty > count else { return }
+        storage = storage[head...].filter { $0 != nil }
+        head = 0
+        sampleScan = 0
     }
 }

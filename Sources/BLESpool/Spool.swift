@@ -47,7 +47,7 @@ public final class Spool: @unchecked Sendable {
             report.corruption = error
             let aside = try SpoolSalvage.moveAside(path)
             report.movedAsideTo = aside
-            salvage = SpoolSalvage.read(aside, configuration: configuration)
+            salvage = SpoolSalvage.read(aside)
             connection = try Spool.open(configuration)
         }
         db = connection
@@ -150,7 +150,9 @@ public final class Spool: @unchecked Sendable {
             _ = try? commit()
             // Windows are counted from the previous deadline, not from the end of the commit, so a slow fsync does
             // not stretch the window; after a long stall, start afresh rather than commit back to back.
-            deadline = max(deadline + window, clock.now())
+            deadline += window
+            let now = clock.now()
+            if deadline < now { deadline = now + window }
         }
         _ = try? commit()
     }

@@ -34,7 +34,7 @@ struct SpoolSalvage {
 
     /// Reads what it can: rows forwards from the start until the first unreadable page, then backwards from the end
     /// until the same (so one bad page in the middle costs only the rows on it), and the `meta` counters.
-    static func read(_ aside: String, configuration: SpoolConfiguration) -> SpoolSalvage {
+    static func read(_ aside: String) -> SpoolSalvage {
         var salvage = SpoolSalvage()
         let scratch = aside + ".salvage"
         defer {
@@ -46,7 +46,13 @@ struct SpoolSalvage {
                 return salvage
             }
         }
-        guard let db = try? SQLiteConnection(path: scratch) else { return salvage }
+        // In its own function so that the connection is closed before the scratch files are removed.
+        readRows(scratch, into: &salvage)
+        return salvage
+    }
+
+    private static func readRows(_ scratch: String, into salvage: inout SpoolSalvage) {
+        guard let db = try? SQLiteConnection(path: scratch) else { return }
         _ = try? db.execute("PRAGMA locking_mode = EXCLUSIVE")
         var found: [UInt64: SpooledReading] = [:]
         for order in ["ASC", "DESC"] {
@@ -66,6 +72,5 @@ struct SpoolSalvage {
         }
         salvage.counters = DropCounters(meta: meta)
         salvage.lastSeq = max(salvage.rows.last?.seq ?? 0, UInt64(max(0, meta[SpoolSchema.Key.lastSeq] ?? 0)))
-        return salvage
     }
 }

@@ -37,8 +37,9 @@ public struct SpoolStatistics: Sendable, Hashable {
     public var openReport: SpoolOpenReport
 }
 
-/// What `Spool.init` found and did.
-public struct SpoolOpenReport: Sendable, Hashable {
+/// What `Spool.init` found and did. Its description is the log line, e.g. `spool /data/spool.db: corrupt spool file
+/// during open: quick_check: …; moved aside to /data/spool.db.corrupt-20261121T061500Z; salvaged 1914 readings`.
+public struct SpoolOpenReport: Sendable, Hashable, CustomStringConvertible {
     /// Why the previous file could not be used, when it could not.
     public var corruption: SpoolError?
     /// Where the unusable file (and its WAL) were moved: `<path>.corrupt-<UTC timestamp>`.
@@ -50,4 +51,13 @@ public struct SpoolOpenReport: Sendable, Hashable {
     public var seqFromReservation: Bool = false
 
     public init() {}
+
+    public var description: String {
+        guard let corruption else { return seqFromReservation ? "new spool; seq continues from the reservation" : "ok" }
+        var text = "\(corruption)"
+        if let movedAsideTo { text += "; moved aside to \(movedAsideTo)" }
+        text += "; salvaged \(salvagedReadings) readings"
+        if seqFromReservation { text += "; seq continues from the reservation" }
+        return text
+    }
 }

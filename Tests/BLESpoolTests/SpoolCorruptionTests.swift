@@ -18,6 +18,7 @@ struct SpoolCorruptionTests {
         #expect(aside.hasPrefix(dir.spoolPath + ".corrupt-"))
         #expect(FileManager.default.contents(atPath: aside) == garbage, "the unreadable file is kept as it was")
         #expect(report.salvagedReadings == 0)
+        #expect(report.description.contains("moved aside to \(aside)"), "\(report)")
         spool.append(sample(1))
         #expect(try spool.commit() == 1...1)
     }

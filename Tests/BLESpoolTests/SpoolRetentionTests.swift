@@ -95,6 +95,18 @@ struct SpoolRetentionTests {
         #expect(spool.statistics.drops[.sample]?.droppedOldest == 6, "back at the budget, not above it")
     }
 
+    @Test func theBufferStaysBoundedInMemoryWhileEveryAppendAtTheBoundDropsOne() {
+        var buffer = ReadingBuffer()
+        var removed = buffer.append(event(0), maxSamples: 3)  // a state at the front: `head` cannot move past it
+        for n in 1...10_000 { removed += buffer.append(fixed(n, "gw/a"), maxSamples: 3) }
+        #expect(removed == 9_997)
+        #expect(buffer.count == 4)
+        #expect(buffer.slots <= 4 + 1_025, "emptied slots are compacted away, not kept: \(buffer.slots)")
+        #expect(buffer.takeAll().map { String(decoding: $0.body, as: UTF8.self) } == [
+            "state 000", "0000009998", "0000009999", "0000010000",
+        ])
+    }
+
     @Test func theInMemoryBufferDropsItsOldestSamplesButKeepsStatesAndCountsEveryDrop() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
