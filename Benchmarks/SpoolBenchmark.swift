@@ -21,11 +21,14 @@ func runSpoolBenchmark(arguments: [String]) async {
     try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(atPath: base) }
 
-    // A typical RSSI sample: ~60-byte rendered body, a per-beacon topic, a run id.
-    let topics = (0..<50).map { "gw/00:11:22:33:44:55/beacon/fda50693-a4e2-4fb1-afcf-c6eb0764\(String(format: "%04d", $0))" }
+    // A typical RSSI sample: a ~35-byte body, a ~65-byte per-beacon topic, a run id.
+    let topics = (0..<50).map { String(format: "gw/00:11:22:33:44:55/beacon/fda50693-a4e2-4fb1-afcf-c6eb0764%04d", $0) }
     func reading(_ n: Int) -> Reading {
-        Reading(.sample, topic: topics[n % topics.count], body: Array("{\"rssi\":-\(40 + n % 50),\"tx\":-59,\"d\":1.25}".utf8),
-                qos: 0, ts: 1_700_000_000 + Double(n) / 1000, clockSynchronized: true, expiry: 60, run: "bench-run")
+        let body = Array("{\"rssi\":-\(40 + n % 50),\"tx\":-59,\"d\":1.25}".utf8)
+        return Reading(
+            .sample, topic: topics[n % topics.count], body: body, qos: 0, ts: 1_700_000_000 + Double(n) / 1000,
+            clockSynchronized: true, expiry: 60, run: "bench-run"
+        )
     }
     // The buffer bound is raised so that a producer faster than the disk measures the drain, not the drops.
     let config = { (name: String) in

@@ -38,6 +38,10 @@ public final class Spool: @unchecked Sendable {
         precondition(configuration.trimFraction > 0 && configuration.trimFraction <= 1, "trimFraction is in (0, 1]")
         self.configuration = configuration
         let path = configuration.path
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
         var report = SpoolOpenReport()
         var salvage = SpoolSalvage()
         let connection: SQLiteConnection
@@ -71,7 +75,9 @@ public final class Spool: @unchecked Sendable {
         // Persist the counter (and any salvaged rows) now, so a fresh spool knows its floor from the first moment.
         if !loaded.counterWasStored || !salvage.rows.isEmpty || reserved <= loaded.ledger.lastSeq {
             _ = try databaseLock.withLock {
-                try writeTransaction(batch: [], acks: [], droppedInMemory: 0, salvaged: salvage.rows, forcePersist: true)
+                try writeTransaction(
+                    batch: [], acks: [], droppedInMemory: 0, salvaged: salvage.rows, forcePersist: true
+                )
             }
         }
     }
@@ -116,7 +122,8 @@ public final class Spool: @unchecked Sendable {
                 if reading.readingClass == .state, buffer.states >= configuration.maxBufferedStates {
                     throw SpoolError(.bufferFull, path: configuration.path, context: "appendDurably")
                 }
-                droppedInMemorySinceCommit += UInt64(buffer.append(reading, maxSamples: configuration.maxBufferedSamples))
+                let removed = buffer.append(reading, maxSamples: configuration.maxBufferedSamples)
+                droppedInMemorySinceCommit += UInt64(removed)
                 return buffer.takeAll()
             }
             // The reading is the last of the batch: its seq is the upper bound of the committed range.
@@ -177,7 +184,8 @@ public final class Spool: @unchecked Sendable {
             lastError = failure
             bufferLock.withLock {
                 droppedInMemorySinceCommit += dropped
-                droppedInMemorySinceCommit += UInt64(buffer.restore(batch, maxSamples: configuration.maxBufferedSamples))
+                let removed = buffer.restore(batch, maxSamples: configuration.maxBufferedSamples)
+                droppedInMemorySinceCommit += UInt64(removed)
             }
             throw failure
         }

@@ -26,7 +26,10 @@ struct SpoolSalvage {
         }
         for suffix in ["", "-wal", "-journal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             guard rename(path + suffix, aside + suffix) == 0 else {
-                throw SpoolError(.fileSystem, path: path + suffix, context: "moving the corrupt spool aside", errno: errno)
+                let code = errno
+                throw SpoolError(
+                    .fileSystem, path: path + suffix, context: "moving the corrupt spool aside", errno: code
+                )
             }
         }
         return aside

@@ -26,7 +26,8 @@ enum SpoolSchema {
     static let deleteReturningSize = "DELETE FROM readings WHERE seq = ? RETURNING size"
     static let samplesAfter = "SELECT seq, topic, size FROM readings WHERE class = 1 AND seq > ? ORDER BY seq LIMIT ?"
     static let oldestSamples = "SELECT seq, size FROM readings WHERE class = 1 ORDER BY seq LIMIT ?"
-    static let putMeta = "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
+    static let putMeta =
+        "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
 
     enum Key {
         static let lastSeq = "last_seq"

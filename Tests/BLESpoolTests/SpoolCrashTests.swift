@@ -20,7 +20,9 @@ struct SpoolCrashTests {
         let spool = try Spool(configuration: SpoolConfiguration(path: try #require(childDatabase)))
         let log = open(childLog, O_WRONLY | O_APPEND | O_CREAT, 0o644)
         defer { close(log) }
-        func note(_ line: String) { _ = line.utf8CString.withUnsafeBufferPointer { write(log, $0.baseAddress, $0.count - 1) } }
+        func note(_ line: String) {
+            _ = line.utf8CString.withUnsafeBufferPointer { write(log, $0.baseAddress, $0.count - 1) }
+        }
         let started = Date()
         var index = 0
         var batch = 0
