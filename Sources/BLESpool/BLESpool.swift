@@ -1,1 +1,0 @@
-// The BLESpool layer; see docs/ARCHITECTURE.md.

@@ -1,0 +1,319 @@
+import BLETransport
+import Foundation
+
+/// The durable outbox between the domain and MQTT: every reading is appended here, committed to SQLite (WAL) in
+/// batches of at most one commit window, given its `seq` at commit, read back oldest first by the publisher and
+/// deleted only once the broker acknowledged it.
+///
+/// Concurrency: the one owner of its `sqlite3*`. `@unchecked Sendable` because two locks guard every stored
+/// property: `bufferLock` (the cheap in-memory buffer producers append to) and `databaseLock` (the connection, its
+/// statements and the ledger). Lock order is always `databaseLock` then `bufferLock`. A commit holds `databaseLock`
+/// across its fsync; appenders only ever take `bufferLock`, so they never wait for the disk.
+public final class Spool: @unchecked Sendable {
+    public let configuration: SpoolConfiguration
+
+    // Guarded by bufferLock.
+    private let bufferLock = NSLock()
+    private var buffer = ReadingBuffer()
+    private var acknowledged: Set<UInt64> = []
+    private var droppedInMemorySinceCommit: UInt64 = 0
+
+    // Guarded by databaseLock.
+    private let databaseLock = NSLock()
+    private let db: SQLiteConnection
+    private let statements: Statements
+    private var ledger: Ledger
+    private let reservation: SequenceReservation
+    private var reservedSeq: UInt64
+    private var commits: UInt64 = 0
+    private var failedCommits: UInt64 = 0
+    private var lastError: SpoolError?
+    private let openReport: SpoolOpenReport
+
+    /// Opens the spool at `configuration.path`, creating it if needed. A file that is not a readable database is
+    /// moved aside to `<path>.corrupt-<UTC timestamp>`, readable rows are copied into a fresh spool with their seq,
+    /// and `statistics.openReport` says so. Throws when the fresh spool cannot be created either.
+    public init(configuration: SpoolConfiguration) throws {
+        precondition(configuration.keepOneSampleIn >= 1, "keepOneSampleIn must be at least 1")
+        precondition(configuration.trimFraction > 0 && configuration.trimFraction <= 1, "trimFraction is in (0, 1]")
+        self.configuration = configuration
+        let path = configuration.path
+        let directory = (path as NSString).deletingLastPathComponent
+        if !directory.isEmpty {
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        }
+        var report = SpoolOpenReport()
+        var salvage = SpoolSalvage()
+        let connection: SQLiteConnection
+        do {
+            connection = try Spool.open(configuration)
+        } catch let error as SpoolError where error.code == .corrupt {
+            report.corruption = error
+            let aside = try SpoolSalvage.moveAside(path)
+            report.movedAsideTo = aside
+            salvage = SpoolSalvage.read(aside)
+            connection = try Spool.open(configuration)
+        }
+        db = connection
+        statements = try Statements(connection)
+        reservation = SequenceReservation(spoolPath: path)
+
+        var loaded = try Ledger.load(connection)
+        let reserved = reservation.read() ?? 0
+        // A spool without its counter is new or replaces a lost file: continue above every seq ever issued.
+        if !loaded.counterWasStored {
+            loaded.ledger.lastSeq = max(loaded.ledger.lastSeq, reserved, salvage.lastSeq)
+            report.seqFromReservation = reserved > 0 && reserved >= salvage.lastSeq
+            loaded.ledger.samples = salvage.counters
+        }
+        ledger = loaded.ledger
+        reservedSeq = reserved
+        if !salvage.rows.isEmpty {
+            report.salvagedReadings = salvage.rows.count
+        }
+        openReport = report
+        // Persist the counter (and any salvaged rows) now, so a fresh spool knows its floor from the first moment.
+        if !loaded.counterWasStored || !salvage.rows.isEmpty || reserved <= loaded.ledger.lastSeq {
+            _ = try databaseLock.withLock {
+                try writeTransaction(
+                    batch: [], acks: [], droppedInMemory: 0, salvaged: salvage.rows, forcePersist: true
+                )
+            }
+        }
+    }
+
+    private static func open(_ configuration: SpoolConfiguration) throws -> SQLiteConnection {
+        let db = try SQLiteConnection(path: configuration.path)
+        try SpoolSchema.configure(db, configuration)
+        if configuration.verifyOnOpen, let complaint = try SpoolSchema.verify(db) {
+            throw SpoolError(.corrupt, path: configuration.path, context: "open: quick_check: \(complaint)")
+        }
+        try db.execute(SpoolSchema.create)
+        return db
+    }
+
+    // MARK: Producers
+
+    /// Buffers a reading for the next commit (at most one commit window away). Never blocks on the disk. A reading
+    /// appended here may be lost by a crash before that commit: use it for samples, `appendDurably` for states.
+    ///
+    /// Returns false only for a state event refused because the buffer already holds `maxBufferedStates` states
+    /// (commits have been failing); a sample is always taken, the bound dropping the oldest buffered sample instead.
+    @discardableResult
+    public func append(_ reading: Reading) -> Bool {
+        bufferLock.withLock {
+            if reading.readingClass == .state, buffer.states >= configuration.maxBufferedStates { return false }
+            let removed = buffer.append(reading, maxSamples: configuration.maxBufferedSamples)
+            droppedInMemorySinceCommit += UInt64(removed)
+            return true
+        }
+    }
+
+    /// Appends and commits at once (with every reading buffered before it, so order is kept); returns its seq.
+    /// For state events, which must be durable before their producer is told so.
+    ///
+    /// Throws `bufferFull` when the buffer already holds `maxBufferedStates` states: the reading was NOT taken.
+    /// Any other error (e.g. `diskFull`) means the reading WAS taken and stays buffered, in order, until a commit
+    /// succeeds; it is not durable yet, and the producer must not append it again.
+    @discardableResult
+    public func appendDurably(_ reading: Reading) throws -> UInt64 {
+        try databaseLock.withLock {
+            let batch: [Reading] = try bufferLock.withLock {
+                if reading.readingClass == .state, buffer.states >= configuration.maxBufferedStates {
+                    throw SpoolError(.bufferFull, path: configuration.path, context: "appendDurably")
+                }
+                let removed = buffer.append(reading, maxSamples: configuration.maxBufferedSamples)
+                droppedInMemorySinceCommit += UInt64(removed)
+                return buffer.takeAll()
+            }
+            // The reading is the last of the batch: its seq is the upper bound of the committed range.
+            guard let range = try commitLocked(batch) else {
+                preconditionFailure("a non-empty batch commits a non-empty range")
+            }
+            return range.upperBound
+        }
+    }
+
+    // MARK: Committing
+
+    /// Commits everything buffered and every acknowledgement in one transaction; assigns the seqs. Returns the seqs
+    /// committed, or nil when there were no readings. On failure nothing was written: the readings go back to the
+    /// front of the buffer (bounded), the error is kept in `statistics.lastError` and thrown.
+    @discardableResult
+    public func commit() throws -> ClosedRange<UInt64>? {
+        try databaseLock.withLock {
+            let batch = bufferLock.withLock { buffer.takeAll() }
+            return try commitLocked(batch)
+        }
+    }
+
+    /// Commits every `commitWindow` until cancelled, then once more. Failures do not stop it: they are counted and
+    /// kept in `statistics.lastError`, and the next window retries (recovery when the disk has room again).
+    public func run(clock: any BLEClock) async {
+        let window = configuration.effectiveCommitWindow
+        var deadline = clock.now() + window
+        while !Task.isCancelled {
+            do { try await clock.sleep(until: deadline) } catch { break }
+            _ = try? commit()
+            // Windows are counted from the previous deadline, not from the end of the commit, so a slow fsync does
+            // not stretch the window; after a long stall, start afresh rather than commit back to back.
+            deadline += window
+            let now = clock.now()
+            if deadline < now { deadline = now + window }
+        }
+        _ = try? commit()
+    }
+
+    private func commitLocked(_ batch: [Reading]) throws -> ClosedRange<UInt64>? {
+        let (acks, dropped): ([UInt64], UInt64) = bufferLock.withLock {
+            defer { droppedInMemorySinceCommit = 0 }
+            return (Array(acknowledged), droppedInMemorySinceCommit)
+        }
+        if batch.isEmpty, acks.isEmpty, dropped == 0 { return nil }
+        do {
+            let range = try writeTransaction(batch: batch, acks: acks, droppedInMemory: dropped)
+            commits += 1
+            lastError = nil
+            bufferLock.withLock { acknowledged.subtract(acks) }
+            return range
+        } catch {
+            let failure = error as? SpoolError
+                ?? SpoolError(.sqlite, path: configuration.path, context: "commit: \(error)")
+            if db.inTransaction { try? db.execute("ROLLBACK") }
+            failedCommits += 1
+            lastError = failure
+            bufferLock.withLock {
+                droppedInMemorySinceCommit += dropped
+                let removed = buffer.restore(batch, maxSamples: configuration.maxBufferedSamples)
+                droppedInMemorySinceCommit += UInt64(removed)
+            }
+            throw failure
+        }
+    }
+
+    /// One transaction: insert the batch with fresh seqs, delete the acknowledged, keep the budget, persist the
+    /// ledger. The ledger in memory changes only once COMMIT succeeded.
+    @discardableResult
+    private func writeTransaction(
+        batch: [Reading], acks: [UInt64], droppedInMemory: UInt64, salvaged: [SpooledReading] = [],
+        forcePersist: Bool = false
+    ) throws -> ClosedRange<UInt64>? {
+        var next = ledger
+        let needed = next.lastSeq + UInt64(batch.count)
+        if needed > reservedSeq || forcePersist && reservedSeq < needed + SequenceReservation.block / 2 {
+            let ceiling = needed + SequenceReservation.block
+            try reservation.write(ceiling)
+            reservedSeq = ceiling
+        }
+        try db.execute("BEGIN IMMEDIATE")
+        for spooled in salvaged {
+            try statements.insert(spooled)
+            next.rows += 1
+            next.storedBytes += spooled.reading.storedSize
+        }
+        // Deletions first: on a full disk the pages they free are what the inserts can use.
+        for seq in acks {
+            if let size = try statements.delete(seq) {
+                next.rows -= 1
+                next.storedBytes -= size
+            }
+        }
+        let first = next.lastSeq + 1
+        for reading in batch {
+            next.lastSeq += 1
+            try statements.insert(SpooledReading(seq: next.lastSeq, reading: reading))
+            next.rows += 1
+            next.storedBytes += reading.storedSize
+        }
+        next.samples.droppedInMemory += droppedInMemory
+        try keepBudget(&next)
+        // A commit that only inserted leaves MAX(seq) == lastSeq, which is how `Ledger.load` finds the counter: the
+        // meta page then need not be rewritten (4 KiB less per commit on the SD card). Any deletion may remove the
+        // highest row, so from then on the stored counter is what keeps seq from going back.
+        let onlyInserted = next.rows - ledger.rows == batch.count + salvaged.count
+        if forcePersist || !onlyInserted || next.samples != ledger.samples || next.thinHorizon != ledger.thinHorizon {
+            try statements.persist(next)
+        }
+        try db.execute("COMMIT")
+        ledger = next
+        return batch.isEmpty ? nil : first...next.lastSeq
+    }
+
+    /// Above `maxBytes`, frees down to `maxBytes × trimFraction`: first by downsampling samples per topic, oldest
+    /// first, from where the last downsampling stopped; then by dropping the oldest samples. States are never
+    /// removed, so a spool of states alone stays above budget.
+    private func keepBudget(_ next: inout Ledger) throws {
+        guard next.storedBytes > configuration.maxBytes else { return }
+        let target = Int(Double(configuration.maxBytes) * configuration.trimFraction)
+        if configuration.keepOneSampleIn > 1 {
+            var downsampler = Downsampler(keepOneIn: configuration.keepOneSampleIn)
+            thinning: while next.storedBytes > target {
+                let candidates = try statements.samples(after: next.thinHorizon, limit: 512)
+                if candidates.isEmpty { break }
+                for candidate in candidates {
+                    next.thinHorizon = candidate.seq
+                    guard downsampler.removes(topic: candidate.topic) else { continue }
+                    if let size = try statements.delete(UInt64(candidate.seq)) {
+                        next.rows -= 1
+                        next.storedBytes -= size
+                        next.samples.downsampled += 1
+                    }
+                    if next.storedBytes <= target { break thinning }
+                }
+            }
+        }
+        dropping: while next.storedBytes > target {
+            let oldest = try statements.oldestSamples(limit: 512)
+            if oldest.isEmpty { break }
+            for seq in oldest {
+                if let size = try statements.delete(UInt64(seq)) {
+                    next.rows -= 1
+                    next.storedBytes -= size
+                    next.samples.droppedOldest += 1
+                }
+                if next.storedBytes <= target { break dropping }
+            }
+        }
+    }
+
+    // MARK: Publisher
+
+    /// Up to `limit` durable readings with seq > `after`, oldest first (order is seq, never ts), skipping those
+    /// acknowledged but not yet deleted. For the publisher's bounded in-flight window: after a reconnect it starts
+    /// again from `after: 0`, i.e. from the oldest unacknowledged reading.
+    public func pending(after seq: UInt64 = 0, limit: Int) throws -> [SpooledReading] {
+        try databaseLock.withLock {
+            let acked = bufferLock.withLock { acknowledged }
+            return try statements.readings(after: seq, limit: limit).filter { !acked.contains($0.seq) }
+        }
+    }
+
+    /// Marks readings as delivered; they are deleted with the next commit (one fsync for both). A crash before it
+    /// replays them: delivery is at least once, and `seq` lets the consumer drop duplicates.
+    public func acknowledge<S: Sequence>(_ seqs: S) where S.Element == UInt64 {
+        bufferLock.withLock { acknowledged.formUnion(seqs) }
+    }
+
+    // MARK: Statistics
+
+    public var statistics: SpoolStatistics {
+        databaseLock.withLock {
+            let (buffered, acked, inMemory) = bufferLock.withLock {
+                (buffer.count, acknowledged.count, droppedInMemorySinceCommit)
+            }
+            var samples = ledger.samples
+            samples.droppedInMemory += inMemory
+            return SpoolStatistics(
+                depth: max(0, ledger.rows - acked), buffered: buffered, storedBytes: ledger.storedBytes,
+                bytesOnDisk: Spool.fileSize(configuration.path) + Spool.fileSize(configuration.path + "-wal"),
+                lastSeq: ledger.lastSeq, drops: [.sample: samples, .state: DropCounters()], commits: commits,
+                failedCommits: failedCommits, lastError: lastError, openReport: openReport
+            )
+        }
+    }
+
+    private static func fileSize(_ path: String) -> Int {
+        var info = stat()
+        return stat(path, &info) == 0 ? Int(info.st_size) : 0
+    }
+}

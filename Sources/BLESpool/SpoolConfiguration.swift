@@ -1,0 +1,60 @@
+/// How the spool stores readings. Every field has a default suited to a Raspberry Pi on an SD card.
+public struct SpoolConfiguration: Sendable, Hashable {
+    /// How strongly a commit is made durable.
+    public struct Durability: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        /// `PRAGMA synchronous=FULL`: the WAL is fsynced at every commit, so a committed reading survives power loss.
+        public static let full = Durability(rawValue: "FULL")
+        /// `PRAGMA synchronous=NORMAL`: survives a process crash; a power cut may lose the last commits.
+        public static let normal = Durability(rawValue: "NORMAL")
+    }
+
+    /// The SQLite file. Its `-wal` sits beside it, and `<path>.seq` holds the sequence reservation.
+    public var path: String
+    /// Budget for stored readings, in bytes charged by `Reading.storedSize`. Above it samples are downsampled, then
+    /// dropped oldest first. State events are never dropped, so states alone may exceed it. Default 64 MiB.
+    public var maxBytes: Int
+    /// When the budget is exceeded, samples are removed until the spool is back under `maxBytes × trimFraction`,
+    /// so that the next commits do not each trim a few rows (hysteresis). 0 < value ≤ 1. Default 0.9.
+    public var trimFraction: Double
+    /// How long appended readings wait in memory before `run(clock:)` commits them; at most 100 ms (the crash
+    /// window for samples), larger values are clamped. Longer windows mean fewer, larger writes. Default 100 ms.
+    public var commitWindow: Duration
+    /// Downsampling keeps one sample in `keepOneSampleIn` per topic, oldest first, before any sample is dropped.
+    /// 1 disables downsampling. Default 2.
+    public var keepOneSampleIn: Int
+    /// The most samples held in memory when commits fail (disk full): beyond it the oldest buffered sample is
+    /// dropped and counted. Default 50,000.
+    public var maxBufferedSamples: Int
+    /// The most state events held in memory when commits fail: beyond it `appendDurably` throws `bufferFull` and
+    /// the producer keeps its event. Default 10,000.
+    public var maxBufferedStates: Int
+    public var durability: Durability
+    /// Run `PRAGMA quick_check` at open, so a corrupt file is set aside at start rather than failing mid-run.
+    /// O(size of the file). Default true.
+    public var verifyOnOpen: Bool
+    /// Caps the file with `PRAGMA max_page_count` (nil = no cap). For tests that need SQLITE_FULL without filling
+    /// a disk, and for a hard cap on the file whatever the accounting says.
+    public var maxPageCount: Int?
+
+    public init(
+        path: String, maxBytes: Int = 64 << 20, trimFraction: Double = 0.9, commitWindow: Duration = .milliseconds(100),
+        keepOneSampleIn: Int = 2, maxBufferedSamples: Int = 50_000, maxBufferedStates: Int = 10_000,
+        durability: Durability = .full, verifyOnOpen: Bool = true, maxPageCount: Int? = nil
+    ) {
+        self.path = path
+        self.maxBytes = maxBytes
+        self.trimFraction = trimFraction
+        self.commitWindow = commitWindow
+        self.keepOneSampleIn = keepOneSampleIn
+        self.maxBufferedSamples = maxBufferedSamples
+        self.maxBufferedStates = maxBufferedStates
+        self.durability = durability
+        self.verifyOnOpen = verifyOnOpen
+        self.maxPageCount = maxPageCount
+    }
+
+    /// The commit window actually used: never above 100 ms.
+    var effectiveCommitWindow: Duration { min(commitWindow, .milliseconds(100)) }
+}

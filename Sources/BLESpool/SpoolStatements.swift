@@ -1,0 +1,142 @@
+/// What the spool keeps about itself, persisted in `meta` with every commit.
+struct Ledger {
+    var lastSeq: UInt64 = 0
+    /// Sum of `size` over the rows.
+    var storedBytes = 0
+    var rows = 0
+    /// Samples up to this seq have been downsampled once.
+    var thinHorizon: Int64 = 0
+    var samples = DropCounters()
+
+    /// Reads the ledger; `counterWasStored` is false for a spool that never committed (new, or replacing a lost one).
+    static func load(_ db: SQLiteConnection) throws -> (ledger: Ledger, counterWasStored: Bool) {
+        var meta: [String: Int64] = [:]
+        let s = try db.prepare("SELECT key, value FROM meta")
+        while try s.step() { meta[s.text(0)] = s.int64(1) }
+        var ledger = Ledger()
+        let maxSeq = try db.int64("SELECT MAX(seq) FROM readings") ?? 0
+        ledger.lastSeq = UInt64(max(0, max(maxSeq, meta[SpoolSchema.Key.lastSeq] ?? 0)))
+        ledger.rows = Int(try db.int64("SELECT COUNT(*) FROM readings") ?? 0)
+        ledger.storedBytes = Int(try db.int64("SELECT COALESCE(SUM(size), 0) FROM readings") ?? 0)
+        ledger.thinHorizon = meta[SpoolSchema.Key.thinHorizon] ?? 0
+        ledger.samples = DropCounters(meta: meta)
+        return (ledger, meta[SpoolSchema.Key.lastSeq] != nil)
+    }
+}
+
+extension DropCounters {
+    init(meta: [String: Int64]) {
+        self.init()
+        downsampled = UInt64(max(0, meta[SpoolSchema.Key.downsampled] ?? 0))
+        droppedOldest = UInt64(max(0, meta[SpoolSchema.Key.droppedOldest] ?? 0))
+        droppedInMemory = UInt64(max(0, meta[SpoolSchema.Key.droppedInMemory] ?? 0))
+    }
+}
+
+/// The prepared statements of one connection, prepared once (SQLITE_PREPARE_PERSISTENT).
+final class Statements {
+    private let insertRow: SQLiteStatement
+    private let selectAfter: SQLiteStatement
+    private let deleteRow: SQLiteStatement
+    private let samplesAfter: SQLiteStatement
+    private let oldestSamples: SQLiteStatement
+    private let putMeta: SQLiteStatement
+
+    init(_ db: SQLiteConnection) throws {
+        insertRow = try db.prepare(SpoolSchema.insert)
+        selectAfter = try db.prepare(SpoolSchema.selectAfter)
+        deleteRow = try db.prepare(SpoolSchema.deleteReturningSize)
+        samplesAfter = try db.prepare(SpoolSchema.samplesAfter)
+        oldestSamples = try db.prepare(SpoolSchema.oldestSamples)
+        putMeta = try db.prepare(SpoolSchema.putMeta)
+    }
+
+    func insert(_ spooled: SpooledReading) throws {
+        let r = spooled.reading
+        let s = insertRow
+        s.reset()
+        s.bind(1, Int64(bitPattern: spooled.seq))
+        s.bind(2, Int64(r.readingClass.rawValue))
+        s.bind(3, r.topic)
+        s.bind(4, r.body)
+        s.bind(5, Int64(r.qos))
+        s.bind(6, Int64(r.retain ? 1 : 0))
+        s.bind(7, r.ts)
+        s.bind(8, Int64(r.clockSynchronized ? 1 : 0))
+        s.bind(9, r.expiry)
+        s.bind(10, r.run)
+        s.bind(11, Int64(r.storedSize))
+        try s.run()
+    }
+
+    /// Deletes one row; returns its charged size, or nil when it was not there (already dropped or deleted).
+    func delete(_ seq: UInt64) throws -> Int? {
+        let s = deleteRow
+        s.reset()
+        s.bind(1, Int64(bitPattern: seq))
+        defer { s.reset() }
+        guard try s.step() else { return nil }
+        let size = Int(s.int64(0))
+        while try s.step() {}
+        return size
+    }
+
+    func readings(after seq: UInt64, limit: Int) throws -> [SpooledReading] {
+        let s = selectAfter
+        s.reset()
+        defer { s.reset() }
+        s.bind(1, Int64(bitPattern: seq))
+        s.bind(2, Int64(limit))
+        var out: [SpooledReading] = []
+        out.reserveCapacity(min(limit, 4096))
+        while try s.step() { out.append(Statements.reading(s)) }
+        return out
+    }
+
+    /// Decodes a row selected as `SpoolSchema.columns`.
+    static func reading(_ s: SQLiteStatement) -> SpooledReading {
+        let reading = Reading(
+            ReadingClass(rawValue: UInt8(truncatingIfNeeded: s.int64(1))), topic: s.text(2), body: s.blob(3),
+            qos: UInt8(truncatingIfNeeded: s.int64(4)), retain: s.int64(5) != 0, ts: s.double(6),
+            clockSynchronized: s.int64(7) != 0, expiry: s.optionalDouble(8), run: s.text(9)
+        )
+        return SpooledReading(seq: UInt64(bitPattern: s.int64(0)), reading: reading)
+    }
+
+    func samples(after seq: Int64, limit: Int) throws -> [(seq: Int64, topic: String, size: Int)] {
+        let s = samplesAfter
+        s.reset()
+        defer { s.reset() }
+        s.bind(1, seq)
+        s.bind(2, Int64(limit))
+        var out: [(seq: Int64, topic: String, size: Int)] = []
+        while try s.step() { out.append((s.int64(0), s.text(1), Int(s.int64(2)))) }
+        return out
+    }
+
+    func oldestSamples(limit: Int) throws -> [Int64] {
+        let s = oldestSamples
+        s.reset()
+        defer { s.reset() }
+        s.bind(1, Int64(limit))
+        var out: [Int64] = []
+        while try s.step() { out.append(s.int64(0)) }
+        return out
+    }
+
+    func persist(_ ledger: Ledger) throws {
+        let values: [(String, Int64)] = [
+            (SpoolSchema.Key.lastSeq, Int64(bitPattern: ledger.lastSeq)),
+            (SpoolSchema.Key.thinHorizon, ledger.thinHorizon),
+            (SpoolSchema.Key.downsampled, Int64(bitPattern: ledger.samples.downsampled)),
+            (SpoolSchema.Key.droppedOldest, Int64(bitPattern: ledger.samples.droppedOldest)),
+            (SpoolSchema.Key.droppedInMemory, Int64(bitPattern: ledger.samples.droppedInMemory)),
+        ]
+        for (key, value) in values {
+            putMeta.reset()
+            putMeta.bind(1, key)
+            putMeta.bind(2, value)
+            try putMeta.run()
+        }
+    }
+}

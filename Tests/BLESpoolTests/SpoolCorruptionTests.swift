@@ -1,0 +1,60 @@
+import Foundation
+import Testing
+@testable import BLESpool
+
+@Suite("a corrupt spool file is moved aside, salvaged, and replaced")
+struct SpoolCorruptionTests {
+    @Test func aFileThatIsNotADatabaseIsMovedAsideUntouchedAndAFreshSpoolStarts() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let garbage = Data(repeating: 0x5A, count: 8192)
+        try garbage.write(to: URL(fileURLWithPath: dir.spoolPath))
+        let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
+        let report = spool.statistics.openReport
+        let cause = try #require(report.corruption)
+        #expect(cause.code == .corrupt)
+        #expect(cause.description.contains(dir.spoolPath), "the error names the file: \(cause)")
+        let aside = try #require(report.movedAsideTo)
+        #expect(aside.hasPrefix(dir.spoolPath + ".corrupt-"))
+        #expect(FileManager.default.contents(atPath: aside) == garbage, "the unreadable file is kept as it was")
+        #expect(report.salvagedReadings == 0)
+        #expect(report.description.contains("moved aside to \(aside)"), "\(report)")
+        spool.append(sample(1))
+        #expect(try spool.commit() == 1...1)
+    }
+
+    @Test func readableRowsOfADamagedFileAreSalvagedWithTheirSeqAndTheCounterContinues() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let config = SpoolConfiguration(path: dir.spoolPath)
+        let count = 2000
+        do {
+            let spool = try Spool(configuration: config)
+            for n in 1...count { spool.append(sample(n)) }
+            try spool.commit()
+        }  // closing checkpoints the WAL into the main file
+        #expect(!FileManager.default.fileExists(atPath: dir.spoolPath + "-wal"))
+        // Overwrite one page in the middle of the table with garbage (an SD card's torn write).
+        let handle = try #require(FileHandle(forUpdatingAtPath: dir.spoolPath))
+        let size = try handle.seekToEnd()
+        let pages = size / 4096
+        try handle.seek(toOffset: (pages / 2) * 4096)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+
+        let spool = try Spool(configuration: config)
+        let report = spool.statistics.openReport
+        #expect(report.corruption?.code == .corrupt)
+        #expect(report.movedAsideTo != nil)
+        let rows = try spool.everything()
+        #expect(report.salvagedReadings == rows.count)
+        #expect(rows.count > 0 && rows.count < count, "salvaged \(rows.count) of \(count)")
+        #expect(rows.first?.seq == 1, "read forwards from the start")
+        #expect(rows.last?.seq == UInt64(count), "and backwards from the end")
+        #expect(rows.allSatisfy { $0.text == "rssi \($0.seq)" }, "every salvaged row is intact")
+        #expect(rows.map(\.seq) == rows.map(\.seq).sorted())
+        spool.append(sample(0))
+        let next = try #require(try spool.commit())
+        #expect(next.lowerBound > UInt64(count), "no seq is reused after a salvage")
+    }
+}

@@ -1,0 +1,144 @@
+import Foundation
+import Testing
+@testable import BLESpool
+
+private func big(_ n: Int) -> Reading {
+    Reading(.sample, topic: "gw/beacon/a", body: Array(String(format: "%0200d", n).utf8), qos: 0, ts: 0,
+            clockSynchronized: true, run: "r1")
+}
+
+/// Runs a command; true when it exits 0.
+@discardableResult
+private func shell(_ arguments: [String]) -> Bool {
+    let p = Process()
+    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+    p.arguments = arguments
+    p.standardOutput = FileHandle.nullDevice
+    p.standardError = FileHandle.nullDevice
+    guard (try? p.run()) != nil else { return false }
+    p.waitUntilExit()
+    return p.terminationStatus == 0
+}
+
+/// Whether this process may mount a tmpfs (root, or CAP_SYS_ADMIN; not in most unprivileged containers).
+private let canMountTmpfs: Bool = {
+    let dir = TemporaryDirectory()
+    defer { dir.remove() }
+    guard shell(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir.path]) else { return false }
+    shell(["umount", dir.path])
+    return true
+}()
+
+@Suite("disk full: a clear error, nothing corrupted, bounded memory, recovery", .serialized)
+struct SpoolDiskFullTests {
+    @Test func maxPageCountGivesDiskFullKeepsTheBatchBoundedAndRecoversWhenPagesAreFreed() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let config = SpoolConfiguration(path: dir.spoolPath, maxBufferedSamples: 150, maxPageCount: 24)
+        let spool = try Spool(configuration: config)
+        var n = 0
+        var committed: [UInt64] = []
+        var failure: SpoolError?
+        for _ in 0..<100 {
+            for _ in 0..<100 { n += 1; spool.append(big(n)) }
+            do { committed += Array(try #require(try spool.commit())) } catch let error as SpoolError {
+                failure = error
+                break
+            }
+        }
+        let error = try #require(failure)
+        #expect(error.code == .diskFull)
+        #expect(error.sqlite?.primary == .full)
+        #expect(error.description.contains("SQLITE_FULL"), "\(error)")
+        #expect(spool.statistics.lastError == error)
+        #expect(spool.statistics.buffered == 100, "the failed batch is kept, not lost")
+        #expect(try spool.everything().map(\.seq) == committed, "what was committed is intact")
+
+        // Still full: the buffer stays within its bound by dropping its oldest samples, and counts them.
+        for _ in 0..<100 { n += 1; spool.append(big(n)) }
+        #expect(spool.statistics.buffered == 150)
+        #expect(spool.statistics.drops[.sample]?.droppedInMemory == 50)
+
+        // The publisher delivers the backlog: its deletions free the pages the buffered readings need.
+        spool.acknowledge(committed)
+        let range = try #require(try spool.commit())
+        #expect(range == UInt64(committed.count + 1)...UInt64(committed.count + 150), "seq continues without a gap")
+        #expect(try spool.everything().map(\.text) == ((n - 149)...n).map { String(format: "%0200d", $0) })
+        #expect(spool.statistics.lastError == nil)
+        #expect(spool.statistics.drops[.sample]?.droppedInMemory == 50)
+        _ = consume spool  // close, then reopen with quick_check
+        let reopened = try Spool(configuration: config)
+        #expect(reopened.statistics.openReport.corruption == nil)
+        #expect(try reopened.everything().count == 150)
+    }
+
+    @Test func aStateEventOnAFullDiskStaysBufferedInOrderAndBeyondTheBoundIsRefusedNotDropped() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let config = SpoolConfiguration(path: dir.spoolPath, maxBufferedStates: 2, maxPageCount: 16)
+        let spool = try Spool(configuration: config)
+        var committed: [UInt64] = []
+        var n = 0
+        while spool.statistics.lastError == nil, n < 100_000 {
+            for _ in 0..<50 { n += 1; spool.append(big(n)) }
+            if let range = try? spool.commit() { committed += Array(range) }
+        }
+        #expect(spool.statistics.lastError?.code == .diskFull)
+        let buffered = spool.statistics.buffered
+
+        // Taken, but not durable: the error says so, and the event waits in the buffer behind the samples.
+        #expect { try spool.appendDurably(state("adapter down")) } throws: { ($0 as? SpoolError)?.code == .diskFull }
+        #expect { try spool.appendDurably(state("adapter up")) } throws: { ($0 as? SpoolError)?.code == .diskFull }
+        // The bound is reached: refused, and the producer still has it.
+        #expect { try spool.appendDurably(state("region enter")) } throws: { ($0 as? SpoolError)?.code == .bufferFull }
+        #expect(spool.append(state("region exit")) == false)
+        #expect(spool.append(big(0)) == true, "samples are always taken")
+        #expect(spool.statistics.buffered == buffered + 3)
+
+        spool.acknowledge(committed)
+        let range = try #require(try spool.commit())
+        let rows = try spool.everything()
+        #expect(rows.map(\.seq) == Array(range))
+        #expect(rows.filter { $0.reading.readingClass == .state }.map(\.text) == ["adapter down", "adapter up"])
+        #expect(rows.suffix(3).map(\.text) == ["adapter down", "adapter up", String(format: "%0200d", 0)])
+        #expect(spool.statistics.drops[.state] == DropCounters())
+    }
+
+    @Test(.enabled(if: canMountTmpfs, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
+    func aRealFullFileSystemGivesDiskFullAndCommitsOnceSpaceReturns() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        try #require(shell(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir.path]))
+        defer { shell(["umount", dir.path]) }
+        let config = SpoolConfiguration(path: dir.spoolPath)
+        var spool: Spool? = try Spool(configuration: config)
+        for n in 1...10 { spool!.append(big(n)) }
+        #expect(try spool!.commit() == 1...10)
+
+        // Fill the file system with another file until ENOSPC.
+        let filler = dir.path + "/filler"
+        _ = FileManager.default.createFile(atPath: filler, contents: nil)
+        let handle = try #require(FileHandle(forWritingAtPath: filler))
+        let chunk = Data(repeating: 0, count: 4096)
+        while (try? handle.write(contentsOf: chunk)) != nil {}
+        try? handle.close()
+
+        for n in 11...2010 { spool!.append(big(n)) }
+        #expect(throws: SpoolError.self) { try spool!.commit() }
+        let error = try #require(spool!.statistics.lastError)
+        #expect(error.code == .diskFull, "\(error)")
+        #expect(spool!.statistics.buffered == 2000)
+        #expect(try spool!.everything().map(\.seq) == Array(1...10), "the committed readings are untouched")
+
+        // Space returns: the next commit takes everything, in order, with the next seqs.
+        try FileManager.default.removeItem(atPath: filler)
+        #expect(try spool!.commit() == 11...2010)
+        #expect(spool!.statistics.lastError == nil)
+        spool = nil
+        let reopened = try Spool(configuration: config)
+        #expect(reopened.statistics.openReport.corruption == nil)
+        let all = try reopened.everything()
+        #expect(all.map(\.seq) == Array(1...2010))
+        #expect(all.allSatisfy { $0.text == String(format: "%0200d", Int($0.seq)) })
+    }
+}

@@ -1,0 +1,138 @@
+import BLETransport
+import Foundation
+import Testing
+@testable import BLESpool
+
+@Suite("seq, order and replay")
+struct SpoolSequenceTests {
+    @Test func seqIsAssignedAtCommitContiguousAndKeepsEveryField() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
+        spool.append(sample(1))
+        spool.append(sample(2))
+        #expect(try spool.everything().isEmpty, "nothing is visible to the publisher before the commit")
+        #expect(try spool.commit() == 1...2)
+        let s = state("connected", ts: 1_700_000_123.25)
+        #expect(try spool.appendDurably(s) == 3)
+        let all = try spool.everything()
+        #expect(all.map(\.seq) == [1, 2, 3])
+        #expect(all[2].reading == s)
+        #expect(all[0].reading.expiry == 30)
+        #expect(all[2].reading.expiry == nil)
+        #expect(try spool.commit() == nil, "an empty commit assigns nothing")
+    }
+
+    @Test func seqIsMonotonicAcrossReopenAndNeverReusedAfterTheTableEmpties() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let config = SpoolConfiguration(path: dir.spoolPath)
+        do {
+            let spool = try Spool(configuration: config)
+            for n in 0..<5 { spool.append(sample(n)) }
+            #expect(try spool.commit() == 1...5)
+            spool.acknowledge(1...5)
+            try spool.commit()
+            #expect(try spool.everything().isEmpty)
+            #expect(spool.statistics.depth == 0)
+        }
+        do {
+            let spool = try Spool(configuration: config)
+            spool.append(sample(6))
+            #expect(try spool.commit() == 6...6, "the table was empty, the counter was not")
+        }
+        do {
+            let spool = try Spool(configuration: config)
+            #expect(try spool.everything().map(\.seq) == [6])
+            #expect(spool.statistics.lastSeq == 6)
+        }
+    }
+
+    @Test func aDeletedDatabaseContinuesAboveTheReservationInsteadOfRestartingAtOne() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let config = SpoolConfiguration(path: dir.spoolPath)
+        do {
+            let spool = try Spool(configuration: config)
+            for n in 0..<3 { spool.append(sample(n)) }
+            try spool.commit()
+        }
+        for suffix in ["", "-wal"] { try? FileManager.default.removeItem(atPath: dir.spoolPath + suffix) }
+        let spool = try Spool(configuration: config)
+        spool.append(sample(9))
+        let range = try #require(try spool.commit())
+        #expect(range.lowerBound > 3)
+        #expect(spool.statistics.openReport.seqFromReservation)
+    }
+
+    @Test func orderIsSeqNotTimestampWhenTheWallClockJumpsBackwards() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
+        // Unsynchronised boot clock (1970), then NTP steps forward, then a step backwards of an hour.
+        let stamps: [Double] = [12.0, 13.0, 1_700_000_000, 1_700_000_001, 1_699_996_401, 1_699_996_402]
+        for (n, ts) in stamps.enumerated() { spool.append(sample(n, ts: ts)) }
+        try spool.commit()
+        let all = try spool.everything()
+        #expect(all.map(\.text) == (0..<6).map { "rssi \($0)" })
+        #expect(all.map(\.reading.ts) == stamps, "original timestamps are kept, not rewritten")
+        #expect(all.map(\.seq) == [1, 2, 3, 4, 5, 6])
+    }
+
+    @Test func replayAfterReconnectResumesAtTheOldestUnacknowledgedWhileNewReadingsFlow() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
+        for n in 0..<10 { spool.append(sample(n, ts: 1000 + Double(n), run: "run-old")) }
+        try spool.commit()
+        // The publisher sends a window of 4, gets 3 acknowledged, then the broker goes away.
+        let window = try spool.pending(after: 0, limit: 4)
+        #expect(window.map(\.seq) == [1, 2, 3, 4])
+        spool.acknowledge([1, 2, 3])
+        // New readings keep arriving during the outage.
+        for n in 10..<12 { spool.append(sample(n, ts: 2000, run: "run-new")) }
+        try spool.commit()
+        // Reconnect: replay from the start of what is left, in order, with the original ts and run.
+        var replayed: [SpooledReading] = []
+        var cursor: UInt64 = 0
+        while case let batch = try spool.pending(after: cursor, limit: 3), !batch.isEmpty {
+            replayed += batch
+            cursor = batch.last!.seq
+        }
+        #expect(replayed.map(\.seq) == Array(4...12))
+        #expect(replayed.first?.reading.ts == 1003)
+        #expect(replayed.first?.reading.run == "run-old")
+        #expect(replayed.last?.reading.run == "run-new")
+    }
+
+    @Test func acknowledgementsOfDroppedOrUnknownSeqsAreHarmless() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
+        spool.append(sample(1))
+        try spool.commit()
+        spool.acknowledge([1, 99])
+        try spool.commit()
+        #expect(try spool.everything().isEmpty)
+        #expect(spool.statistics.lastError == nil)
+    }
+
+    @Test func theServiceCommitsEachWindowAndOnceMoreWhenCancelled() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath, commitWindow: .seconds(5)))
+        #expect(spool.configuration.effectiveCommitWindow == .milliseconds(100), "the window is clamped to 100 ms")
+        let clock = ManualClock()
+        let service = Task { await spool.run(clock: clock) }
+        while clock.sleeperCount == 0 { await Task.yield() }
+        spool.append(sample(1))
+        #expect(try spool.everything().isEmpty)
+        clock.advance(by: .milliseconds(100))
+        while spool.statistics.commits == 0 { await Task.yield() }
+        #expect(try spool.everything().map(\.seq) == [1])
+        spool.append(sample(2))
+        service.cancel()
+        await service.value
+        #expect(try spool.everything().map(\.seq) == [1, 2], "shutdown commits what was still buffered")
+    }
+}
