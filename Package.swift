@@ -34,7 +34,7 @@ let package = Package(
         .target(name: "BLEHCI", dependencies: ["BLETransport"]),
         .target(name: "BLEHost", dependencies: ["BLETransport", "BLEHCI", .product(name: "Logging", package: "swift-log")]),
         .target(name: "BLEDomain", dependencies: ["BLETransport", "BLEHCI", "BLEHost"]),
-        .target(name: "BLESpool", dependencies: ["CSQLite", "BLEDomain"]),
+        .target(name: "BLESpool", dependencies: ["CSQLite", "BLETransport", "BLEDomain"]),
         .target(name: "BLEPublishing", dependencies: ["CMosquitto", "BLESpool", "BLEDomain", .product(name: "Logging", package: "swift-log")]),
         .target(name: "BLEGateway", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing",
@@ -59,7 +59,7 @@ let package = Package(
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETransport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLETransport", "BLESimulator"]),
         .testTarget(name: "BLEDomainTests", dependencies: ["BLEDomain", "BLEHCI", "BLETransport"]),
-        .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLEDomain"]),
+        .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport", "BLEDomain"]),
         .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLEDomain"]),
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLESimulator", "BLEPublishing", "BLEDomain"]),
         .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport"]),
