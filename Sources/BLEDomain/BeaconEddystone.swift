@@ -75,21 +75,23 @@ public struct EddystoneUID: Hashable, Sendable {
 }
 
 /// Eddystone-URL (eddystone-url.md): `10 | tx power | scheme | encoded URL (≤ 17)`.
-/// The URL stays encoded (a slice of the report) until someone asks for it.
+/// The URL stays encoded (17 octets at most, held inline) until someone asks for it.
 public struct EddystoneURL: Hashable, Sendable {
     public var txPowerAt0m: Int8
     public var scheme: UInt8
-    public var encoded: ArraySlice<UInt8>
+    public var encoded: ShortBytes
 
-    @inlinable public init(txPowerAt0m: Int8, scheme: UInt8, encoded: ArraySlice<UInt8>) {
+    /// Nil when `encoded` is longer than the 17 octets the frame allows.
+    @inlinable public init?(txPowerAt0m: Int8, scheme: UInt8, encoded: some Collection<UInt8>) {
+        guard encoded.count <= 17, let e = ShortBytes(encoded) else { return nil }
         self.txPowerAt0m = txPowerAt0m
         self.scheme = scheme
-        self.encoded = encoded
+        self.encoded = e
     }
 
     @inlinable init?(frameBody b: ArraySlice<UInt8>) {
         var c = ByteCursor(b)
-        guard let tx = c.readI8(), let scheme = c.readU8(), scheme <= 0x03, c.remaining <= 17 else { return nil }
+        guard let tx = c.readI8(), let scheme = c.readU8(), scheme <= 0x03 else { return nil }
         self.init(txPowerAt0m: tx, scheme: scheme, encoded: c.readRest())
     }
 
@@ -127,9 +129,9 @@ public struct EddystoneURL: Hashable, Sendable {
 public enum EddystoneTLM: Hashable, Sendable {
     /// Version 0x00: `20 00 | VBATT 2 | TEMP 2 | ADV_CNT 4 | SEC_CNT 4`.
     case plain(Plain)
-    /// Version 0x01: `20 01 | ETLM 12 | SALT 2 | MIC 2`; only the beacon's owner holds the key,
-    /// so the gateway keeps the bytes and forwards them.
-    case encrypted(ArraySlice<UInt8>)
+    /// Version 0x01: `20 01 | ETLM 12 | SALT 2 | MIC 2` (16 octets); only the beacon's owner holds
+    /// the key, so the gateway keeps the bytes and forwards them.
+    case encrypted(ShortBytes)
 
     public struct Plain: Hashable, Sendable {
         /// Battery voltage in mV; 0 means "not supported".
@@ -178,8 +180,8 @@ public enum EddystoneTLM: Hashable, Sendable {
                 Plain(batteryMillivolts: v, temperatureRaw: Int16(bitPattern: t), advertisingCount: a,
                     uptimeDeciseconds: s))
         case 0x01:
-            guard c.remaining == 16 else { return nil }
-            self = .encrypted(c.readRest())
+            guard c.remaining == 16, let e = ShortBytes(c.readRest()) else { return nil }
+            self = .encrypted(e)
         default:
             return nil
         }
