@@ -29,6 +29,12 @@ public struct Advertisement: Sendable {
 
     /// Decodes `data`. Never traps, whatever the bytes.
     @inlinable public init(decoding data: ArraySlice<UInt8>) {
+        self = data.withUnsafeBufferPointer { Advertisement(data: data, bytes: $0) }
+    }
+
+    /// One pass over the AD structures `Length | AD Type | AD Data` (Core v5.4, Vol 3, Part C, §11),
+    /// with the same rules as `AdvertisingStructureIterator`, reading through `ADReader`.
+    @inlinable init(data: ArraySlice<UInt8>, bytes: UnsafeBufferPointer<UInt8>) {
         self.data = data
         flags = nil
         txPowerLevel = nil
@@ -41,56 +47,65 @@ public struct Advertisement: Sendable {
         manufacturerRange = nil
         manufacturerCompany = 0
 
-        var it = AdvertisingStructureIterator(data)
-        while let s = it.next() {
+        if bytes.count > AdvertisingStructureIterator.maximumDataLength { issues.insert(.oversized) }
+        let origin = data.startIndex
+        var r = ADReader(bytes)
+        while let length = r.readU8() {
+            guard length > 0 else {
+                // "shall only occur to allow an early termination": zero padding may follow, nothing else.
+                if r.restHasNonZero() { issues.insert(.zeroLength) }
+                break
+            }
+            guard var v = r.readReader(Int(length)), let type = v.readU8() else {
+                issues.insert(.truncated)
+                break
+            }
             structureCount &+= structureCount == .max ? 0 : 1
-            let v = s.value
-            switch s.type {
-            case .flags:
+            let valueRange = (origin + v.position)..<(origin + v.end)
+            // Literal cases (names beside them) compile to a jump table; see AdvertisingDataType.
+            switch type {
+            case 0x01:  // flags
                 // CSS Part A §1.3: "The Flags data type shall be … one octet"; later octets are reserved.
-                if let f = v.first { flags = f } else { issues.insert(.badFieldLength) }
-            case .incompleteServiceUUIDs16, .completeServiceUUIDs16, .incompleteServiceUUIDs32,
-                .completeServiceUUIDs32, .incompleteServiceUUIDs128, .completeServiceUUIDs128:
-                if v.count % (s.type.uuidWidth ?? 1) != 0 { issues.insert(.badFieldLength) }
-            case .shortenedLocalName:
-                if !nameIsCompleteFlag { nameRange = v.indices }
-            case .completeLocalName:
-                nameRange = v.indices
+                if let f = v.readU8() { flags = f } else { issues.insert(.badFieldLength) }
+            case 0x02...0x07:  // service UUID lists, 16/32/128-bit, incomplete/complete
+                if v.remaining % (AdvertisingDataType(rawValue: type).uuidWidth ?? 1) != 0 {
+                    issues.insert(.badFieldLength)
+                }
+            case 0x08:  // shortened local name
+                if !nameIsCompleteFlag { nameRange = valueRange }
+            case 0x09:  // complete local name
+                nameRange = valueRange
                 nameIsCompleteFlag = true
-            case .txPowerLevel:
-                if v.count == 1 {
-                    txPowerLevel = Int8(bitPattern: v[v.startIndex])
+            case 0x0A:  // TX power level
+                if v.remaining == 1, let t = v.readI8() {
+                    txPowerLevel = t
                 } else {
                     issues.insert(.badFieldLength)
                 }
-            case .appearance:
-                var c = ByteCursor(v)
-                if v.count == 2, let a = c.readLE16() { appearance = a } else { issues.insert(.badFieldLength) }
-            case .serviceData16:
-                var c = ByteCursor(v)
-                guard let uuid = c.readLE16() else {
+            case 0x19:  // appearance
+                if v.remaining == 2, let a = v.readLE16() { appearance = a } else { issues.insert(.badFieldLength) }
+            case 0x16:  // service data, 16-bit UUID
+                guard let uuid = v.readLE16() else {
                     issues.insert(.badFieldLength)
                     break
                 }
-                if beacon == nil { beacon = Beacon.fromServiceData16(uuid: uuid, data: c.rest) }
-            case .serviceData32, .serviceData128:
-                if v.count < s.type.uuidWidth! { issues.insert(.badFieldLength) }
-            case .manufacturerSpecificData:
-                var c = ByteCursor(v)
-                guard let company = c.readLE16() else {
+                if beacon == nil { beacon = Beacon.fromServiceData16(uuid: uuid, data: v) }
+            case 0x20, 0x21:  // service data, 32/128-bit UUID
+                if v.remaining < (type == 0x20 ? 4 : 16) { issues.insert(.badFieldLength) }
+            case 0xFF:  // manufacturer specific data
+                guard let company = v.readLE16() else {
                     issues.insert(.badFieldLength)
                     break
                 }
                 if manufacturerRange == nil {
-                    manufacturerRange = c.rest.indices
+                    manufacturerRange = (origin + v.position)..<(origin + v.end)
                     manufacturerCompany = company
                 }
-                if beacon == nil { beacon = Beacon.fromManufacturerData(company: company, data: c.rest) }
+                if beacon == nil { beacon = Beacon.fromManufacturerData(company: company, data: v) }
             default:
                 break
             }
         }
-        issues.formUnion(it.issues)
     }
 
     /// The local name's raw octets (complete preferred over shortened), without decoding them.

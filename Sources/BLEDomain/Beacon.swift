@@ -22,15 +22,15 @@ public enum Beacon: Hashable, Sendable {
     }
 
     /// Recognises iBeacon or AltBeacon in manufacturer specific data (company id already read).
-    @inlinable static func fromManufacturerData(company: UInt16, data: ArraySlice<UInt8>) -> Beacon? {
-        if company == IBeacon.appleCompanyID, let b = IBeacon(manufacturerData: data) { return .iBeacon(b) }
-        if let b = AltBeacon(company: company, manufacturerData: data) { return .altBeacon(b) }
+    @inlinable static func fromManufacturerData(company: UInt16, data: ADReader) -> Beacon? {
+        if company == IBeacon.appleCompanyID, let b = IBeacon(reading: data) { return .iBeacon(b) }
+        if let b = AltBeacon(company: company, reading: data) { return .altBeacon(b) }
         return nil
     }
 
     /// Recognises an Eddystone frame in 16-bit service data (UUID already read).
-    @inlinable static func fromServiceData16(uuid: UInt16, data: ArraySlice<UInt8>) -> Beacon? {
+    @inlinable static func fromServiceData16(uuid: UInt16, data: ADReader) -> Beacon? {
         guard uuid == EddystoneFrame.serviceUUID else { return nil }
-        return EddystoneFrame.decode(data)
+        return EddystoneFrame.decode(reading: data)
     }
 }

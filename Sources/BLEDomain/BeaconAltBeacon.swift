@@ -36,8 +36,15 @@ public struct AltBeacon: Hashable, Sendable {
 
     /// Parses the manufacturer data after the company id: exactly 24 octets.
     @inlinable public init?(company: UInt16, manufacturerData data: ArraySlice<UInt8>) {
-        var c = ByteCursor(data)
-        guard data.count == 24, c.readBE16() == Self.beaconCode, let h = c.readBE64(), let m = c.readBE64(),
+        guard let b = data.withUnsafeBufferPointer({ AltBeacon(company: company, reading: ADReader($0)) }) else {
+            return nil
+        }
+        self = b
+    }
+
+    @inlinable init?(company: UInt16, reading r: ADReader) {
+        var c = r
+        guard c.remaining == 24, c.readBE16() == Self.beaconCode, let h = c.readBE64(), let m = c.readBE64(),
             let l = c.readBE32(), let rssi = c.readI8(), let rsvd = c.readU8()
         else { return nil }
         self.init(

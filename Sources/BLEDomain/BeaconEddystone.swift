@@ -13,8 +13,12 @@ public enum EddystoneFrame {
 
     /// Dispatches on the frame type; nil for unknown types and malformed frames.
     @inlinable public static func decode(_ frame: ArraySlice<UInt8>) -> Beacon? {
-        guard let type = frame.first else { return nil }
-        let body = frame.dropFirst()
+        frame.withUnsafeBufferPointer { decode(reading: ADReader($0)) }
+    }
+
+    @inlinable static func decode(reading frame: ADReader) -> Beacon? {
+        var body = frame
+        guard let type = body.readU8() else { return nil }
         switch type {
         case uid: return EddystoneUID(frameBody: body).map(Beacon.eddystoneUID)
         case url: return EddystoneURL(frameBody: body).map(Beacon.eddystoneURL)
@@ -43,9 +47,9 @@ public struct EddystoneUID: Hashable, Sendable {
         self.instance = instance & 0xFFFF_FFFF_FFFF
     }
 
-    @inlinable init?(frameBody b: ArraySlice<UInt8>) {
-        var c = ByteCursor(b)
-        guard b.count == 17 || b.count == 19, let tx = c.readI8(), let nh = c.readBE64(), let nl = c.readBE16(),
+    @inlinable init?(frameBody b: ADReader) {
+        var c = b
+        guard b.remaining == 17 || b.remaining == 19, let tx = c.readI8(), let nh = c.readBE64(), let nl = c.readBE16(),
             let ih = c.readBE16(), let il = c.readBE32()
         else { return nil }
         self.init(txPowerAt0m: tx, namespaceHigh: nh, namespaceLow: nl, instance: UInt64(ih) << 32 | UInt64(il))
@@ -89,8 +93,8 @@ public struct EddystoneURL: Hashable, Sendable {
         self.encoded = e
     }
 
-    @inlinable init?(frameBody b: ArraySlice<UInt8>) {
-        var c = ByteCursor(b)
+    @inlinable init?(frameBody b: ADReader) {
+        var c = b
         guard let tx = c.readI8(), let scheme = c.readU8(), scheme <= 0x03 else { return nil }
         self.init(txPowerAt0m: tx, scheme: scheme, encoded: c.readRest())
     }
@@ -169,8 +173,8 @@ public enum EddystoneTLM: Hashable, Sendable {
         }
     }
 
-    @inlinable init?(frameBody b: ArraySlice<UInt8>) {
-        var c = ByteCursor(b)
+    @inlinable init?(frameBody b: ADReader) {
+        var c = b
         switch c.readU8() {
         case 0x00:
             guard c.remaining == 12, let v = c.readBE16(), let t = c.readBE16(), let a = c.readBE32(),
@@ -199,9 +203,9 @@ public struct EddystoneEID: Hashable, Sendable {
         self.eid = eid
     }
 
-    @inlinable init?(frameBody b: ArraySlice<UInt8>) {
-        var c = ByteCursor(b)
-        guard b.count == 9, let tx = c.readI8(), let e = c.readBE64() else { return nil }
+    @inlinable init?(frameBody b: ADReader) {
+        var c = b
+        guard b.remaining == 9, let tx = c.readI8(), let e = c.readBE64() else { return nil }
         self.init(txPowerAt0m: tx, eid: e)
     }
 

@@ -27,7 +27,12 @@ public struct IBeacon: Hashable, Sendable {
     /// Parses the manufacturer data after the company id. Extra trailing octets are tolerated (some
     /// beacons append a byte); a short or differently typed payload is not an iBeacon.
     @inlinable public init?(manufacturerData data: ArraySlice<UInt8>) {
-        var c = ByteCursor(data)
+        guard let b = data.withUnsafeBufferPointer({ IBeacon(reading: ADReader($0)) }) else { return nil }
+        self = b
+    }
+
+    @inlinable init?(reading r: ADReader) {
+        var c = r
         guard c.readU8() == Self.type, c.readU8() == Self.length, let h = c.readBE64(), let l = c.readBE64(),
             let major = c.readBE16(), let minor = c.readBE16(), let power = c.readI8()
         else { return nil }
