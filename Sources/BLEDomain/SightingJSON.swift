@@ -24,12 +24,12 @@ public enum JSONWriter {
 
     /// `units / 10^scale` with exactly the needed fractional digits (trailing zeros dropped).
     public static func appendFixed(_ units: Int64, scale: Int, to out: inout [UInt8]) {
-        var p: Int64 = 1
-        for _ in 0..<scale { p *= 10 }
+        var p: UInt64 = 1
+        for _ in 0..<min(max(scale, 0), 18) { p *= 10 }
         if units < 0 { out.append(UInt8(ascii: "-")) }
-        let m = Int64(units.magnitude)
-        appendDecimal(m / p, to: &out)
-        var frac = m % p
+        let m = units.magnitude
+        appendDecimal(Int64(m / p), to: &out)
+        var frac = Int64(m % p)
         guard frac != 0 else { return }
         var digits = scale
         while frac % 10 == 0 {
@@ -92,7 +92,12 @@ extension Sighting {
     /// Appends the object (no trailing newline).
     public func appendJSON(to out: inout [UInt8]) {
         out.append(contentsOf: #"{"ts":"#.utf8)
-        JSONWriter.appendFixed(Int64((timestamp * 1000).rounded()), scale: 3, to: &out)
+        // Any clock value prints: beyond ±10^15 s (or NaN) there is no meaningful time to give.
+        if timestamp.isFinite && timestamp.magnitude < 1e15 {
+            JSONWriter.appendFixed(Int64((timestamp * 1000).rounded()), scale: 3, to: &out)
+        } else {
+            out.append(contentsOf: "null".utf8)
+        }
         JSONWriter.key("address", &out)
         out.append(UInt8(ascii: "\""))
         out.append(contentsOf: address.description.utf8)

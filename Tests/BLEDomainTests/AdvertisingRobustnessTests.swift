@@ -64,6 +64,12 @@ import Testing
                 }
             }
             let ad = Advertisement(decoding: bytes[...])
+            // The hot-path decoder and the general walker must agree on structural faults.
+            var it = AdvertisingStructureIterator(bytes[...])
+            var walked = 0
+            while it.next() != nil { walked += 1 }
+            #expect(it.issues == ad.issues.subtracting(.badFieldLength), "\(bytes)")
+            #expect(walked == Int(ad.structureCount))
             _ = ad.serviceUUIDs
             _ = ad.serviceData
             _ = ad.name

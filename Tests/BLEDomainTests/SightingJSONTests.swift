@@ -87,6 +87,18 @@ import Testing
         #expect(try object(s)["name"] as? String == "a\nb\"c\\\u{0}\u{FFFD}")
     }
 
+    @Test func writesTimestampsWithMillisecondsAndNullForNonFiniteOnes() {
+        var s = sighting([])
+        s.timestamp = 12.0005
+        #expect(s.jsonLine.hasPrefix(#"{"ts":12.001,"#))
+        s.timestamp = -1.5
+        #expect(s.jsonLine.hasPrefix(#"{"ts":-1.5,"#))
+        s.timestamp = .nan
+        #expect(s.jsonLine.hasPrefix(#"{"ts":null,"#))
+        s.timestamp = 1e300
+        #expect(s.jsonLine.hasPrefix(#"{"ts":null,"#))
+    }
+
     @Test func writesNullRSSIAndListsIssues() throws {
         let o = try object(sighting(Vectors.hex("02 01 06 09 09 4B"), rssi: 127))
         #expect(o["rssi"] is NSNull)
