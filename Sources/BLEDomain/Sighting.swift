@@ -22,7 +22,8 @@ public struct Sighting: Sendable {
     ) {
         self.address = address
         self.addressType = addressType
-        self.rssi = rssi
+        // HCI's 127 means "RSSI is not available" (Vol 4, Part E, §7.7.65.2): never a reading.
+        self.rssi = rssi == 127 ? nil : rssi
         self.txPower = txPower
         self.timestamp = timestamp
         self.isConnectable = isConnectable
@@ -36,7 +37,7 @@ public struct Sighting: Sendable {
         let ad = Advertisement(decoding: report.data)
         self.init(
             address: report.address, addressType: report.addressType,
-            rssi: report.rssi == 127 ? nil : report.rssi, txPower: report.txPower ?? ad.txPowerLevel,
+            rssi: report.rssi, txPower: report.txPower ?? ad.txPowerLevel,
             timestamp: timestamp, isConnectable: report.isConnectable, isScanResponse: report.isScanResponse,
             advertisement: ad)
     }

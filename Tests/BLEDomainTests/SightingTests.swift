@@ -24,6 +24,10 @@ import Testing
         let e = try #require(Vectors.sightings(fromH4: Vectors.extendedEvent(rssi: 127, data: [])).first)
         #expect(e.rssi == nil)
         #expect(e.jsonLine.contains(#""rssi":null"#))
+        let built = Sighting(
+            address: BDAddress(rawValue: 1), addressType: .public, rssi: 127, txPower: nil, timestamp: 0,
+            isConnectable: false, isScanResponse: false, advertisement: Advertisement(decoding: [][...]))
+        #expect(built.rssi == nil)
     }
 
     @Test func takesTxPowerFromTheExtendedReportBeforeTheAdvertisedLevel() throws {
