@@ -7,8 +7,8 @@ import BLETransport
 /// which is a slice of the HCI event's bytes. Lists (service UUIDs, service data) are walked again
 /// when someone asks, since most consumers never do.
 public struct Advertisement: Sendable {
-    /// The AD structures as received.
-    public var data: ArraySlice<UInt8>
+    /// The AD structures as received (immutable: the name and manufacturer ranges index into it).
+    public let data: ArraySlice<UInt8>
     /// Flags (0x01), e.g. 0x06 = LE General Discoverable | BR/EDR Not Supported.
     public var flags: UInt8?
     /// TX Power Level (0x0A), dBm.
