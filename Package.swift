@@ -15,6 +15,8 @@ let package = Package(
         .executable(name: "blegateway", targets: ["blegateway"]),
         .library(name: "BLEGatewayKit", targets: ["BLEGateway"]),
         .library(name: "BLESimulator", targets: ["BLESimulator"]),
+        // The wire-format parsers alone, for the libFuzzer package in Fuzz/.
+        .library(name: "BLEParsers", targets: ["BLETransport", "BLEHCI", "BLEDomain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

@@ -1,1 +1,0 @@
-// The BLEDomain layer; see docs/ARCHITECTURE.md.

@@ -1,0 +1,271 @@
+import BLEHCI
+
+/// Small helpers for writing JSON into a byte buffer by hand (no Foundation, no reflection).
+public enum JSONWriter {
+    @inlinable public static func appendDecimal(_ v: Int64, to out: inout [UInt8]) {
+        if v < 0 { out.append(UInt8(ascii: "-")) }
+        var m = v.magnitude
+        var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
+            UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
+            (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        var n = 0
+        withUnsafeMutableBytes(of: &digits) { buf in
+            repeat {
+                buf[n] = UInt8(ascii: "0") + UInt8(m % 10)
+                m /= 10
+                n += 1
+            } while m > 0
+            while n > 0 {
+                n -= 1
+                out.append(buf[n])
+            }
+        }
+    }
+
+    /// `units / 10^scale` with exactly the needed fractional digits (trailing zeros dropped).
+    public static func appendFixed(_ units: Int64, scale: Int, to out: inout [UInt8]) {
+        var p: UInt64 = 1
+        for _ in 0..<min(max(scale, 0), 18) { p *= 10 }
+        if units < 0 { out.append(UInt8(ascii: "-")) }
+        let m = units.magnitude
+        appendDecimal(Int64(m / p), to: &out)
+        var frac = Int64(m % p)
+        guard frac != 0 else { return }
+        var digits = scale
+        while frac % 10 == 0 {
+            frac /= 10
+            digits -= 1
+        }
+        out.append(UInt8(ascii: "."))
+        var tmp: [UInt8] = []
+        appendDecimal(frac, to: &tmp)
+        for _ in tmp.count..<digits { out.append(UInt8(ascii: "0")) }
+        out.append(contentsOf: tmp)
+    }
+
+    /// A JSON string from untrusted octets: invalid UTF-8 becomes U+FFFD; quote, backslash, control
+    /// characters and DEL are escaped, so a device name can never break a line or the object.
+    public static func appendString(untrusted bytes: some Collection<UInt8>, to out: inout [UInt8]) {
+        let s = String(decoding: bytes, as: UTF8.self)
+        appendString(s, to: &out)
+    }
+
+    public static func appendString(_ s: String, to out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        for b in s.utf8 {
+            switch b {
+            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
+            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
+            case 0x0A: out.append(contentsOf: #"\n"#.utf8)
+            case 0x0D: out.append(contentsOf: #"\r"#.utf8)
+            case 0x09: out.append(contentsOf: #"\t"#.utf8)
+            case 0x00..<0x20, 0x7F:
+                out.append(contentsOf: #"\u00"#.utf8)
+                HexDigits.append(UInt64(b), digits: 2, upper: false, to: &out)
+            default: out.append(b)
+            }
+        }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    @inlinable static func key(_ k: StaticString, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: ","))
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: UnsafeBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount))
+        out.append(contentsOf: "\":".utf8)
+    }
+
+    @inlinable static func int(_ v: Int64?, _ out: inout [UInt8]) {
+        if let v { appendDecimal(v, to: &out) } else { out.append(contentsOf: "null".utf8) }
+    }
+
+    @inlinable static func hexString(_ bytes: some Sequence<UInt8>, _ out: inout [UInt8]) {
+        out.append(UInt8(ascii: "\""))
+        HexDigits.append(bytes: bytes, upper: false, to: &out)
+        out.append(UInt8(ascii: "\""))
+    }
+}
+
+/// The `blegateway scan --json` line format: one JSON object per sighting, fields as documented in
+/// docs/SCAN_JSON.md (a contract other tools parse; add fields, never rename them).
+extension Sighting {
+    /// Appends the object (no trailing newline).
+    public func appendJSON(to out: inout [UInt8]) {
+        out.append(contentsOf: #"{"ts":"#.utf8)
+        // Any clock value prints: beyond ±10^15 s (or NaN) there is no meaningful time to give.
+        if timestamp.isFinite && timestamp.magnitude < 1e15 {
+            JSONWriter.appendFixed(Int64((timestamp * 1000).rounded()), scale: 3, to: &out)
+        } else {
+            out.append(contentsOf: "null".utf8)
+        }
+        JSONWriter.key("address", &out)
+        out.append(UInt8(ascii: "\""))
+        out.append(contentsOf: address.description.utf8)
+        out.append(UInt8(ascii: "\""))
+        JSONWriter.key("address_type", &out)
+        JSONWriter.appendString(addressType.description, to: &out)
+        JSONWriter.key("rssi", &out)
+        JSONWriter.int(rssi.map(Int64.init), &out)
+        JSONWriter.key("tx_power", &out)
+        JSONWriter.int(txPower.map(Int64.init), &out)
+        JSONWriter.key("connectable", &out)
+        out.append(contentsOf: (isConnectable ? "true" : "false").utf8)
+        JSONWriter.key("scan_response", &out)
+        out.append(contentsOf: (isScanResponse ? "true" : "false").utf8)
+        JSONWriter.key("name", &out)
+        if let n = advertisement.nameBytes {
+            JSONWriter.appendString(untrusted: n, to: &out)
+        } else {
+            out.append(contentsOf: "null".utf8)
+        }
+        JSONWriter.key("kind", &out)
+        JSONWriter.appendString(advertisement.beacon?.kind ?? "other", to: &out)
+        JSONWriter.key("id", &out)
+        out.append(UInt8(ascii: "\""))
+        identity.appendID(to: &out)
+        out.append(UInt8(ascii: "\""))
+        if let beacon = advertisement.beacon { Self.appendBeacon(beacon, to: &out) }
+        JSONWriter.key("flags", &out)
+        JSONWriter.int(advertisement.flags.map(Int64.init), &out)
+        JSONWriter.key("appearance", &out)
+        JSONWriter.int(advertisement.appearance.map(Int64.init), &out)
+        JSONWriter.key("services", &out)
+        out.append(UInt8(ascii: "["))
+        var first = true
+        advertisement.forEachServiceUUID { u in
+            if !first { out.append(UInt8(ascii: ",")) }
+            first = false
+            out.append(UInt8(ascii: "\""))
+            u.appendDescription(to: &out)
+            out.append(UInt8(ascii: "\""))
+        }
+        out.append(UInt8(ascii: "]"))
+        JSONWriter.key("manufacturer", &out)
+        if let m = advertisement.manufacturerData {
+            out.append(contentsOf: #"{"company_id":"#.utf8)
+            JSONWriter.appendDecimal(Int64(m.companyID), to: &out)
+            JSONWriter.key("data", &out)
+            JSONWriter.hexString(m.data, &out)
+            out.append(UInt8(ascii: "}"))
+        } else {
+            out.append(contentsOf: "null".utf8)
+        }
+        JSONWriter.key("service_data", &out)
+        out.append(UInt8(ascii: "["))
+        for (i, sd) in advertisement.serviceData.enumerated() {
+            if i > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: #"{"uuid":""#.utf8)
+            sd.uuid.appendDescription(to: &out)
+            out.append(UInt8(ascii: "\""))
+            JSONWriter.key("data", &out)
+            JSONWriter.hexString(sd.data, &out)
+            out.append(UInt8(ascii: "}"))
+        }
+        out.append(UInt8(ascii: "]"))
+        if !advertisement.issues.isEmpty {
+            JSONWriter.key("issues", &out)
+            out.append(UInt8(ascii: "["))
+            let names: [(AdvertisingIssues, String)] = [
+                (.truncated, "truncated"), (.zeroLength, "zero-length"), (.badFieldLength, "bad-field-length"),
+                (.oversized, "oversized"),
+            ]
+            var firstIssue = true
+            for (flag, name) in names where advertisement.issues.contains(flag) {
+                if !firstIssue { out.append(UInt8(ascii: ",")) }
+                firstIssue = false
+                JSONWriter.appendString(name, to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        }
+        out.append(UInt8(ascii: "}"))
+    }
+
+    /// The JSON object as one line, without the newline.
+    public var jsonLine: String {
+        var out = [UInt8]()
+        out.reserveCapacity(384)
+        appendJSON(to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    static func appendBeacon(_ beacon: Beacon, to out: inout [UInt8]) {
+        switch beacon {
+        case .iBeacon(let b):
+            JSONWriter.key("ibeacon", &out)
+            out.append(contentsOf: #"{"uuid":""#.utf8)
+            b.proximityUUID.appendLongDescription(to: &out)
+            out.append(UInt8(ascii: "\""))
+            JSONWriter.key("major", &out)
+            JSONWriter.appendDecimal(Int64(b.major), to: &out)
+            JSONWriter.key("minor", &out)
+            JSONWriter.appendDecimal(Int64(b.minor), to: &out)
+            JSONWriter.key("measured_power", &out)
+            JSONWriter.appendDecimal(Int64(b.measuredPower), to: &out)
+            out.append(UInt8(ascii: "}"))
+        case .eddystoneUID(let b):
+            JSONWriter.key("eddystone", &out)
+            out.append(contentsOf: #"{"namespace":""#.utf8)
+            b.appendNamespaceHex(to: &out)
+            out.append(contentsOf: #"","instance":""#.utf8)
+            b.appendInstanceHex(to: &out)
+            out.append(UInt8(ascii: "\""))
+            JSONWriter.key("tx_power_0m", &out)
+            JSONWriter.appendDecimal(Int64(b.txPowerAt0m), to: &out)
+            out.append(UInt8(ascii: "}"))
+        case .eddystoneURL(let b):
+            JSONWriter.key("eddystone", &out)
+            out.append(contentsOf: #"{"url":"#.utf8)
+            JSONWriter.appendString(b.url, to: &out)
+            JSONWriter.key("tx_power_0m", &out)
+            JSONWriter.appendDecimal(Int64(b.txPowerAt0m), to: &out)
+            out.append(UInt8(ascii: "}"))
+        case .eddystoneTLM(.plain(let t)):
+            JSONWriter.key("eddystone", &out)
+            out.append(contentsOf: #"{"version":0"#.utf8)
+            JSONWriter.key("battery_mv", &out)
+            JSONWriter.int(t.batteryMillivolts == 0 ? nil : Int64(t.batteryMillivolts), &out)
+            JSONWriter.key("temperature_c", &out)
+            if t.temperatureRaw == Int16(bitPattern: 0x8000) {
+                out.append(contentsOf: "null".utf8)
+            } else {
+                // 8.8 fixed point: 1/256 = 0.00390625 exactly, so 8 decimals print it exactly.
+                JSONWriter.appendFixed(Int64(t.temperatureRaw) * 390_625, scale: 8, to: &out)
+            }
+            JSONWriter.key("adv_count", &out)
+            JSONWriter.appendDecimal(Int64(t.advertisingCount), to: &out)
+            JSONWriter.key("uptime_s", &out)
+            JSONWriter.appendFixed(Int64(t.uptimeDeciseconds), scale: 1, to: &out)
+            out.append(UInt8(ascii: "}"))
+        case .eddystoneTLM(.encrypted(let bytes)):
+            JSONWriter.key("eddystone", &out)
+            out.append(contentsOf: #"{"version":1"#.utf8)
+            JSONWriter.key("etlm", &out)
+            JSONWriter.hexString(bytes.prefix(12), &out)
+            JSONWriter.key("salt", &out)
+            JSONWriter.hexString(bytes.dropFirst(12).prefix(2), &out)
+            JSONWriter.key("mic", &out)
+            JSONWriter.hexString(bytes.dropFirst(14), &out)
+            out.append(UInt8(ascii: "}"))
+        case .eddystoneEID(let b):
+            JSONWriter.key("eddystone", &out)
+            out.append(contentsOf: #"{"eid":""#.utf8)
+            HexDigits.append(b.eid, digits: 16, upper: false, to: &out)
+            out.append(UInt8(ascii: "\""))
+            JSONWriter.key("tx_power_0m", &out)
+            JSONWriter.appendDecimal(Int64(b.txPowerAt0m), to: &out)
+            out.append(UInt8(ascii: "}"))
+        case .altBeacon(let b):
+            JSONWriter.key("altbeacon", &out)
+            out.append(contentsOf: #"{"id":""#.utf8)
+            b.appendIDHex(to: &out)
+            out.append(UInt8(ascii: "\""))
+            JSONWriter.key("company_id", &out)
+            JSONWriter.appendDecimal(Int64(b.companyID), to: &out)
+            JSONWriter.key("reference_rssi", &out)
+            JSONWriter.appendDecimal(Int64(b.referenceRSSI), to: &out)
+            JSONWriter.key("mfg_reserved", &out)
+            JSONWriter.appendDecimal(Int64(b.manufacturerReserved), to: &out)
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+}
