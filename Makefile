@@ -71,7 +71,7 @@ FUZZ_SECONDS ?= 60
 fuzz: deps
 	cd Fuzz && $(SWIFT) build -c debug -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
 	mkdir -p Fuzz/corpus
-	cd Fuzz && "$$($(SWIFT) build --show-bin-path)/FuzzHCIParsers" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 corpus
+	cd Fuzz && "$$($(SWIFT) build --show-bin-path)/FuzzHCIParsers" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 corpus seeds
 
 clean:
 	rm -rf .build Fuzz/.build
