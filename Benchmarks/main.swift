@@ -1,1 +1,22 @@
-print("benchmarks: see docs/BENCHMARKS.md")
+// `make bench`: each benchmark measures itself and prints its figures; docs/BENCHMARKS.md records them.
+// Usage: blegateway-bench [NAME ...] [-- BENCH ARGS]; with no names, all of them run in turn.
+import Foundation
+
+let all: [(String, @Sendable ([String]) async -> Void)] = [
+    ("decode", { runAdvertisementDecodingBenchmark(arguments: $0) }),
+    ("spool", { await runSpoolBenchmark(arguments: $0) }),
+]
+
+let argv = Array(CommandLine.arguments.dropFirst())
+let split = argv.firstIndex(of: "--")
+let names = split.map { Array(argv[..<$0]) } ?? argv
+let rest = split.map { Array(argv[($0 + 1)...]) } ?? []
+let chosen = names.isEmpty ? all : all.filter { names.contains($0.0) }
+if chosen.isEmpty {
+    print("unknown benchmark; choose from: \(all.map(\.0).joined(separator: ", "))")
+    exit(2)
+}
+for (name, run) in chosen {
+    print("== \(name)")
+    await run(rest)
+}
