@@ -46,10 +46,16 @@ final class HostConnection: @unchecked Sendable {
                 if n < 0 && errno == EINTR { continue }
                 if n <= 0 { break }
                 deframer.append(buf[0..<n])
-                while let p = deframer.next() { onPacket(p) }
-                if deframer.garbageBytes != reportedGarbage {
-                    onGarbage(deframer.garbageBytes - reportedGarbage)
-                    reportedGarbage = deframer.garbageBytes
+                // Garbage is counted before the packet that follows it is answered, so a host that
+                // sees the answer also sees the count.
+                while true {
+                    let p = deframer.next()
+                    if deframer.garbageBytes != reportedGarbage {
+                        onGarbage(deframer.garbageBytes - reportedGarbage)
+                        reportedGarbage = deframer.garbageBytes
+                    }
+                    guard let p else { break }
+                    onPacket(p)
                 }
             }
             close()

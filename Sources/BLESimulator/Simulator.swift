@@ -26,8 +26,9 @@ public struct SimulatorOptions: Sendable {
 
 /// The virtual radio as a service: one virtual controller per gateway of the scenario, each an H4
 /// byte-stream server on `DIR/<gateway-id>.sock`, and the air between them and the scenario's
-/// advertisers. `init` binds the sockets (hosts may connect as soon as it returns); `run()` drives
-/// virtual time until the duration ends or the task is cancelled, then removes the sockets.
+/// advertisers. `init` binds the sockets and starts answering commands (hosts may connect as soon
+/// as it returns); `run()` drives virtual time until the duration ends or the task is cancelled,
+/// then closes and removes the sockets (so does releasing a simulator that never ran).
 public final class Simulator: Sendable {
     public let scenario: Scenario
     public let options: SimulatorOptions
@@ -66,12 +67,21 @@ public final class Simulator: Sendable {
             plugs.append(plug)
         }
         self.plugs = plugs
+        // Controllers answer commands from here on, whether or not the air is running yet: a
+        // host's bring-up does not wait for virtual time.
+        for plug in plugs {
+            let t = Thread { plug.serve() }
+            t.name = "sim-accept"
+            t.start()
+        }
         try writeClockFile()
         if let yaml = scenario.gatewayConfigYAML {
             let path = (options.socketDirectory as NSString).appendingPathComponent("gateway-config.yaml")
             try yaml.write(toFile: path, atomically: true, encoding: .utf8)
         }
     }
+
+    deinit { plugs.forEach { $0.stop() } }
 
     public func socketPath(for gatewayID: String) -> String {
         (options.socketDirectory as NSString).appendingPathComponent("\(gatewayID).sock")
@@ -94,12 +104,6 @@ public final class Simulator: Sendable {
 
     public func run() async throws {
         let truth = try options.truthPath.map { try GroundTruthWriter(path: $0) }
-        let threads = plugs.map { plug in
-            let t = Thread { plug.serve() }
-            t.name = "sim-accept"
-            return t
-        }
-        threads.forEach { $0.start() }
         defer {
             plugs.forEach { $0.stop() }
             truth?.close()
@@ -152,6 +156,8 @@ public final class Simulator: Sendable {
             var next = min(engine.nextEventTime, end)
             if truth != nil { next = min(next, nextTruth) }
             if nextFault < timeline.steps.count { next = min(next, timeline.steps[nextFault].t) }
+            // Nothing scheduled (no advertisers, no end): look again in a minute of virtual time.
+            next = min(next, now + 60)
             try await clock.sleep(until: .seconds(max(next, now + batch)))
         }
     }
