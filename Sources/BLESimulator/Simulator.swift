@@ -232,7 +232,16 @@ final class PlugSwitch: @unchecked Sendable {
         if !on { node.detach() }
     }
 
-    func stop() { lock.withLock { stopping = true } }
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Stops serving and waits (≤ one accept poll, 50 ms) until the socket is closed and removed.
+    func stop() {
+        let first: Bool = lock.withLock {
+            defer { stopping = true }
+            return !stopping
+        }
+        if first { finished.wait() }
+    }
 
     /// The accept loop; returns after `stop()`, with the socket closed and removed.
     func serve() {
@@ -261,5 +270,6 @@ final class PlugSwitch: @unchecked Sendable {
         listener?.close()
         listener = nil
         node.detach()
+        finished.signal()
     }
 }
