@@ -62,6 +62,10 @@ public struct GatewaySpec: Sendable {
     public var address: BDAddress
     /// Added to every RSSI this receiver measures (antenna gain, enclosure, calibration error).
     public var rxOffsetDB: Double
+
+    public init(id: String, position: Vec3, address: BDAddress, rxOffsetDB: Double = 0) {
+        (self.id, self.position, self.address, self.rxOffsetDB) = (id, position, address, rxOffsetDB)
+    }
 }
 
 /// Something that advertises: a fixed beacon, a tag carried by a walker, or a sensor peripheral.
@@ -80,6 +84,21 @@ public struct EmitterSpec: Sendable {
     public var rssiAt1m: Double
     /// Scan response data, sent to active scanners of scannable/connectable PDUs.
     public var scanResponse: [UInt8]?
+
+    public init(
+        name: String, role: Role, frame: BeaconFrame, address: BDAddress, addressType: UInt8, motion: Motion,
+        interval: Double, rssiAt1m: Double, scanResponse: [UInt8]?
+    ) {
+        self.name = name
+        self.role = role
+        self.frame = frame
+        self.address = address
+        self.addressType = addressType
+        self.motion = motion
+        self.interval = interval
+        self.rssiAt1m = rssiAt1m
+        self.scanResponse = scanResponse
+    }
 
     public var beaconID: String { frame.beaconID(address: address) }
 }
@@ -122,6 +141,10 @@ public struct FaultSpec: Sendable {
     /// nil: until the end of the run.
     public var duration: Double?
     public var hardwareCode: UInt8 = 0x00
+
+    public init(at: Double, gateway: String, kind: Kind, duration: Double?, hardwareCode: UInt8 = 0) {
+        (self.at, self.gateway, self.kind, self.duration, self.hardwareCode) = (at, gateway, kind, duration, hardwareCode)
+    }
 }
 
 /// A whole virtual world, as loaded from a scenario file.
