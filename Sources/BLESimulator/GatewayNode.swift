@@ -13,8 +13,13 @@ public struct GatewayStats: Sendable, Hashable {
     public var commandsWhilePoweredOff = 0
     /// Bytes from the host that were not a well-formed H4 packet (skipped while resynchronising).
     public var malformedBytes = 0
-    /// Well-formed packets the controller does not take (ACL, SCO, ISO, events).
+    /// Well-formed packets the controller does not take (SCO, ISO, events, ACL for no link or not ATT).
     public var unexpectedPackets = 0
+    /// ACL packets from the host.
+    public var aclPackets = 0
+    public var connectionsEstablished = 0
+    /// Links lost because the peer stayed out of range for the supervision timeout.
+    public var supervisionTimeouts = 0
     public var reportsSent = 0
     /// Reports lost because the host was reading too slowly.
     public var reportsDroppedHostSlow = 0
@@ -76,6 +81,13 @@ public final class GatewayNode: @unchecked Sendable {
     private func receive(_ packet: H4Packet, from conn: HostConnection) {
         lock.lock()
         defer { lock.unlock() }
+        if packet.type == .acl && powered {
+            let (events, understood) = controller.handleACL(packet.payload, now: clock.now().seconds)
+            if !understood { _stats.unexpectedPackets += 1 }
+            _stats.aclPackets += 1
+            if !events.isEmpty { _ = conn.enqueue(events.flatMap { $0 }, dropIfFull: false) }
+            return
+        }
         guard packet.type == .command else {
             _stats.unexpectedPackets += 1
             return
@@ -95,12 +107,59 @@ public final class GatewayNode: @unchecked Sendable {
     struct Listening {
         var scan: ScanState
         var deliver: Bool
+        /// The peer of a pending LE Create Connection, while the radio can hear.
+        var connectTo: BDAddress?
+        var hasConnections: Bool
     }
 
     func listening() -> Listening {
         lock.withLock {
-            Listening(scan: controller.scan, deliver: connection != nil && powered && !silenced && controller.scan.enabled)
+            let alive = connection != nil && powered && !silenced
+            return Listening(
+                scan: controller.scan, deliver: alive && controller.scan.enabled,
+                connectTo: alive ? controller.pendingConnection?.peer : nil, hasConnections: !controller.connections.isEmpty)
         }
+    }
+
+    /// The radio heard `peer` advertising connectably while a connection to it was pending.
+    func establish(peer: BDAddress, deviceName: String, phase: Double, now: Double) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let connection, powered, controller.pendingConnection?.peer == peer else { return }
+        let events = controller.establish(deviceName: deviceName, phase: phase, now: now)
+        _stats.connectionsEstablished += 1
+        if !events.isEmpty { _ = connection.enqueue(events.flatMap { $0 }, dropIfFull: false) }
+    }
+
+    /// Per radio batch: refreshes each link's RSSI (`rssi` returns nil when the peer is out of
+    /// range), drops links past their supervision timeout, and sends due notifications (one a second).
+    func connectionTick(now: Double, rssi: (BDAddress) -> Double?) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let connection, powered, !controller.connections.isEmpty else { return }
+        var out: [UInt8] = []
+        for h in controller.connections.keys.sorted() {
+            var c = controller.connections[h]!
+            if let r = rssi(c.peer), !silenced {
+                c.rssi = Int8(clamping: Int(r.rounded()))
+                c.lastHeard = now
+            } else if now - c.lastHeard > Double(c.supervisionTimeout) * 0.010 {
+                controller.connections[h] = nil
+                _stats.supervisionTimeouts += 1
+                if controller.eventMask & (1 << 4) != 0 {
+                    out += SimEvents.disconnectionComplete(handle: h, reason: SimReason.connectionTimeout)
+                }
+                continue
+            }
+            if now >= c.nextNotification {
+                if now - c.lastHeard < 0.5 {
+                    for n in c.gatt.notifications(at: now) { out += SimEvents.attACL(handle: h, n) }
+                }
+                c.nextNotification = now + 1
+            }
+            controller.connections[h] = c
+        }
+        if !out.isEmpty { _ = connection.enqueue(out, dropIfFull: true) }
     }
 
     /// Hands encoded reports to the host. Returns false when the host is too far behind and the

@@ -100,10 +100,11 @@ struct RadioEngine {
 
     /// Runs every advertising event up to and including `until`, given what each gateway is doing.
     /// Returns the number of events.
-    mutating func advance(until: Double, listening: [GatewayNode.Listening]) -> Int {
+    mutating func advance(until: Double, listening snapshot: [GatewayNode.Listening]) -> Int {
+        var listening = snapshot
         var events = 0
         let radio = scenario.radio
-        let anyone = listening.contains { $0.deliver }
+        let anyone = listening.contains { $0.deliver || $0.connectTo != nil }
         while let top = heap.first, top.0 <= until {
             let (t, idx32) = top
             let i = Int(idx32)
@@ -120,7 +121,8 @@ struct RadioEngine {
             let pos = e.motion.position(at: t)
             for g in 0..<nodes.count {
                 let l = listening[g]
-                guard l.deliver, Self.hears(l.scan, at: t) else { continue }
+                let initiating = l.connectTo == e.address && pdu[i] == SimEvents.LegacyEventType.advInd
+                guard initiating || (l.deliver && Self.hears(l.scan, at: t)) else { continue }
                 let key = UInt64(i) << 8 | UInt64(g)
                 if random.uniform(RandomStream.loss, key, k) < radio.lossProbability { continue }
                 let gw = scenario.gateways[g]
@@ -129,6 +131,15 @@ struct RadioEngine {
                     radio.meanRSSI(rssiAt1m: e.rssiAt1m, distance: d) + radio.shadowingSigmaDB
                     * random.gaussian(RandomStream.shadowing, key, k) + linkOffset[g][i] + gw.rxOffsetDB
                 if rssi < radio.sensitivityDBm { continue }
+                if initiating {
+                    // The initiator answers the ADV_IND with CONNECT_IND (Vol 6, Part B, §4.5): the link is up.
+                    // The initiator listens continuously here; its LE_Scan_Window is not modelled.
+                    listening[g].connectTo = nil
+                    let name: String
+                    if case .named(let n, _) = e.frame { name = n } else { name = e.name }
+                    nodes[g].establish(peer: e.address, deviceName: name, phase: Double(i), now: t)
+                    if !l.deliver || !Self.hears(l.scan, at: t) { continue }
+                }
                 if l.scan.filterDuplicates != 0 && isDuplicate(g, l.scan, t, address: e.address, scanResponse: false) {
                     continue
                 }

@@ -29,6 +29,27 @@ public enum SimCommandTable {
     static func scanUnits(_ v: UInt16) -> Duration { .microseconds(Int64(v) * 625) }
 
     public static let entries: [SimOpcode: SimCommandEntry] = Dictionary(uniqueKeysWithValues: [
+        // §7.1.6 HCI_Disconnect: Connection_Handle(2) Reason(1) → Command Status, then
+        // HCI_Disconnection_Complete with the reason "Connection Terminated by Local Host".
+        entry(.disconnect, "Disconnect", octet: 0, bit: 5) { c, p, op, _ in
+            guard let h = p.readLE16(), p.readU8() != nil else { return [SimEvents.commandStatus(.invalidParameters, op)] }
+            guard c.connections.removeValue(forKey: h & 0x0FFF) != nil else {
+                return [SimEvents.commandStatus(.unknownConnection, op)]
+            }
+            var out = [SimEvents.commandStatus(.success, op)]
+            if c.eventMask & (1 << 4) != 0 {
+                out.append(SimEvents.disconnectionComplete(handle: h & 0x0FFF, reason: SimReason.localHostTerminated))
+            }
+            return out
+        },
+        // §7.5.4 HCI_Read_RSSI: Handle(2) → Status Handle(2) RSSI(1), the link's last measured RSSI.
+        entry(.readRSSI, "Read RSSI", octet: 15, bit: 5) { c, p, op, _ in
+            guard let h = p.readLE16() else { return complete(op, .invalidParameters) }
+            guard let conn = c.connections[h & 0x0FFF] else {
+                return complete(op, .unknownConnection, [UInt8(h & 0xFF), UInt8(h >> 8), 0])
+            }
+            return complete(op, .success, [UInt8(h & 0xFF), UInt8(h >> 8), UInt8(bitPattern: conn.rssi)])
+        },
         // §7.3.1 HCI_Set_Event_Mask: Event_Mask(8).
         entry(.setEventMask, "Set Event Mask", octet: 5, bit: 6) { c, p, op, _ in
             guard let mask = p.readLE64() else { return complete(op, .invalidParameters) }
@@ -120,6 +141,42 @@ public enum SimCommandTable {
             }
             c.setScan(enabled: enable == 1, filterDuplicates: dup, extended: false, duration: nil, period: nil, now: now)
             return complete(op)
+        },
+        // §7.8.12 HCI_LE_Create_Connection: LE_Scan_Interval(2) LE_Scan_Window(2) Initiator_Filter_Policy(1)
+        // Peer_Address_Type(1) Peer_Address(6) Own_Address_Type(1) Connection_Interval_Min(2)
+        // Connection_Interval_Max(2) Max_Latency(2) Supervision_Timeout(2) Min_CE_Length(2) Max_CE_Length(2).
+        // Answered with Command Status; LE Connection Complete follows when the peer is next heard
+        // advertising connectably (it never comes if the peer is out of range: the host cancels).
+        entry(.leCreateConnection, "LE Create Connection", octet: 26, bit: 4) { c, p, op, _ in
+            guard p.skip(4), let policy = p.readU8(), let peerType = p.readU8(), let peer = BDAddress.read(from: &p),
+                let own = p.readU8(), let minI = p.readLE16(), let maxI = p.readLE16(), let latency = p.readLE16(),
+                let timeout = p.readLE16(), p.skip(4),
+                peerType <= 3, own <= 3, (6...0x0C80).contains(minI), (6...0x0C80).contains(maxI), minI <= maxI,
+                latency <= 0x01F3, (0x0A...0x0C80).contains(timeout)
+            else { return [SimEvents.commandStatus(.invalidParameters, op)] }
+            // The Filter Accept List is not simulated.
+            guard policy == 0 else { return [SimEvents.commandStatus(.unsupportedFeature, op)] }
+            guard c.pendingConnection == nil else { return [SimEvents.commandStatus(.commandDisallowed, op)] }
+            guard !c.connections.values.contains(where: { $0.peer == peer }) else {
+                return [SimEvents.commandStatus(.aclConnectionExists, op)]
+            }
+            c.pendingConnection = PendingConnection(
+                peer: peer, peerAddressType: peerType, interval: maxI, latency: latency, supervisionTimeout: timeout)
+            return [SimEvents.commandStatus(.success, op)]
+        },
+        // §7.8.13 HCI_LE_Create_Connection_Cancel: Command Complete, then LE Connection Complete with
+        // Unknown Connection Identifier (0x02) for the abandoned attempt.
+        entry(.leCreateConnectionCancel, "LE Create Connection Cancel", octet: 26, bit: 5) { c, _, op, _ in
+            guard let pending = c.pendingConnection else { return complete(op, .commandDisallowed) }
+            c.pendingConnection = nil
+            var out = complete(op)
+            if c.allowsLEMeta(subevent: 0x01) {
+                out.append(
+                    SimEvents.leConnectionComplete(
+                        status: .unknownConnection, handle: 0, peerType: pending.peerAddressType, peer: pending.peer,
+                        interval: 0, latency: 0, timeout: 0))
+            }
+            return out
         },
         // §7.8.64 HCI_LE_Set_Extended_Scan_Parameters: Own_Address_Type(1) Scanning_Filter_Policy(1)
         // Scanning_PHYs(1), then for each PHY bit set (bit 0 LE 1M, bit 2 LE Coded):

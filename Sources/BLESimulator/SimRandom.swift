@@ -44,6 +44,7 @@ public enum RandomStream {
     public static let shadowing: UInt64 = 0x5AD0
     public static let scanResponseLoss: UInt64 = 0x5C47_1055
     public static let scanResponseShadowing: UInt64 = 0x5C47_5AD0
+    public static let link: UInt64 = 0x11_4C
     public static let placement: UInt64 = 0x9_1ACE
     public static let address: UInt64 = 0xADD2
 }

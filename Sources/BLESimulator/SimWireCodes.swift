@@ -16,6 +16,7 @@ public struct SimOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     // §7.3 Controller & Baseband
     public static let setEventMask = SimOpcode(ogf: 0x03, ocf: 0x0001)
     public static let reset = SimOpcode(ogf: 0x03, ocf: 0x0003)
+    public static let readRSSI = SimOpcode(ogf: 0x05, ocf: 0x0005)
     public static let writeLEHostSupported = SimOpcode(ogf: 0x03, ocf: 0x006D)
     // §7.4 Informational
     public static let readLocalVersion = SimOpcode(ogf: 0x04, ocf: 0x0001)
@@ -30,6 +31,8 @@ public struct SimOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leSetRandomAddress = SimOpcode(ogf: 0x08, ocf: 0x0005)
     public static let leSetScanParameters = SimOpcode(ogf: 0x08, ocf: 0x000B)
     public static let leSetScanEnable = SimOpcode(ogf: 0x08, ocf: 0x000C)
+    public static let leCreateConnection = SimOpcode(ogf: 0x08, ocf: 0x000D)
+    public static let leCreateConnectionCancel = SimOpcode(ogf: 0x08, ocf: 0x000E)
     public static let leSetExtendedScanParameters = SimOpcode(ogf: 0x08, ocf: 0x0041)
     public static let leSetExtendedScanEnable = SimOpcode(ogf: 0x08, ocf: 0x0042)
 
@@ -44,7 +47,10 @@ public struct SimStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let success = SimStatus(rawValue: 0x00)
     public static let unknownCommand = SimStatus(rawValue: 0x01)
     public static let hardwareFailure = SimStatus(rawValue: 0x03)
+    public static let unknownConnection = SimStatus(rawValue: 0x02)
+    public static let aclConnectionExists = SimStatus(rawValue: 0x0B)
     public static let commandDisallowed = SimStatus(rawValue: 0x0C)
+    public static let unsupportedFeature = SimStatus(rawValue: 0x11)
     public static let invalidParameters = SimStatus(rawValue: 0x12)
 
     public var description: String {
@@ -53,7 +59,10 @@ public struct SimStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
             case .success: "Success"
             case .unknownCommand: "Unknown HCI Command"
             case .hardwareFailure: "Hardware Failure"
+            case .unknownConnection: "Unknown Connection Identifier"
+            case .aclConnectionExists: "ACL Connection Already Exists"
             case .commandDisallowed: "Command Disallowed"
+            case .unsupportedFeature: "Unsupported Feature or Parameter Value"
             case .invalidParameters: "Invalid HCI Command Parameters"
             default: "unknown"
             }

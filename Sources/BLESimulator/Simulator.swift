@@ -109,6 +109,8 @@ public final class Simulator: Sendable {
             truth?.close()
         }
 
+        let emitterByAddress = Dictionary(
+            scenario.emitters.enumerated().map { ($1.address, $0) }, uniquingKeysWith: { first, _ in first })
         var engine = RadioEngine(scenario: scenario, random: SimRandom(seed: options.seed), nodes: nodes)
         let timeline = FaultTimeline(scenario: scenario)
         var nextFault = 0
@@ -148,6 +150,19 @@ public final class Simulator: Sendable {
                 }
             }
             _ = engine.advance(until: min(now, end), listening: listening)
+            for (g, l) in listening.enumerated() where l.hasConnections {
+                let gw = scenario.gateways[g]
+                nodes[g].connectionTick(now: now) { peer in
+                    guard let i = emitterByAddress[peer] else { return nil }
+                    let e = scenario.emitters[i]
+                    let d = e.motion.position(at: now).distance(to: gw.position)
+                    let k = UInt64(now * 10)
+                    let r = scenario.radio.meanRSSI(rssiAt1m: e.rssiAt1m, distance: d)
+                        + scenario.radio.shadowingSigmaDB * SimRandom(seed: options.seed).gaussian(RandomStream.link, UInt64(i) << 8 | UInt64(g), k)
+                        + (scenario.radio.linkOffsets[gw.id]?[e.name] ?? 0) + gw.rxOffsetDB
+                    return r >= scenario.radio.sensitivityDBm ? r : nil
+                }
+            }
             for g in nodes.indices {
                 while !engine.flush(g, dropIfFull: !freeRunning) {
                     try await Task.sleep(nanoseconds: 200_000)

@@ -56,6 +56,11 @@ public struct VirtualController: Sendable {
     enum CommandSet { case unset, legacy, extended }
     var commandSet = CommandSet.unset
 
+    /// LE connections, by handle, and the connection the host is waiting for.
+    public var connections: [UInt16: SimConnection] = [:]
+    public var pendingConnection: PendingConnection?
+    var nextHandle: UInt16 = 0x003F
+
     public private(set) var commandsHandled = 0
     public private(set) var unknownCommands = 0
 

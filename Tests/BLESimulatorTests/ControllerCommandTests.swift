@@ -57,8 +57,10 @@ import Testing
         // §6.27: octet 26 bits 2–3 LE Set Scan Parameters/Enable; octet 37 bits 5–6 the extended ones.
         #expect(bits[26] & 0x0C == 0x0C)
         #expect(bits[37] & 0x60 == 0x60)
-        // LE Create Connection (octet 26 bit 4) is not implemented, so not claimed.
-        #expect(bits[26] & 0x10 == 0)
+        // Octet 26 bits 4–5 LE Create Connection/Cancel; octet 0 bit 5 Disconnect; octet 15 bit 5 Read RSSI.
+        #expect(bits[26] & 0x30 == 0x30 && bits[0] & 0x20 != 0 && bits[15] & 0x20 != 0)
+        // LE Set Advertising Parameters (octet 25 bit 5) is not implemented, so not claimed.
+        #expect(bits[25] & 0x20 == 0)
     }
 
     @Test func unknownOpcodeGetsCommandStatusUnknownHCICommand() throws {
