@@ -68,6 +68,8 @@ import Testing
     @Test func silenceKeepsCommandsAnsweredButStopsReports() async throws {
         let h = try SimHarness(Self.yaml)
         await h.advance(seconds: 20)  // past the hardware error and the unplug
+        let path = h.simulator.socketPath(for: "gw-a")
+        await Self.eventually("socket re-plugged") { FileManager.default.fileExists(atPath: path) }
         let c = try h.client("gw-a")
         try h.bringUp(c)
         try c.command(Bytes.leSetScanEnable(true))

@@ -21,8 +21,14 @@ final class TestHCIClient {
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in
             for (i, b) in path.utf8.enumerated() { raw[i] = b }
         }
-        let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        // A socket file appears at bind(2), a moment before listen(2): retry a refused connect briefly.
+        var rc: Int32 = -1
+        for _ in 0..<200 {
+            rc = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            if rc == 0 || (errno != ECONNREFUSED && errno != ENOENT) { break }
+            usleep(5000)
         }
         guard rc == 0 else {
             Glibc.close(fd)
