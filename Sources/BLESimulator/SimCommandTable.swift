@@ -148,35 +148,65 @@ public enum SimCommandTable {
         // Answered with Command Status; LE Connection Complete follows when the peer is next heard
         // advertising connectably (it never comes if the peer is out of range: the host cancels).
         entry(.leCreateConnection, "LE Create Connection", octet: 26, bit: 4) { c, p, op, _ in
+            guard c.use(.legacy) else { return [SimEvents.commandStatus(.commandDisallowed, op)] }
             guard p.skip(4), let policy = p.readU8(), let peerType = p.readU8(), let peer = BDAddress.read(from: &p),
                 let own = p.readU8(), let minI = p.readLE16(), let maxI = p.readLE16(), let latency = p.readLE16(),
-                let timeout = p.readLE16(), p.skip(4),
-                peerType <= 3, own <= 3, (6...0x0C80).contains(minI), (6...0x0C80).contains(maxI), minI <= maxI,
-                latency <= 0x01F3, (0x0A...0x0C80).contains(timeout)
+                let timeout = p.readLE16(), p.skip(4), own <= 3
             else { return [SimEvents.commandStatus(.invalidParameters, op)] }
-            // The Filter Accept List is not simulated.
-            guard policy == 0 else { return [SimEvents.commandStatus(.unsupportedFeature, op)] }
-            guard c.pendingConnection == nil else { return [SimEvents.commandStatus(.commandDisallowed, op)] }
-            guard !c.connections.values.contains(where: { $0.peer == peer }) else {
-                return [SimEvents.commandStatus(.aclConnectionExists, op)]
+            let status = c.requestConnection(
+                policy: policy, peerType: peerType, peer: peer, minI: minI, maxI: maxI, latency: latency, timeout: timeout)
+            return [SimEvents.commandStatus(status, op)]
+        },
+        // §7.8.66 HCI_LE_Extended_Create_Connection [v1]: Initiator_Filter_Policy(1) Own_Address_Type(1)
+        // Peer_Address_Type(1) Peer_Address(6) Initiating_PHYs(1), then for each PHY bit set (0 LE 1M,
+        // 1 LE 2M, 2 LE Coded): Scan_Interval(2) Scan_Window(2) Connection_Interval_Min(2)
+        // Connection_Interval_Max(2) Max_Latency(2) Supervision_Timeout(2) Min_CE_Length(2) Max_CE_Length(2).
+        // The first PHY's parameters are used; the link is made on LE 1M.
+        entry(.leExtendedCreateConnection, "LE Extended Create Connection", octet: 37, bit: 7) { c, p, op, _ in
+            guard c.use(.extended) else { return [SimEvents.commandStatus(.commandDisallowed, op)] }
+            guard let policy = p.readU8(), let own = p.readU8(), let peerType = p.readU8(),
+                let peer = BDAddress.read(from: &p), let phys = p.readU8(), own <= 3, phys != 0, phys & ~0x07 == 0
+            else { return [SimEvents.commandStatus(.invalidParameters, op)] }
+            var first: (UInt16, UInt16, UInt16, UInt16)?
+            for bit in 0..<3 where phys & (1 << bit) != 0 {
+                guard p.skip(4), let minI = p.readLE16(), let maxI = p.readLE16(), let latency = p.readLE16(),
+                    let timeout = p.readLE16(), p.skip(4)
+                else { return [SimEvents.commandStatus(.invalidParameters, op)] }
+                if first == nil { first = (minI, maxI, latency, timeout) }
             }
-            c.pendingConnection = PendingConnection(
-                peer: peer, peerAddressType: peerType, interval: maxI, latency: latency, supervisionTimeout: timeout)
-            return [SimEvents.commandStatus(.success, op)]
+            let f = first!
+            let status = c.requestConnection(
+                policy: policy, peerType: peerType, peer: peer, minI: f.0, maxI: f.1, latency: f.2, timeout: f.3)
+            return [SimEvents.commandStatus(status, op)]
+        },
+        // §7.8.18 HCI_LE_Connection_Update: Connection_Handle(2) Connection_Interval_Min(2) Max(2)
+        // Max_Latency(2) Supervision_Timeout(2) Min_CE_Length(2) Max_CE_Length(2) → Command Status, then
+        // LE Connection Update Complete with the maximum interval granted (the peer always accepts).
+        entry(.leConnectionUpdate, "LE Connection Update", octet: 27, bit: 2) { c, p, op, _ in
+            guard let h = p.readLE16(), let minI = p.readLE16(), let maxI = p.readLE16(), let latency = p.readLE16(),
+                let timeout = p.readLE16(), p.skip(4),
+                (6...0x0C80).contains(minI), (6...0x0C80).contains(maxI), minI <= maxI, latency <= 0x01F3,
+                (0x0A...0x0C80).contains(timeout)
+            else { return [SimEvents.commandStatus(.invalidParameters, op)] }
+            guard c.connections[h & 0x0FFF] != nil else { return [SimEvents.commandStatus(.unknownConnection, op)] }
+            c.connections[h & 0x0FFF]!.interval = maxI
+            c.connections[h & 0x0FFF]!.latency = latency
+            c.connections[h & 0x0FFF]!.supervisionTimeout = timeout
+            var out = [SimEvents.commandStatus(.success, op)]
+            if c.allowsLEMeta(subevent: 0x03) {
+                out.append(SimEvents.leConnectionUpdateComplete(handle: h & 0x0FFF, interval: maxI, latency: latency, timeout: timeout))
+            }
+            return out
         },
         // §7.8.13 HCI_LE_Create_Connection_Cancel: Command Complete, then LE Connection Complete with
         // Unknown Connection Identifier (0x02) for the abandoned attempt.
         entry(.leCreateConnectionCancel, "LE Create Connection Cancel", octet: 26, bit: 5) { c, _, op, _ in
             guard let pending = c.pendingConnection else { return complete(op, .commandDisallowed) }
             c.pendingConnection = nil
-            var out = complete(op)
-            if c.allowsLEMeta(subevent: 0x01) {
-                out.append(
-                    SimEvents.leConnectionComplete(
-                        status: .unknownConnection, handle: 0, peerType: pending.peerAddressType, peer: pending.peer,
-                        interval: 0, latency: 0, timeout: 0))
-            }
-            return out
+            return complete(op)
+                + c.connectionCompleteEvent(
+                    status: .unknownConnection, handle: 0, peerType: pending.peerAddressType, peer: pending.peer,
+                    interval: 0, latency: 0, timeout: 0)
         },
         // §7.8.64 HCI_LE_Set_Extended_Scan_Parameters: Own_Address_Type(1) Scanning_Filter_Policy(1)
         // Scanning_PHYs(1), then for each PHY bit set (bit 0 LE 1M, bit 2 LE Coded):

@@ -42,6 +42,31 @@ extension SimEvents {
         return event(SimEventCode.leMeta, w.bytes)
     }
 
+    /// HCI_LE_Enhanced_Connection_Complete [v1] (§7.7.65.10): as LE Connection Complete with
+    /// Local_Resolvable_Private_Address(6) and Peer_Resolvable_Private_Address(6) (zero: no privacy)
+    /// after the peer address.
+    public static func leEnhancedConnectionComplete(
+        status: SimStatus, handle: UInt16, peerType: UInt8, peer: BDAddress, interval: UInt16, latency: UInt16,
+        timeout: UInt16
+    ) -> [UInt8] {
+        var w = ByteWriter(capacity: 31)
+        w.u8(0x0A); w.u8(status.rawValue); w.le16(handle); w.u8(0x00)
+        w.u8(peerType); peer.write(to: &w)
+        w.append(repeatElement(0, count: 12))
+        w.le16(interval); w.le16(latency); w.le16(timeout); w.u8(0x00)
+        return event(SimEventCode.leMeta, w.bytes)
+    }
+
+    /// HCI_LE_Connection_Update_Complete (§7.7.65.3): Subevent 0x03 Status(1) Connection_Handle(2)
+    /// Connection_Interval(2) Peripheral_Latency(2) Supervision_Timeout(2).
+    public static func leConnectionUpdateComplete(handle: UInt16, interval: UInt16, latency: UInt16, timeout: UInt16)
+        -> [UInt8]
+    {
+        var w = ByteWriter(capacity: 10)
+        w.u8(0x03); w.u8(0); w.le16(handle); w.le16(interval); w.le16(latency); w.le16(timeout)
+        return event(SimEventCode.leMeta, w.bytes)
+    }
+
     /// HCI_Disconnection_Complete (§7.7.5): Status(1) Connection_Handle(2) Reason(1).
     public static func disconnectionComplete(handle: UInt16, reason: UInt8) -> [UInt8] {
         var w = ByteWriter(capacity: 4)
@@ -89,12 +114,49 @@ extension VirtualController {
             handle: handle, peer: p.peer, peerAddressType: p.peerAddressType, interval: p.interval, latency: p.latency,
             supervisionTimeout: p.supervisionTimeout, gatt: SimGATTServer(deviceName: deviceName, phase: phase),
             lastHeard: now, nextNotification: now + 1)
-        guard allowsLEMeta(subevent: 0x01) else { return [] }
-        return [
-            SimEvents.leConnectionComplete(
-                status: .success, handle: handle, peerType: p.peerAddressType, peer: p.peer, interval: p.interval,
-                latency: p.latency, timeout: p.supervisionTimeout)
-        ]
+        return connectionCompleteEvent(
+            status: .success, handle: handle, peerType: p.peerAddressType, peer: p.peer, interval: p.interval,
+            latency: p.latency, timeout: p.supervisionTimeout)
+    }
+
+    /// LE Enhanced Connection Complete if the host unmasked it (§7.7.65.10: "If this event is
+    /// unmasked and the HCI_LE_Connection_Complete event is unmasked, only this event is
+    /// generated"), else LE Connection Complete if unmasked, else nothing.
+    func connectionCompleteEvent(
+        status: SimStatus, handle: UInt16, peerType: UInt8, peer: BDAddress, interval: UInt16, latency: UInt16,
+        timeout: UInt16
+    ) -> [[UInt8]] {
+        if allowsLEMeta(subevent: 0x0A) {
+            return [
+                SimEvents.leEnhancedConnectionComplete(
+                    status: status, handle: handle, peerType: peerType, peer: peer, interval: interval, latency: latency,
+                    timeout: timeout)
+            ]
+        }
+        if allowsLEMeta(subevent: 0x01) {
+            return [
+                SimEvents.leConnectionComplete(
+                    status: status, handle: handle, peerType: peerType, peer: peer, interval: interval, latency: latency,
+                    timeout: timeout)
+            ]
+        }
+        return []
+    }
+
+    /// Checks and records a connection request shared by the legacy and extended commands.
+    mutating func requestConnection(
+        policy: UInt8, peerType: UInt8, peer: BDAddress, minI: UInt16, maxI: UInt16, latency: UInt16, timeout: UInt16
+    ) -> SimStatus {
+        guard peerType <= 3, (6...0x0C80).contains(minI), (6...0x0C80).contains(maxI), minI <= maxI, latency <= 0x01F3,
+            (0x0A...0x0C80).contains(timeout)
+        else { return .invalidParameters }
+        // The Filter Accept List is not simulated.
+        guard policy == 0 else { return .unsupportedFeature }
+        guard pendingConnection == nil else { return .commandDisallowed }
+        guard !connections.values.contains(where: { $0.peer == peer }) else { return .aclConnectionExists }
+        pendingConnection = PendingConnection(
+            peer: peer, peerAddressType: peerType, interval: maxI, latency: latency, supervisionTimeout: timeout)
+        return .success
     }
 
     /// One ACL packet from the host. Returns the controller's events and the peer's answers.

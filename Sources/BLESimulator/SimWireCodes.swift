@@ -33,6 +33,8 @@ public struct SimOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leSetScanEnable = SimOpcode(ogf: 0x08, ocf: 0x000C)
     public static let leCreateConnection = SimOpcode(ogf: 0x08, ocf: 0x000D)
     public static let leCreateConnectionCancel = SimOpcode(ogf: 0x08, ocf: 0x000E)
+    public static let leConnectionUpdate = SimOpcode(ogf: 0x08, ocf: 0x0013)
+    public static let leExtendedCreateConnection = SimOpcode(ogf: 0x08, ocf: 0x0043)
     public static let leSetExtendedScanParameters = SimOpcode(ogf: 0x08, ocf: 0x0041)
     public static let leSetExtendedScanEnable = SimOpcode(ogf: 0x08, ocf: 0x0042)
 

@@ -134,4 +134,36 @@ import Testing
         #expect(dc.payload[5] == 0x08)  // Connection Timeout
         #expect(h.simulator.nodes[0].stats.supervisionTimeouts == 1)
     }
+
+    @Test func extendedCreateConnectionAnswersWithEnhancedConnectionCompleteAndUpdatesApply() async throws {
+        let h = try SimHarness(Self.yaml)
+        let c = try h.client("gw-a")
+        try h.bringUp(c)
+        // LE event mask: 0x01–0x05, 0x0A (bit 9, enhanced connection complete), 0x0D (bit 12).
+        try c.command([0x01, 0x01, 0x20, 0x08, 0x1F, 0x12, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00])
+        try c.command(Bytes.leSetExtendedScanParameters(active: false, interval: 16, window: 16))
+        // The legacy command is now disallowed (§3.1.1) ...
+        #expect(try c.command(Self.createConnection) == [0x04, 0x0F, 0x04, 0x0C, 0x01, 0x0D, 0x20])
+        // ... and LE Extended Create Connection on LE 1M is the way.
+        let ext: [UInt8] = [
+            0x01, 0x43, 0x20, 0x1A, 0x00, 0x00, 0x00, 0x01, 0x00, 0x10, 0xDC, 0x1B, 0x00, 0x01,
+            0x60, 0x00, 0x60, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0x2A, 0x00, 0x00, 0x00, 0x00, 0x00,
+        ]
+        #expect(try c.command(ext) == [0x04, 0x0F, 0x04, 0x00, 0x01, 0x43, 0x20])
+        await h.advance(seconds: 1)
+        let (cc, _) = try Self.until(c) { $0.payload.first == 0x3E }
+        // Subevent 0x0A, 30 parameter bytes: status, handle, role, peer type, peer, two zero RPAs, 0x28, 0, 0x2A, 0.
+        #expect(cc.payload[1] == 31 && cc.payload[2] == 0x0A && cc.payload[3] == 0x00)
+        let handle = UInt16(cc.payload[4]) | UInt16(cc.payload[5]) << 8
+        #expect(Array(cc.payload[26...32]) == [0x28, 0x00, 0x00, 0x00, 0x2A, 0x00, 0x00])
+
+        // LE Connection Update to 100 ms, latency 4, timeout 2 s.
+        let update: [UInt8] = [
+            0x01, 0x13, 0x20, 0x0E, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x50, 0x00, 0x50, 0x00, 0x04, 0x00,
+            0xC8, 0x00, 0x00, 0x00, 0x00, 0x00,
+        ]
+        #expect(try c.command(update) == [0x04, 0x0F, 0x04, 0x00, 0x01, 0x13, 0x20])
+        let (uc, _) = try Self.until(c) { $0.payload.first == 0x3E && $0.payload[2] == 0x03 }
+        #expect(uc.h4Bytes == [0x04, 0x3E, 0x0A, 0x03, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x50, 0x00, 0x04, 0x00, 0xC8, 0x00])
+    }
 }
