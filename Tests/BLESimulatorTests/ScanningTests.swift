@@ -164,4 +164,28 @@ import Testing
         #expect(!a.isEmpty && a == b)
         #expect(a != other)
     }
+
+    @Test func anExtendedScanWithADurationEndsWithLEScanTimeout() async throws {
+        let h = try SimHarness(Self.scenario(loss: 0, sigma: 0, beacons: [(1, 2)]))
+        let c = try h.client("gw-a")
+        try h.bringUp(c)
+        // LE event mask: 0x01–0x05, 0x0D, and 0x11 LE Scan Timeout (bit 16).
+        try c.command([0x01, 0x01, 0x20, 0x08, 0x1F, 0x10, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00])
+        try c.command(Bytes.leSetExtendedScanParameters(active: false, interval: 16, window: 16))
+        // Duration 100 × 10 ms = 1 s, no period.
+        #expect(try c.command([0x01, 0x42, 0x20, 0x06, 0x01, 0x00, 0x64, 0x00, 0x00, 0x00]).last == 0x00)
+        await h.advance(seconds: 3, step: .milliseconds(250))
+        var reports: [H4Packet] = []
+        while true {
+            let p = try c.receive()
+            if p.h4Bytes == [0x04, 0x3E, 0x01, 0x11] { break }
+            reports.append(p)
+        }
+        // About ten advertisements in the one second of scanning, none after.
+        let n = Self.reports(reports).count
+        #expect(n >= 7 && n <= 11, "\(n) reports in a 1 s scan")
+        var after: [H4Packet] = []
+        try c.command(Bytes.readBDAddr, before: &after)
+        #expect(Self.reports(after).isEmpty)
+    }
 }
