@@ -42,6 +42,8 @@ struct SimCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Line-buffered stdout, so the socket list reaches a log file (the demo's) at once.
+        setvbuf(stdout, nil, _IOLBF, 0)
         let loaded: Scenario
         do {
             loaded = try ScenarioLoader.load(path: scenario)
