@@ -42,8 +42,6 @@ struct SimCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // Line-buffered stdout, so the socket list reaches a log file (the demo's) at once.
-        setvbuf(stdout, nil, _IOLBF, 0)
         let loaded: Scenario
         do {
             loaded = try ScenarioLoader.load(path: scenario)
@@ -58,9 +56,9 @@ struct SimCommand: AsyncParsableCommand {
         options.duration = duration
         let sim = try Simulator(scenario: loaded, options: options)
         for node in sim.nodes {
-            print("sim: \(node.spec.id) \(node.spec.address) on unix:\(sim.socketPath(for: node.spec.id))")
+            say("sim: \(node.spec.id) \(node.spec.address) on unix:\(sim.socketPath(for: node.spec.id))")
         }
-        print("sim: \(loaded.emitters.count) advertisers, speed \(speed), seed \(seed)")
+        say("sim: \(loaded.emitters.count) advertisers, speed \(speed), seed \(seed)")
 
         let runTask = Task { try await sim.run() }
         // SIGINT/SIGTERM end the run cleanly (sockets removed, truth flushed).
@@ -92,7 +90,12 @@ struct SimCommand: AsyncParsableCommand {
         do {
             try await runTask.value
         } catch is CancellationError {
-            print("sim: stopped")
+            say("sim: stopped")
         }
     }
+}
+
+/// Writes a line to stdout unbuffered, so it reaches a log file (the demo's) at once.
+private func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
