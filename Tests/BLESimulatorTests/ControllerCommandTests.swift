@@ -117,4 +117,15 @@ import Testing
         #expect(try c2.command(Bytes.leSetScanParameters(active: false, interval: 16, window: 16)).last == 0x00)
         #expect(h.simulator.nodes[0].stats.connectionsAccepted == 2)
     }
+
+    @Test func commandsArrivingOneByteAtATimeAreReassembled() throws {
+        let h = try SimHarness(Self.twoGateways)
+        let c = try h.client("gw-a")
+        for b in Bytes.readBDAddr + Bytes.reset {
+            c.send([b])
+            usleep(1000)  // give each byte its own read(2) on the simulator's side, most of the time
+        }
+        #expect(try c.receive().h4Bytes.count == 13)
+        #expect(try c.receive().h4Bytes == [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00])
+    }
 }
