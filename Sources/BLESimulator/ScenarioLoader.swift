@@ -138,15 +138,18 @@ struct Reader {
         for (g, n) in zip(s.gateways, try sequence(m["gateways"], "gateways")) where !seenGateways.insert(g.id).inserted {
             throw fail(n, "gateway id '\(g.id)' is used twice")
         }
-        for n in try sequence(m["beacons"], "beacons") { s.emitters.append(try emitter(n, role: .beacon, index: s.emitters.count)) }
-        for n in try sequence(m["tags"], "tags") { s.emitters.append(try emitter(n, role: .tag, index: s.emitters.count)) }
-        for n in try sequence(m["peripherals"], "peripherals") {
-            s.emitters.append(try emitter(n, role: .peripheral, index: s.emitters.count))
-        }
-        for n in try sequence(m["generate"], "generate") { s.emitters += try generate(n, startIndex: s.emitters.count) }
         var names = Set<String>()
-        for e in s.emitters where !names.insert(e.name).inserted {
-            throw fail(root, "emitter name '\(e.name)' is used twice")
+        var addresses = Set<BDAddress>()
+        func add(_ e: EmitterSpec, from n: Node) throws {
+            guard names.insert(e.name).inserted else { throw fail(n, "emitter name '\(e.name)' is used twice") }
+            guard addresses.insert(e.address).inserted else { throw fail(n, "address \(e.address) is used twice") }
+            s.emitters.append(e)
+        }
+        for (key, role) in [("beacons", EmitterSpec.Role.beacon), ("tags", .tag), ("peripherals", .peripheral)] {
+            for n in try sequence(m[key], key) { try add(try emitter(n, role: role, index: s.emitters.count), from: n) }
+        }
+        for n in try sequence(m["generate"], "generate") {
+            for e in try generate(n, startIndex: s.emitters.count) { try add(e, from: n) }
         }
         for n in try sequence(m["faults"], "faults") {
             let f = try fault(n)

@@ -55,6 +55,16 @@ import Testing
         }
     }
 
+    @Test func aDuplicateEmitterNameIsReportedWhereItRepeats() {
+        let yaml = "gateways: [{id: gw-a, position: [0, 0]}]\nbeacons:\n  - {name: b, position: [1, 1]}\n  - {name: b, position: [2, 2]}\n"
+        #expect {
+            try ScenarioLoader.parse(yaml.replacingOccurrences(of: "{name: b,", with: "{name: b, type: named,"))
+        } throws: { e in
+            let e = e as! ScenarioError
+            return e.line == 4 && e.message.contains("used twice")
+        }
+    }
+
     @Test func aFaultOnAnUnknownGatewayIsRejected() {
         let yaml = "gateways: [{id: gw-a, position: [0, 0]}]\nfaults: [{at_s: 1, gateway: gw-z, type: unplug}]\n"
         #expect(throws: ScenarioError.self) { try ScenarioLoader.parse(yaml) }
