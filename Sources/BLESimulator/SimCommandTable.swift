@@ -50,6 +50,25 @@ public enum SimCommandTable {
             }
             return complete(op, .success, [UInt8(h & 0xFF), UInt8(h >> 8), UInt8(bitPattern: conn.rssi)])
         },
+        // §7.1.23 HCI_Read_Remote_Version_Information: Connection_Handle(2) → Command Status, then
+        // HCI_Read_Remote_Version_Information_Complete (§7.7.12): Status Handle(2) Version(1)
+        // Company_Identifier(2) Subversion(2). Simulated peers say Core 5.0, company 0xFFFF (none).
+        entry(.readRemoteVersion, "Read Remote Version Information", octet: 2, bit: 7) { c, p, op, _ in
+            guard let h = p.readLE16() else { return [SimEvents.commandStatus(.invalidParameters, op)] }
+            guard c.connections[h & 0x0FFF] != nil else { return [SimEvents.commandStatus(.unknownConnection, op)] }
+            var out = [SimEvents.commandStatus(.success, op)]
+            if c.eventMask & (1 << 11) != 0 {
+                var w = ByteWriter()
+                w.u8(0); w.le16(h & 0x0FFF); w.u8(0x09); w.le16(0xFFFF); w.le16(0x0000)
+                out.append(SimEvents.event(0x0C, w.bytes))
+            }
+            return out
+        },
+        // §7.3.69 HCI_Set_Event_Mask_Page_2: Event_Mask_Page_2(8); nothing on page 2 is ever sent.
+        entry(.setEventMaskPage2, "Set Event Mask Page 2", octet: 22, bit: 2) { _, p, op, _ in
+            guard p.readLE64() != nil else { return complete(op, .invalidParameters) }
+            return complete(op)
+        },
         // §7.3.1 HCI_Set_Event_Mask: Event_Mask(8).
         entry(.setEventMask, "Set Event Mask", octet: 5, bit: 6) { c, p, op, _ in
             guard let mask = p.readLE64() else { return complete(op, .invalidParameters) }
@@ -207,6 +226,42 @@ public enum SimCommandTable {
                 + c.connectionCompleteEvent(
                     status: .unknownConnection, handle: 0, peerType: pending.peerAddressType, peer: pending.peer,
                     interval: 0, latency: 0, timeout: 0)
+        },
+        // §7.8.21 HCI_LE_Read_Remote_Features: Connection_Handle(2) → Command Status, then
+        // HCI_LE_Read_Remote_Features_Complete (§7.7.65.4): Status Handle(2) LE_Features(8).
+        // Simulated sensors report LE Data Packet Length Extension (bit 5) only.
+        entry(.leReadRemoteFeatures, "LE Read Remote Features", octet: 27, bit: 5) { c, p, op, _ in
+            guard let h = p.readLE16() else { return [SimEvents.commandStatus(.invalidParameters, op)] }
+            guard c.connections[h & 0x0FFF] != nil else { return [SimEvents.commandStatus(.unknownConnection, op)] }
+            var out = [SimEvents.commandStatus(.success, op)]
+            if c.allowsLEMeta(subevent: 0x04) {
+                var w = ByteWriter()
+                w.u8(0x04); w.u8(0); w.le16(h & 0x0FFF); w.le64(0x20)
+                out.append(SimEvents.event(SimEventCode.leMeta, w.bytes))
+            }
+            return out
+        },
+        // §7.8.33 HCI_LE_Set_Data_Length: Connection_Handle(2) TX_Octets(2) TX_Time(2) → Status Handle(2).
+        // TX_Octets 0x001B–0x00FB, TX_Time 0x0148–0x4290.
+        entry(.leSetDataLength, "LE Set Data Length", octet: 33, bit: 6) { c, p, op, _ in
+            guard let h = p.readLE16(), let octets = p.readLE16(), let time = p.readLE16(),
+                (0x1B...0xFB).contains(octets), (0x148...0x4290).contains(time)
+            else { return complete(op, .invalidParameters) }
+            let handle = [UInt8(h & 0xFF), UInt8(h >> 8)]
+            guard c.connections[h & 0x0FFF] != nil else { return complete(op, .unknownConnection, handle) }
+            return complete(op, .success, handle)
+        },
+        // §7.8.46 HCI_LE_Read_Maximum_Data_Length → Status Supported_Max_TX_Octets(2) Supported_Max_TX_Time(2)
+        // Supported_Max_RX_Octets(2) Supported_Max_RX_Time(2): 251 octets, 2120 µs (LE 1M).
+        entry(.leReadMaximumDataLength, "LE Read Maximum Data Length", octet: 35, bit: 3) { _, _, op, _ in
+            var w = ByteWriter()
+            w.le16(251); w.le16(2120); w.le16(251); w.le16(2120)
+            return complete(op, .success, w.bytes)
+        },
+        // §7.8.2 HCI_LE_Read_Buffer_Size [v2] → Status LE_ACL_Data_Packet_Length(2) Total_Num_LE_ACL_Data_Packets(1)
+        // ISO_Data_Packet_Length(2) Total_Num_ISO_Data_Packets(1): no ISO.
+        entry(.leReadBufferSizeV2, "LE Read Buffer Size [v2]", octet: 41, bit: 5) { _, _, op, _ in
+            complete(op, .success, [0xFB, 0x00, 8, 0x00, 0x00, 0])
         },
         // §7.8.64 HCI_LE_Set_Extended_Scan_Parameters: Own_Address_Type(1) Scanning_Filter_Policy(1)
         // Scanning_PHYs(1), then for each PHY bit set (bit 0 LE 1M, bit 2 LE Coded):

@@ -13,10 +13,12 @@ public struct SimOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     // §7.1 Link Control
     public static let disconnect = SimOpcode(ogf: 0x01, ocf: 0x0006)
+    public static let readRemoteVersion = SimOpcode(ogf: 0x01, ocf: 0x001D)
     // §7.3 Controller & Baseband
     public static let setEventMask = SimOpcode(ogf: 0x03, ocf: 0x0001)
     public static let reset = SimOpcode(ogf: 0x03, ocf: 0x0003)
     public static let readRSSI = SimOpcode(ogf: 0x05, ocf: 0x0005)
+    public static let setEventMaskPage2 = SimOpcode(ogf: 0x03, ocf: 0x0063)
     public static let writeLEHostSupported = SimOpcode(ogf: 0x03, ocf: 0x006D)
     // §7.4 Informational
     public static let readLocalVersion = SimOpcode(ogf: 0x04, ocf: 0x0001)
@@ -35,6 +37,10 @@ public struct SimOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leCreateConnectionCancel = SimOpcode(ogf: 0x08, ocf: 0x000E)
     public static let leConnectionUpdate = SimOpcode(ogf: 0x08, ocf: 0x0013)
     public static let leExtendedCreateConnection = SimOpcode(ogf: 0x08, ocf: 0x0043)
+    public static let leReadRemoteFeatures = SimOpcode(ogf: 0x08, ocf: 0x0016)
+    public static let leSetDataLength = SimOpcode(ogf: 0x08, ocf: 0x0022)
+    public static let leReadMaximumDataLength = SimOpcode(ogf: 0x08, ocf: 0x002F)
+    public static let leReadBufferSizeV2 = SimOpcode(ogf: 0x08, ocf: 0x0060)
     public static let leSetExtendedScanParameters = SimOpcode(ogf: 0x08, ocf: 0x0041)
     public static let leSetExtendedScanEnable = SimOpcode(ogf: 0x08, ocf: 0x0042)
 

@@ -57,6 +57,19 @@ import Testing
         #expect(Array(cc.payload[6...13]) == [0x00, 0x00, 0x01, 0x00, 0x10, 0xDC, 0x1B, 0x00])
         #expect(Array(cc.payload[14...15]) == [0x28, 0x00])
 
+        // LE Read Remote Features → Command Status, then subevent 0x04 with the peer's features.
+        let lo = UInt8(handle & 0xFF), hi = UInt8(handle >> 8)
+        #expect(try c.command([0x01, 0x16, 0x20, 0x02, lo, hi]) == [0x04, 0x0F, 0x04, 0x00, 0x01, 0x16, 0x20])
+        let (rf, _) = try Self.until(c) { $0.payload.first == 0x3E && $0.payload[2] == 0x04 }
+        #expect(rf.h4Bytes == [0x04, 0x3E, 0x0C, 0x04, 0x00, lo, hi, 0x20, 0, 0, 0, 0, 0, 0, 0])
+        // Read Remote Version Information → Command Status, then event 0x0C.
+        try c.command([0x01, 0x1D, 0x04, 0x02, lo, hi])
+        let (rv, _) = try Self.until(c) { $0.payload.first == 0x0C }
+        #expect(rv.h4Bytes == [0x04, 0x0C, 0x08, 0x00, lo, hi, 0x09, 0xFF, 0xFF, 0x00, 0x00])
+        // LE Set Data Length 251 octets / 2120 µs → Command Complete with the handle.
+        #expect(try c.command([0x01, 0x22, 0x20, 0x06, lo, hi, 0xFB, 0x00, 0x48, 0x08])
+            == [0x04, 0x0E, 0x06, 0x01, 0x22, 0x20, 0x00, lo, hi])
+
         // Exchange MTU (client 247) → server 247, with Number Of Completed Packets for our packet.
         c.send(Self.att(handle, [0x02, 0xF7, 0x00]))
         let (mtu, before) = try Self.until(c) { Self.attPDU($0) != nil }
