@@ -1,1 +1,0 @@
-// The BLESimulator layer; see docs/ARCHITECTURE.md.

@@ -1,0 +1,290 @@
+import BLEHCI
+import BLETransport
+import Foundation
+
+/// How to run a scenario.
+public struct SimulatorOptions: Sendable {
+    public enum Speed: Sendable, Hashable {
+        /// Virtual seconds per real second (1 = real time).
+        case factor(Double)
+        /// No pacing at all (benchmarks); see `FreeRunningClock`.
+        case max
+    }
+
+    /// Where `<gateway-id>.sock`, `clock.json` and `gateway-config.yaml` go.
+    public var socketDirectory: String
+    public var speed: Speed = .factor(1)
+    /// Seeds every random draw (advDelay, loss, shadowing); the same seed gives the same air.
+    public var seed: UInt64 = 1
+    /// JSON-lines ground truth, or nil for none.
+    public var truthPath: String?
+    /// Virtual seconds to run; nil: the scenario's `duration_s`, or until cancelled.
+    public var duration: Double?
+
+    public init(socketDirectory: String) { self.socketDirectory = socketDirectory }
+}
+
+/// The virtual radio as a service: one virtual controller per gateway of the scenario, each an H4
+/// byte-stream server on `DIR/<gateway-id>.sock`, and the air between them and the scenario's
+/// advertisers. `init` binds the sockets and starts answering commands (hosts may connect as soon
+/// as it returns); `run()` drives virtual time until the duration ends or the task is cancelled,
+/// then closes and removes the sockets (so does releasing a simulator that never ran).
+public final class Simulator: Sendable {
+    public let scenario: Scenario
+    public let options: SimulatorOptions
+    public let clock: any BLEClock
+    public let pacing: Pacing
+    public let nodes: [GatewayNode]
+    private let plugs: [PlugSwitch]
+
+    /// Convenience: the clock and pacing follow `options.speed` (a `ScaledClock` from now, or a
+    /// `FreeRunningClock` for `.max`).
+    public convenience init(scenario: Scenario, options: SimulatorOptions) throws {
+        switch options.speed {
+        case .max:
+            try self.init(scenario: scenario, options: options, clock: FreeRunningClock(), pacing: .asFastAsPossible)
+        case .factor(let f):
+            // Wake about every 2 ms of real time: reports leave in small bursts, as from a controller's buffer.
+            try self.init(
+                scenario: scenario, options: options, clock: ScaledClock(factor: f),
+                pacing: .clock(batch: .microseconds(Int64(2000 * f))))
+        }
+    }
+
+    /// With an injected clock (tests pass a `ManualClock` and `.clock(batch: .zero)`).
+    public init(scenario: Scenario, options: SimulatorOptions, clock: any BLEClock, pacing: Pacing) throws {
+        self.scenario = scenario
+        self.options = options
+        self.clock = clock
+        self.pacing = pacing
+        try FileManager.default.createDirectory(atPath: options.socketDirectory, withIntermediateDirectories: true)
+        nodes = scenario.gateways.map { GatewayNode(spec: $0, clock: clock) }
+        var plugs: [PlugSwitch] = []
+        for node in nodes {
+            let path = (options.socketDirectory as NSString).appendingPathComponent("\(node.spec.id).sock")
+            let plug = PlugSwitch(path: path, node: node)
+            try plug.bind()
+            plugs.append(plug)
+        }
+        self.plugs = plugs
+        // Controllers answer commands from here on, whether or not the air is running yet: a
+        // host's bring-up does not wait for virtual time.
+        for plug in plugs {
+            let t = Thread { plug.serve() }
+            t.name = "sim-accept"
+            t.start()
+        }
+        try writeClockFile()
+        if let yaml = scenario.gatewayConfigYAML {
+            let path = (options.socketDirectory as NSString).appendingPathComponent("gateway-config.yaml")
+            try yaml.write(toFile: path, atomically: true, encoding: .utf8)
+        }
+    }
+
+    deinit { plugs.forEach { $0.stop() } }
+
+    public func socketPath(for gatewayID: String) -> String {
+        (options.socketDirectory as NSString).appendingPathComponent("\(gatewayID).sock")
+    }
+
+    /// DIR/clock.json: what a gateway process needs to build the same `ScaledClock`.
+    private func writeClockFile() throws {
+        let json: String
+        if let c = clock as? ScaledClock {
+            // Virtual zero was `now / factor` real seconds ago.
+            let origin = Date().timeIntervalSince1970 - c.now().seconds / c.factor
+            json = "{\"real_origin_unix\": \(origin), \"factor\": \(c.factor)}"
+        } else {
+            // Free-running or manual time cannot be followed from another process.
+            json = "{\"real_origin_unix\": \(Date().timeIntervalSince1970), \"factor\": null, \"free_running\": true}"
+        }
+        let path = (options.socketDirectory as NSString).appendingPathComponent("clock.json")
+        try (json + "\n").write(toFile: path, atomically: true, encoding: .utf8)
+    }
+
+    public func run() async throws {
+        let truth = try options.truthPath.map { try GroundTruthWriter(path: $0) }
+        defer {
+            plugs.forEach { $0.stop() }
+            truth?.close()
+        }
+
+        let emitterByAddress = Dictionary(
+            scenario.emitters.enumerated().map { ($1.address, $0) }, uniquingKeysWith: { first, _ in first })
+        var engine = RadioEngine(scenario: scenario, random: SimRandom(seed: options.seed), nodes: nodes)
+        let timeline = FaultTimeline(scenario: scenario)
+        var nextFault = 0
+        var nextTruth = 0.0
+        let end = options.duration ?? scenario.duration ?? .infinity
+        let batch: Double
+        let freeRunning: Bool
+        switch pacing {
+        case .clock(let b): (batch, freeRunning) = (b.seconds, false)
+        case .asFastAsPossible: (batch, freeRunning) = (0.010, true)
+        }
+
+        while true {
+            try Task.checkCancellation()
+            if freeRunning && !nodes.contains(where: { $0.isConnected }) {
+                try await Task.sleep(nanoseconds: 1_000_000)
+                continue
+            }
+            let now = clock.now().seconds
+            while nextFault < timeline.steps.count, timeline.steps[nextFault].t <= min(now, end) {
+                let s = timeline.steps[nextFault]
+                apply(s, plug: plugs[s.gateway])
+                truth?.fault(t: s.t, gateway: scenario.gateways[s.gateway].id, fault: s.kind.rawValue, phase: s.start ? "start" : "end")
+                nextFault += 1
+            }
+            if let truth {
+                while nextTruth <= min(now, end) {
+                    writeTruth(truth, at: nextTruth)
+                    nextTruth += scenario.truthInterval
+                }
+            }
+            if now >= end { break }
+            let listening = nodes.map { $0.listening() }
+            for (g, l) in listening.enumerated() where l.scan.enabled && l.scan.period == nil {
+                if let d = l.scan.duration, now - l.scan.startedAt.seconds >= d.seconds {
+                    nodes[g].scanTimedOut(generation: l.scan.generation)
+                }
+            }
+            _ = engine.advance(until: min(now, end), listening: listening)
+            for (g, l) in listening.enumerated() where l.hasConnections {
+                let gw = scenario.gateways[g]
+                nodes[g].connectionTick(now: now) { peer in
+                    guard let i = emitterByAddress[peer] else { return nil }
+                    let e = scenario.emitters[i]
+                    let d = e.motion.position(at: now).distance(to: gw.position)
+                    let k = UInt64(now * 10)
+                    let r = scenario.radio.meanRSSI(rssiAt1m: e.rssiAt1m, distance: d)
+                        + scenario.radio.shadowingSigmaDB * SimRandom(seed: options.seed).gaussian(RandomStream.link, UInt64(i) << 8 | UInt64(g), k)
+                        + (scenario.radio.linkOffsets[gw.id]?[e.name] ?? 0) + gw.rxOffsetDB
+                    return r >= scenario.radio.sensitivityDBm ? r : nil
+                }
+            }
+            for g in nodes.indices {
+                while !engine.flush(g, dropIfFull: !freeRunning) {
+                    try await Task.sleep(nanoseconds: 200_000)
+                }
+            }
+            var next = min(engine.nextEventTime, end)
+            if truth != nil { next = min(next, nextTruth) }
+            if nextFault < timeline.steps.count { next = min(next, timeline.steps[nextFault].t) }
+            // Nothing scheduled (no advertisers, no end): look again in a minute of virtual time.
+            next = min(next, now + 60)
+            try await clock.sleep(until: .seconds(max(next, now + batch)))
+        }
+    }
+
+    private func apply(_ s: FaultTimeline.Step, plug: PlugSwitch) {
+        let node = nodes[s.gateway]
+        switch (s.kind, s.start) {
+        case (.powerOff, true): node.powerOff(hardwareError: nil)
+        case (.hardwareError, true): node.powerOff(hardwareError: s.hardwareCode)
+        case (.powerOff, false), (.hardwareError, false): node.powerOn()
+        case (.unplug, true): plug.setPlugged(false)
+        case (.unplug, false): plug.setPlugged(true)
+        case (.silence, let on): node.setSilenced(on)
+        }
+    }
+
+    private func writeTruth(_ truth: GroundTruthWriter, at t: Double) {
+        for e in scenario.emitters {
+            let p = e.motion.position(at: t)
+            truth.position(t: t, emitter: e, at: p)
+            let id = e.beaconID
+            for g in scenario.gateways {
+                truth.distance(t: t, gateway: g.id, beacon: id, distance: p.distance(to: g.position))
+            }
+        }
+    }
+}
+
+/// The scenario's faults as start/end steps in time order.
+struct FaultTimeline {
+    struct Step {
+        var t: Double
+        var gateway: Int
+        var kind: FaultSpec.Kind
+        var start: Bool
+        var hardwareCode: UInt8
+    }
+    var steps: [Step] = []
+
+    init(scenario: Scenario) {
+        let index = Dictionary(uniqueKeysWithValues: scenario.gateways.enumerated().map { ($1.id, $0) })
+        for f in scenario.faults {
+            guard let g = index[f.gateway] else { continue }
+            steps.append(Step(t: f.at, gateway: g, kind: f.kind, start: true, hardwareCode: f.hardwareCode))
+            if let d = f.duration {
+                steps.append(Step(t: f.at + d, gateway: g, kind: f.kind, start: false, hardwareCode: f.hardwareCode))
+            }
+        }
+        steps.sort { ($0.t, $0.start ? 1 : 0) < ($1.t, $1.start ? 1 : 0) }
+    }
+}
+
+/// A gateway's socket as a USB plug: bound while plugged in, absent while unplugged. Its thread
+/// accepts hosts (a new host replaces the previous one) and follows the plug state.
+final class PlugSwitch: @unchecked Sendable {
+    let path: String
+    let node: GatewayNode
+    private let lock = NSLock()
+    private var plugged = true
+    private var stopping = false
+    private var listener: UnixListener?
+
+    init(path: String, node: GatewayNode) {
+        self.path = path
+        self.node = node
+    }
+
+    func bind() throws { listener = try UnixListener(path: path) }
+
+    func setPlugged(_ on: Bool) {
+        lock.withLock { plugged = on }
+        if !on { node.detach() }
+    }
+
+    private let finished = DispatchSemaphore(value: 0)
+
+    /// Stops serving and waits (≤ one accept poll, 50 ms) until the socket is closed and removed.
+    func stop() {
+        let first: Bool = lock.withLock {
+            defer { stopping = true }
+            return !stopping
+        }
+        if first { finished.wait() }
+    }
+
+    /// The accept loop; returns after `stop()`, with the socket closed and removed.
+    func serve() {
+        while true {
+            let (on, stop) = lock.withLock { (plugged, stopping) }
+            if stop { break }
+            if !on {
+                if let l = listener {
+                    l.close()
+                    listener = nil
+                }
+                usleep(20_000)
+                continue
+            }
+            if listener == nil {
+                listener = try? UnixListener(path: path)
+                if listener == nil {
+                    usleep(100_000)
+                    continue
+                }
+            }
+            if let fd = listener?.accept(timeoutMs: 50) {
+                if lock.withLock({ plugged }) { node.attach(fd: fd) } else { close(fd) }
+            }
+        }
+        listener?.close()
+        listener = nil
+        node.detach()
+        finished.signal()
+    }
+}

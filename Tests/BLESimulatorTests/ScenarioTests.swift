@@ -1,0 +1,118 @@
+import BLEHCI
+import Foundation
+import Testing
+
+@testable import BLESimulator
+
+/// Scenario files, their error messages, advertising frames and the beacon-id scheme.
+@Suite struct ScenarioTests {
+    static let scenarios = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+        .appendingPathComponent("../../config/scenarios").standardized.path
+
+    @Test func theOfficeHasThreeGatewaysTwentyBeaconsFiveSensorsAndWalkers() throws {
+        let s = try ScenarioLoader.load(path: Self.scenarios + "/office.yaml")
+        #expect(s.gateways.map(\.id) == ["gw-lobby", "gw-lab", "gw-kitchen"])
+        #expect(s.emitters.filter { $0.role == .beacon }.count == 20)
+        #expect(s.emitters.filter { $0.role == .peripheral }.count == 5)
+        #expect(s.emitters.filter { $0.role == .tag }.count == 4)
+        #expect(Set(s.gateways.map(\.address)).count == 3)
+        #expect(s.gatewayConfigYAML?.contains("regions:") == true)
+        // Walkers move: alice is somewhere else a minute later.
+        let alice = try #require(s.emitters.first { $0.name == "alice" })
+        #expect(alice.motion.position(at: 0) != alice.motion.position(at: 60))
+    }
+
+    @Test func theDenseHallHasFiveThousandDistinctBeacons() throws {
+        let s = try ScenarioLoader.load(path: Self.scenarios + "/dense-hall.yaml")
+        #expect(s.emitters.count == 5000)
+        #expect(Set(s.emitters.map(\.beaconID)).count == 5000)
+        #expect(Set(s.emitters.map(\.address)).count == 5000)
+    }
+
+    @Test func theFaultDrillSchedulesEveryKindOfFault() throws {
+        let s = try ScenarioLoader.load(path: Self.scenarios + "/fault-drill.yaml")
+        #expect(Set(s.faults.map(\.kind)) == Set(FaultSpec.Kind.allCases))
+        #expect(s.faults.first { $0.kind == .hardwareError }?.hardwareCode == 0x01)
+    }
+
+    @Test func anUnknownKeyIsReportedWithItsLineAndColumn() {
+        let yaml = "name: x\ngateways:\n  - {id: gw-a, position: [0, 0]}\nbeacons:\n  - {name: b, colour: red, position: [1, 1]}\n"
+        #expect {
+            try ScenarioLoader.parse(yaml, file: "bad.yaml")
+        } throws: { e in
+            let e = e as! ScenarioError
+            return e.line == 5 && e.column == 15 && e.description.hasPrefix("bad.yaml:5:15: unknown key 'colour'")
+        }
+    }
+
+    @Test func brokenYAMLIsReportedWithItsLineAndColumn() {
+        let yaml = "name: x\ngateways:\n  - {id: gw-a, position: [0, 0]\n"
+        #expect {
+            try ScenarioLoader.parse(yaml, file: "broken.yaml")
+        } throws: { e in
+            let e = e as! ScenarioError
+            return e.line != nil && e.column != nil && e.message.hasPrefix("YAML")
+        }
+    }
+
+    @Test func aDuplicateEmitterNameIsReportedWhereItRepeats() {
+        let yaml = "gateways: [{id: gw-a, position: [0, 0]}]\nbeacons:\n  - {name: b, position: [1, 1]}\n  - {name: b, position: [2, 2]}\n"
+        #expect {
+            try ScenarioLoader.parse(yaml.replacingOccurrences(of: "{name: b,", with: "{name: b, type: named,"))
+        } throws: { e in
+            let e = e as! ScenarioError
+            return e.line == 4 && e.message.contains("used twice")
+        }
+    }
+
+    @Test func aFaultOnAnUnknownGatewayIsRejected() {
+        let yaml = "gateways: [{id: gw-a, position: [0, 0]}]\nfaults: [{at_s: 1, gateway: gw-z, type: unplug}]\n"
+        #expect(throws: ScenarioError.self) { try ScenarioLoader.parse(yaml) }
+    }
+
+    @Test func iBeaconFrameIsTheAppleLayout() {
+        let uuid: [UInt8] = [0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2, 0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0]
+        let f = BeaconFrame.iBeacon(uuid: uuid, major: 0x0102, minor: 0x0304, measuredPower: -59)
+        #expect(f.advertisingData() == [0x02, 0x01, 0x06, 0x1A, 0xFF, 0x4C, 0x00, 0x02, 0x15] + uuid + [1, 2, 3, 4, 0xC5])
+        #expect(f.beaconID(address: BDAddress(rawValue: 1)) == "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-258-772")
+    }
+
+    @Test func eddystoneAndAltBeaconFramesAndIDs() {
+        let ns: [UInt8] = Array(0..<10)
+        let inst: [UInt8] = [0xA, 0xB, 0xC, 0xD, 0xE, 0xF]
+        let uid = BeaconFrame.eddystoneUID(namespace: ns, instance: inst, txPowerAt0m: -20)
+        let d = uid.advertisingData()
+        #expect(d.count == 31)
+        #expect(Array(d[3...13]) == [0x03, 0x03, 0xAA, 0xFE, 0x17, 0x16, 0xAA, 0xFE, 0x00, 0xEC, 0x00])
+        #expect(uid.beaconID(address: BDAddress(rawValue: 1)) == "eddystone-00010203040506070809-0a0b0c0d0e0f")
+        let url = BeaconFrame.eddystoneURL(url: "https://example.com/menu", txPowerAt0m: -20)
+        // Scheme 0x03 "https://", "example", expansion 0x00 ".com/", "menu".
+        #expect(Array(url.advertisingData()[13...]) == [0x03] + Array("example".utf8) + [0x00] + Array("menu".utf8))
+        let id: [UInt8] = Array(repeating: 0xAB, count: 20)
+        let alt = BeaconFrame.altBeacon(company: 0x0118, id: id, referenceRSSI: -60, reserved: 0)
+        #expect(Array(alt.advertisingData()[3...8]) == [0x1B, 0xFF, 0x18, 0x01, 0xBE, 0xAC])
+        #expect(alt.beaconID(address: BDAddress(rawValue: 1)) == "altbeacon-" + String(repeating: "ab", count: 20))
+        let tlm = BeaconFrame.eddystoneTLM(batteryMillivolts: 3000, temperatureC: 21.5)
+        #expect(tlm.beaconID(address: BDAddress("C0:11:22:33:44:55")!) == "mac-c01122334455")
+        // TLM: VBATT 3000 mV = 0x0BB8, 21.5 °C = 0x1580, ADV_CNT 7, SEC_CNT 10 s = 100.
+        #expect(Array(tlm.advertisingData(eventCount: 7, uptimeSeconds: 10)[7...]) == [
+            0x11, 0x16, 0xAA, 0xFE, 0x20, 0x00, 0x0B, 0xB8, 0x15, 0x80, 0, 0, 0, 7, 0, 0, 0, 100,
+        ])
+    }
+
+    @Test func everyFrameFitsInALegacyAdvertisement() throws {
+        let s = try ScenarioLoader.load(path: Self.scenarios + "/office.yaml")
+        for e in s.emitters {
+            #expect(e.frame.advertisingData().count <= 31, "\(e.name)")
+            #expect((e.scanResponse?.count ?? 0) <= 31, "\(e.name)")
+        }
+    }
+
+    @Test func aWalkerFollowsItsWaypointsAtItsSpeed() {
+        let m = Motion.path([Vec3(0, 0), Vec3(10, 0)], speed: 2, pause: 1, loop: true)
+        #expect(m.position(at: 2.5) == Vec3(5, 0))
+        #expect(m.position(at: 5.5) == Vec3(10, 0))  // pausing at the far end
+        #expect(m.position(at: 8.5) == Vec3(5, 0))  // halfway back
+        #expect(m.position(at: 12.0 + 2.5) == Vec3(5, 0))  // next lap
+    }
+}

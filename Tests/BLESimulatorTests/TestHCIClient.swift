@@ -1,0 +1,163 @@
+import BLETransport
+import Foundation
+import Glibc
+import Testing
+
+@testable import BLESimulator
+
+/// A host for tests: connects to a virtual controller's Unix socket, writes literal bytes and
+/// reads whole H4 packets back (with a generous timeout so a broken simulator fails, not hangs).
+final class TestHCIClient {
+    let fd: Int32
+    var deframer = H4Deframer()
+
+    struct Timeout: Error {}
+    struct Closed: Error {}
+
+    init(path: String) throws {
+        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() { raw[i] = b }
+        }
+        // A socket file appears at bind(2), a moment before listen(2): retry a refused connect briefly.
+        var rc: Int32 = -1
+        for _ in 0..<200 {
+            rc = withUnsafePointer(to: &addr) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            if rc == 0 || (errno != ECONNREFUSED && errno != ENOENT) { break }
+            usleep(5000)
+        }
+        guard rc == 0 else {
+            Glibc.close(fd)
+            throw TransportError(.io, errno: errno, "connect \(path)")
+        }
+    }
+
+    deinit { Glibc.close(fd) }
+
+    func send(_ bytes: [UInt8]) {
+        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+    }
+
+    /// The next packet from the controller.
+    func receive(timeoutMs: Int32 = 10_000) throws -> H4Packet {
+        while true {
+            if let p = deframer.next() { return p }
+            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&p, 1, timeoutMs) > 0 else { throw Timeout() }
+            var buf = [UInt8](repeating: 0, count: 65536)
+            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw Closed() }
+            deframer.append(buf[0..<n])
+        }
+    }
+
+    /// Sends a command and returns the H4 bytes of its Command Complete / Status, collecting any
+    /// other events (reports) that came first.
+    @discardableResult
+    func command(_ bytes: [UInt8], before other: inout [H4Packet]) throws -> [UInt8] {
+        send(bytes)
+        let opcode = (bytes[1], bytes[2])
+        while true {
+            let p = try receive()
+            let e = p.payload
+            if p.type == .event, e[0] == 0x0E, e.count >= 5, (e[3], e[4]) == opcode { return p.h4Bytes }
+            if p.type == .event, e[0] == 0x0F, e.count >= 6, (e[4], e[5]) == opcode { return p.h4Bytes }
+            other.append(p)
+        }
+    }
+
+    @discardableResult
+    func command(_ bytes: [UInt8]) throws -> [UInt8] {
+        var ignored: [H4Packet] = []
+        return try command(bytes, before: &ignored)
+    }
+}
+
+/// Literal command bytes used by the tests (H4 indicator, opcode little-endian, length, parameters).
+enum Bytes {
+    static let reset: [UInt8] = [0x01, 0x03, 0x0C, 0x00]
+    /// Set Event Mask: the default 0x00001FFFFFFFFFFF plus bit 61 LE Meta.
+    static let setEventMask: [UInt8] = [0x01, 0x01, 0x0C, 0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x1F, 0x00, 0x20]
+    /// LE Set Event Mask: subevents 0x01–0x05 plus 0x0D (bit 12, extended advertising report).
+    static let leSetEventMask: [UInt8] = [0x01, 0x01, 0x20, 0x08, 0x1F, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]
+    static let readBDAddr: [UInt8] = [0x01, 0x09, 0x10, 0x00]
+    static let readLocalVersion: [UInt8] = [0x01, 0x01, 0x10, 0x00]
+    static let readLocalCommands: [UInt8] = [0x01, 0x02, 0x10, 0x00]
+    static let readLocalFeatures: [UInt8] = [0x01, 0x03, 0x10, 0x00]
+    static let readBufferSize: [UInt8] = [0x01, 0x05, 0x10, 0x00]
+    static let leReadBufferSize: [UInt8] = [0x01, 0x02, 0x20, 0x00]
+    static let leReadLocalFeatures: [UInt8] = [0x01, 0x03, 0x20, 0x00]
+
+    /// LE Set Scan Parameters: type, interval, window (0.625 ms units), own address public, accept all.
+    static func leSetScanParameters(active: Bool, interval: UInt16, window: UInt16) -> [UInt8] {
+        [0x01, 0x0B, 0x20, 0x07, active ? 1 : 0, UInt8(interval & 0xFF), UInt8(interval >> 8),
+         UInt8(window & 0xFF), UInt8(window >> 8), 0x00, 0x00]
+    }
+    static func leSetScanEnable(_ on: Bool, filterDuplicates: Bool = false) -> [UInt8] {
+        [0x01, 0x0C, 0x20, 0x02, on ? 1 : 0, filterDuplicates ? 1 : 0]
+    }
+    /// LE Set Extended Scan Parameters on LE 1M only.
+    static func leSetExtendedScanParameters(active: Bool, interval: UInt16, window: UInt16) -> [UInt8] {
+        [0x01, 0x41, 0x20, 0x08, 0x00, 0x00, 0x01, active ? 1 : 0, UInt8(interval & 0xFF), UInt8(interval >> 8),
+         UInt8(window & 0xFF), UInt8(window >> 8)]
+    }
+    static func leSetExtendedScanEnable(_ on: Bool, filterDuplicates: UInt8 = 0) -> [UInt8] {
+        [0x01, 0x42, 0x20, 0x06, on ? 1 : 0, filterDuplicates, 0x00, 0x00, 0x00, 0x00]
+    }
+}
+
+/// A running simulator on a manual clock, for one test.
+final class SimHarness {
+    let clock = ManualClock()
+    let simulator: Simulator
+    let task: Task<Void, any Error>
+    let directory: String
+
+    init(_ yaml: String, seed: UInt64 = 7) throws {
+        let scenario = try ScenarioLoader.parse(yaml)
+        directory = NSTemporaryDirectory() + "blesim-\(UUID().uuidString.prefix(8))"
+        var options = SimulatorOptions(socketDirectory: directory)
+        options.seed = seed
+        simulator = try Simulator(scenario: scenario, options: options, clock: clock, pacing: .clock(batch: .zero))
+        let sim = simulator
+        task = Task { try await sim.run() }
+    }
+
+    deinit {
+        task.cancel()
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func client(_ gateway: String) throws -> TestHCIClient {
+        // The socket is bound in Simulator.init; the accept thread starts with run().
+        try TestHCIClient(path: simulator.socketPath(for: gateway))
+    }
+
+    /// Runs virtual time forward in steps, letting the radio catch up after each.
+    func advance(seconds: Int, step: Duration = .seconds(1)) async {
+        await settle()
+        var left = Duration.seconds(seconds)
+        while left > .zero {
+            clock.advance(by: step)
+            left -= step
+            await settle()
+        }
+    }
+
+    /// Waits until the radio is asleep on the clock again.
+    func settle() async {
+        while clock.sleeperCount == 0 { try? await Task.sleep(nanoseconds: 200_000) }
+    }
+
+    /// Bring-up as a host does it, checking each Command Complete is a success.
+    func bringUp(_ c: TestHCIClient, leMeta: Bool = true) throws {
+        for cmd in [Bytes.reset, Bytes.readLocalVersion, Bytes.readBDAddr] + (leMeta ? [Bytes.setEventMask, Bytes.leSetEventMask] : []) {
+            let r = try c.command(cmd)
+            #expect(r[1] == 0x0E && r[6] == 0x00, "command \(cmd) → \(r)")
+        }
+    }
+}
