@@ -5,6 +5,7 @@ import Foundation
 let all: [(String, @Sendable ([String]) async -> Void)] = [
     ("decode", { runAdvertisementDecodingBenchmark(arguments: $0) }),
     ("spool", { await runSpoolBenchmark(arguments: $0) }),
+    ("sim", { runSimulatorBenchmark(arguments: $0) }),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())
