@@ -43,7 +43,7 @@ let package = Package(
             "BLEGateway", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
-        ]),
+        ], swiftSettings: [.unsafeFlags(["-parse-as-library"])]),  // @main in main.swift beside other files
 
         // The virtual radio: wire formats only, never the gateway's policies.
         .target(name: "BLESimulator", dependencies: ["BLETransport", "BLEHCI", .product(name: "Yams", package: "Yams")]),

@@ -7,3 +7,16 @@ unsigned long cbt_ioctl_hcidevdown(void) { return HCIDEVDOWN; }
 unsigned long cbt_ioctl_hcidevreset(void) { return HCIDEVRESET; }
 unsigned long cbt_ioctl_hcigetdevlist(void) { return HCIGETDEVLIST; }
 unsigned long cbt_ioctl_hcigetdevinfo(void) { return HCIGETDEVINFO; }
+
+#include <string.h>
+
+int cbt_hci_dev_down(int fd, int index) { return ioctl(fd, HCIDEVDOWN, index); }
+
+int cbt_hci_dev_flags(int fd, int index, unsigned int *flags) {
+    struct hci_dev_info info;
+    memset(&info, 0, sizeof info);
+    info.dev_id = (uint16_t)index;
+    if (ioctl(fd, HCIGETDEVINFO, &info) < 0) return -1;
+    *flags = info.flags;
+    return 0;
+}

@@ -12,6 +12,11 @@ unsigned long cbt_ioctl_hcidevreset(void);
 unsigned long cbt_ioctl_hcigetdevlist(void);
 unsigned long cbt_ioctl_hcigetdevinfo(void);
 
+/// ioctl wrappers (Swift cannot call the variadic ioctl): HCIDEVDOWN, and HCIGETDEVINFO's flags.
+/// Return -1 with errno set on failure.
+int cbt_hci_dev_down(int fd, int index);
+int cbt_hci_dev_flags(int fd, int index, unsigned int *flags);
+
 /// HCI socket channels (linux/net/bluetooth/hci_sock.c).
 enum {
     CBT_HCI_CHANNEL_RAW = 0,
