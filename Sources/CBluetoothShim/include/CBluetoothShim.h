@@ -17,6 +17,11 @@ unsigned long cbt_ioctl_hcigetdevinfo(void);
 int cbt_hci_dev_down(int fd, int index);
 int cbt_hci_dev_flags(int fd, int index, unsigned int *flags);
 
+/// Opens a pseudo-terminal master and writes its slave's path to `name`: a stand-in UART.
+/// Returns the master fd, or -1 with errno set.
+#include <stddef.h>
+int cbt_open_pty(char *name, size_t len);
+
 /// HCI socket channels (linux/net/bluetooth/hci_sock.c).
 enum {
     CBT_HCI_CHANNEL_RAW = 0,
