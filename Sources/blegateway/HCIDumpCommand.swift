@@ -26,6 +26,9 @@ struct HCIDumpCommand: AsyncParsableCommand {
     @Option(help: "Also write both directions to this btsnoop file.")
     var capture: String?
 
+    @Option(help: "Shared mode: restart the kernel's discovery every this many seconds to clear its duplicate filter (0: never).")
+    var restartInterval: Double = 10
+
     @Flag(help: "Exclusive mode: if the kernel says the adapter is busy, bring it down (HCIDEVDOWN) and retry.")
     var forceDown = false
 
@@ -42,6 +45,7 @@ struct HCIDumpCommand: AsyncParsableCommand {
         let clock = SystemClock()
         var options = TransportOptions()
         options.bringDownIfUp = forceDown
+        options.sharedRestartInterval = restartInterval > 0 ? .seconds(restartInterval) : nil
         let transport: any HCITransport
         do {
             let spec = try DeviceSpec(parsing: device)
