@@ -98,6 +98,8 @@ public struct TransportOptions: Sendable {
     public var replayPacing: CaptureReplayTransport.Pacing = .asFastAsPossible
     /// Shared mode: restart the kernel's discovery this often to clear the duplicate filter.
     public var sharedRestartInterval: Duration? = .seconds(10)
+    /// Shared mode: register an advertisement monitor so the kernel scans with duplicate filtering off.
+    public var sharedDisableDuplicateFilter = true
     /// Exclusive mode: close the adapter with HCIDEVDOWN when the kernel says it is busy.
     public var bringDownIfUp = false
 
@@ -113,7 +115,8 @@ public func openTransport(_ spec: DeviceSpec, mode: AdapterMode = .exclusive, cl
         case .exclusive: return try KernelExclusive.open(adapter: adapter, bringDownIfUp: options.bringDownIfUp)
         case .shared:
             return try KernelSharedTransport(adapter: adapter, clock: clock,
-                                             restartInterval: options.sharedRestartInterval)
+                                             restartInterval: options.sharedRestartInterval,
+                                             disableDuplicateFilter: options.sharedDisableDuplicateFilter)
         }
     case .unix(let path): return try H4Stream.connectUnix(path: path)
     case .tcp(let host, let port): return try H4Stream.connectTCP(host: host, port: port)

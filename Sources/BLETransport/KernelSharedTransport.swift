@@ -25,17 +25,23 @@ public final class KernelSharedTransport: HCITransport, @unchecked Sendable {
     public var statistics: TransportStatistics { monitor.statistics }
     /// How many LE discoveries this transport has started (restarts included).
     public var discoveryStarts: Int { lock.withLock { keeper.starts } }
+    /// The advertisement monitor registered to turn the duplicate filter off, once the kernel confirmed it.
+    public var advertisementMonitorHandle: UInt16? { lock.withLock { keeper.monitorHandle } }
 
     /// - Parameter restartInterval: restart our discovery this often to clear the controller's
     ///   duplicate filter (nil: never).
-    public init(adapter: String, clock: any BLEClock, restartInterval: Duration? = .seconds(10)) throws {
+    ///   - disableDuplicateFilter: register an advertisement monitor so the kernel scans without the
+    ///     controller's duplicate filter (see `DiscoveryKeeper`).
+    public init(adapter: String, clock: any BLEClock, restartInterval: Duration? = .seconds(10),
+                disableDuplicateFilter: Bool = true) throws {
         guard let index = KernelHCISocket.index(of: adapter) else {
             throw TransportError(.badSpec, "not a kernel adapter name: \(adapter) (expected hciN)")
         }
         _ = try KernelHCISocket.flags(index: index, adapterName: adapter)
         self.name = "\(adapter) (shared)"
         self.clock = clock
-        self.keeper = DiscoveryKeeper(index: index, restartInterval: restartInterval)
+        self.keeper = DiscoveryKeeper(index: index, restartInterval: restartInterval,
+                                      disableDuplicateFilter: disableDuplicateFilter)
         let monitorFD = try KernelHCISocket.open(device: KernelHCISocket.noDevice,
                                                  channel: Int32(CBT_HCI_CHANNEL_MONITOR), adapterName: adapter)
         self.monitor = try FileDescriptorTransport(name: name, fd: monitorFD, framer: MonitorFramer(index: index),
@@ -92,6 +98,8 @@ public final class KernelSharedTransport: HCITransport, @unchecked Sendable {
     public func close() {
         let t: Task<Void, Never>? = lock.withLock { defer { ticker = nil }; return ticker }
         t?.cancel()
+        // Leave the adapter as we found it: our discovery stopped, our monitor removed.
+        if !control.isClosing { try? sendAll(lock.withLock { keeper.finish() }) }
         control.close()
         monitor.close()
     }

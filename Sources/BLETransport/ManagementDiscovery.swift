@@ -28,6 +28,10 @@ struct MgmtMessage: Hashable, Sendable {
 enum Mgmt {
     static let startDiscovery: UInt16 = 0x0023   // Address_Type (1 octet)
     static let stopDiscovery: UInt16 = 0x0024    // Address_Type (1 octet)
+    /// Add Advertisement Patterns Monitor: Pattern_Count (1), then per pattern AD_Type (1), Offset (1),
+    /// Length (1), Value (31). Returns Monitor_Handle (2).
+    static let addAdvPatternsMonitor: UInt16 = 0x0052
+    static let removeAdvMonitor: UInt16 = 0x0053  // Monitor_Handle (2)
 
     static let commandComplete: UInt16 = 0x0001  // Command_Opcode (2), Status (1), Return_Parameters
     static let commandStatus: UInt16 = 0x0002    // Command_Opcode (2), Status (1)
@@ -53,8 +57,14 @@ enum Mgmt {
 ///   controller's duplicate filter for discovery (hci_sync.c `hci_active_scan_sync`), which would
 ///   leave one report per device per discovery, and a restart clears the filter.
 /// - If someone else's discovery is running (Busy), it rides along and does not touch it.
+/// - With `disableDuplicateFilter` it registers an advertisement monitor: while any monitor exists
+///   the kernel scans with the controller's duplicate filter off (hci_sync.c: "Duplicate filter
+///   should be disabled when some advertisement monitor is activated"), so every advertisement
+///   reaches the monitor channel. The pattern (manufacturer data of company 0xFFFF, reserved for
+///   tests) matches nothing real, so bluetoothd's own monitors see no extra devices. It is removed
+///   on close; a crash leaves it registered until the adapter is reset.
 struct DiscoveryKeeper: Sendable {
-    enum State: Sendable, Equatable { case idle, starting, ours, theirs, stopping, notPowered }
+    enum State: Sendable, Equatable { case idle, starting, ours, theirs, stopping, notPowered, finished }
 
     let index: UInt16
     let restartInterval: Duration?
@@ -63,9 +73,31 @@ struct DiscoveryKeeper: Sendable {
     /// How many discoveries we started, for diagnostics and tests.
     private(set) var starts = 0
 
-    init(index: UInt16, restartInterval: Duration?) {
+    let disableDuplicateFilter: Bool
+    /// The advertisement monitor we registered, if any.
+    private(set) var monitorHandle: UInt16?
+    private var monitorRequested = false
+
+    init(index: UInt16, restartInterval: Duration?, disableDuplicateFilter: Bool = false) {
         self.index = index
         self.restartInterval = restartInterval
+        self.disableDuplicateFilter = disableDuplicateFilter
+    }
+
+    /// One pattern: AD type 0xFF at offset 0, length 2, value FF FF (company 0xFFFF), zero-padded to 31.
+    static let monitorPattern: [UInt8] = [0x01, 0xFF, 0x00, 0x02, 0xFF, 0xFF] + [UInt8](repeating: 0, count: 29)
+
+    /// What to send before the transport closes: stop our discovery, remove our monitor.
+    mutating func finish() -> [MgmtMessage] {
+        var out: [MgmtMessage] = []
+        if state == .ours || state == .starting { out.append(command(Mgmt.stopDiscovery)) }
+        if let h = monitorHandle {
+            out.append(MgmtMessage(code: Mgmt.removeAdvMonitor, index: index,
+                                   parameters: [UInt8(truncatingIfNeeded: h), UInt8(truncatingIfNeeded: h >> 8)]))
+        }
+        state = .finished
+        monitorHandle = nil
+        return out
     }
 
     private func command(_ code: UInt16) -> MgmtMessage {
@@ -74,18 +106,29 @@ struct DiscoveryKeeper: Sendable {
 
     /// The first command.
     mutating func begin(now: Duration) -> [MgmtMessage] {
+        guard state != .finished else { return [] }
         state = .starting
         lastStart = now
         starts += 1
-        return [command(Mgmt.startDiscovery)]
+        var out: [MgmtMessage] = []
+        if disableDuplicateFilter && !monitorRequested {
+            monitorRequested = true
+            out.append(MgmtMessage(code: Mgmt.addAdvPatternsMonitor, index: index, parameters: Self.monitorPattern))
+        }
+        out.append(command(Mgmt.startDiscovery))
+        return out
     }
 
     mutating func handle(_ m: MgmtMessage, now: Duration) -> [MgmtMessage] {
-        guard m.index == index else { return [] }
+        guard m.index == index, state != .finished else { return [] }
         var c = ByteCursor(m.parameters)
         switch m.code {
         case Mgmt.commandComplete, Mgmt.commandStatus:
             guard let op = c.readLE16(), let status = c.readU8() else { return [] }
+            if op == Mgmt.addAdvPatternsMonitor, m.code == Mgmt.commandComplete, status == Mgmt.statusSuccess {
+                monitorHandle = c.readLE16()
+                return []
+            }
             if op == Mgmt.startDiscovery && state == .starting {
                 switch status {
                 case Mgmt.statusSuccess: state = .ours
@@ -129,7 +172,7 @@ struct DiscoveryKeeper: Sendable {
             // A lost reply must not wedge the keeper.
             if now - lastStart >= .seconds(5) { return begin(now: now) }
             return []
-        case .theirs, .notPowered:
+        case .theirs, .notPowered, .finished:
             return []
         }
     }

@@ -29,6 +29,9 @@ struct HCIDumpCommand: AsyncParsableCommand {
     @Option(help: "Shared mode: restart the kernel's discovery every this many seconds to clear its duplicate filter (0: never).")
     var restartInterval: Double = 10
 
+    @Flag(help: "Shared mode: do not register the advertisement monitor that turns the duplicate filter off.")
+    var keepDuplicateFilter = false
+
     @Flag(help: "Exclusive mode: if the kernel says the adapter is busy, bring it down (HCIDEVDOWN) and retry.")
     var forceDown = false
 
@@ -45,6 +48,7 @@ struct HCIDumpCommand: AsyncParsableCommand {
         let clock = SystemClock()
         var options = TransportOptions()
         options.bringDownIfUp = forceDown
+        options.sharedDisableDuplicateFilter = !keepDuplicateFilter
         options.sharedRestartInterval = restartInterval > 0 ? .seconds(restartInterval) : nil
         let transport: any HCITransport
         do {

@@ -100,3 +100,31 @@ import Testing
         #expect(k.handle(MgmtMessage(code: 0x0013, index: 1, parameters: [0x06, 0]), now: .zero).isEmpty)
     }
 }
+
+@Suite struct DiscoveryKeeperCleanupTests {
+    @Test func registersAMonitorFirstToTurnTheDuplicateFilterOff() {
+        var k = DiscoveryKeeper(index: 0, restartInterval: nil, disableDuplicateFilter: true)
+        let out = k.begin(now: .zero)
+        #expect(out.map(\.code) == [0x0052, 0x0023])
+        // Pattern_Count 1; AD type 0xFF, offset 0, length 2, value FF FF, padded to 31 bytes.
+        #expect(out[0].parameters.count == 1 + 3 + 31)
+        #expect(Array(out[0].parameters.prefix(6)) == [0x01, 0xFF, 0x00, 0x02, 0xFF, 0xFF])
+        _ = k.handle(MgmtMessage(code: 0x0001, index: 0, parameters: [0x52, 0x00, 0x00, 0x07, 0x00]), now: .zero)
+        #expect(k.monitorHandle == 7)
+        // A restart does not register a second monitor.
+        _ = k.handle(MgmtMessage(code: 0x0001, index: 0, parameters: [0x23, 0x00, 0x00, 0x06]), now: .zero)
+        #expect(k.handle(MgmtMessage(code: 0x0013, index: 0, parameters: [0x06, 0]), now: .zero).map(\.code) == [0x0023])
+    }
+
+    @Test func finishStopsOurDiscoveryRemovesTheMonitorAndThenStaysQuiet() {
+        var k = DiscoveryKeeper(index: 0, restartInterval: .seconds(10), disableDuplicateFilter: true)
+        _ = k.begin(now: .zero)
+        _ = k.handle(MgmtMessage(code: 0x0001, index: 0, parameters: [0x52, 0x00, 0x00, 0x07, 0x00]), now: .zero)
+        _ = k.handle(MgmtMessage(code: 0x0001, index: 0, parameters: [0x23, 0x00, 0x00, 0x06]), now: .zero)
+        #expect(k.finish().map(\.bytes) == [[0x24, 0x00, 0x00, 0x00, 0x01, 0x00, 0x06],
+                                            [0x53, 0x00, 0x00, 0x00, 0x02, 0x00, 0x07, 0x00]])
+        // The Discovering(false) that our own stop causes must not start a discovery nobody will stop.
+        #expect(k.handle(MgmtMessage(code: 0x0013, index: 0, parameters: [0x06, 0]), now: .seconds(1)).isEmpty)
+        #expect(k.tick(now: .seconds(60)).isEmpty)
+    }
+}
