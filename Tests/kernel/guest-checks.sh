@@ -135,12 +135,18 @@ advertise_with_btmgmt() {
     timeout 5 btmgmt -i hci1 add-adv -d $ED_DATA 2 >> "$OUT/add-adv.log" 2>&1
 }
 log "shared scan"
+timeout 40 btmon -w /tmp/shared-monitor.btsnoop > /dev/null 2>&1 &
+BTMON=$!
+sleep 0.5
 timeout 30 "$BIN" hci-dump --device hci0 --mode shared --restart-interval 4 --duration 15 \
     > "$OUT/shared.txt" 2> "$OUT/shared.err" &
 SCANNER=$!
 sleep 2
 advertise_with_btmgmt
 wait $SCANNER; rc=$?
+sleep 0.5
+kill $BTMON 2>/dev/null; wait $BTMON 2>/dev/null
+timeout 10 btmon -r /tmp/shared-monitor.btsnoop > "$OUT/shared-btmon.txt" 2>&1
 r=ok
 [ $rc -eq 0 ] || r="hci-dump exited $rc: $(tail -n 1 "$OUT/shared.err")"
 [ "$(reports_with "$OUT/shared.txt" $IB_MATCH)" -ge 1 ] || [ "$r" != ok ] || r="no advertising report with the iBeacon bytes"
@@ -154,6 +160,22 @@ r=ok
 n=$(reports_with "$OUT/shared.txt" $IB_MATCH)
 [ "$n" -ge 3 ] || r="the iBeacon was reported $n time(s) in 15 s with a 4 s restart interval"
 check shared-reports-again-after-restart "$r"
+# The advertisement monitor the transport registers must make the kernel scan with duplicates
+# unfiltered, and closing the transport must stop its discovery and remove the monitor.
+r=ok
+grep -q "Filter duplicates: Disabled" "$OUT/shared-btmon.txt" || r="no scan enable with duplicate filtering off"
+grep -q "Filter duplicates: Enabled" "$OUT/shared-btmon.txt" && r="the kernel enabled duplicate filtering"
+check shared-duplicate-filter-off "$r"
+r=ok
+grep -q "Remove Advertisement Monitor" "$OUT/shared-btmon.txt" || r="the advertisement monitor was not removed on close"
+grep -q "MGMT Command: Stop Discovery" "$OUT/shared-btmon.txt" || r="our discovery was not stopped on close"
+check shared-cleans-up-on-close "$r"
+# btmon's own capture (btsnoop datalink 2001, Linux monitor) replays through file: too.
+r=ok
+timeout 10 "$BIN" hci-dump --device file:/tmp/shared-monitor.btsnoop --duration 2 > "$OUT/monitor-replay.txt" \
+    2> "$OUT/monitor-replay.err" || r="replay failed: $(tail -n 1 "$OUT/monitor-replay.err")"
+[ "$r" != ok ] || [ "$(reports_with "$OUT/monitor-replay.txt" $IB_MATCH)" -ge 1 ] || r="the iBeacon report is missing"
+check monitor-capture-replay "$r"
 
 # Power-cycle the adapter under the transport (no periodic restarts this time): the kernel ends the
 # discovery, and the transport must start it again once the adapter is powered.
