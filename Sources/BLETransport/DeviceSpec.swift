@@ -100,15 +100,30 @@ public struct TransportOptions: Sendable {
     public var sharedRestartInterval: Duration? = .seconds(10)
     /// Shared mode: register an advertisement monitor so the kernel scans with duplicate filtering off.
     public var sharedDisableDuplicateFilter = true
+    /// Also record both directions to this btsnoop file (`--capture FILE`).
+    public var capturePath: String?
     /// Exclusive mode: close the adapter with HCIDEVDOWN when the kernel says it is busy.
     public var bringDownIfUp = false
 
     public init() {}
 }
 
-/// Opens the transport a spec names. `mode` applies to kernel adapters only.
+/// Opens the transport a spec names. `mode` applies to kernel adapters only. With
+/// `options.capturePath` the transport is wrapped in a `CapturingTransport`.
 public func openTransport(_ spec: DeviceSpec, mode: AdapterMode = .exclusive, clock: any BLEClock,
                           options: TransportOptions = TransportOptions()) throws -> any HCITransport {
+    let transport = try openBareTransport(spec, mode: mode, clock: clock, options: options)
+    guard let path = options.capturePath else { return transport }
+    do {
+        return CapturingTransport(wrapping: transport, writer: try BtsnoopFileWriter(path: path), clock: clock)
+    } catch {
+        transport.close()
+        throw error
+    }
+}
+
+private func openBareTransport(_ spec: DeviceSpec, mode: AdapterMode, clock: any BLEClock,
+                               options: TransportOptions) throws -> any HCITransport {
     switch spec {
     case .kernel(let adapter):
         switch mode {

@@ -52,3 +52,18 @@ public struct TransportStatistics: Sendable, Hashable {
 
     public init() {}
 }
+
+/// Transports that keep `TransportStatistics`; the adapter lifecycle publishes them
+/// (`(transport as? any TransportStatisticsProviding)?.statistics`).
+public protocol TransportStatisticsProviding {
+    var statistics: TransportStatistics { get }
+}
+
+extension FileDescriptorTransport: TransportStatisticsProviding {}
+extension KernelSharedTransport: TransportStatisticsProviding {}
+extension CaptureReplayTransport: TransportStatisticsProviding {}
+extension CapturingTransport: TransportStatisticsProviding {
+    public var statistics: TransportStatistics {
+        (inner as? any TransportStatisticsProviding)?.statistics ?? TransportStatistics()
+    }
+}

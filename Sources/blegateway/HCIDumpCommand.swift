@@ -48,14 +48,13 @@ struct HCIDumpCommand: AsyncParsableCommand {
         let clock = SystemClock()
         var options = TransportOptions()
         options.bringDownIfUp = forceDown
+        options.capturePath = capture
         options.sharedDisableDuplicateFilter = !keepDuplicateFilter
         options.sharedRestartInterval = restartInterval > 0 ? .seconds(restartInterval) : nil
         let transport: any HCITransport
         do {
             let spec = try DeviceSpec(parsing: device)
-            let opened = try openTransport(spec, mode: adapterMode, clock: clock, options: options)
-            transport = try capture.map { CapturingTransport(wrapping: opened, writer: try BtsnoopFileWriter(path: $0),
-                                                             clock: clock) } ?? opened
+            transport = try openTransport(spec, mode: adapterMode, clock: clock, options: options)
         } catch let error as TransportError {
             FileHandle.standardError.write(Data("error: \(error.kind): \(error.message)\n".utf8))
             throw ExitCode(2)

@@ -79,3 +79,27 @@ import Testing
         #expect(try await it.next() == nil)
     }
 }
+
+@Suite struct OpenTransportTests {
+    @Test func factoryReplaysAFileAndWrapsItForCapture() async throws {
+        let dir = NSTemporaryDirectory() + "blegw-open-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let event = H4Packet(type: .event, payload: [0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00])
+        let source = Btsnoop.header() + Btsnoop.record(event, direction: .received, unixMicroseconds: 0)
+        #expect(FileManager.default.createFile(atPath: dir + "/in.btsnoop", contents: Data(source)))
+        var options = TransportOptions()
+        options.capturePath = dir + "/out.btsnoop"
+        let t = try openTransport(try DeviceSpec(parsing: "file:\(dir)/in.btsnoop"), clock: ManualClock(),
+                                  options: options)
+        #expect(t is CapturingTransport)
+        var got: [H4Packet] = []
+        for try await p in t.incoming { got.append(p) }
+        #expect(got == [event])
+        #expect((t as? any TransportStatisticsProviding)?.statistics.packetsReceived == 1)
+        (t as? CapturingTransport)?.writer.close()
+        var reader = try BtsnoopReader([UInt8](try #require(FileManager.default.contents(atPath: dir + "/out.btsnoop"))))
+        let copied = reader.next()
+        #expect(copied?.packet == event && copied?.direction == .received)
+    }
+}
