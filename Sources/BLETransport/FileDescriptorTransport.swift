@@ -66,4 +66,7 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     }
 
     public func close() { descriptor.close() }
+
+    /// Whether `close()` was called or the consumer of `incoming` went away.
+    var isClosed: Bool { descriptor.isClosing }
 }

@@ -63,6 +63,8 @@ public final class KernelSharedTransport: HCITransport, @unchecked Sendable {
             while !Task.isCancelled {
                 do { try await clock.sleep(for: .seconds(1)) } catch { return }
                 guard let self else { return }
+                // The consumer of `incoming` went away (or the adapter vanished): release the mgmt side too.
+                if self.monitor.isClosed { self.close(); return }
                 let now = clock.now()
                 let out = self.lock.withLock { self.keeper.tick(now: now) }
                 try? self.sendAll(out)
