@@ -52,6 +52,9 @@ public final class MQTTClient: Sendable {
         try await core.publish(message)
     }
 
+    /// Publishes handed to the broker and not yet acknowledged (at most `configuration.maxInFlight`).
+    public var inFlightCount: Int { core.inFlightCount }
+
     /// Messages matching `filter` (wildcards allowed), retained ones included, from now on and across reconnects
     /// (the filter is subscribed again after every CONNACK). Ending the stream's iteration unsubscribes.
     public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) throws(MQTTError) -> AsyncStream<MQTTMessage> {

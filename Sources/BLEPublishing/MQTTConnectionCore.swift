@@ -87,6 +87,8 @@ final class MQTTConnectionCore: @unchecked Sendable {
 
     var isStopRequested: Bool { lock.withLock { stopRequested } }
 
+    var inFlightCount: Int { lock.withLock { pending.count } }
+
     /// Graceful stop: sends DISCONNECT (so the broker discards the will) if a socket is open; the loop thread
     /// then exits. If the thread is still inside the blocking connect, it sends DISCONNECT itself afterwards.
     func requestStop() {
