@@ -204,7 +204,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
                 lock.unlock()
             } else {
                 lock.unlock()
-                continuation.resume(throwing: MQTTError.library(rc))
+                // The socket closed before run() heard of it: to the caller that is "not connected", retry later.
+                let lost = rc == Int32(MOSQ_ERR_NO_CONN.rawValue) || rc == Int32(MOSQ_ERR_CONN_LOST.rawValue)
+                continuation.resume(throwing: lost ? MQTTError.notConnected : MQTTError.library(rc))
             }
         }
     }
