@@ -259,7 +259,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
         }
         // Until the socket closes: an error, the broker leaving, or our DISCONNECT written. libmosquitto calls
         // on_disconnect before mosquitto_loop returns the error.
-        while mosquitto_loop(mosq, 1000, 1) == mosqSuccess {}
+        // The socket check guards builds with SRV support, whose mosquitto_loop does not return NO_CONN once the
+        // socket is gone (lib/loop.c).
+        while mosquitto_loop(mosq, 1000, 1) == mosqSuccess, mosquitto_socket(mosq) != -1 {}
         lock.withLock { socketOpen = false }
         post(.loopExited)
     }

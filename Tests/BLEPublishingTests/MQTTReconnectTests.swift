@@ -58,3 +58,35 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
         }
     }
 }
+
+@Suite(.enabled(if: MosquittoBroker.isAvailable, "needs /usr/sbin/mosquitto"), .timeLimit(.minutes(1)))
+struct MQTTSessionTests {
+    /// A persistent session (Clean Start 0, Session Expiry Interval) survives a graceful stop: the next connection
+    /// with the same client id is told Session Present, and QoS 1 messages published meanwhile are delivered.
+    @Test(arguments: [MQTTProtocolVersion.v5, .v311])
+    func aPersistentSessionIsResumedWithItsQueuedMessages(version: MQTTProtocolVersion) async throws {
+        let broker = try startBroker()
+        var configuration = testConfiguration(broker, protocolVersion: version)
+        configuration.session = .persistent(expiry: .seconds(600))
+        let firstStream = try await withRunningClient(configuration) { client, events in
+            await events.waitFor { $0.isConnected }
+            // Kept alive past the stop: dropping a stream unsubscribes, which would empty the session.
+            let stream = try client.subscribe("session/#", qos: .atLeastOnce)
+            try await client.publish(MQTTMessage(topic: "session/ping", payload: [0], qos: .atLeastOnce))
+            // The round trip proves the SUBSCRIBE was handled before we leave.
+            #expect(await collect(stream, count: 1).map(\.topic) == ["session/ping"])
+            #expect(await events.count { $0 == .connected(sessionPresent: false) } == 1)
+            return stream
+        }
+        try await withRunningClient(testConfiguration(broker)) { other, events in
+            await events.waitFor { $0.isConnected }
+            try await other.publish(MQTTMessage(topic: "session/queued", payload: [42], qos: .atLeastOnce))
+        }
+        try await withRunningClient(configuration) { client, events in
+            let stream = try client.subscribe("session/queued", qos: .atLeastOnce)
+            await events.waitFor { $0 == .connected(sessionPresent: true) }
+            #expect(await collect(stream, count: 1).map(\.payload) == [[42]])
+        }
+        withExtendedLifetime(firstStream) {}
+    }
+}
