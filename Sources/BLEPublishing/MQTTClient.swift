@@ -67,16 +67,16 @@ public final class MQTTClient: Sendable {
         var attempt = 0
         while true {
             attempt += 1
-            let started: Bool
             do {
-                started = try core.startAttempt()
+                guard try core.startAttempt() else { return }
+                eventSink.yield(.connecting(attempt: attempt))
+                if await awaitConnectionEnd() { backoff.reset(); attempt = 0 }
             } catch {
+                // The instance could not be configured (e.g. a TLS file is missing): nothing was started.
+                // Files can appear later (certificate rotation), so this is retried like any failed attempt.
+                eventSink.yield(.connecting(attempt: attempt))
                 eventSink.yield(.connectionFailed(error))
-                started = true
             }
-            guard started else { return }
-            eventSink.yield(.connecting(attempt: attempt))
-            if await awaitConnectionEnd() { backoff.reset(); attempt = 0 }
             if core.isStopRequested { return }
             let delay = backoff.next(using: &random)
             eventSink.yield(.backingOff(delay: delay))

@@ -81,6 +81,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
             mosq = nil
             running = false
             connected = false
+            secrets = MQTTSecrets()
             mailbox.removeAll()
         }
     }

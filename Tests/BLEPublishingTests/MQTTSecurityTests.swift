@@ -41,6 +41,23 @@ struct MQTTTLSTests {
             #expect(await events.count { $0.isConnected } == 0)
         }
     }
+
+    @Test func aMissingCAFileIsReportedAndRetriedWithBackoffWithoutConnecting() async throws {
+        let broker = try startBroker()
+        var configuration = testConfiguration(broker)
+        configuration.tls = .init(caFile: broker.directory.appendingPathComponent("absent.pem").path)
+        configuration.reconnect = .init(minDelay: .seconds(1), maxDelay: .seconds(4), jitter: 0)
+        let clock = ManualClock()
+        try await withRunningClient(configuration, clock: clock) { _, events in
+            let failure = try #require(await events.waitFor { $0.failure != nil }.first?.failure)
+            #expect(failure.kind == .library)
+            #expect(failure.detail == "TLS files")
+            await events.waitFor { $0.backoff != nil }
+            for _ in 0..<2000 where clock.sleeperCount == 0 { try await Task.sleep(for: .milliseconds(2)) }
+            clock.advance(by: .seconds(1))
+            await events.waitFor(2) { $0.failure != nil }
+        }
+    }
 }
 
 @Suite(.enabled(if: MosquittoBroker.isAvailable, "needs mosquitto"), .timeLimit(.minutes(1)))
