@@ -55,7 +55,7 @@ let package = Package(
         // Benchmarks are an executable, run by `make bench`, never by `make test`.
         .executableTarget(name: "blegateway-bench", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing", "BLESimulator",
-        ], path: "Benchmarks"),
+        ], path: "Benchmarks", exclude: ["c"]),
 
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETransport"]),
