@@ -62,7 +62,7 @@ let package = Package(
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLETransport", "BLESimulator"]),
         .testTarget(name: "BLEDomainTests", dependencies: ["BLEDomain", "BLEHCI", "BLETransport"]),
         .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport", "BLEDomain"]),
-        .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLEDomain"]),
+        .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLEDomain", "BLETransport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLESimulator", "BLEPublishing", "BLEDomain"]),
         .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport"]),
     ]

@@ -52,6 +52,14 @@ public final class MQTTClient: Sendable {
         try await core.publish(message)
     }
 
+    /// Hands `message` to the connection at once, in call order, and calls `completion` when it is resolved —
+    /// acknowledged, refused with a reason, or failed (not connected, window full, connection ended). For callers
+    /// that must keep order across many messages in flight, which concurrent `publish` calls cannot promise.
+    public func submit(_ message: MQTTMessage,
+                       completion: @escaping @Sendable (Result<MQTTPublishID, MQTTError>) -> Void) {
+        core.submit(message, completion: completion)
+    }
+
     /// Publishes handed to the broker and not yet acknowledged (at most `configuration.maxInFlight`).
     public var inFlightCount: Int { core.inFlightCount }
 

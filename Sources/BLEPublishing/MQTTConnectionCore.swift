@@ -46,7 +46,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
     private var socketOpen = false
     private var disconnectIssued = false
     private var lastLogLine: String?
-    private var pending: [Int32: CheckedContinuation<MQTTPublishID, any Error>] = [:]
+    private var pending: [Int32: @Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = [:]
     private var subscriptions: [UInt64: Subscription] = [:]
     private var nextSubscriptionID: UInt64 = 0
     private var mailbox: [LoopEvent] = []
@@ -167,48 +167,55 @@ final class MQTTConnectionCore: @unchecked Sendable {
     /// The connection ended: every publish still waiting fails with `.notAcknowledged`. Returns how many.
     @discardableResult
     func markDisconnected() -> Int {
-        let failed: [CheckedContinuation<MQTTPublishID, any Error>] = lock.withLock {
+        let failed: [@Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = lock.withLock {
             connected = false
             defer { pending.removeAll() }
             return Array(pending.values)
         }
-        for continuation in failed { continuation.resume(throwing: MQTTError.notAcknowledged) }
+        for completion in failed { completion(.failure(MQTTError.notAcknowledged)) }
         return failed.count
     }
 
     // MARK: caller side
 
     func publish(_ message: MQTTMessage) async throws -> MQTTPublishID {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<MQTTPublishID, any Error>) in
+            submit(message) { continuation.resume(with: $0.mapError { $0 as any Error }) }
+        }
+    }
+
+    /// Hands `message` to libmosquitto now, on the caller's thread, so messages submitted one after another go
+    /// on the wire in that order; `completion` runs once: on the acknowledgement (or the socket write for
+    /// QoS 0), or with the error. It never runs before `submit` has registered it.
+    func submit(_ message: MQTTMessage, completion: @escaping @Sendable (Result<MQTTPublishID, MQTTError>) -> Void) {
         var properties: OpaquePointer?
         if configuration.protocolVersion == .v5, let expiry = message.messageExpiryInterval {
             _ = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), expiry)
         }
         defer { mosquitto_property_free_all(&properties) }
         let limit = configuration.maxInFlight
-        return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<MQTTPublishID, any Error>) in
-            lock.lock()
-            guard connected, let mosq else {
-                lock.unlock()
-                return continuation.resume(throwing: MQTTError.notConnected)
-            }
-            guard pending.count < limit else {
-                lock.unlock()
-                return continuation.resume(throwing: MQTTError.windowFull(limit))
-            }
-            var mid: Int32 = 0
-            let rc = message.payload.withUnsafeBytes { payload in
-                mosquitto_publish_v5(mosq, &mid, message.topic, Int32(payload.count), payload.baseAddress,
-                                     Int32(message.qos.rawValue), message.retain, properties)
-            }
-            if rc == mosqSuccess {
-                pending[mid] = continuation
-                lock.unlock()
-            } else {
-                lock.unlock()
-                // The socket closed before run() heard of it: to the caller that is "not connected", retry later.
-                let lost = rc == Int32(MOSQ_ERR_NO_CONN.rawValue) || rc == Int32(MOSQ_ERR_CONN_LOST.rawValue)
-                continuation.resume(throwing: lost ? MQTTError.notConnected : MQTTError.library(rc))
-            }
+        lock.lock()
+        guard connected, let mosq else {
+            lock.unlock()
+            return completion(.failure(MQTTError.notConnected))
+        }
+        guard pending.count < limit else {
+            lock.unlock()
+            return completion(.failure(MQTTError.windowFull(limit)))
+        }
+        var mid: Int32 = 0
+        let rc = message.payload.withUnsafeBytes { payload in
+            mosquitto_publish_v5(mosq, &mid, message.topic, Int32(payload.count), payload.baseAddress,
+                                 Int32(message.qos.rawValue), message.retain, properties)
+        }
+        if rc == mosqSuccess {
+            pending[mid] = completion
+            lock.unlock()
+        } else {
+            lock.unlock()
+            // The socket closed before run() heard of it: to the caller that is "not connected", retry later.
+            let lost = rc == Int32(MOSQ_ERR_NO_CONN.rawValue) || rc == Int32(MOSQ_ERR_CONN_LOST.rawValue)
+            completion(.failure(lost ? MQTTError.notConnected : MQTTError.library(rc)))
         }
     }
 
@@ -282,11 +289,11 @@ final class MQTTConnectionCore: @unchecked Sendable {
     fileprivate func acknowledge(mid: Int32, reasonCode: Int32) {
         // Unknown mids are publishes already failed by a disconnect and resent by libmosquitto in a resumed
         // session; their callers were told "not acknowledged" and will publish again.
-        guard let continuation = lock.withLock({ pending.removeValue(forKey: mid) }) else { return }
+        guard let completion = lock.withLock({ pending.removeValue(forKey: mid) }) else { return }
         if reasonCode >= 0x80 {
-            continuation.resume(throwing: MQTTError.reason(reasonCode))
+            completion(.failure(MQTTError.reason(reasonCode)))
         } else {
-            continuation.resume(returning: MQTTPublishID(rawValue: mid))
+            completion(.success(MQTTPublishID(rawValue: mid)))
         }
     }
 
