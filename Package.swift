@@ -44,9 +44,10 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .executableTarget(name: "blegateway", dependencies: [
-            "BLEGateway", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain",
+            "BLEGateway", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLEPublishing",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
 
         // The virtual radio: wire formats only, never the gateway's policies.
