@@ -2,11 +2,15 @@
 /// `config/gateway.yaml` shows every key; docs/CONFIG.md documents them.
 public struct GatewayConfiguration: Sendable, Equatable {
     public struct Gateway: Sendable, Equatable {
+        public init() {}
+
         /// This gateway's id in topics: one level of `[A-Za-z0-9._-]`. Local only.
         public var id = "gateway"
     }
 
     public struct Adapter: Sendable, Equatable {
+        public init() {}
+
         /// `hci0`, `unix:PATH`, `tcp:HOST:PORT`, `serial:/dev/ttyX[@BAUD]` or `file:PATH`.
         public var device = "hci0"
         /// `exclusive` owns the controller (HCI_CHANNEL_USER); `shared` scans beside bluetoothd.
@@ -14,6 +18,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     }
 
     public struct Scan: Sendable, Equatable {
+        public init() {}
+
         /// Active scanning asks for scan responses (names); passive only listens.
         public var active = false
         /// LE scan interval and window in milliseconds (2.5 … 10240); window ≤ interval.
@@ -24,6 +30,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     }
 
     public struct TLS: Sendable, Equatable {
+        public init() {}
+
         public var caFile: String?
         public var certFile: String?
         public var keyFile: String?
@@ -33,6 +41,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     }
 
     public struct MQTT: Sendable, Equatable {
+        public init() {}
+
         /// `mqtt://HOST:PORT` or `mqtts://HOST:PORT` (TLS).
         public var broker = "mqtt://127.0.0.1:1883"
         /// Topic prefix: `/`-separated levels of `[A-Za-z0-9._-]`.
@@ -57,6 +67,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     }
 
     public struct Spool: Sendable, Equatable {
+        public init() {}
+
         /// The SQLite file of the durable outbox.
         public var path = "/var/lib/blegateway/spool.sqlite"
         public var maxMegabytes = 64.0
@@ -65,6 +77,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     }
 
     public struct Publishing: Sendable, Equatable {
+        public init() {}
+
         /// How often each beacon's ranging is published (seconds).
         public var rangingIntervalSeconds = 1.0
         public var healthIntervalSeconds = 30.0

@@ -10,18 +10,18 @@ import Logging
 public final class HCISightingSource: SightingSource, @unchecked Sendable {
     let spec: DeviceSpec
     let mode: AdapterMode
-    let capture: String?
+    let options: TransportOptions
     let scan: GatewayConfiguration.Scan
     let clock: any BLEClock
     let logger: Logger
     private let countersBox = NSLockedBox(SightingSourceCounters())
     private let current = NSLockedBox<Scanner?>(nil)
 
-    public init(spec: DeviceSpec, mode: AdapterMode, capture: String?, scan: GatewayConfiguration.Scan,
-                clock: any BLEClock, logger: Logger) {
+    public init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions = TransportOptions(),
+                scan: GatewayConfiguration.Scan, clock: any BLEClock, logger: Logger) {
         self.spec = spec
         self.mode = mode
-        self.capture = capture
+        self.options = options
         self.scan = scan
         self.clock = clock
         self.logger = logger
@@ -43,8 +43,6 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
         func report(_ state: AdapterReport.State, _ reason: String) {
             adapter(AdapterReport(state: state, device: device, mode: modeName, reason: reason))
         }
-        var options = TransportOptions()
-        options.capturePath = capture
         let transport: any HCITransport
         do {
             transport = try openTransport(spec, mode: mode, clock: clock, options: options)
@@ -76,8 +74,13 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
             group.addTask { try await controller.run() }
             group.addTask { [logger] in
                 do {
-                    if self.mode == .shared {
+                    // Shared mode: the kernel scans. A capture: the commands were sent when it was recorded.
+                    // Either way the host only listens.
+                    var observer = self.mode == .shared
+                    if case .file = self.spec { observer = true }
+                    if observer {
                         adapter(AdapterReport(state: .poweredOn, device: device, mode: modeName, scanning: "observer"))
+                        // (for a capture, "poweredOn" means the replay is running)
                         try await scanner.observe(deliver: deliver)
                     } else {
                         let info = try await ControllerBringUp.run(controller, logger: logger)

@@ -208,16 +208,17 @@ public final class HCIController: @unchecked Sendable {
     }
 
     func finish(_ error: (any Error)?) {
-        let resumes: [() -> Void] = lock.withLock {
+        let (resumes, ending): ([() -> Void], [AsyncStream<HCIControllerEvent>.Continuation]) = lock.withLock {
             ended = true
             let detail = error.map { "\($0)" }
             let reason = HCIError(code: .transportClosed, opcode: nil, detail: detail)
             let r = perform(flow.close(reason))
             broadcast(.transportEnded(error is CancellationError ? nil : error))
-            for s in subscribers.values { s.finish() }
-            subscribers.removeAll()
-            return r
+            defer { subscribers.removeAll() }
+            return (r, Array(subscribers.values))
         }
+        // Finished outside the lock: finishing runs each stream's onTermination, which takes the lock.
+        for s in ending { s.finish() }
         for r in resumes { r() }
     }
 

@@ -81,6 +81,9 @@ public final class CaptureReplayTransport: HCITransport, @unchecked Sendable {
             while let p = deframer.next() {
                 if p.type != .command { items.append(Item(packet: p, offset: .zero)) }
             }
+            if items.isEmpty && !bytes.isEmpty {
+                throw TransportError(.badCapture, "neither a btsnoop file nor an H4 dump: no HCI packet in \(bytes.count) bytes")
+            }
             // Whatever is left is a packet cut short at the end of the dump.
             stats.droppedRecords = deframer.pendingBytes > 0 ? 1 : 0
             stats.garbageBytes = deframer.garbageBytes

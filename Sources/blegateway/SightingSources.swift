@@ -7,5 +7,7 @@ func makeSightingSource(_ c: GatewayConfiguration, capture: String?, clock: any 
                         logger: Logger) throws -> any SightingSource {
     let spec = try DeviceSpec(parsing: c.adapter.device)
     let mode: AdapterMode = c.adapter.mode == "shared" ? .shared : .exclusive
-    return HCISightingSource(spec: spec, mode: mode, capture: capture, scan: c.scan, clock: clock, logger: logger)
+    var options = TransportOptions()
+    options.capturePath = capture
+    return HCISightingSource(spec: spec, mode: mode, options: options, scan: c.scan, clock: clock, logger: logger)
 }

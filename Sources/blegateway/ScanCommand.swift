@@ -1,0 +1,229 @@
+import ArgumentParser
+import BLEDomain
+import BLEGateway
+import BLETransport
+import Foundation
+import Logging
+
+/// `blegateway scan`: what is advertising, as a live table on a terminal or one JSON object per sighting.
+struct ScanCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "scan",
+        abstract: "Scan and show what is advertising: a live table, or JSON lines (docs/SCAN_JSON.md).")
+
+    @Option(help: "hci0 (kernel socket), unix:PATH, tcp:HOST:PORT, serial:/dev/ttyX[@BAUD] or file:CAPTURE.")
+    var device: String = "hci0"
+
+    @Option(help: "For hciN: exclusive (owns the controller) or shared (beside bluetoothd).")
+    var mode: String = "exclusive"
+
+    @Flag(help: "One JSON object per sighting per line (the default when the output is not a terminal).")
+    var json = false
+
+    @Option(name: .customLong("filter"),
+            help: "uuid:FEAA, name:PREFIX, addr:AA:BB:CC:DD:EE:FF, company:0x004C, rssi:-80. Repeatable: OR within a kind, AND across kinds.")
+    var filters: [String] = []
+
+    @Option(help: "Also write the HCI traffic to this btsnoop file.")
+    var capture: String?
+
+    @Option(help: "Stop after this many seconds.")
+    var duration: Double?
+
+    @Flag(help: "Active scanning: ask for scan responses (names).")
+    var active = false
+
+    @Flag(help: "Exclusive mode: if the kernel holds the adapter up, bring it down first (takes it from bluetoothd).")
+    var forceDown = false
+
+    @Flag(help: "Replay a file: capture in recorded time instead of as fast as possible.")
+    var realtime = false
+
+    func run() async throws {
+        guard let adapterMode = AdapterMode(rawValue: mode) else {
+            throw ValidationError("--mode must be exclusive or shared, not \(mode)")
+        }
+        let filter: ScanFilter
+        do { filter = try ScanFilter(parsing: filters) } catch { throw ValidationError("\(error)") }
+        let spec: DeviceSpec
+        do { spec = try DeviceSpec(parsing: device) } catch { throw ValidationError("\(error)") }
+
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = .warning
+            return h
+        }
+        let logger = Logger(label: "blegateway.scan")
+        var options = TransportOptions()
+        options.capturePath = capture
+        options.bringDownIfUp = forceDown
+        options.replayPacing = realtime ? .recorded : .asFastAsPossible
+        var scan = GatewayConfiguration.Scan()
+        scan.active = active
+        let clock = SystemClock()
+        let source = HCISightingSource(spec: spec, mode: adapterMode, options: options, scan: scan, clock: clock,
+                                       logger: logger)
+        let asJSON = json || isatty(STDOUT_FILENO) != 1
+        let table = LockedTable()
+        let failure = LockedFailure()
+        let output = LineWriter()
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await source.run(
+                        adapter: { report in
+                            if report.state != .poweredOn { failure.set(report) }
+                        },
+                        sighting: { s in
+                            guard filter.matches(s) else { return }
+                            if asJSON {
+                                var line: [UInt8] = []
+                                s.appendJSON(to: &line)
+                                line.append(UInt8(ascii: "\n"))
+                                output.write(line)
+                            } else {
+                                table.add(s)
+                            }
+                        })
+                } catch is CancellationError {
+                } catch {
+                    if case .file = spec, "\(error)".contains("transport ended") { return }  // end of the capture
+                    throw ScanFailure(report: failure.get(), error: error, spec: spec)
+                }
+            }
+            if let duration {
+                group.addTask {
+                    try await Task.sleep(for: .seconds(duration))
+                    throw CancellationError()
+                }
+            }
+            if !asJSON {
+                group.addTask {
+                    while true {
+                        try await Task.sleep(for: .milliseconds(500))
+                        output.write(Array(("\u{1B}[H\u{1B}[2J" + table.render(device: device)).utf8))
+                    }
+                }
+            }
+            do {
+                try await group.next()
+            } catch is CancellationError {
+            } catch let e as ScanFailure {
+                group.cancelAll()
+                FileHandle.standardError.write(Data("error: \(e.message)\n".utf8))
+                throw ExitCode(e.exitCode)
+            }
+            group.cancelAll()
+        }
+        output.flush()
+        if !asJSON { print(table.render(device: device)) }
+    }
+}
+
+/// Why scanning could not go on, said for a person at a terminal.
+struct ScanFailure: Error {
+    let report: AdapterReport?
+    let error: any Error
+    let spec: DeviceSpec
+
+    var message: String {
+        var m = report?.reason ?? "\(error)"
+        switch report?.state {
+        case .unauthorized?:
+            m += "\n  The gateway needs CAP_NET_RAW and CAP_NET_ADMIN: run as root, or grant them with "
+                + "`sudo setcap cap_net_raw,cap_net_admin+eip $(command -v blegateway)`."
+        case .absent?:
+            switch spec {
+            case .kernel: m += "\n  No such adapter: `ls /sys/class/bluetooth` lists the adapters this kernel knows."
+            case .unix, .tcp: m += "\n  Is the simulator (`blegateway sim`) or the H4 bridge running?"
+            case .serial: m += "\n  Is the controller plugged in, and is this its serial device?"
+            case .file: break
+            }
+        default:
+            break
+        }
+        return m
+    }
+
+    var exitCode: Int32 {
+        switch report?.state {
+        case .absent?: 3
+        case .unauthorized?: 4
+        case .unsupported?: 5
+        default: 1
+        }
+    }
+}
+
+final class LockedFailure: @unchecked Sendable {
+    private let lock = NSLock()
+    private var report: AdapterReport?
+    func set(_ r: AdapterReport) { lock.withLock { report = r } }
+    func get() -> AdapterReport? { lock.withLock { report } }
+}
+
+/// Buffered stdout for JSON lines: one write per 64 KiB, flushed at the end.
+final class LineWriter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var buffer: [UInt8] = []
+    func write(_ bytes: [UInt8]) {
+        lock.withLock {
+            buffer.append(contentsOf: bytes)
+            if buffer.count >= 65536 || bytes.first == 0x1B { flushLocked() }
+        }
+    }
+    func flush() { lock.withLock { flushLocked() } }
+    private func flushLocked() {
+        guard !buffer.isEmpty else { return }
+        FileHandle.standardOutput.write(Data(buffer))
+        buffer.removeAll(keepingCapacity: true)
+    }
+}
+
+/// The live table: one row per address, strongest first.
+final class LockedTable: @unchecked Sendable {
+    struct Row {
+        var name = ""
+        var kind = ""
+        var rssi: Int8?
+        var lastSeen = 0.0
+        var count = 0
+    }
+
+    private let lock = NSLock()
+    private var rows: [String: Row] = [:]
+
+    func add(_ s: Sighting) {
+        let name = s.advertisement.name
+        let kind = s.beacon?.kind ?? "other"
+        lock.withLock {
+            var r = rows[s.address.description] ?? Row()
+            if let name { r.name = name }
+            r.kind = kind
+            r.rssi = s.rssi
+            r.lastSeen = s.timestamp
+            r.count += 1
+            rows[s.address.description] = r
+        }
+    }
+
+    func render(device: String, limit: Int = 40) -> String {
+        let now = Date().timeIntervalSince1970
+        return lock.withLock {
+            var out = "blegateway scan \(device) — \(rows.count) devices\n\n"
+            out += "ADDRESS            NAME                  KIND            RSSI   LAST SEEN  COUNT\n"
+            for (address, r) in rows.sorted(by: { ($0.value.rssi ?? -128) > ($1.value.rssi ?? -128) }).prefix(limit) {
+                let printable = String(r.name.unicodeScalars.map { $0.properties.isWhitespace || $0.value >= 0x20 ? Character($0) : "?" })
+                out += address.padding(toLength: 19, withPad: " ", startingAt: 0)
+                out += String(printable.prefix(20)).padding(toLength: 22, withPad: " ", startingAt: 0)
+                out += r.kind.padding(toLength: 16, withPad: " ", startingAt: 0)
+                out += (r.rssi.map { "\($0)" } ?? "n/a").padding(toLength: 7, withPad: " ", startingAt: 0)
+                out += String(format: "%6.1fs ago", max(0, now - r.lastSeen)).padding(toLength: 11, withPad: " ", startingAt: 0)
+                out += "\(r.count)\n"
+            }
+            if rows.count > limit { out += "… \(rows.count - limit) more\n" }
+            return out
+        }
+    }
+}
