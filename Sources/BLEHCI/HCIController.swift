@@ -208,17 +208,19 @@ public final class HCIController: @unchecked Sendable {
     }
 
     func finish(_ error: (any Error)?) {
-        let resumes: [() -> Void] = lock.withLock {
+        let (resumes, streams) = lock.withLock {
             ended = true
             let detail = error.map { "\($0)" }
             let reason = HCIError(code: .transportClosed, opcode: nil, detail: detail)
             let r = perform(flow.close(reason))
             broadcast(.transportEnded(error is CancellationError ? nil : error))
-            for s in subscribers.values { s.finish() }
+            let s = Array(subscribers.values)
             subscribers.removeAll()
-            return r
+            return (r, s)
         }
         for r in resumes { r() }
+        // Outside the lock: `finish` runs the stream's `onTermination`, which takes the lock.
+        for s in streams { s.finish() }
     }
 
     /// Carries out the flow's actions. Called with `lock` held: sending under the lock keeps packets in
