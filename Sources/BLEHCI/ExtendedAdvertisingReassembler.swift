@@ -36,6 +36,7 @@ public struct ExtendedAdvertisingReassembler: Sendable {
         public var expired = 0
         /// Pending advertisements dropped for growing past `maxDataLength`.
         public var oversized = 0
+        public init() {}
     }
 
     /// One advertisement ready for decoding. `report.data` is the caller's slice when the advertisement

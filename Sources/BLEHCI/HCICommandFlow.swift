@@ -46,6 +46,7 @@ public struct HCICommandFlow: Sendable {
         /// Command Complete/Status for an opcode with nothing outstanding (late answers after a timeout,
         /// or a controller's own initial No Operation).
         public var unmatched = 0
+        public init() {}
     }
 
     struct Request: Sendable {

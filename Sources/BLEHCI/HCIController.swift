@@ -41,6 +41,7 @@ public final class HCIController: @unchecked Sendable {
         /// Events dropped because a subscriber fell behind.
         public var droppedEvents = 0
         public var commands = HCICommandFlow.Counters()
+        public init() {}
     }
 
     public let transport: any HCITransport
