@@ -74,7 +74,10 @@ public enum ControllerBringUp {
             version: version, supportedCommands: commands, lmpFeatures: lmp, leFeatures: le, address: address,
             bufferSize: buffers, leBufferSize: leBuffers)
         logger.info(
-            "controller \(address) HCI version 0x\(String(version.hciVersion, radix: 16)) company \(version.companyIdentifier) extended advertising \(info.supportsExtendedAdvertising)"
+            """
+            controller \(address) HCI version 0x\(String(version.hciVersion, radix: 16)) \
+            company \(version.companyIdentifier) extended advertising \(info.supportsExtendedAdvertising)
+            """
         )
         return info
     }

@@ -48,7 +48,8 @@ public final class Scanner: @unchecked Sendable {
         self.parameters = parameters
         self.clock = controller.clock
         self.logger = logger
-        (reports, continuation) = AsyncStream.makeStream(of: ScanReport.self, bufferingPolicy: .bufferingNewest(bufferSize))
+        (reports, continuation) = AsyncStream.makeStream(
+            of: ScanReport.self, bufferingPolicy: .bufferingNewest(bufferSize))
     }
 
     public var statistics: Statistics {
@@ -105,7 +106,10 @@ public final class Scanner: @unchecked Sendable {
         }
         lock.withLock { enables += 1 }
         logger.info(
-            "scanner: scanning (\(info.supportsExtendedAdvertising ? "extended" : "legacy"), \(parameters.active ? "active" : "passive"))"
+            """
+            scanner: scanning (\(info.supportsExtendedAdvertising ? "extended" : "legacy"), \
+            \(parameters.active ? "active" : "passive"))
+            """
         )
     }
 

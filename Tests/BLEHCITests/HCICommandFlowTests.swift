@@ -65,7 +65,8 @@ import Testing
 
     @Test func commandStatusEndsACommandThatCompletesLater() {
         var f = Flow()
-        let (id, _) = submit(&f, LECreateConnectionCommand(peerAddressType: .public, peerAddress: BDAddress(rawValue: 1)))
+        let create = LECreateConnectionCommand(peerAddressType: .public, peerAddress: BDAddress(rawValue: 1))
+        let (id, _) = submit(&f, create)
         let a = f.receive(event([0x04, 0x0F, 0x04, 0x00, 0x01, 0x0D, 0x20]), now: .zero)
         guard case .complete(let got, .commandStatus(let s))? = a.first else { Issue.record("no status"); return }
         #expect(got == id)

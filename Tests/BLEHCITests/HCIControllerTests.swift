@@ -18,7 +18,8 @@ func eventually(_ condition: () -> Bool) async -> Bool {
     @Test func executeSendsTheCommandBytesAndReturnsTheParsedAnswer() async throws {
         let t = ScriptedHCITransport(script: [
             .init(reset, [resetComplete]),
-            .init([0x01, 0x09, 0x10, 0x00], [[0x04, 0x0E, 0x0A, 0x01, 0x09, 0x10, 0x00, 0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00]]),
+            .init([0x01, 0x09, 0x10, 0x00],
+              [[0x04, 0x0E, 0x0A, 0x01, 0x09, 0x10, 0x00, 0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00]]),
         ], feedOneByteAtATime: true)
         let controller = HCIController(transport: t, clock: ManualClock())
         let runner = Task { try await controller.run() }
