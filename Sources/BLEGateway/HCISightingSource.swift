@@ -29,9 +29,9 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
 
     public var counters: SightingSourceCounters {
         var c = countersBox.withLock { $0 }
-        if let s = current.withLock({ $0 })?.statistics {
+        if let s = current.withLock({ $0 })?.statistics.assembler {
             c.reports += s.reports
-            c.malformedEvents += s.malformedEvents
+            c.malformedEvents += s.malformedAdvertisingEvents + s.malformedPackets
         }
         return c
     }
@@ -40,7 +40,7 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
                     sighting: @escaping @Sendable (Sighting) -> Void) async throws {
         let device = spec.description
         let modeName = mode.rawValue
-        func report(_ state: AdapterReport.State, _ reason: String) {
+        let report: @Sendable (AdapterReport.State, String) -> Void = { state, reason in
             adapter(AdapterReport(state: state, device: device, mode: modeName, reason: reason))
         }
         let transport: any HCITransport
@@ -51,67 +51,97 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
             throw e
         }
         let controller = HCIController(transport: transport, clock: clock)
-        var parameters = Scanner.Parameters()
-        parameters.active = scan.active
-        parameters.interval = .milliseconds(Int64(scan.intervalMS))
-        parameters.window = .milliseconds(Int64(scan.windowMS))
-        let scanner = Scanner(controller: controller, parameters: parameters, logger: logger)
-        current.withLock { $0 = scanner }
-        defer {
-            let s = scanner.statistics
-            countersBox.withLock {
-                $0.reports += s.reports
-                $0.malformedEvents += s.malformedEvents
-            }
-            current.withLock { $0 = nil }
-            transport.close()
-        }
-        let clock = self.clock
-        let deliver: @Sendable (LEAdvertisingReport) -> Void = { r in
-            sighting(Sighting(report: r, timestamp: clock.unixTime()))
-        }
+        defer { transport.close() }
+        // Shared mode: the kernel scans. A capture: the commands were sent when it was recorded. Either way the
+        // host only listens.
+        var listenOnly = mode == .shared
+        if case .file = spec { listenOnly = true }
+        let observer = listenOnly
+        let parameters = ScanParameters(active: scan.active, interval: .milliseconds(Int64(scan.intervalMS)),
+                                        window: .milliseconds(Int64(scan.windowMS)))
+        // A listener must be subscribed before the controller reads anything, or a capture replayed as fast as
+        // possible would be half gone before anyone listened.
+        let earlyListener = observer ? Scanner(controller: controller, mode: .observer, parameters: parameters,
+                                               logger: logger) : nil
         try await withThrowingTaskGroup(of: Void.self) { group in
+            if let earlyListener {
+                group.addTask { try await earlyListener.run() }
+                while !earlyListener.isListening { await Task.yield() }
+            }
             group.addTask { try await controller.run() }
-            group.addTask { [logger] in
+            // Faults the scanner does not stop for: the controller must be brought up again.
+            let faults = controller.events()
+            group.addTask {
+                for await e in faults {
+                    switch e {
+                    case .event(.hardwareError(let code)):
+                        let why = "Hardware Error event (code 0x\(String(code, radix: 16)))"
+                        report(.resetting, why)
+                        throw SourceStopped(description: why)
+                    case .commandTimedOut(let opcode, let after):
+                        let why = "\(opcode) got no answer within \(after): the controller is stuck"
+                        report(.resetting, why)
+                        throw SourceStopped(description: why)
+                    default:
+                        continue
+                    }
+                }
+            }
+            group.addTask { [logger, spec] in
+                let scanner: Scanner
                 do {
-                    // Shared mode: the kernel scans. A capture: the commands were sent when it was recorded.
-                    // Either way the host only listens.
-                    var observer = self.mode == .shared
-                    if case .file = self.spec { observer = true }
-                    if observer {
+                    if let earlyListener {
+                        scanner = earlyListener
                         adapter(AdapterReport(state: .poweredOn, device: device, mode: modeName, scanning: "observer"))
-                        // (for a capture, "poweredOn" means the replay is running)
-                        try await scanner.observe(deliver: deliver)
                     } else {
                         let info = try await ControllerBringUp.run(controller, logger: logger)
-                        let extended = info.supportsExtendedScanning
+                        scanner = Scanner(controller: controller, mode: .control(info), parameters: parameters,
+                                          logger: logger)
                         adapter(AdapterReport(
                             state: .poweredOn, device: device, mode: modeName, address: info.address.description,
                             hciVersion: Int(info.version.hciVersion), manufacturer: Int(info.version.companyIdentifier),
-                            scanning: extended ? "extended" : "legacy"))
-                        try await scanner.run(extended: extended, deliver: deliver)
+                            scanning: info.supportsExtendedAdvertising ? "extended" : "legacy"))
                     }
-                } catch is CancellationError {
-                    throw CancellationError()
-                } catch let e as BringUpError {
-                    report(.unsupported, e.description)
-                    throw e
-                } catch let e as Scanner.Stopped {
-                    report(e.description.hasPrefix("Hardware Error") ? .resetting : .poweredOff, e.description)
-                    throw e
                 } catch let e as HCIError {
                     report(e.code == .transportClosed ? .poweredOff : .unknown, e.description)
                     throw e
-                } catch let e as TransportError {
-                    report(Self.state(for: e), e.message)
-                    throw e
                 }
+                self.current.withLock { $0 = scanner }
+                defer {
+                    let s = scanner.statistics.assembler
+                    self.countersBox.withLock {
+                        $0.reports += s.reports
+                        $0.malformedEvents += s.malformedAdvertisingEvents + s.malformedPackets
+                    }
+                    self.current.withLock { $0 = nil }
+                }
+                if observer {
+                    for await r in scanner.reports { sighting(Sighting(scanReport: r)) }  // its run() is above
+                } else {
+                    try await withThrowingTaskGroup(of: Void.self) { inner in
+                        inner.addTask { try await scanner.run() }
+                        inner.addTask {
+                            for await r in scanner.reports { sighting(Sighting(scanReport: r)) }
+                        }
+                        try await inner.waitForAll()
+                    }
+                }
+                try Task.checkCancellation()
+                // The reports ended without cancellation: the transport is gone (unplugged, end of a capture).
+                let why: String
+                if case .file = spec { why = "end of the capture" } else { why = "the controller's transport ended" }
+                report(.poweredOff, why)
+                throw SourceStopped(description: why)
             }
-            // Whichever ends first ends the other: a dead transport ends the scan, a failed scan closes the transport.
+            // The first to fail ends the others: a dead transport ends the scan, a fault restarts everything.
             defer { group.cancelAll() }
-            try await group.next()
-            try await group.next()
+            while try await group.next() != nil {}
         }
+    }
+
+    /// Why a source stopped without an error of a lower layer.
+    public struct SourceStopped: Error, CustomStringConvertible, Sendable {
+        public var description: String
     }
 
     static func state(for e: TransportError) -> AdapterReport.State {

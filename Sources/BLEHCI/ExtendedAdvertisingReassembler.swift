@@ -36,6 +36,7 @@ public struct ExtendedAdvertisingReassembler: Sendable {
         public var expired = 0
         /// Pending advertisements dropped for growing past `maxDataLength`.
         public var oversized = 0
+        public init() {}
     }
 
     /// One advertisement ready for decoding. `report.data` is the caller's slice when the advertisement
@@ -64,6 +65,8 @@ public struct ExtendedAdvertisingReassembler: Sendable {
     public private(set) var counters = Counters()
     var pending: [Key: Pending] = [:]
     public private(set) var pendingBytes = 0
+    /// No pending entry was last seen before this (a lower bound), so `expire` scans only when one may be stale.
+    var earliestLastSeen: Duration = .zero
 
     public init(configuration: Configuration = Configuration()) { self.configuration = configuration }
 
@@ -131,17 +134,20 @@ public struct ExtendedAdvertisingReassembler: Sendable {
             counters.evicted += 1
             return
         }
+        earliestLastSeen = pending.isEmpty ? entry.lastSeen : min(earliestLastSeen, entry.lastSeen)
         pending[key] = entry
         pendingBytes += entry.data.count
     }
 
     mutating func expire(now: Duration) {
         let limit = configuration.maxAge
+        guard now - earliestLastSeen > limit else { return }
         let stale = pending.filter { now - $0.value.lastSeen > limit }
         for (k, v) in stale {
             pending.removeValue(forKey: k)
             pendingBytes -= v.data.count
             counters.expired += 1
         }
+        earliestLastSeen = pending.values.map(\.lastSeen).min() ?? now
     }
 }

@@ -46,6 +46,7 @@ public struct HCICommandFlow: Sendable {
         /// Command Complete/Status for an opcode with nothing outstanding (late answers after a timeout,
         /// or a controller's own initial No Operation).
         public var unmatched = 0
+        public init() {}
     }
 
     struct Request: Sendable {
@@ -87,7 +88,7 @@ public struct HCICommandFlow: Sendable {
     public mutating func submit(
         _ id: RequestID, packet: H4Packet, opcode: HCIOpcode, completion: HCICommandCompletion, now: Duration
     ) -> [Action] {
-        if isClosed { return [.fail(id, closeReason ?? .transportClosed(opcode))] }
+        if isClosed { return [.fail(id, closeReason.map { $0.about(opcode) } ?? .transportClosed(opcode))] }
         queue.append(Request(id: id, opcode: opcode, completion: completion, packet: packet))
         return drain(now: now)
     }
@@ -168,9 +169,7 @@ public struct HCICommandFlow: Sendable {
         let all = outstanding + queue
         outstanding = []
         queue = []
-        return all.filter { !$0.abandoned }.map {
-            .fail($0.id, HCIError(code: reason.code, opcode: $0.opcode, status: reason.status, detail: reason.detail))
-        }
+        return all.filter { !$0.abandoned }.map { .fail($0.id, reason.about($0.opcode)) }
     }
 
     mutating func drain(now: Duration) -> [Action] {

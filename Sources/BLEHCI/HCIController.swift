@@ -41,6 +41,7 @@ public final class HCIController: @unchecked Sendable {
         /// Events dropped because a subscriber fell behind.
         public var droppedEvents = 0
         public var commands = HCICommandFlow.Counters()
+        public init() {}
     }
 
     public let transport: any HCITransport
@@ -208,18 +209,19 @@ public final class HCIController: @unchecked Sendable {
     }
 
     func finish(_ error: (any Error)?) {
-        let (resumes, ending): ([() -> Void], [AsyncStream<HCIControllerEvent>.Continuation]) = lock.withLock {
+        let (resumes, streams) = lock.withLock {
             ended = true
             let detail = error.map { "\($0)" }
             let reason = HCIError(code: .transportClosed, opcode: nil, detail: detail)
             let r = perform(flow.close(reason))
             broadcast(.transportEnded(error is CancellationError ? nil : error))
-            defer { subscribers.removeAll() }
-            return (r, Array(subscribers.values))
+            let s = Array(subscribers.values)
+            subscribers.removeAll()
+            return (r, s)
         }
-        // Finished outside the lock: finishing runs each stream's onTermination, which takes the lock.
-        for s in ending { s.finish() }
         for r in resumes { r() }
+        // Outside the lock: `finish` runs the stream's `onTermination`, which takes the lock.
+        for s in streams { s.finish() }
     }
 
     /// Carries out the flow's actions. Called with `lock` held: sending under the lock keeps packets in

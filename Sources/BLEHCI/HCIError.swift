@@ -48,6 +48,11 @@ public struct HCIError: Error, Hashable, Sendable, CustomStringConvertible {
         HCIError(code: .sendFailed, opcode: opcode, detail: detail)
     }
 
+    /// The same error, about `opcode` (a transport failure seen by each waiting command).
+    public func about(_ opcode: HCIOpcode) -> HCIError {
+        HCIError(code: code, opcode: opcode, status: status, detail: detail)
+    }
+
     public var description: String {
         let subject = opcode.map { "\($0)" } ?? "HCI"
         switch code {

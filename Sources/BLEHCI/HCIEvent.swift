@@ -108,7 +108,8 @@ public enum HCIEvent: Sendable {
         case .disconnectionComplete:
             guard let s = p.readU8(), let h = p.readLE16(), let r = p.readU8() else { return nil }
             return .disconnectionComplete(
-                DisconnectionComplete(status: HCIStatus(rawValue: s), handle: h & 0x0FFF, reason: HCIStatus(rawValue: r)))
+                DisconnectionComplete(
+                    status: HCIStatus(rawValue: s), handle: h & 0x0FFF, reason: HCIStatus(rawValue: r)))
         case .hardwareError:
             guard let hw = p.readU8() else { return nil }
             return .hardwareError(code: hw)
@@ -135,7 +136,8 @@ public enum HCIEvent: Sendable {
         case .advertisingReport:
             return LEAdvertisingReport.parseLegacy(params, { _ in }) == nil ? nil : .leAdvertisingReport(params)
         case .extendedAdvertisingReport:
-            return LEAdvertisingReport.parseExtended(params, { _ in }) == nil ? nil : .leExtendedAdvertisingReport(params)
+            let valid = LEAdvertisingReport.parseExtended(params, { _ in }) != nil
+            return valid ? .leExtendedAdvertisingReport(params) : nil
         case .connectionComplete, .enhancedConnectionComplete, .enhancedConnectionCompleteV2:
             var p = ByteCursor(params)
             guard let s = p.readU8(), let h = p.readLE16(), let role = p.readU8(), let at = p.readU8(),

@@ -2,74 +2,83 @@ import BLEHCI
 import BLETransport
 import Logging
 
-/// What bring-up learned about the controller.
+/// What the host learned about its controller at bring-up.
 public struct ControllerInfo: Sendable, Hashable {
-    public var address: BDAddress
     public var version: LocalVersionInformation
-    public var features: LMPFeatures
-    public var leFeatures: LEFeatures
     public var supportedCommands: SupportedCommands?
-    public var aclBuffer: BufferSize?
-    public var leBuffer: LEBufferSize?
+    public var lmpFeatures: LMPFeatures
+    public var leFeatures: LEFeatures
+    public var address: BDAddress
+    public var bufferSize: BufferSize
+    public var leBufferSize: LEBufferSize
 
-    /// Extended scanning needs the LE Extended Advertising feature (LE features bit 12) and, where the controller
-    /// lists its commands, LE Set Extended Scan Parameters among them.
-    public var supportsExtendedScanning: Bool {
-        leFeatures.contains(.extendedAdvertising) && (supportedCommands?.leSetExtendedScanParameters ?? true)
+    /// LE features bit 12: scan with the extended commands and receive extended reports.
+    public var supportsExtendedAdvertising: Bool { leFeatures.contains(.extendedAdvertising) }
+
+    /// LE ACL buffers, falling back to the shared ACL buffers when the LE ones are reported as zero (§7.8.2).
+    public var leACLBuffers: (length: Int, count: Int) {
+        leBufferSize.leACLDataPacketLength == 0
+            ? (Int(bufferSize.aclDataPacketLength), Int(bufferSize.totalNumACLDataPackets))
+            : (Int(leBufferSize.leACLDataPacketLength), Int(leBufferSize.totalNumLEACLDataPackets))
     }
 }
 
-/// Why bring-up stopped short of a usable LE controller.
-public struct BringUpError: Error, Sendable, CustomStringConvertible {
-    public var description: String
-    public static let leUnsupported = BringUpError(description: "the controller does not support Bluetooth LE (LMP features bit 38 clear)")
-}
-
-/// Brings a controller from power-on (or any state) to ready for LE scanning and connections:
-/// Reset (Core v5.4 Vol 4 Part E §7.3.2), then what the host needs to know and the events it wants.
+/// Brings a controller from power-on to a known state: Reset, read what it is and can do, and unmask the
+/// events the gateway needs. Each step is one command, in this order (the sequence BlueZ's `hci_init` follows
+/// for an LE-only controller).
 public enum ControllerBringUp {
-    /// Events the host handles: disconnections, hardware errors, buffer overflow, and everything LE (§7.3.1).
-    public static let eventMask: HCIEventMask = [.disconnectionComplete, .encryptionChange, .hardwareError,
-                                                 .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta]
-    /// LE subevents the host handles (§7.8.1).
-    public static let leEventMask: LEEventMask = [.connectionComplete, .advertisingReport, .connectionUpdateComplete,
-                                                  .readRemoteFeaturesComplete, .dataLengthChange,
-                                                  .enhancedConnectionComplete, .phyUpdateComplete,
-                                                  .extendedAdvertisingReport, .scanTimeout]
+    /// Events enabled by Set Event Mask (Core v5.4, Vol 4, Part E, §7.3.1).
+    public static let eventMask: HCIEventMask = [
+        .disconnectionComplete, .encryptionChange, .readRemoteVersionInformationComplete, .hardwareError,
+        .dataBufferOverflow, .encryptionKeyRefreshComplete, .leMeta,
+    ]
 
-    /// Runs the sequence; a failing command is logged with its name and the status's number and name, and thrown.
-    public static func run(_ controller: HCIController, logger: Logger) async throws -> ControllerInfo {
+    /// LE Meta subevents enabled by LE Set Event Mask (§7.8.1). With both connection-complete bits set, a
+    /// controller sends only the enhanced one.
+    public static let leEventMask: LEEventMask = [
+        .connectionComplete, .advertisingReport, .connectionUpdateComplete, .readRemoteFeaturesComplete,
+        .remoteConnectionParameterRequest, .dataLengthChange, .enhancedConnectionComplete,
+        .directedAdvertisingReport, .phyUpdateComplete, .extendedAdvertisingReport, .scanTimeout,
+        .channelSelectionAlgorithm,
+    ]
+
+    /// Runs the sequence. Throws the first `HCIError` (logged with the command's and status's names).
+    public static func run(_ controller: HCIController, logger: Logger = Logger(label: "ble.host.bringup"))
+        async throws -> ControllerInfo
+    {
         func step<C: HCICommand>(_ command: C) async throws -> C.Response {
             do {
                 return try await controller.execute(command)
             } catch let e as HCIError {
-                logger.error("bring-up: \(e)")
+                logger.error("controller bring-up: \(e)")
                 throw e
             }
         }
-        _ = try await step(ResetCommand())
+        try await step(ResetCommand())
         let version = try await step(ReadLocalVersionInformationCommand())
-        // Read Local Supported Commands is mandatory since v1.2, but a failure only costs us a hint.
+        // Supported Commands arrived in 1.2; an older or minimal controller may refuse it, which is no reason to stop.
         let commands = try? await controller.execute(ReadLocalSupportedCommandsCommand())
-        let features = try await step(ReadLocalSupportedFeaturesCommand())
-        guard features.leSupported else {
-            logger.error("bring-up: \(BringUpError.leUnsupported)")
-            throw BringUpError.leUnsupported
-        }
-        _ = try await step(SetEventMaskCommand(eventMask))
-        let leFeatures = try await step(LEReadLocalSupportedFeaturesCommand())
+        let lmp = try await step(ReadLocalSupportedFeaturesCommand())
+        let le = try await step(LEReadLocalSupportedFeaturesCommand())
         let address = try await step(ReadBDADDRCommand())
-        let acl = try? await controller.execute(ReadBufferSizeCommand())
-        var leBuffer: LEBufferSize?
+        let buffers = try await step(ReadBufferSizeCommand())
+        let leBuffers: LEBufferSize
         if commands?.leReadBufferSizeV2 == true {
-            leBuffer = try? await controller.execute(LEReadBufferSizeV2Command())
+            leBuffers = try await step(LEReadBufferSizeV2Command())
+        } else {
+            leBuffers = try await step(LEReadBufferSizeCommand())
         }
-        if leBuffer == nil { leBuffer = try? await controller.execute(LEReadBufferSizeCommand()) }
-        _ = try await step(LESetEventMaskCommand(leEventMask))
-        let info = ControllerInfo(address: address, version: version, features: features, leFeatures: leFeatures,
-                                  supportedCommands: commands, aclBuffer: acl, leBuffer: leBuffer)
-        let scanning = info.supportsExtendedScanning ? "extended" : "legacy"
-        logger.info("controller \(address): HCI version \(version.hciVersion), manufacturer \(version.companyIdentifier), \(scanning) scanning")
+        try await step(SetEventMaskCommand(eventMask))
+        try await step(LESetEventMaskCommand(leEventMask))
+        let info = ControllerInfo(
+            version: version, supportedCommands: commands, lmpFeatures: lmp, leFeatures: le, address: address,
+            bufferSize: buffers, leBufferSize: leBuffers)
+        logger.info(
+            """
+            controller \(address) HCI version 0x\(String(version.hciVersion, radix: 16)) \
+            company \(version.companyIdentifier) extended advertising \(info.supportsExtendedAdvertising)
+            """
+        )
         return info
     }
 }

@@ -3,143 +3,117 @@ import BLETransport
 import Foundation
 import Logging
 
-/// LE scanning: enables it on the controller (extended where supported, legacy otherwise) and hands
-/// every advertising report to its consumer until cancelled or the controller is lost.
+/// The scanning service: configures the controller to scan (extended commands when it supports LE Extended
+/// Advertising, legacy otherwise), and delivers every advertisement to `reports` until cancelled.
 ///
-/// Duplicate filtering is always off: every advertisement is an RSSI sample, which ranging needs.
-public final class Scanner: Sendable {
-    public struct Parameters: Sendable, Hashable {
-        /// Active scanning sends scan requests and reports scan responses (names).
-        public var active = false
-        /// LE scan interval and window (Core v5.4 Vol 4 Part E §7.8.10: 2.5 ms … 10.24 s, in 0.625 ms units).
-        public var interval: Duration = .milliseconds(100)
-        public var window: Duration = .milliseconds(100)
-        public var ownAddressType: LEAddressType = .public
-        public init() {}
-
-        /// The interval or window in 0.625 ms units, clamped to the range the specification allows.
-        static func units(_ d: Duration) -> UInt16 {
-            UInt16(clamping: max(4, min(0x4000, Int((d.seconds / 0.000625).rounded()))))
-        }
-    }
-
-    /// How a scan ended without cancellation: the adapter lifecycle decides what to do about it.
-    public struct Stopped: Error, Sendable, CustomStringConvertible {
-        public var description: String
+/// In observer mode (a shared-mode transport whose `send` is unsupported: another host drives the
+/// controller) it sends nothing and only reads the reports that flow past.
+public final class Scanner: @unchecked Sendable {
+    public enum Mode: Sendable {
+        /// Own the controller's scanning; `info` says whether extended scanning is available.
+        case control(ControllerInfo)
+        /// Send no commands; only read events.
+        case observer
     }
 
     public struct Statistics: Sendable, Hashable {
-        public var reports = 0
-        public var malformedEvents = 0
-        public var reassembly: ExtendedAdvertisingReassembler.Counters?
+        public var assembler = ScanReportAssembler.Counters()
+        /// Reports dropped because the consumer fell behind.
+        public var droppedReports = 0
+        /// Times scanning was (re)enabled.
+        public var enables = 0
     }
 
-    let controller: HCIController
-    let parameters: Parameters
-    let logger: Logger
-    private let stats = LockedStatistics()
-
-    public init(controller: HCIController, parameters: Parameters, logger: Logger) {
-        self.controller = controller
-        self.parameters = parameters
-        self.logger = logger
-    }
-
-    public var statistics: Statistics { stats.value }
-
-    /// Enables scanning and delivers reports until cancelled (then disables scanning, best effort) or until the
-    /// controller fails: a Hardware Error, a command timeout or the transport's end throws `Stopped`.
-    public func run(extended: Bool, deliver: @Sendable (LEAdvertisingReport) -> Void) async throws {
-        let events = controller.events()  // subscribe before enabling, so the first reports are not missed
-        let type: LEScanType = parameters.active ? .active : .passive
-        let interval = Parameters.units(parameters.interval)
-        let window = min(interval, Parameters.units(parameters.window))
-        do {
-            if extended {
-                _ = try await controller.execute(LESetExtendedScanParametersCommand(
-                    ownAddressType: parameters.ownAddressType, filterPolicy: 0,
-                    phys: [.le1M(type, interval: interval, window: window)]))
-                _ = try await controller.execute(LESetExtendedScanEnableCommand(enable: true, filterDuplicates: 0))
-            } else {
-                _ = try await controller.execute(LESetScanParametersCommand(
-                    scanType: type, interval: interval, window: window, ownAddressType: parameters.ownAddressType))
-                _ = try await controller.execute(LESetScanEnableCommand(enable: true, filterDuplicates: false))
-            }
-        } catch let e as HCIError {
-            logger.error("scan: \(e)")
-            throw e
-        }
-        let kind = "\(extended ? "extended" : "legacy"), \(parameters.active ? "active" : "passive")"
-        logger.info("scanning (\(kind), interval \(interval) window \(window) × 0.625 ms, duplicates reported)")
-        defer {
-            if Task.isCancelled { disable(extended: extended) }
-        }
-        try await consume(events, deliver: deliver)
-    }
-
-    /// Observer mode for shared transports, where the kernel scans: no commands, only the reports.
-    public func observe(deliver: @Sendable (LEAdvertisingReport) -> Void) async throws {
-        try await consume(controller.events(), deliver: deliver)
-    }
-
-    func consume(_ events: AsyncStream<HCIControllerEvent>, deliver: @Sendable (LEAdvertisingReport) -> Void) async throws {
-        var reassembler = ExtendedAdvertisingReassembler()
-        for await e in events {
-            switch e {
-            case .event(.leAdvertisingReport(let params)):
-                let n = LEAdvertisingReport.parseLegacy(params) { deliver($0) }
-                stats.update { s in
-                    if let n { s.reports += n } else { s.malformedEvents += 1 }
-                }
-            case .event(.leExtendedAdvertisingReport(let params)):
-                let now = controller.clock.now()
-                var delivered = 0
-                let n = LEAdvertisingReport.parseExtended(params) { fragment in
-                    if let whole = reassembler.accept(fragment, now: now) {
-                        deliver(whole.report)
-                        delivered += 1
-                    }
-                }
-                let counters = reassembler.counters
-                stats.update { s in
-                    s.reports += delivered
-                    if n == nil { s.malformedEvents += 1 }
-                    s.reassembly = counters
-                }
-            case .malformed:
-                stats.update { $0.malformedEvents += 1 }
-            case .event(.hardwareError(let code)):
-                throw Stopped(description: "Hardware Error event (code 0x\(String(code, radix: 16)))")
-            case .commandTimedOut(let opcode, let after):
-                throw Stopped(description: "\(opcode) got no answer within \(after): the controller is stuck")
-            case .transportEnded(let error):
-                throw Stopped(description: error.map { "transport failed: \($0)" } ?? "transport ended")
-            default:
-                break
-            }
-        }
-        try Task.checkCancellation()
-        throw Stopped(description: "the controller's event stream ended")
-    }
-
-    /// Scan Enable off on the way out: in an unstructured task, since ours is cancelled, bounded by the
-    /// controller's command timeout. Best effort: an unplugged controller cannot answer.
-    func disable(extended: Bool) {
-        let controller = self.controller
-        Task {
-            if extended {
-                _ = try? await controller.execute(LESetExtendedScanEnableCommand(enable: false))
-            } else {
-                _ = try? await controller.execute(LESetScanEnableCommand(enable: false))
-            }
-        }
-    }
-}
-
-/// Counters shared between the scanning task and readers of `statistics`.
-final class LockedStatistics: @unchecked Sendable {
+    public let controller: HCIController
+    public let mode: Mode
+    public let parameters: ScanParameters
+    public let reports: AsyncStream<ScanReport>
+    private let continuation: AsyncStream<ScanReport>.Continuation
+    private let clock: any BLEClock
+    private let logger: Logger
     private let lock = NSLock()
-    private var stats = Scanner.Statistics()
-    var value: Scanner.Statistics { lock.withLock { stats } }
-    func update(_ body: (inout Scanner.Statistics) -> Void) { lock.withLock { body(&stats) } }
+    private var assembler = ScanReportAssembler()
+    private var dropped = 0
+    private var enables = 0
+    private var listening = false
+
+    /// True once `run()` has subscribed to the controller's events.
+    public var isListening: Bool { lock.withLock { listening } }
+
+    /// - Parameter bufferSize: reports that may wait for the consumer; older ones are dropped beyond it.
+    public init(controller: HCIController, mode: Mode, parameters: ScanParameters = ScanParameters(),
+                bufferSize: Int = 4096, logger: Logger = Logger(label: "ble.host.scanner")) {
+        self.controller = controller
+        self.mode = mode
+        self.parameters = parameters
+        self.clock = controller.clock
+        self.logger = logger
+        (reports, continuation) = AsyncStream.makeStream(
+            of: ScanReport.self, bufferingPolicy: .bufferingNewest(bufferSize))
+    }
+
+    public var statistics: Statistics {
+        lock.withLock { Statistics(assembler: assembler.counters, droppedReports: dropped, enables: enables) }
+    }
+
+    /// Whether scanning uses the extended commands.
+    public var usesExtendedScanning: Bool {
+        if case .control(let info) = mode { return info.supportsExtendedAdvertising }
+        return false
+    }
+
+    /// Starts scanning and delivers reports until the task is cancelled or the transport ends; then stops
+    /// scanning (best effort) and finishes `reports`. Throws the `HCIError` of a failed enable.
+    public func run() async throws {
+        defer { continuation.finish() }
+        let events = controller.events()  // subscribe before enabling, so no report is missed
+        lock.withLock { listening = true }
+        if case .control(let info) = mode {
+            try await enable(info)
+        }
+        for await event in events {
+            if case .transportEnded = event { break }
+            let now = clock.now()
+            let unix = clock.unixTime()
+            lock.withLock {
+                assembler.handle(event, now: now, unixTime: unix) { report in
+                    if case .dropped = continuation.yield(report) { dropped += 1 }
+                }
+            }
+        }
+        if case .control = mode {
+            // Cancelled or ended: tell the controller to stop. Our task may be cancelled, and its children
+            // would be too, so the stop runs in a task of its own, which is awaited (bounded by the command timeout).
+            let command = parameters.disableCommand(extended: usesExtendedScanning)
+            await Task { [controller, logger] in
+                do { try await Self.execute(command, on: controller) } catch {
+                    logger.debug("scanner: disabling scan: \(error)")
+                }
+            }.value
+        }
+    }
+
+    func enable(_ info: ControllerInfo) async throws {
+        let commands = parameters.enableCommands(
+            extended: info.supportsExtendedAdvertising, codedSupported: info.leFeatures.contains(.codedPHY))
+        for command in commands {
+            do {
+                try await Self.execute(command, on: controller)
+            } catch let e as HCIError {
+                logger.error("scanner: \(e)")
+                throw e
+            }
+        }
+        lock.withLock { enables += 1 }
+        logger.info(
+            """
+            scanner: scanning (\(info.supportsExtendedAdvertising ? "extended" : "legacy"), \
+            \(parameters.active ? "active" : "passive"))
+            """
+        )
+    }
+
+    static func execute(_ command: some HCICommand, on controller: HCIController) async throws {
+        _ = try await controller.execute(command)
+    }
 }

@@ -88,7 +88,7 @@ struct ScanCommand: AsyncParsableCommand {
                         })
                 } catch is CancellationError {
                 } catch {
-                    if case .file = spec, "\(error)".contains("transport ended") { return }  // end of the capture
+                    if case .file = spec, "\(error)" == "end of the capture" { return }
                     throw ScanFailure(report: failure.get(), error: error, spec: spec)
                 }
             }
