@@ -1,0 +1,126 @@
+import Foundation
+
+/// The `blegateway` executable built beside this test bundle.
+enum BuiltProducts {
+    static var blegateway: String {
+        let bundle = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        var dir = bundle
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent("blegateway").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return bundle.appendingPathComponent("blegateway").path
+    }
+
+    static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+    }
+}
+
+/// A child process with its output in a log file; killed when dropped.
+final class Child: @unchecked Sendable {
+    let process = Process()
+    let log: String
+
+    init(_ executable: String, _ arguments: [String], log: String) throws {
+        self.log = log
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }
+        let h = FileHandle(forWritingAtPath: log)!
+        h.seekToEndOfFile()
+        process.standardOutput = h
+        process.standardError = h
+        try process.run()
+    }
+
+    var isRunning: Bool { process.isRunning }
+    var pid: Int32 { process.processIdentifier }
+
+    func signal(_ s: Int32) { if process.isRunning { kill(process.processIdentifier, s) } }
+
+    /// Sends `s` and waits up to `limit` for the exit; SIGKILL after that. Returns whether it exited in time.
+    @discardableResult
+    func stop(_ s: Int32 = SIGKILL, limit: Duration = .seconds(10)) -> Bool {
+        guard process.isRunning else { return true }
+        kill(process.processIdentifier, s)
+        let deadline = ContinuousClock.now + limit
+        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return false
+        }
+        return true
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+}
+
+/// A real mosquitto for end-to-end tests: persistence on, so a graceful restart keeps persistent sessions
+/// and the messages queued for them, as a production broker does.
+final class PersistentBroker: @unchecked Sendable {
+    static let executable = "/usr/sbin/mosquitto"
+    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+
+    let directory: URL
+    let port: Int
+    private var child: Child?
+
+    init(directory: URL) throws {
+        self.directory = directory
+        port = try Self.freePort()
+        let conf = """
+            listener \(port) 127.0.0.1
+            allow_anonymous true
+            persistence true
+            persistence_location \(directory.path)/
+            autosave_interval 1
+            max_queued_messages 0
+            """
+        try conf.write(to: directory.appendingPathComponent("mosquitto.conf"), atomically: true, encoding: .utf8)
+    }
+
+    var url: String { "mqtt://127.0.0.1:\(port)" }
+
+    func start() throws {
+        child = try Child(Self.executable, ["-c", directory.appendingPathComponent("mosquitto.conf").path],
+                          log: directory.appendingPathComponent("mosquitto.log").path)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            if Self.accepts(port) { return }
+            usleep(20_000)
+        }
+        throw POSIXError(.ETIMEDOUT)
+    }
+
+    /// SIGTERM: the broker saves its state and exits, like `systemctl restart mosquitto`.
+    func stop() { child?.stop(SIGTERM) }
+
+    static func accepts(_ port: Int) -> Bool {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_port = in_port_t(UInt16(port).bigEndian)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        return withUnsafePointer(to: &a) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        } == 0
+    }
+
+    static func freePort() throws -> Int {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(fd) }
+        var a = sockaddr_in()
+        a.sin_family = sa_family_t(AF_INET)
+        a.sin_addr.s_addr = inet_addr("127.0.0.1")
+        a.sin_port = 0
+        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, len) } }
+        _ = withUnsafeMutablePointer(to: &a) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &len) } }
+        return Int(UInt16(bigEndian: a.sin_port))
+    }
+}
