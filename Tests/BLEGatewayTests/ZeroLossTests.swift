@@ -77,10 +77,14 @@ struct ZeroLossTests {
         try await Task.sleep(for: .milliseconds(300))
 
         let gatewayLog = root.appendingPathComponent("gateway.log").path
+        // The backoff is capped at 1 s so the gateway is back within the test's settle time after the outage
+        // (the default cap, 60 s, is for fleets: it would make this test wait up to a minute for no reason).
+        let config = root.appendingPathComponent("gateway.yaml")
+        try "mqtt:\n  reconnect_min_s: 0.2\n  reconnect_max_s: 1\n".write(to: config, atomically: true, encoding: .utf8)
         func startGateway() throws -> Child {
             try Child(bin, ["run", "--gateway-id", "gw-lobby", "--device", "unix:\(socket)", "--broker", broker.url,
                             "--prefix", "zl", "--spool", root.appendingPathComponent("spool.sqlite").path,
-                            "--config", BuiltProducts.repositoryRoot.appendingPathComponent("config/gateway.yaml").path],
+                            "--config", config.path],
                       log: gatewayLog)
         }
         var gateway = try startGateway()
