@@ -62,7 +62,13 @@ struct WatchCommand: AsyncParsableCommand {
                 let start = ContinuousClock.now
                 while !Task.isCancelled {
                     try await Task.sleep(for: .milliseconds(redraw ? 500 : 1000))
-                    let lines = view.read { $0.render() }
+                    let lines = view.read { v in
+                        // Fit the screen: share the rows left after the gateway table among the beacon lists.
+                        guard redraw else { return v.render() }
+                        let groups = max(1, v.beacons.count)
+                        let free = Self.terminalRows() - 6 - v.gateways.count - 4 * groups
+                        return v.render(maxBeacons: max(2, free / groups))
+                    }
                     // Written in one piece, unbuffered, so a redraw never tears.
                     let text = (redraw ? "\u{1B}[H\u{1B}[2J" : "") + lines.joined(separator: "\n") + "\n" + (redraw ? "" : "\n")
                     FileHandle.standardOutput.write(Data(text.utf8))
@@ -73,6 +79,15 @@ struct WatchCommand: AsyncParsableCommand {
             group.cancelAll()
         }
         try recorder?.close()
+    }
+}
+
+extension WatchCommand {
+    /// The terminal's height (TIOCGWINSZ), or 40 when it cannot be asked.
+    static func terminalRows() -> Int {
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 else { return 40 }
+        return Int(size.ws_row)
     }
 }
 
