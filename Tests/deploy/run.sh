@@ -186,9 +186,11 @@ else
         sed -i 's/^  id: gateway /  id: pi-upgrade /' "$conf" && echo "# changed on this gateway" >>"$conf"
         head -c 262144 /dev/urandom >"$CHROOT/var/lib/blegateway/spool.sqlite"
         head -c 32768 /dev/urandom >"$CHROOT/var/lib/blegateway/spool.sqlite-wal"
-        chroot "$CHROOT" chown blegateway:blegateway /var/lib/blegateway/spool.sqlite /var/lib/blegateway/spool.sqlite-wal
+        head -c 16 /dev/urandom >"$CHROOT/var/lib/blegateway/spool.sqlite.seq"
+        chroot "$CHROOT" chown blegateway:blegateway /var/lib/blegateway/spool.sqlite /var/lib/blegateway/spool.sqlite-wal \
+            /var/lib/blegateway/spool.sqlite.seq
         conf_sum=$(sha "$conf") spool_sum=$(sha "$CHROOT/var/lib/blegateway/spool.sqlite")
-        wal_sum=$(sha "$CHROOT/var/lib/blegateway/spool.sqlite-wal")
+        wal_sum=$(sha "$CHROOT/var/lib/blegateway/spool.sqlite-wal") seq_sum=$(sha "$CHROOT/var/lib/blegateway/spool.sqlite.seq")
         # What an unattended fleet upgrade passes: keep the local config, put the new example beside it.
         check "package: upgrade $OLD_VERSION → $NEW_VERSION (dpkg -i --force-confdef --force-confold)" \
             install_deb "$DEB" --force-confdef --force-confold
@@ -201,9 +203,10 @@ else
         check "package: upgrade kept the config readable by the gateway (root:blegateway 0640)" \
             bash -c "[ \"\$(chroot '$CHROOT' stat -c '%U:%G %a' /etc/blegateway/gateway.yaml /etc/blegateway | paste -sd' ')\" \
                 = 'root:blegateway 640 root:blegateway 750' ]"
-        check "package: upgrade kept the spool (spool.sqlite and its WAL byte for byte, owned by blegateway)" \
+        check "package: upgrade kept the spool (spool.sqlite, -wal, .seq byte for byte, owned by blegateway)" \
             bash -c "[ \"\$(sha256sum '$CHROOT/var/lib/blegateway/spool.sqlite' | cut -d' ' -f1)\" = '$spool_sum' ] && \
                 [ \"\$(sha256sum '$CHROOT/var/lib/blegateway/spool.sqlite-wal' | cut -d' ' -f1)\" = '$wal_sum' ] && \
+                [ \"\$(sha256sum '$CHROOT/var/lib/blegateway/spool.sqlite.seq' | cut -d' ' -f1)\" = '$seq_sum' ] && \
                 [ \"\$(chroot '$CHROOT' stat -c '%U' /var/lib/blegateway/spool.sqlite)\" = blegateway ]"
         if $has_config_check; then
             check "package: config check on the kept, changed config after the upgrade" \

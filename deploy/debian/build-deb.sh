@@ -5,14 +5,15 @@
 # --print-architecture); the binary must be built for it (`swift build -c release --static-swift-stdlib`, so the
 # target needs no Swift runtime). Depends is computed from the shared libraries the binary links.
 # Environment: DEB_COMPRESS (xz, the default; gzip is 5x faster for test builds), DEB_CONFIG (the conffile shipped
-# as /etc/blegateway/gateway.yaml, default config/gateway.yaml; the upgrade test ships a different one).
+# as /etc/blegateway/gateway.yaml, default config/gateway.yaml; the upgrade test ships a different one), and for a
+# cross-built binary DEB_ARCH (e.g. arm64) with DEB_DEPENDS (dpkg-shlibdeps cannot read a foreign binary).
 set -euo pipefail
 
 BIN=${1:?usage: build-deb.sh BINARY OUTDIR [VERSION]}
 OUT=${2:?usage: build-deb.sh BINARY OUTDIR [VERSION]}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 VERSION=${3:-$("$BIN" --version)}
-ARCH=$(dpkg --print-architecture)
+ARCH=${DEB_ARCH:-$(dpkg --print-architecture)}
 CONFIG=${DEB_CONFIG:-$ROOT/config/gateway.yaml}
 COMPRESS=${DEB_COMPRESS:-xz}
 STAGE=$(mktemp -d "${TMPDIR:-/tmp}/blegateway-deb.XXXXXX")
@@ -38,11 +39,14 @@ install -m 0644 "$ROOT/deploy/systemd/serial-adapter.conf" "$pkg/usr/share/doc/b
 install -m 0644 "$ROOT"/deploy/mosquitto/*.conf "$ROOT"/deploy/mosquitto/*.acl \
     "$pkg/usr/share/doc/blegateway/examples/mosquitto/"
 
+depends=${DEB_DEPENDS:-}
 # Depends: dpkg-shlibdeps maps each NEEDED library to its package with the minimum version the symbols require.
 mkdir -p "$STAGE/src/debian"
 printf 'Source: blegateway\n\nPackage: blegateway\nArchitecture: any\n' >"$STAGE/src/debian/control"
-depends=$(cd "$STAGE/src" && dpkg-shlibdeps -O "$pkg/usr/bin/blegateway" 2>"$STAGE/shlibdeps.err" \
-    | sed -n 's/^shlibs:Depends=//p') || true
+if [ -z "$depends" ]; then
+    depends=$(cd "$STAGE/src" && dpkg-shlibdeps -O "$pkg/usr/bin/blegateway" 2>"$STAGE/shlibdeps.err" \
+        | sed -n 's/^shlibs:Depends=//p') || true
+fi
 if [ -z "$depends" ]; then
     # Fallback without version floors: ldd + dpkg -S.
     echo "build-deb.sh: dpkg-shlibdeps failed ($(head -c 300 "$STAGE/shlibdeps.err")); using ldd + dpkg -S" >&2
