@@ -25,20 +25,25 @@ cleanup() {
     trap - EXIT INT TERM
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
     for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
-    for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount -l "${mounts[i]}" 2>/dev/null; done
-    rm -rf "$WORK"
+    for ((i = ${#mounts[@]} - 1; i >= 0; i--)); do umount "${mounts[i]}" 2>/dev/null || umount -l "${mounts[i]}"; done
+    # Never recurse into a mount that is still there: the archives bind mount is the shared cache.
+    if grep -q " $WORK/" /proc/mounts; then
+        echo "run.sh: something is still mounted under $WORK; left it in place" >&2
+    else
+        rm -rf "$WORK"
+    fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 pass() { echo "PASS $1"; passed=$((passed + 1)); }
-fail() { echo "FAIL $1"; shift; for line in "$@"; do echo "     $line"; done; failed=$((failed + 1)); }
+fail() { echo "FAIL $1"; shift; [ $# = 0 ] || printf '%s\n' "$@" | sed 's/^/     /'; failed=$((failed + 1)); }
 skip() { echo "SKIP $1: $2"; skipped=$((skipped + 1)); }
 # check NAME COMMAND…: passes when COMMAND succeeds; on failure shows the tail of its output.
 check() {
     local name=$1 log; shift
     log=$WORK/check.$((passed + failed + skipped)).log
-    if "$@" >"$log" 2>&1; then pass "$name"; else fail "$name" "$(tail -n 8 "$log" | sed 's/^/     /' | cut -c1-200)"; fi
+    if "$@" >"$log" 2>&1; then pass "$name"; else fail "$name" "$(tail -n 8 "$log" | cut -c1-200)"; fi
 }
 stopwatch() { date +%s.%N; }
 seconds_since() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }'; }
@@ -124,10 +129,22 @@ has_config_check=false
 config_check_reason="\`blegateway config check\` is not in this build (\`blegateway config check --help\` does not show it)"
 if "$BIN" config check --help 2>/dev/null | grep -q 'USAGE: blegateway config check'; then has_config_check=true; fi
 
-if [ "$(id -u)" != 0 ]; then
-    skip "package: install into a debootstrapped Debian $SUITE root" "needs root (chroot, mount); run as root"
-elif ! command -v debootstrap >/dev/null; then
-    skip "package: install into a debootstrapped Debian $SUITE root" "debootstrap is not installed"
+# Without a root to install into, the unit is still verified on this machine, pointed at BINARY.
+verify_on_host() {
+    local unit=$WORK/unit/blegateway.service out
+    mkdir -p "$WORK/unit"
+    sed "s#^ExecStart=/usr/bin/blegateway #ExecStart=$BIN #" "$REPO/deploy/systemd/blegateway.service" >"$unit"
+    out=$(systemd-analyze verify "$unit" 2>&1) || { echo "$out"; return 1; }
+    [ -z "$out" ] || { echo "$out"; return 1; }
+}
+if [ "$(id -u)" != 0 ] || ! command -v debootstrap >/dev/null; then
+    why="needs root (chroot, mount) and debootstrap"
+    skip "package: install into a debootstrapped Debian $SUITE root" "$why"
+    if command -v systemd-analyze >/dev/null; then
+        check "unit: systemd-analyze verify (on this machine, ExecStart=BINARY) reports nothing" verify_on_host
+    else
+        skip "unit: systemd-analyze verify" "systemd-analyze is not installed on this machine"
+    fi
 else
     t0=$(stopwatch)
     if ! prepare_root >"$WORK/prepare.log" 2>&1; then
