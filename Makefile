@@ -80,7 +80,7 @@ clean:
 # from a release binary that carries its Swift runtime; `make test-deploy` checks the unit, installs and upgrades the
 # package in a debootstrapped Debian 12 root (cached in /var/cache/blegateway-test), and runs the fleet ACL and the
 # edge bridge on loopback mosquittos. The root part needs root (chroot, mount).
-PKGS_DEPLOY  := dpkg-dev binutils debootstrap zstd systemd mosquitto mosquitto-clients openssl
+PKGS_DEPLOY  := dpkg-dev binutils debootstrap zstd systemd systemd-container mosquitto mosquitto-clients openssl
 DEB_DIR      ?= .build/deb
 RELEASE_BIN   = $$($(SWIFT) build -c release --static-swift-stdlib --show-bin-path)/blegateway
 

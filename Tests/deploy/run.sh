@@ -232,6 +232,59 @@ else
         else
             skip "package: config check on the kept config after the upgrade" "$config_check_reason"
         fi
+        # The unit under a real systemd: boot the root with systemd-nspawn, the installed unit enabled, its ExecStart
+        # replaced by a probe that reports what the sandbox gives it, and poweroff when it exits.
+        unit_probe() {
+            local d=$CHROOT/etc/systemd/system out expected
+            mkdir -p "$d/blegateway.service.d" "$d/multi-user.target.wants" "$CHROOT/home/someone"
+            printf 'gw-probe\n' >"$CHROOT/etc/blegateway/credentials/username"
+            printf 's3cret\n' >"$CHROOT/etc/blegateway/credentials/password"
+            chmod 0600 "$CHROOT"/etc/blegateway/credentials/*
+            cat >"$CHROOT/usr/local/bin/blegateway-probe" <<'PROBE'
+#!/bin/sh
+exec >/var/lib/blegateway/probe.txt 2>&1
+echo "user $(id -un) $(id -gn)"
+grep -E '^Cap(Eff|Bnd|Amb):' /proc/self/status | tr -s '\t' ' '
+touch /var/lib/blegateway/write-test && echo "state dir writable"
+touch /etc/blegateway/write-test 2>/dev/null || echo "/etc read-only"
+touch /usr/write-test 2>/dev/null || echo "/usr read-only"
+[ -z "$(ls -A /home 2>/dev/null)" ] && echo "/home hidden"
+[ ! -e /tmp/debs ] && echo "/tmp private"
+echo "credentials $(ls "$CREDENTIALS_DIRECTORY" | tr '\n' ' ')password=$(cat "$CREDENTIALS_DIRECTORY/mqtt_password")"
+echo "version $(/usr/bin/blegateway --version)"
+PROBE
+            chmod 0755 "$CHROOT/usr/local/bin/blegateway-probe"
+            printf '[Unit]\nSuccessAction=poweroff\nFailureAction=poweroff\n[Service]\nExecStart=\nExecStart=%s\n' \
+                /usr/local/bin/blegateway-probe >"$d/blegateway.service.d/probe.conf"
+            ln -sf /lib/systemd/system/blegateway.service "$d/multi-user.target.wants/blegateway.service"
+            # nspawn keeps CAP_NET_ADMIN out of the container unless asked; the unit needs it in its bounding set.
+            (cd "$WORK" && timeout 120 systemd-nspawn -q -D "$CHROOT" --boot --register=no --keep-unit \
+                --capability=CAP_NET_ADMIN </dev/null >"$WORK/nspawn.log" 2>&1)
+            rm -rf "$d/blegateway.service.d" "$d/multi-user.target.wants/blegateway.service" "$CHROOT/home/someone" \
+                "$CHROOT/usr/local/bin/blegateway-probe" "$CHROOT"/etc/blegateway/credentials/*
+            out=$(cat "$CHROOT/var/lib/blegateway/probe.txt" 2>/dev/null) || {
+                echo "no probe output; the boot said:"; tail -n 15 "$WORK/nspawn.log" | tr -d '\r'; return 1; }
+            rm -f "$CHROOT"/var/lib/blegateway/{probe.txt,write-test}
+            expected="user blegateway blegateway
+CapBnd: 0000000000003000
+CapAmb: 0000000000003000
+CapEff: 0000000000003000
+state dir writable
+/etc read-only
+/usr read-only
+/home hidden
+/tmp private
+credentials mqtt_password mqtt_username password=s3cret
+version $NEW_VERSION"
+            echo "$out"
+            [ "$(echo "$out" | sort)" = "$(echo "$expected" | sort)" ]
+        }
+        if command -v systemd-nspawn >/dev/null; then
+            check "unit: under systemd (nspawn boot): user blegateway, caps NET_ADMIN+NET_RAW only, read-only system, credentials" \
+                unit_probe
+        else
+            skip "unit: under systemd (nspawn boot)" "systemd-nspawn is not installed (package systemd-container)"
+        fi
         # Reinstalling the same version over an unchanged upstream conffile needs no dpkg option at all.
         check "package: reinstall without --force-conf* over a changed config does not prompt and keeps it" \
             bash -c "chroot '$CHROOT' dpkg -i /tmp/debs/$(basename "$DEB") </dev/null && \
