@@ -6,6 +6,8 @@ let all: [(String, @Sendable ([String]) async -> Void)] = [
     ("decode", { runAdvertisementDecodingBenchmark(arguments: $0) }),
     ("spool", { await runSpoolBenchmark(arguments: $0) }),
     ("sim", { runSimulatorBenchmark(arguments: $0) }),
+    ("mqtt", { do { try await runMQTTBenchmark(arguments: $0) } catch { print("mqtt benchmark failed: \(error)") } }),
+    ("transport", { do { try await runTransportBenchmark(args: $0) } catch { print("transport benchmark failed: \(error)") } }),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())

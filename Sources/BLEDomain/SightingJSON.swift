@@ -89,16 +89,21 @@ public enum JSONWriter {
 /// The `blegateway scan --json` line format: one JSON object per sighting, fields as documented in
 /// docs/SCAN_JSON.md (a contract other tools parse; add fields, never rename them).
 extension Sighting {
-    /// Appends the object (no trailing newline).
-    public func appendJSON(to out: inout [UInt8]) {
-        out.append(contentsOf: #"{"ts":"#.utf8)
-        // Any clock value prints: beyond ±10^15 s (or NaN) there is no meaningful time to give.
-        if timestamp.isFinite && timestamp.magnitude < 1e15 {
-            JSONWriter.appendFixed(Int64((timestamp * 1000).rounded()), scale: 3, to: &out)
+    /// Appends the object (no trailing newline). Without `includeTimestamp` the object starts at "address",
+    /// for payloads whose envelope already carries the time.
+    public func appendJSON(to out: inout [UInt8], includeTimestamp: Bool = true) {
+        if includeTimestamp {
+            out.append(contentsOf: #"{"ts":"#.utf8)
+            // Any clock value prints: beyond ±10^15 s (or NaN) there is no meaningful time to give.
+            if timestamp.isFinite && timestamp.magnitude < 1e15 {
+                JSONWriter.appendFixed(Int64((timestamp * 1000).rounded()), scale: 3, to: &out)
+            } else {
+                out.append(contentsOf: "null".utf8)
+            }
+            JSONWriter.key("address", &out)
         } else {
-            out.append(contentsOf: "null".utf8)
+            out.append(contentsOf: #"{"address":"#.utf8)
         }
-        JSONWriter.key("address", &out)
         out.append(UInt8(ascii: "\""))
         out.append(contentsOf: address.description.utf8)
         out.append(UInt8(ascii: "\""))

@@ -13,7 +13,7 @@ public struct YAMLConfigurationReader {
         do {
             root = try Yams.compose(yaml: text)
         } catch let e as YamlError {
-            throw Self.error(from: e)
+            throw Self.error(from: e, in: text)
         }
         var c = GatewayConfiguration()
         guard let root else { return c }  // an empty file means every default
@@ -112,12 +112,16 @@ public struct YAMLConfigurationReader {
 
     // MARK: - Typed access with positions
 
-    static func error(from e: YamlError) -> ConfigurationError {
+    static func error(from e: YamlError, in text: String) -> ConfigurationError {
         switch e {
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _):
             let ctx = context.map { "\($0.text) " } ?? ""
             var msg = "\(ctx)\(problem)"
-            if problem.contains("tab") || problem.contains("\t") { msg += " (YAML does not allow tabs for indentation)" }
+            // libyaml reports a tab only as "a character that cannot start any token": say what it is.
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            if mark.line >= 1, mark.line <= lines.count, lines[mark.line - 1].contains("\t") {
+                msg += " (a tab: YAML indents with spaces only)"
+            }
             return ConfigurationError(path: "", line: mark.line, column: mark.column, "YAML syntax: \(msg)")
         default:
             return ConfigurationError(path: "", "YAML: \(e)")

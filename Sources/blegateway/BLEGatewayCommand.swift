@@ -6,5 +6,5 @@ struct BLEGatewayCommand: AsyncParsableCommand {
         commandName: "blegateway",
         abstract: "A Bluetooth LE to MQTT gateway for Linux boards.",
         version: "0.1.0",
-        subcommands: [SimCommand.self])
+        subcommands: [RunCommand.self, ConfigCommand.self, WatchCommand.self, SimCommand.self, HCIDumpCommand.self])
 }

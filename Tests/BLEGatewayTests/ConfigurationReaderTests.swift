@@ -56,3 +56,49 @@ import Testing
         #expect(throws: ConfigurationError.self) { try r.read("scan:\n  interval_ms: 50\n  window_ms: 100\n") }
     }
 }
+
+@Suite struct ConfigurationLoaderTests {
+    func write(_ text: String) throws -> String {
+        let path = NSTemporaryDirectory() + "gw-\(UUID().uuidString).yaml"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func aMissingFileIsAClearError() {
+        #expect {
+            try ConfigurationLoader.load(path: "/nonexistent/gateway.yaml")
+        } throws: { "\($0)".contains("no such file") }
+    }
+
+    @Test func anUnreadableFileSaysPermissionDenied() throws {
+        guard getuid() != 0 else { return }  // root reads everything; the message is covered when not root
+        let p = try write("gateway:\n  id: a\n")
+        chmod(p, 0)
+        #expect { try ConfigurationLoader.load(path: p) } throws: { "\($0)".contains("permission denied") }
+    }
+
+    @Test func errorsNameTheFileLineAndColumn() throws {
+        let p = try write("mqtt:\n  qos: high\n")
+        #expect { try ConfigurationLoader.load(path: p) } throws: { "\($0)" == "\(p): line 2, column 8: mqtt.qos: expected a whole number, found \"high\"" }
+    }
+
+    @Test(arguments: ["gw/1", "fleet", "a b"])
+    func aGatewayIDThatCannotBeATopicLevelIsRefused(_ id: String) throws {
+        let p = try write("gateway:\n  id: \"\(id)\"\n")
+        #expect(throws: FileConfigurationError.self) { try ConfigurationLoader.load(path: p) }
+    }
+
+    @Test func brokerAddressesParseWithDefaultPorts() throws {
+        #expect(try BrokerAddress(parsing: "mqtt://h") == BrokerAddress(host: "h", port: 1883, tls: false))
+        #expect(try BrokerAddress(parsing: "mqtts://h:9999") == BrokerAddress(host: "h", port: 9999, tls: true))
+        #expect(try BrokerAddress(parsing: "mqtt://[::1]:1884") == BrokerAddress(host: "::1", port: 1884, tls: false))
+        #expect(throws: ConfigurationError.self) { try BrokerAddress(parsing: "http://h") }
+        #expect(throws: ConfigurationError.self) { try BrokerAddress(parsing: "mqtt://h:99999") }
+    }
+}
+
+extension BrokerAddress {
+    init(host: String, port: Int, tls: Bool) {
+        self = try! BrokerAddress(parsing: "\(tls ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)")
+    }
+}

@@ -1,0 +1,129 @@
+import Foundation
+
+/// Loads the local configuration file: one place that reads it, so `config check` and `run` fail
+/// with the same message.
+public enum ConfigurationLoader {
+    public struct Loaded: Sendable {
+        public var configuration: GatewayConfiguration
+        public var warnings: [ConfigurationError]
+    }
+
+    /// Reads and validates `path`. Errors are `ConfigurationError`s naming the file, line and column.
+    public static func load(path: String) throws -> Loaded {
+        let text: String
+        do {
+            let data = try Data(contentsOf: URL(fileURLWithPath: path))
+            guard let s = String(data: data, encoding: .utf8) else {
+                throw ConfigurationError(path: "", "\(path): not UTF-8 text")
+            }
+            text = s
+        } catch let e as ConfigurationError {
+            throw e
+        } catch {
+            let why: String
+            if access(path, F_OK) != 0 {
+                why = "no such file"
+            } else if access(path, R_OK) != 0 {
+                why = "permission denied (the gateway's user needs read access to the file and its directory)"
+            } else {
+                why = error.localizedDescription
+            }
+            throw ConfigurationError(path: "", "cannot read \(path): \(why)")
+        }
+        var reader = YAMLConfigurationReader()
+        do {
+            let c = try reader.read(text)
+            try validate(c)
+            return Loaded(configuration: c, warnings: reader.warnings)
+        } catch let e as ConfigurationError {
+            throw FileConfigurationError(file: path, error: e)
+        }
+    }
+
+    /// Checks that cross fields and identifiers make sense (topics can be built, URLs parse).
+    public static func validate(_ c: GatewayConfiguration) throws {
+        if let why = TopicIdentifier.problem(with: c.gateway.id) {
+            throw ConfigurationError(path: "gateway.id", "\"\(c.gateway.id)\": \(why)")
+        }
+        for level in c.mqtt.prefix.split(separator: "/", omittingEmptySubsequences: false) {
+            if let why = TopicIdentifier.problem(with: String(level)) {
+                throw ConfigurationError(path: "mqtt.prefix", "\"\(c.mqtt.prefix)\": \(why)")
+            }
+        }
+        _ = try BrokerAddress(parsing: c.mqtt.broker)
+        if c.mqtt.reconnectMinSeconds > c.mqtt.reconnectMaxSeconds {
+            throw ConfigurationError(path: "mqtt.reconnect_min_s", "must not exceed mqtt.reconnect_max_s")
+        }
+    }
+}
+
+/// A configuration error in a named file: `FILE: line L, column C: path: message`.
+public struct FileConfigurationError: Error, CustomStringConvertible, Sendable {
+    public var file: String
+    public var error: ConfigurationError
+    public var description: String { "\(file): \(error)" }
+}
+
+/// The same rule `Topics` applies, usable before the publishing layer is configured.
+enum TopicIdentifier {
+    static func problem(with level: String) -> String? {
+        if level.isEmpty { return "empty topic level" }
+        if level.utf8.count > 64 { return "longer than 64 characters" }
+        if level == "fleet" { return "\"fleet\" is reserved for fleet-wide config" }
+        for b in level.utf8 {
+            let ok = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+                || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".")
+            if !ok { return "only letters, digits, '-', '_' and '.' are allowed" }
+        }
+        return nil
+    }
+}
+
+/// `mqtt://HOST:PORT` or `mqtts://HOST:PORT` (port defaults 1883 / 8883).
+public struct BrokerAddress: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    public var tls: Bool
+
+    public init(parsing url: String) throws {
+        let tls: Bool
+        let rest: Substring
+        if url.hasPrefix("mqtt://") {
+            tls = false
+            rest = url.dropFirst(7)
+        } else if url.hasPrefix("mqtts://") {
+            tls = true
+            rest = url.dropFirst(8)
+        } else {
+            throw ConfigurationError(path: "mqtt.broker", "\"\(url)\": expected mqtt://HOST:PORT or mqtts://HOST:PORT")
+        }
+        let hostPort = rest.hasSuffix("/") ? rest.dropLast() : rest
+        var host = String(hostPort)
+        var port = tls ? 8883 : 1883
+        if hostPort.hasPrefix("[") {  // [::1]:1883
+            guard let close = hostPort.firstIndex(of: "]") else {
+                throw ConfigurationError(path: "mqtt.broker", "\"\(url)\": unterminated IPv6 address")
+            }
+            host = String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
+            let after = hostPort[hostPort.index(after: close)...]
+            if after.hasPrefix(":") {
+                guard let p = Int(after.dropFirst()), (1...65535).contains(p) else {
+                    throw ConfigurationError(path: "mqtt.broker", "\"\(url)\": bad port")
+                }
+                port = p
+            }
+        } else if let colon = hostPort.lastIndex(of: ":") {
+            host = String(hostPort[..<colon])
+            guard let p = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(p) else {
+                throw ConfigurationError(path: "mqtt.broker", "\"\(url)\": bad port")
+            }
+            port = p
+        }
+        guard !host.isEmpty, !host.contains("/") else {
+            throw ConfigurationError(path: "mqtt.broker", "\"\(url)\": no host")
+        }
+        self.host = host
+        self.port = port
+        self.tls = tls
+    }
+}

@@ -1,0 +1,160 @@
+import BLEDomain
+import BLEHCI
+import BLEPublishing
+import BLESpool
+
+/// Turns what the gateway observes into spool readings: topic, class, QoS, retain and the JSON body
+/// (schema/v1). Pure: the caller supplies the time and whether the clock was synchronised.
+struct GatewayReadings: Sendable {
+    let topics: Topics
+    let run: String
+    let version: String
+    let started: Double
+    /// QoS of samples; state readings use at least 1.
+    let sampleQoS: UInt8
+    /// MQTT 5 expiry of samples, seconds (nil: none).
+    let sampleExpiry: Double?
+
+    var stateQoS: UInt8 { max(1, sampleQoS) }
+
+    func status(online: Bool, reason: String?, ts: Double, synced: Bool) -> Reading {
+        Reading(.state, topic: topics.status, body: statusBody(online: online, reason: reason), qos: stateQoS, retain: true,
+                ts: ts, clockSynchronized: synced, run: run)
+    }
+
+    func statusBody(online: Bool, reason: String?) -> [UInt8] {
+        var o = JSONObjectWriter()
+        o.string("state", online ? "online" : "offline")
+        o.string("gateway", topics.gatewayID)
+        o.string("version", version)
+        o.number("started", started)
+        if let reason { o.string("reason", reason) }
+        return o.finished
+    }
+
+    /// The last will: sent by the broker, not the gateway, so it has no place in the durable sequence (`seq` null).
+    func willPayload(ts: Double, synced: Bool) -> [UInt8] {
+        var o = JSONObjectWriter()
+        o.string("run", run)
+        o.raw("seq", Array("null".utf8))
+        o.number("ts", ts)
+        o.bool("clock_synced", synced)
+        o.string("state", "offline")
+        o.string("gateway", topics.gatewayID)
+        o.string("version", version)
+        o.number("started", started)
+        o.string("reason", "connection lost")
+        return o.finished
+    }
+
+    func adapter(_ a: AdapterReport, since: Double, ts: Double, synced: Bool) -> Reading {
+        var o = JSONObjectWriter()
+        o.string("state", a.state.rawValue)
+        o.number("since", since)
+        o.string("device", a.device)
+        o.string("mode", a.mode)
+        if let address = a.address { o.string("address", address) }
+        if let v = a.hciVersion { o.int("hci_version", v) }
+        if let m = a.manufacturer { o.int("manufacturer", m) }
+        o.string("scanning", a.scanning)
+        if let r = a.reason { o.string("reason", r) }
+        return Reading(.state, topic: topics.adapter, body: o.finished, qos: stateQoS, retain: true, ts: ts,
+                       clockSynchronized: synced, run: run)
+    }
+
+    struct Health: Sendable {
+        var uptime: Double
+        var spool: SpoolStatistics
+        var publish: SpoolPublisher.Statistics
+        var publishRate: Double
+        var reconnects: Int
+        var reports: Int
+        var malformedEvents: Int
+        var trackedBeacons: Int
+        var evictedBeacons: Int
+        var residentBytes: Int
+    }
+
+    func health(_ h: Health, ts: Double, synced: Bool) -> Reading {
+        var o = JSONObjectWriter()
+        o.number("uptime_s", h.uptime, digits: 1)
+        o.object("spool") { s in
+            let samples = h.spool.drops[.sample] ?? DropCounters()
+            s.int("depth", h.spool.depth)
+            s.int("bytes", h.spool.bytesOnDisk)
+            s.int("dropped_samples", samples.droppedOldest + samples.droppedInMemory)
+            s.int("downsampled_samples", samples.downsampled)
+            if let e = h.spool.lastError { s.string("error", "\(e)") }
+        }
+        o.object("publish") { p in
+            p.int("acknowledged", h.publish.acknowledged)
+            p.number("rate_per_s", h.publishRate, digits: 1)
+            p.bool("connected", h.publish.connected)
+            p.int("reconnects", h.reconnects)
+            p.int("rejected", h.publish.rejected)
+        }
+        o.object("scan") { s in
+            s.int("reports", h.reports)
+            s.int("malformed_events", h.malformedEvents)
+            s.int("tracked_beacons", h.trackedBeacons)
+            s.int("evicted_beacons", h.evictedBeacons)
+        }
+        o.object("memory") { m in m.int("rss_bytes", h.residentBytes) }
+        return Reading(.sample, topic: topics.health, body: o.finished, qos: sampleQoS, retain: false, ts: ts,
+                       clockSynchronized: synced, expiry: sampleExpiry, run: run)
+    }
+
+    /// What the gateway knows about a beacon besides its samples.
+    struct BeaconInfo: Sendable {
+        var id: String
+        var kind: String
+        var address: BDAddress
+        var measuredPower: Int8?
+        var name: String?
+
+        init(_ s: Sighting) {
+            let identity = s.identity
+            id = identity.id
+            kind = s.beacon?.kind ?? "other"
+            address = s.address
+            measuredPower = Self.measuredPower(s.beacon)
+            name = s.advertisement.name
+        }
+
+        /// Calibrated RSSI at 1 m: iBeacon's measured power and AltBeacon's reference RSSI are defined at 1 m;
+        /// Eddystone carries the power at 0 m, which its specification puts 41 dB above the power at 1 m.
+        static func measuredPower(_ b: Beacon?) -> Int8? {
+            switch b {
+            case .iBeacon(let i)?: i.measuredPower
+            case .altBeacon(let a)?: a.referenceRSSI
+            case .eddystoneUID(let e)?: Int8(clamping: Int(e.txPowerAt0m) - 41)
+            case .eddystoneURL(let e)?: Int8(clamping: Int(e.txPowerAt0m) - 41)
+            default: nil
+            }
+        }
+    }
+
+    func beacon(_ s: IntervalAggregator<BeaconIdentity, BeaconInfo>.Summary, interval: Double, ts: Double,
+                synced: Bool) -> Reading {
+        var o = JSONObjectWriter()
+        o.string("id", s.info.id)
+        o.string("kind", s.info.kind)
+        o.string("address", s.info.address.description)
+        o.number("rssi", s.meanRSSI, digits: 1)
+        o.int("rssi_last", s.lastRSSI)
+        o.int("samples", s.samples)
+        o.number("interval_s", interval)
+        o.int("measured_power", s.info.measuredPower)
+        if let name = s.info.name { o.string("name", name) }
+        return Reading(.sample, topic: topics.beacon(s.info.id), body: o.finished, qos: sampleQoS, retain: false,
+                       ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
+    }
+
+    /// One sighting on the raw stream, in the `scan --json` form (docs/SCAN_JSON.md).
+    func raw(_ s: Sighting, synced: Bool) -> Reading {
+        var body: [UInt8] = []
+        s.appendJSON(to: &body, includeTimestamp: false)
+        return Reading(.sample, topic: topics.raw(s.address.topicComponent), body: body, qos: 0, retain: false,
+                       ts: s.timestamp, clockSynchronized: synced, expiry: sampleExpiry, run: run)
+    }
+}

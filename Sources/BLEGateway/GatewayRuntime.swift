@@ -1,0 +1,317 @@
+import BLEDomain
+import BLEHCI
+import BLEPublishing
+import BLESpool
+import BLETransport
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// The gateway: sightings → interval summaries → spool → MQTT, with its status, adapter and health
+/// topics. One `run()`; on graceful shutdown it stops in order — stop scanning, flush the last
+/// interval, commit the spool, publish the retained offline status, drain, then disconnect MQTT (so
+/// the broker does not send the last will).
+public final class GatewayRuntime: Service, Sendable {
+    public static let version = "0.1.0"
+
+    let configuration: GatewayConfiguration
+    let clock: any BLEClock
+    let logger: Logger
+    let source: any SightingSource
+    let spool: Spool
+    let client: MQTTClient
+    let publisher: SpoolPublisher
+    let readings: GatewayReadings
+    let filter: ScanFilter
+    let clockSynchronized: @Sendable () -> Bool
+    let state = NSLockedBox(RuntimeState())
+
+    struct RuntimeState: Sendable {
+        var aggregator = IntervalAggregator<BeaconIdentity, GatewayReadings.BeaconInfo>()
+        var adapter: AdapterReport?
+        var adapterSince = 0.0
+        var reconnects = 0
+        var connectedOnce = false
+        var rawTokens = 0.0
+        var rawLast: Duration = .zero
+        var lastAcknowledged: UInt64 = 0
+        var lastHealthAt: Duration = .zero
+    }
+
+    /// - Parameters:
+    ///   - clockSynchronized: whether the wall clock can be trusted (the kernel's answer by default; always true
+    ///     under a simulator's virtual clock).
+    public init(
+        configuration: GatewayConfiguration, source: any SightingSource, clock: any BLEClock = SystemClock(),
+        logger: Logger = Logger(label: "blegateway"),
+        clockSynchronized: @escaping @Sendable () -> Bool = { SystemFacts.clockIsSynchronized() }
+    ) throws {
+        self.configuration = configuration
+        self.clock = clock
+        self.logger = logger
+        self.source = source
+        self.clockSynchronized = clockSynchronized
+        let topics = try Topics(prefix: configuration.mqtt.prefix, gatewayID: configuration.gateway.id)
+        filter = try ScanFilter(parsing: configuration.scan.filters)
+        let run = (0..<4).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+            + String(format: "%08x", UInt32(truncatingIfNeeded: Int(clock.unixTime())))
+        let expiry = configuration.publishing.sampleExpirySeconds > 0 ? Double(configuration.publishing.sampleExpirySeconds) : nil
+        readings = GatewayReadings(topics: topics, run: run, version: Self.version, started: clock.unixTime(),
+                                   sampleQoS: UInt8(configuration.mqtt.qos), sampleExpiry: expiry)
+
+        var spoolConfiguration = SpoolConfiguration(path: configuration.spool.path)
+        spoolConfiguration.maxBytes = Int(configuration.spool.maxMegabytes * 1_048_576)
+        spoolConfiguration.commitWindow = .milliseconds(Int64(configuration.spool.commitWindowMS))
+        try FileManager.default.createDirectory(
+            atPath: (configuration.spool.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+        spool = try Spool(configuration: spoolConfiguration)
+        if spool.statistics.openReport.corruption != nil {
+            logger.error("spool: \(spool.statistics.openReport)")
+        }
+
+        client = MQTTClient(configuration: try Self.mqttConfiguration(configuration, readings: readings, clock: clock,
+                                                                        synced: clockSynchronized()), clock: clock)
+        let log = logger
+        publisher = SpoolPublisher(
+            spool: spool, client: client, window: configuration.mqtt.inflight, clock: clock,
+            onRejected: { r, e in log.error("broker refused reading seq \(r.seq) on \(r.reading.topic): \(e); dropped") })
+    }
+
+    static func mqttConfiguration(_ c: GatewayConfiguration, readings: GatewayReadings, clock: any BLEClock,
+                                  synced: Bool) throws -> MQTTConfiguration {
+        let broker = try BrokerAddress(parsing: c.mqtt.broker)
+        var m = MQTTConfiguration()
+        m.host = broker.host
+        m.port = broker.port
+        m.clientID = c.mqtt.clientID ?? "blegateway-\(c.gateway.id)"
+        m.protocolVersion = c.mqtt.protocolVersion == 5 ? .v5 : .v311
+        m.keepAlive = .seconds(c.mqtt.keepAliveSeconds)
+        m.session = c.mqtt.sessionExpirySeconds > 0 ? .persistent(expiry: .seconds(c.mqtt.sessionExpirySeconds)) : .clean
+        if broker.tls || c.mqtt.tls.caFile != nil || c.mqtt.tls.certFile != nil {
+            m.tls = .init(caFile: c.mqtt.tls.caFile, certificateFile: c.mqtt.tls.certFile, keyFile: c.mqtt.tls.keyFile,
+                          keyPassphraseFile: c.mqtt.tls.keyPassphraseFile, verifyHostname: c.mqtt.tls.verifyHostname)
+        }
+        if let user = c.mqtt.usernameFile {
+            m.credentials = .init(usernameFile: user, passwordFile: c.mqtt.passwordFile)
+        }
+        m.will = .init(topic: readings.topics.status, payload: readings.willPayload(ts: clock.unixTime(), synced: synced),
+                       qos: .atLeastOnce, retain: true)
+        m.reconnect = .init(minDelay: .seconds(c.mqtt.reconnectMinSeconds), maxDelay: .seconds(c.mqtt.reconnectMaxSeconds))
+        m.maxInFlight = c.mqtt.inflight
+        return m
+    }
+
+    // MARK: - Run
+
+    public func run() async throws {
+        let started = clock.now()
+        // Long-lived parts, each with one run(); kept as handles so shutdown can stop them in order.
+        let mqtt = Task { try await client.run() }
+        let events = Task { await followConnection() }
+        let committer = Task { await spool.run(clock: clock) }
+        let publishing = Task { await publisher.run() }
+        let ticker = Task { await tick(started: started) }
+        let scanning = Task { await scan() }
+
+        // Wait for graceful shutdown (SIGTERM/SIGINT through the service group) or cancellation; only a graceful
+        // shutdown waits for the broker to drain the spool.
+        try? await gracefulShutdown()
+        let graceful = !Task.isCancelled
+
+        // 1. Stop scanning.
+        scanning.cancel()
+        await scanning.value
+        ticker.cancel()
+        await ticker.value
+        // 2. The last interval's summaries, then the retained offline status, committed together.
+        flushIntervals()
+        let now = clock.unixTime()
+        do {
+            _ = try spool.appendDurably(readings.status(online: false, reason: "shutdown", ts: now, synced: clockSynchronized()))
+        } catch {
+            logger.error("spool: cannot record the offline status: \(error)")
+        }
+        _ = try? spool.commit()
+        publisher.readingsAvailable()
+        // 3. Drain what the broker can take in a few seconds; the rest stays in the spool for the next start.
+        let deadline = clock.now() + .seconds(3)
+        while graceful, clock.now() < deadline, publisher.statistics.connected,
+              spool.statistics.depth > 0 || publisher.statistics.inFlight > 0 {
+            try? await clock.sleep(for: .milliseconds(20))
+        }
+        publishing.cancel()
+        await publishing.value
+        committer.cancel()
+        await committer.value
+        // 4. Disconnect: a clean DISCONNECT, so the broker discards the last will.
+        mqtt.cancel()
+        _ = try? await mqtt.value
+        events.cancel()
+        await events.value
+        logger.info("stopped; \(spool.statistics.depth) readings remain in the spool")
+    }
+
+    /// Bridges the MQTT client's events to the publisher and the status topic.
+    func followConnection() async {
+        for await event in client.events {
+            switch event {
+            case .connected(let sessionPresent):
+                let first = state.withLock { s -> Bool in
+                    defer { s.connectedOnce = true }
+                    if s.connectedOnce { s.reconnects += 1 }
+                    return !s.connectedOnce
+                }
+                logger.info("connected to \(configuration.mqtt.broker) (session present: \(sessionPresent))")
+                // Online again: a retained status that overrides the last will's offline. It goes through the spool
+                // like every state event, so it takes its place in the sequence.
+                recordState(readings.status(online: true, reason: first ? nil : "reconnected", ts: clock.unixTime(),
+                                            synced: clockSynchronized()))
+                publisher.connectionChanged(connected: true)
+            case .disconnected(let error):
+                if let error { logger.warning("broker connection lost: \(error)") }
+                publisher.connectionChanged(connected: false)
+            case .connectionRefused(let error):
+                logger.error("broker refused the connection: \(error)")
+                publisher.connectionChanged(connected: false)
+            case .connectionFailed(let error):
+                logger.warning("cannot reach the broker: \(error)")
+                publisher.connectionChanged(connected: false)
+            case .backingOff(let delay):
+                logger.debug("next broker connection attempt in \(delay)")
+            default:
+                break
+            }
+        }
+    }
+
+    /// A state event: committed before this returns, then published without waiting for the poll.
+    func recordState(_ reading: Reading) {
+        do {
+            _ = try spool.appendDurably(reading)
+        } catch {
+            // Disk full or similar: the spool keeps it buffered (states are never dropped) and retries.
+            logger.error("spool: \(error)")
+            _ = spool.append(reading)
+        }
+        publisher.readingsAvailable()
+    }
+
+    /// The scanning side: runs the source, reporting adapter states, until cancelled; after a failure it waits with
+    /// exponential backoff (1 s … 30 s) and tries again, so a missing adapter is a published state, not a crash loop.
+    func scan() async {
+        var delay: Duration = .seconds(1)
+        while !Task.isCancelled {
+            do {
+                try await source.run(adapter: { [self] report in adapterChanged(report) },
+                                     sighting: { [self] s in observe(s) })
+                delay = .seconds(1)
+            } catch is CancellationError {
+                break
+            } catch {
+                logger.error("adapter \(configuration.adapter.device): \(error)")
+                if state.withLock({ $0.adapter?.state }) == .poweredOn || state.withLock({ $0.adapter == nil }) {
+                    adapterChanged(AdapterReport(state: .unknown, device: configuration.adapter.device,
+                                                 mode: configuration.adapter.mode, reason: "\(error)"))
+                }
+            }
+            if Task.isCancelled { break }
+            try? await clock.sleep(for: delay)
+            delay = min(delay * 2, .seconds(30))
+        }
+    }
+
+    func adapterChanged(_ report: AdapterReport) {
+        let now = clock.unixTime()
+        let changed: Double? = state.withLock { s in
+            guard s.adapter != report else { return nil }
+            if s.adapter?.state != report.state { s.adapterSince = now }
+            s.adapter = report
+            return s.adapterSince
+        }
+        guard let since = changed else { return }
+        logger.info("adapter \(report.device): \(report.state)\(report.reason.map { " (\($0))" } ?? "")")
+        recordState(readings.adapter(report, since: since, ts: now, synced: clockSynchronized()))
+    }
+
+    /// One sighting: filtered, counted into its beacon's interval, and optionally on the raw stream.
+    func observe(_ s: Sighting) {
+        guard filter.matches(s) else { return }
+        let now = clock.now()
+        let raw: Bool = state.withLock { st in
+            st.aggregator.add(s.identity, rssi: s.rssi, at: now, info: GatewayReadings.BeaconInfo(s))
+            guard configuration.publishing.rawAdvertisements else { return false }
+            // Token bucket: at most raw_max_per_s, with a burst of one second's worth.
+            let rate = configuration.publishing.rawMaxPerSecond
+            st.rawTokens = min(rate, st.rawTokens + (now - st.rawLast).seconds * rate)
+            st.rawLast = now
+            guard st.rawTokens >= 1 else { return false }
+            st.rawTokens -= 1
+            return true
+        }
+        if raw { _ = spool.append(readings.raw(s, synced: clockSynchronized())) }
+    }
+
+    /// Every ranging interval: the beacons' summaries; every health interval: the health topic.
+    func tick(started: Duration) async {
+        let interval = Duration.seconds(configuration.publishing.rangingIntervalSeconds)
+        let healthEvery = Duration.seconds(configuration.publishing.healthIntervalSeconds)
+        var next = clock.now() + interval
+        var nextHealth = clock.now() + .seconds(min(5, configuration.publishing.healthIntervalSeconds))
+        var lastAck: UInt64 = 0
+        var lastHealthTime = clock.now()
+        while !Task.isCancelled {
+            do { try await clock.sleep(until: min(next, nextHealth)) } catch { break }
+            let now = clock.now()
+            if now >= next {
+                flushIntervals()
+                next += interval
+                if next < now { next = now + interval }  // fell behind (suspended): do not burst
+            }
+            if now >= nextHealth {
+                let stats = publisher.statistics
+                let elapsed = max((now - lastHealthTime).seconds, 0.001)
+                let rate = Double(stats.acknowledged &- lastAck) / elapsed
+                lastAck = stats.acknowledged
+                lastHealthTime = now
+                let counters = source.counters
+                let (tracked, evicted, reconnects) = state.withLock {
+                    ($0.aggregator.trackedCount, $0.aggregator.evictions, $0.reconnects)
+                }
+                let health = GatewayReadings.Health(
+                    uptime: (now - started).seconds, spool: spool.statistics, publish: stats, publishRate: rate,
+                    reconnects: reconnects, reports: counters.reports, malformedEvents: counters.malformedEvents,
+                    trackedBeacons: tracked, evictedBeacons: evicted, residentBytes: SystemFacts.residentBytes())
+                _ = spool.append(readings.health(health, ts: clock.unixTime(), synced: clockSynchronized()))
+                nextHealth += healthEvery
+                if nextHealth < now { nextHealth = now + healthEvery }
+            }
+        }
+    }
+
+    func flushIntervals() {
+        let now = clock.now()
+        let ts = clock.unixTime()
+        let synced = clockSynchronized()
+        let summaries = state.withLock { $0.aggregator.flush(at: now) }
+        let interval = configuration.publishing.rangingIntervalSeconds
+        for s in summaries {
+            _ = spool.append(readings.beacon(s, interval: interval, ts: ts, synced: synced))
+        }
+    }
+
+    /// For tests and the health topic.
+    public var spoolStatistics: SpoolStatistics { spool.statistics }
+    public var publisherStatistics: SpoolPublisher.Statistics { publisher.statistics }
+}
+
+/// A value behind a lock.
+final class NSLockedBox<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

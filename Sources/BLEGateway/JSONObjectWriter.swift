@@ -1,0 +1,54 @@
+import BLEDomain
+
+/// Builds one JSON object field by field, for the gateway's payload bodies. Strings are escaped by
+/// `JSONWriter` (device-provided text is untrusted); non-finite numbers become null.
+struct JSONObjectWriter {
+    private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+    private var empty = true
+
+    private mutating func key(_ k: String) {
+        if !empty { bytes.append(UInt8(ascii: ",")) }
+        empty = false
+        JSONWriter.appendString(k, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    mutating func string(_ k: String, _ v: String?) {
+        key(k)
+        if let v { JSONWriter.appendString(v, to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+    }
+
+    mutating func int<I: BinaryInteger>(_ k: String, _ v: I?) {
+        key(k)
+        if let v { JSONWriter.appendDecimal(Int64(v), to: &bytes) } else { bytes.append(contentsOf: "null".utf8) }
+    }
+
+    /// A number with at most `digits` decimals (trailing zeros dropped).
+    mutating func number(_ k: String, _ v: Double?, digits: Int = 3) {
+        key(k)
+        guard let v, v.isFinite else { return bytes.append(contentsOf: "null".utf8) }
+        var scale: Double = 1
+        for _ in 0..<digits { scale *= 10 }
+        JSONWriter.appendFixed(Int64((v * scale).rounded()), scale: digits, to: &bytes)
+    }
+
+    mutating func bool(_ k: String, _ v: Bool) {
+        key(k)
+        bytes.append(contentsOf: (v ? "true" : "false").utf8)
+    }
+
+    mutating func object(_ k: String, _ build: (inout JSONObjectWriter) -> Void) {
+        key(k)
+        var inner = JSONObjectWriter()
+        build(&inner)
+        bytes.append(contentsOf: inner.finished)
+    }
+
+    /// A value already rendered as JSON.
+    mutating func raw(_ k: String, _ json: [UInt8]) {
+        key(k)
+        bytes.append(contentsOf: json)
+    }
+
+    var finished: [UInt8] { bytes + [UInt8(ascii: "}")] }
+}

@@ -1,0 +1,255 @@
+import BLETransport
+import Foundation
+
+/// What the controller tells its subscribers: every packet that is not an answer to a command, and the
+/// faults the adapter lifecycle acts on.
+public enum HCIControllerEvent: Sendable {
+    /// An event other than Command Complete / Command Status (those are consumed by `execute`).
+    /// Includes `.hardwareError`: the controller must be reset.
+    case event(HCIEvent)
+    /// Incoming ACL data.
+    case acl(ACLDataPacket)
+    /// A packet that did not parse; kept for counting and for logs.
+    case malformed(H4Packet)
+    /// A command got no answer within the bound: the controller may be stuck.
+    case commandTimedOut(HCIOpcode, after: Duration)
+    /// The transport ended (nil: end of input; otherwise the error). The stream finishes after this.
+    case transportEnded((any Error)?)
+}
+
+/// The HCI controller as the host sees it: owns a transport and the controller's command credit.
+///
+/// A service with one `run()` loop that reads packets and watches command timeouts; `execute` may be
+/// called from any task, before or while `run()` runs. Subscribers get every other event through
+/// `events()`. When the transport ends, `run()` returns, waiting commands fail with
+/// `HCIError.Code.transportClosed`, subscribers get `.transportEnded` and their streams finish.
+/// `run()` closes the transport when it returns.
+public final class HCIController: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        /// Bound on the wait for Command Complete/Status (BlueZ: 2 s). A stuck controller is reported
+        /// within `commandTimeout + commandTimeout / 4`.
+        public var commandTimeout: Duration = .seconds(2)
+        /// Events each subscriber may have waiting; older ones are dropped (and counted) beyond it.
+        public var subscriberBuffer: Int = 4096
+        public init() {}
+    }
+
+    /// Counters for metrics.
+    public struct Statistics: Sendable, Hashable {
+        public var packetsReceived = 0
+        public var malformedPackets = 0
+        /// Events dropped because a subscriber fell behind.
+        public var droppedEvents = 0
+        public var commands = HCICommandFlow.Counters()
+    }
+
+    public let transport: any HCITransport
+    public let clock: any BLEClock
+    public let configuration: Configuration
+
+    // Everything below is guarded by `lock`.
+    private let lock = NSLock()
+    private var flow: HCICommandFlow
+    private var waiters: [HCICommandFlow.RequestID: CheckedContinuation<HCICommandFlow.Outcome, any Error>] = [:]
+    private var cancelledEarly: Set<HCICommandFlow.RequestID> = []
+    private var subscribers: [UInt64: AsyncStream<HCIControllerEvent>.Continuation] = [:]
+    private var nextSubscriber: UInt64 = 0
+    private var ended = false
+    private var stats = Statistics()
+
+    public init(transport: any HCITransport, clock: any BLEClock, configuration: Configuration = Configuration()) {
+        self.transport = transport
+        self.clock = clock
+        self.configuration = configuration
+        self.flow = HCICommandFlow(timeout: configuration.commandTimeout)
+    }
+
+    public var statistics: Statistics {
+        lock.withLock {
+            var s = stats
+            s.commands = flow.counters
+            return s
+        }
+    }
+
+    /// A new stream of events from now on. Subscribe before sending the command whose events you await.
+    public func events() -> AsyncStream<HCIControllerEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: HCIControllerEvent.self, bufferingPolicy: .bufferingNewest(configuration.subscriberBuffer))
+        let id: UInt64? = lock.withLock {
+            if ended { return nil }
+            nextSubscriber += 1
+            subscribers[nextSubscriber] = continuation
+            return nextSubscriber
+        }
+        if let id {
+            continuation.onTermination = { [weak self] _ in
+                guard let self else { return }
+                _ = self.lock.withLock { self.subscribers.removeValue(forKey: id) }
+            }
+        } else {
+            continuation.yield(.transportEnded(nil))
+            continuation.finish()
+        }
+        return stream
+    }
+
+    /// Sends a command and waits for its answer.
+    /// - Throws: `HCIError` (`.commandFailed` with the status, `.timedOut`, `.malformedResponse`,
+    ///   `.transportClosed`, `.sendFailed`), or `CancellationError`.
+    public func execute<C: HCICommand>(_ command: C) async throws -> C.Response {
+        let outcome = try await submit(command.packet, opcode: C.opcode, completion: C.completion)
+        switch outcome {
+        case .commandStatus(let status):
+            guard status.isSuccess else { throw HCIError.commandFailed(C.opcode, status) }
+            // Only commands without return parameters end in Command Status; they parse from nothing.
+            var empty = ByteCursor([])
+            guard let r = C.parseReturnParameters(&empty) else { throw HCIError.malformedResponse(C.opcode) }
+            return r
+        case .commandComplete(let params):
+            switch C.parseResponse(params) {
+            case .success(let r)?: return r
+            case .failure(let e)?: throw e
+            case nil: throw HCIError.malformedResponse(C.opcode)
+            }
+        }
+    }
+
+    /// Sends a raw command packet (opcode and parameters already laid out) and returns what ended it.
+    public func submit(_ packet: H4Packet, opcode: HCIOpcode, completion: HCICommandCompletion) async throws
+        -> HCICommandFlow.Outcome
+    {
+        let id = lock.withLock { flow.makeRequestID() }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (c: CheckedContinuation<HCICommandFlow.Outcome, any Error>) in
+                let resumes: [() -> Void] = lock.withLock {
+                    if cancelledEarly.remove(id) != nil || Task.isCancelled {
+                        return [{ c.resume(throwing: CancellationError()) }]
+                    }
+                    waiters[id] = c
+                    return perform(
+                        flow.submit(id, packet: packet, opcode: opcode, completion: completion, now: clock.now()))
+                }
+                for r in resumes { r() }
+            }
+        } onCancel: {
+            let c: CheckedContinuation<HCICommandFlow.Outcome, any Error>? = lock.withLock {
+                guard let c = waiters.removeValue(forKey: id) else {
+                    cancelledEarly.insert(id)
+                    return nil
+                }
+                flow.cancel(id)
+                return c
+            }
+            c?.resume(throwing: CancellationError())
+        }
+    }
+
+    /// Reads packets and watches command timeouts until the transport ends or the task is cancelled.
+    /// Returns normally at end of input; throws the transport's error when it fails.
+    public func run() async throws {
+        defer { transport.close() }
+        let tick = configuration.commandTimeout / 4
+        var failure: (any Error)?
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    while true {
+                        try await self.clock.sleep(for: tick)
+                        let resumes = self.lock.withLock { self.perform(self.flow.tick(now: self.clock.now())) }
+                        for r in resumes { r() }
+                    }
+                }
+                group.addTask {
+                    for try await packet in self.transport.incoming { self.handle(packet) }
+                }
+                // Whichever ends first (the reader, normally) ends the other.
+                defer { group.cancelAll() }
+                try await group.next()
+            }
+        } catch {
+            failure = error
+        }
+        finish(failure)
+        if let failure, !(failure is CancellationError) { throw failure }
+    }
+
+    func handle(_ packet: H4Packet) {
+        var resumes: [() -> Void] = []
+        lock.withLock {
+            stats.packetsReceived += 1
+            switch packet.type {
+            case .event:
+                guard let event = HCIEvent.parse(packet.payload[...]) else {
+                    stats.malformedPackets += 1
+                    broadcast(.malformed(packet))
+                    return
+                }
+                switch event {
+                case .commandComplete, .commandStatus:
+                    resumes = perform(flow.receive(event, now: clock.now()))
+                default:
+                    broadcast(.event(event))
+                }
+            case .acl:
+                guard let acl = ACLDataPacket.parse(packet.payload[...]) else {
+                    stats.malformedPackets += 1
+                    broadcast(.malformed(packet))
+                    return
+                }
+                broadcast(.acl(acl))
+            default:
+                // SCO and ISO are not used; commands never come from a controller.
+                stats.malformedPackets += 1
+                broadcast(.malformed(packet))
+            }
+        }
+        for r in resumes { r() }
+    }
+
+    func finish(_ error: (any Error)?) {
+        let resumes: [() -> Void] = lock.withLock {
+            ended = true
+            let detail = error.map { "\($0)" }
+            let reason = HCIError(code: .transportClosed, opcode: nil, detail: detail)
+            let r = perform(flow.close(reason))
+            broadcast(.transportEnded(error is CancellationError ? nil : error))
+            for s in subscribers.values { s.finish() }
+            subscribers.removeAll()
+            return r
+        }
+        for r in resumes { r() }
+    }
+
+    /// Carries out the flow's actions. Called with `lock` held: sending under the lock keeps packets in
+    /// the order the flow chose. Returns the continuations to resume once the lock is released.
+    private func perform(_ actions: [HCICommandFlow.Action]) -> [() -> Void] {
+        var resumes: [() -> Void] = []
+        for action in actions {
+            switch action {
+            case .send(let id, let packet):
+                do {
+                    try transport.send(packet)
+                } catch {
+                    let op = HCIOpcode(rawValue: packet.payload.count >= 2
+                        ? UInt16(packet.payload[0]) | UInt16(packet.payload[1]) << 8 : 0)
+                    resumes += perform(flow.sendFailed(id, .sendFailed(op, "\(error)"), now: clock.now()))
+                }
+            case .complete(let id, let outcome):
+                if let c = waiters.removeValue(forKey: id) { resumes.append { c.resume(returning: outcome) } }
+            case .fail(let id, let error):
+                if let c = waiters.removeValue(forKey: id) { resumes.append { c.resume(throwing: error) } }
+            case .reportTimeout(let opcode, let after):
+                broadcast(.commandTimedOut(opcode, after: after))
+            }
+        }
+        return resumes
+    }
+
+    /// Called with `lock` held. `yield` never blocks: it buffers or drops.
+    private func broadcast(_ event: HCIControllerEvent) {
+        for s in subscribers.values {
+            if case .dropped = s.yield(event) { stats.droppedEvents += 1 }
+        }
+    }
+}

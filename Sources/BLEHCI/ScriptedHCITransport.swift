@@ -1,0 +1,96 @@
+import BLETransport
+import Foundation
+
+/// A test double for `HCITransport`: checks each command the host sends against a script of literal
+/// H4 bytes and answers with the script's literal event bytes (BlueZ `unit/test-gatt.c` style).
+///
+/// Incoming bytes go through an `H4Deframer`, so a script may be written as one byte stream. Sends that do
+/// not match the script are recorded in `mismatches` and get no answer. The simulated controller replaces
+/// this for end-to-end tests; this one is for exact byte exchanges.
+public final class ScriptedHCITransport: HCITransport, @unchecked Sendable {
+    /// One command the host must send next, and the packets the controller answers with.
+    public struct Exchange: Sendable {
+        public var command: [UInt8]
+        public var replies: [[UInt8]]
+        public init(_ command: [UInt8], _ replies: [[UInt8]]) {
+            self.command = command
+            self.replies = replies
+        }
+    }
+
+    public let name: String
+    public let incoming: AsyncThrowingStream<H4Packet, any Error>
+    private let continuation: AsyncThrowingStream<H4Packet, any Error>.Continuation
+    private let lock = NSLock()
+    private var script: [Exchange]
+    private var deframer = H4Deframer()
+    private var _sent: [[UInt8]] = []
+    private var _mismatches: [String] = []
+    private var closed = false
+    private let sendSupported: Bool
+    private let feedOneByteAtATime: Bool
+
+    /// - Parameters:
+    ///   - sendSupported: false models a shared-mode transport, whose `send` throws `.unsupported`.
+    ///   - feedOneByteAtATime: hand the deframer replies one byte at a time, as a slow UART would.
+    public init(name: String = "scripted", script: [Exchange], sendSupported: Bool = true,
+                feedOneByteAtATime: Bool = false) {
+        self.name = name
+        self.script = script
+        self.sendSupported = sendSupported
+        self.feedOneByteAtATime = feedOneByteAtATime
+        (incoming, continuation) = AsyncThrowingStream.makeStream(of: H4Packet.self)
+    }
+
+    /// Every packet the host sent, as H4 bytes.
+    public var sent: [[UInt8]] { lock.withLock { _sent } }
+    /// Descriptions of sends that did not match the script.
+    public var mismatches: [String] { lock.withLock { _mismatches } }
+    /// Exchanges not yet performed.
+    public var remaining: Int { lock.withLock { script.count } }
+
+    public func send(_ packet: H4Packet) throws {
+        guard sendSupported else { throw TransportError(.unsupported, "\(name): sending is not supported") }
+        let replies: [[UInt8]] = try lock.withLock {
+            if closed { throw TransportError(.closed, "\(name): closed") }
+            let bytes = packet.h4Bytes
+            _sent.append(bytes)
+            guard let next = script.first else {
+                _mismatches.append("unexpected \(hexString(bytes)) after the end of the script")
+                return []
+            }
+            guard next.command == bytes else {
+                _mismatches.append("expected \(hexString(next.command)), got \(hexString(bytes))")
+                return []
+            }
+            script.removeFirst()
+            return next.replies
+        }
+        for r in replies { inject(r) }
+    }
+
+    /// Delivers controller bytes that no command asked for (advertising reports, hardware errors).
+    public func inject(_ bytes: [UInt8]) {
+        lock.withLock {
+            if feedOneByteAtATime {
+                for b in bytes {
+                    deframer.append(CollectionOfOne(b))
+                    while let p = deframer.next() { continuation.yield(p) }
+                }
+            } else {
+                deframer.append(bytes)
+                while let p = deframer.next() { continuation.yield(p) }
+            }
+        }
+    }
+
+    /// Ends input, as an unplugged controller does; with an error, as a failed read does.
+    public func end(throwing error: (any Error)? = nil) { continuation.finish(throwing: error) }
+
+    public func close() {
+        lock.withLock { closed = true }
+        continuation.finish()
+    }
+}
+
+func hexString(_ bytes: [UInt8]) -> String { bytes.map { hex($0, digits: 2) }.joined(separator: " ") }

@@ -1,1 +1,0 @@
-// The BLEHost layer; see docs/ARCHITECTURE.md.

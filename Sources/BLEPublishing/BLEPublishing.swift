@@ -1,1 +1,0 @@
-// The BLEPublishing layer; see docs/ARCHITECTURE.md.

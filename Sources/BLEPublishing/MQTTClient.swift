@@ -1,0 +1,127 @@
+import BLETransport
+
+/// An MQTT client over libmosquitto: a service whose `run()` keeps a connection up until cancelled, plus
+/// `publish` that resumes on the broker's acknowledgement and `subscribe` that streams matching messages.
+///
+/// ```swift
+/// let client = MQTTClient(configuration: config)
+/// try await withThrowingDiscardingTaskGroup { group in
+///     group.addTask { try await client.run() }
+///     let id = try await client.publish(MQTTMessage(topic: "gw/1/status", payload: Array("up".utf8)))
+/// }
+/// ```
+///
+/// Delivery contract for the spool: `publish` returns only after PUBACK (QoS 1) / PUBCOMP (QoS 2) / the socket
+/// write (QoS 0) for that very message, and throws `.notAcknowledged` if its connection ends first, `.notConnected`
+/// when there is no connection (nothing is queued offline), `.inFlightWindowFull` beyond `maxInFlight`.
+public final class MQTTClient: Sendable {
+    public let configuration: MQTTConfiguration
+    /// Connection events, oldest first; keeps the newest 1024 if nobody reads.
+    public let events: AsyncStream<MQTTEvent>
+    private let eventSink: AsyncStream<MQTTEvent>.Continuation
+    private let core: MQTTConnectionCore
+    private let clock: any BLEClock
+
+    /// - Parameters:
+    ///   - configuration: broker, session, TLS, credentials, will, backoff.
+    ///   - clock: waits between connection attempts (a `ManualClock` in tests).
+    public init(configuration: MQTTConfiguration, clock: any BLEClock = SystemClock()) {
+        self.configuration = configuration
+        self.clock = clock
+        self.core = MQTTConnectionCore(configuration: configuration)
+        (events, eventSink) = AsyncStream.makeStream(of: MQTTEvent.self, bufferingPolicy: .bufferingNewest(1024))
+    }
+
+    /// Connects, and reconnects with exponential backoff and jitter, until the task is cancelled; then sends
+    /// DISCONNECT (so the broker drops the last will), waits for libmosquitto's thread to end and returns.
+    /// Throws only for what retrying cannot fix: unreadable credential files, a second concurrent `run()`.
+    public func run() async throws {
+        let secrets = try MQTTSecrets.load(configuration)
+        try core.begin(secrets: secrets)
+        defer { core.end() }
+        await withTaskCancellationHandler {
+            await serve()
+        } onCancel: {
+            core.requestStop()
+        }
+    }
+
+    /// Publishes `message` and returns when the broker has acknowledged it (see the type's delivery contract).
+    @discardableResult
+    public func publish(_ message: MQTTMessage) async throws -> MQTTPublishID {
+        try await core.publish(message)
+    }
+
+    /// Hands `message` to the connection at once, in call order, and calls `completion` when it is resolved —
+    /// acknowledged, refused with a reason, or failed (not connected, window full, connection ended). For callers
+    /// that must keep order across many messages in flight, which concurrent `publish` calls cannot promise.
+    public func submit(_ message: MQTTMessage,
+                       completion: @escaping @Sendable (Result<MQTTPublishID, MQTTError>) -> Void) {
+        core.submit(message, completion: completion)
+    }
+
+    /// Publishes handed to the broker and not yet acknowledged (at most `configuration.maxInFlight`).
+    public var inFlightCount: Int { core.inFlightCount }
+
+    /// Messages matching `filter` (wildcards allowed), retained ones included, from now on and across reconnects
+    /// (the filter is subscribed again after every CONNACK). Ending the stream's iteration unsubscribes.
+    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) throws(MQTTError) -> AsyncStream<MQTTMessage> {
+        try core.subscribe(filter, qos: qos)
+    }
+
+    private func serve() async {
+        var backoff = MQTTBackoff(configuration.reconnect)
+        var random = SystemRandomNumberGenerator()
+        var attempt = 0
+        while true {
+            attempt += 1
+            do {
+                guard try core.startAttempt() else { return }
+                eventSink.yield(.connecting(attempt: attempt))
+                if await awaitConnectionEnd() { backoff.reset(); attempt = 0 }
+            } catch {
+                // The instance could not be configured (e.g. a TLS file is missing): nothing was started.
+                // Files can appear later (certificate rotation), so this is retried like any failed attempt.
+                eventSink.yield(.connecting(attempt: attempt))
+                eventSink.yield(.connectionFailed(error))
+            }
+            if core.isStopRequested { return }
+            let delay = backoff.next(using: &random)
+            eventSink.yield(.backingOff(delay: delay))
+            do { try await clock.sleep(for: delay) } catch { return }
+        }
+    }
+
+    /// Follows one connection from its start to `.loopExited`; returns whether a CONNACK was accepted.
+    private func awaitConnectionEnd() async -> Bool {
+        var established = false
+        var refused = false
+        while true {
+            switch await core.nextLoopEvent() {
+            case .connack(let rc, let flags):
+                if rc == 0 {
+                    established = true
+                    core.markConnected()
+                    eventSink.yield(.connected(sessionPresent: flags & 1 != 0))
+                } else {
+                    refused = true
+                    eventSink.yield(.connectionRefused(.refused(rc, protocolVersion: configuration.protocolVersion)))
+                }
+            case .disconnected(let rc, let detail):
+                let failed = core.markDisconnected()
+                if established {
+                    eventSink.yield(.disconnected(rc == mosqSuccess ? nil : .disconnect(rc, detail: detail)))
+                } else if !refused {
+                    eventSink.yield(.connectionFailed(.disconnect(rc, detail: detail)))
+                }
+                if failed > 0 { eventSink.yield(.unacknowledged(count: failed)) }
+            case .connectFailed(let rc, let detail):
+                eventSink.yield(.connectionFailed(.library(rc, detail: detail)))
+            case .loopExited:
+                let failed = core.markDisconnected()
+                if failed > 0 { eventSink.yield(.unacknowledged(count: failed)) }
+                return established
+            }
+        }
+    }
+}

@@ -1,0 +1,425 @@
+import CMosquitto
+import Foundation
+
+/// The one owner of the `struct mosquitto *`, and everything libmosquitto's thread and Swift tasks share, behind
+/// one lock.
+///
+/// Threads: libmosquitto runs its network loop on a thread of ours (`mosquitto_threaded_set`, one thread per
+/// connection attempt, so libmosquitto's own reconnect logic never runs). Its callbacks arrive on that thread and
+/// only hand events over: connection events go into a mailbox that `MQTTClient.run()` drains, acknowledgements
+/// resume the waiting `publish`, received messages are yielded to the subscribers' streams. No policy (backoff,
+/// resubscribe, failing publishes) runs on libmosquitto's thread.
+///
+/// Lock order: a libmosquitto callback holds libmosquitto's `callback_mutex` and then takes `lock`. Swift code
+/// holds `lock` while it calls `mosquitto_publish_v5`/`subscribe`/`disconnect`, which with
+/// `mosquitto_threaded_set(true)` only take libmosquitto's queue mutexes (never `callback_mutex`) and never write
+/// to the socket inline (lib/packet_mosq.c `packet__queue`), so the two orders never cross. Holding `lock` across
+/// `mosquitto_publish_v5` is what makes acknowledgement exact: the PUBACK callback for a mid cannot run before
+/// the mid's continuation is registered.
+final class MQTTConnectionCore: @unchecked Sendable {
+    /// What libmosquitto's thread reports to `run()`.
+    enum LoopEvent: Sendable {
+        case connack(rc: Int32, flags: Int32)
+        case disconnected(rc: Int32, detail: String?)
+        case connectFailed(rc: Int32, detail: String?)
+        case loopExited
+    }
+
+    private struct Subscription {
+        var filter: String
+        var qos: MQTTQoS
+        var continuation: AsyncStream<MQTTMessage>.Continuation
+    }
+
+    /// A `struct mosquitto *` handed to the loop thread; only that thread runs the loop on it.
+    private struct Handle: @unchecked Sendable { let pointer: OpaquePointer }
+
+    let configuration: MQTTConfiguration
+    private let lock = NSLock()
+
+    // Guarded by `lock`.
+    private var mosq: OpaquePointer?
+    private var secrets = MQTTSecrets()
+    private var running = false
+    private var connected = false
+    private var stopRequested = false
+    private var socketOpen = false
+    private var disconnectIssued = false
+    private var lastLogLine: String?
+    private var pending: [Int32: @Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = [:]
+    private var subscriptions: [UInt64: Subscription] = [:]
+    private var nextSubscriptionID: UInt64 = 0
+    private var mailbox: [LoopEvent] = []
+    private var mailboxWaiter: CheckedContinuation<LoopEvent, Never>?
+
+    init(configuration: MQTTConfiguration) {
+        self.configuration = configuration
+        _ = mosquitto_lib_init()
+    }
+
+    deinit {
+        if let mosq { mosquitto_destroy(mosq) }
+        for subscription in subscriptions.values { subscription.continuation.finish() }
+    }
+
+    // MARK: run() side
+
+    /// Marks the start of `run()`; only one `run()` at a time.
+    func begin(secrets: MQTTSecrets) throws(MQTTError) {
+        lock.lock()
+        defer { lock.unlock() }
+        guard !running else { throw MQTTError(kind: .invalidArgument, code: 0, name: "run() is already running") }
+        running = true
+        stopRequested = false
+        self.secrets = secrets
+    }
+
+    /// End of `run()`: the loop thread has exited, so the instance can go.
+    func end() {
+        lock.withLock {
+            if let mosq { mosquitto_destroy(mosq) }
+            mosq = nil
+            running = false
+            connected = false
+            secrets = MQTTSecrets()
+            mailbox.removeAll()
+        }
+    }
+
+    var isStopRequested: Bool { lock.withLock { stopRequested } }
+
+    var inFlightCount: Int { lock.withLock { pending.count } }
+
+    /// Graceful stop: sends DISCONNECT (so the broker discards the will) if a socket is open; the loop thread
+    /// then exits. If the thread is still inside the blocking connect, it sends DISCONNECT itself afterwards.
+    func requestStop() {
+        lock.withLock {
+            stopRequested = true
+            issueDisconnectLocked()
+        }
+    }
+
+    private func issueDisconnectLocked() {
+        guard socketOpen, !disconnectIssued, let mosq else { return }
+        disconnectIssued = true
+        _ = mosquitto_disconnect(mosq)
+    }
+
+    /// Prepares the instance and starts a loop thread that connects and runs until the connection ends.
+    /// Returns false when a stop was requested. A clean session gets a fresh libmosquitto instance per
+    /// connection, so nothing libmosquitto still holds from the last connection is resent behind the caller's back;
+    /// a persistent session keeps it, because MQTT §4.4 requires resending unacknowledged PUBLISH/PUBREL when a
+    /// session resumes.
+    func startAttempt() throws(MQTTError) -> Bool {
+        lock.lock()
+        guard !stopRequested else { lock.unlock(); return false }
+        if mosq == nil || configuration.session == .clean {
+            if let old = mosq { mosquitto_destroy(old) }
+            mosq = nil
+            do {
+                mosq = try makeInstanceLocked()
+            } catch {
+                lock.unlock()
+                throw error
+            }
+        }
+        socketOpen = false
+        disconnectIssued = false
+        lastLogLine = nil
+        mailbox.removeAll()
+        let handle = Handle(pointer: mosq!)
+        lock.unlock()
+        let thread = Thread { [self] in loopThread(handle) }
+        thread.name = "mqtt-loop"
+        thread.start()
+        return true
+    }
+
+    /// The next event from libmosquitto's thread. Not cancellable on purpose: `run()` must see `.loopExited`
+    /// even while it is being cancelled, so the instance is never destroyed under a running loop.
+    func nextLoopEvent() async -> LoopEvent {
+        await withCheckedContinuation { (continuation: CheckedContinuation<LoopEvent, Never>) in
+            lock.lock()
+            if mailbox.isEmpty {
+                mailboxWaiter = continuation
+                lock.unlock()
+            } else {
+                let event = mailbox.removeFirst()
+                lock.unlock()
+                continuation.resume(returning: event)
+            }
+        }
+    }
+
+    /// CONNACK accepted: publishes are allowed and every subscription is (re)sent.
+    func markConnected() {
+        lock.withLock {
+            connected = true
+            guard let mosq else { return }
+            var filters: [String: MQTTQoS] = [:]
+            for subscription in subscriptions.values {
+                filters[subscription.filter] = max(filters[subscription.filter] ?? .atMostOnce, subscription.qos)
+            }
+            for (filter, qos) in filters { _ = mosquitto_subscribe(mosq, nil, filter, Int32(qos.rawValue)) }
+        }
+    }
+
+    /// The connection ended: every publish still waiting fails with `.notAcknowledged`. Returns how many.
+    @discardableResult
+    func markDisconnected() -> Int {
+        let failed: [@Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = lock.withLock {
+            connected = false
+            defer { pending.removeAll() }
+            return Array(pending.values)
+        }
+        for completion in failed { completion(.failure(MQTTError.notAcknowledged)) }
+        return failed.count
+    }
+
+    // MARK: caller side
+
+    func publish(_ message: MQTTMessage) async throws -> MQTTPublishID {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<MQTTPublishID, any Error>) in
+            submit(message) { continuation.resume(with: $0.mapError { $0 as any Error }) }
+        }
+    }
+
+    /// Hands `message` to libmosquitto now, on the caller's thread, so messages submitted one after another go
+    /// on the wire in that order; `completion` runs once: on the acknowledgement (or the socket write for
+    /// QoS 0), or with the error. It never runs before `submit` has registered it.
+    func submit(_ message: MQTTMessage, completion: @escaping @Sendable (Result<MQTTPublishID, MQTTError>) -> Void) {
+        var properties: OpaquePointer?
+        if configuration.protocolVersion == .v5, let expiry = message.messageExpiryInterval {
+            _ = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue), expiry)
+        }
+        defer { mosquitto_property_free_all(&properties) }
+        let limit = configuration.maxInFlight
+        lock.lock()
+        guard connected, let mosq else {
+            lock.unlock()
+            return completion(.failure(MQTTError.notConnected))
+        }
+        guard pending.count < limit else {
+            lock.unlock()
+            return completion(.failure(MQTTError.windowFull(limit)))
+        }
+        var mid: Int32 = 0
+        let rc = message.payload.withUnsafeBytes { payload in
+            mosquitto_publish_v5(mosq, &mid, message.topic, Int32(payload.count), payload.baseAddress,
+                                 Int32(message.qos.rawValue), message.retain, properties)
+        }
+        if rc == mosqSuccess {
+            pending[mid] = completion
+            lock.unlock()
+        } else {
+            lock.unlock()
+            // The socket closed before run() heard of it: to the caller that is "not connected", retry later.
+            let lost = rc == Int32(MOSQ_ERR_NO_CONN.rawValue) || rc == Int32(MOSQ_ERR_CONN_LOST.rawValue)
+            completion(.failure(lost ? MQTTError.notConnected : MQTTError.library(rc)))
+        }
+    }
+
+    func subscribe(_ filter: String, qos: MQTTQoS) throws(MQTTError) -> AsyncStream<MQTTMessage> {
+        let rc = mosquitto_sub_topic_check(filter)
+        guard rc == mosqSuccess else { throw MQTTError.library(rc, detail: "topic filter \"\(filter)\"") }
+        let (stream, continuation) = AsyncStream.makeStream(of: MQTTMessage.self,
+                                                            bufferingPolicy: .bufferingNewest(4096))
+        let id: UInt64 = lock.withLock {
+            nextSubscriptionID += 1
+            subscriptions[nextSubscriptionID] = Subscription(filter: filter, qos: qos, continuation: continuation)
+            if connected, let mosq { _ = mosquitto_subscribe(mosq, nil, filter, Int32(qos.rawValue)) }
+            return nextSubscriptionID
+        }
+        continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
+        return stream
+    }
+
+    private func unsubscribe(_ id: UInt64) {
+        lock.withLock {
+            guard let removed = subscriptions.removeValue(forKey: id) else { return }
+            let stillWanted = subscriptions.values.contains { $0.filter == removed.filter }
+            if !stillWanted, connected, let mosq { _ = mosquitto_unsubscribe(mosq, nil, removed.filter) }
+        }
+    }
+
+    // MARK: libmosquitto's thread
+
+    private func loopThread(_ handle: Handle) {
+        let mosq = handle.pointer
+        var properties: OpaquePointer?
+        if configuration.protocolVersion == .v5, case .persistent(let expiry) = configuration.session {
+            let seconds = UInt32(clamping: Int64(expiry.seconds.rounded()))
+            _ = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), seconds)
+        }
+        let keepAlive = Int32(clamping: Int64(configuration.keepAlive.seconds.rounded()))
+        // Blocking connect (TCP, then the TLS handshake) on this thread, never on a Swift executor.
+        let rc = mosquitto_connect_bind_v5(mosq, configuration.host, Int32(configuration.port), keepAlive, nil,
+                                           properties)
+        mosquitto_property_free_all(&properties)
+        if rc != mosqSuccess {
+            post(.connectFailed(rc: rc, detail: takeLastLogLine()))
+            post(.loopExited)
+            return
+        }
+        lock.withLock {
+            socketOpen = true
+            if stopRequested { issueDisconnectLocked() }
+        }
+        // Until the socket closes: an error, the broker leaving, or our DISCONNECT written. libmosquitto calls
+        // on_disconnect before mosquitto_loop returns the error.
+        // The socket check guards builds with SRV support, whose mosquitto_loop does not return NO_CONN once the
+        // socket is gone (lib/loop.c).
+        while mosquitto_loop(mosq, 1000, 1) == mosqSuccess, mosquitto_socket(mosq) != -1 {}
+        lock.withLock { socketOpen = false }
+        post(.loopExited)
+    }
+
+    fileprivate func post(_ event: LoopEvent) {
+        lock.lock()
+        if let waiter = mailboxWaiter {
+            mailboxWaiter = nil
+            lock.unlock()
+            waiter.resume(returning: event)
+        } else {
+            mailbox.append(event)
+            lock.unlock()
+        }
+    }
+
+    fileprivate func acknowledge(mid: Int32, reasonCode: Int32) {
+        // Unknown mids are publishes already failed by a disconnect and resent by libmosquitto in a resumed
+        // session; their callers were told "not acknowledged" and will publish again.
+        guard let completion = lock.withLock({ pending.removeValue(forKey: mid) }) else { return }
+        if reasonCode >= 0x80 {
+            completion(.failure(MQTTError.reason(reasonCode)))
+        } else {
+            completion(.success(MQTTPublishID(rawValue: mid)))
+        }
+    }
+
+    fileprivate func deliver(_ message: MQTTMessage) {
+        let targets: [AsyncStream<MQTTMessage>.Continuation] = lock.withLock {
+            subscriptions.values.compactMap { subscription in
+                var matches = false
+                _ = mosquitto_topic_matches_sub(subscription.filter, message.topic, &matches)
+                return matches ? subscription.continuation : nil
+            }
+        }
+        for target in targets { target.yield(message) }
+    }
+
+    fileprivate func noteLog(level: Int32, _ line: String) {
+        guard level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
+        lock.withLock { lastLogLine = line }
+    }
+
+    private func takeLastLogLine() -> String? {
+        lock.withLock { defer { lastLogLine = nil }; return lastLogLine }
+    }
+
+    fileprivate func lastLog() -> String? { lock.withLock { lastLogLine } }
+
+    fileprivate func copyPassphrase(into buffer: UnsafeMutablePointer<CChar>, size: Int32) -> Int32 {
+        lock.withLock {
+            guard let passphrase = secrets.keyPassphrase, passphrase.count < Int(size) else { return 0 }
+            for (i, byte) in passphrase.enumerated() { buffer[i] = CChar(bitPattern: byte) }
+            buffer[passphrase.count] = 0
+            return Int32(passphrase.count)
+        }
+    }
+
+    // MARK: the instance
+
+    /// A new `struct mosquitto *` configured from `configuration`. Called with `lock` held.
+    private func makeInstanceLocked() throws(MQTTError) -> OpaquePointer {
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        let clean = configuration.session == .clean
+        guard let mosq = mosquitto_new(configuration.clientID, clean, context) else {
+            throw MQTTError(kind: .library, code: Int(errno), name: "mosquitto_new failed",
+                            detail: String(cString: strerror(errno)))
+        }
+        do {
+            try configureLocked(mosq)
+        } catch {
+            mosquitto_destroy(mosq)
+            throw error
+        }
+        return mosq
+    }
+
+    private func configureLocked(_ mosq: OpaquePointer) throws(MQTTError) {
+        func check(_ rc: Int32, _ what: String) throws(MQTTError) {
+            if rc != mosqSuccess { throw MQTTError.library(rc, detail: what) }
+        }
+        let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
+        try check(mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
+        let window = Int32(clamping: min(max(configuration.maxInFlight, 1), 65535))
+        try check(mosquitto_int_option(mosq, MOSQ_OPT_SEND_MAXIMUM, window), "send maximum")
+        try check(mosquitto_threaded_set(mosq, true), "threaded")
+        installCallbacks(mosq)
+        if configuration.credentials != nil {
+            try check(mosquitto_username_pw_set(mosq, secrets.username, secrets.password), "username/password")
+        }
+        if let tls = configuration.tls {
+            let passwordCallback: (@convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32,
+                                                   UnsafeMutableRawPointer?) -> Int32)?
+            passwordCallback = secrets.keyPassphrase == nil ? nil : { buffer, size, _, userdata in
+                // OpenSSL's userdata here is the `struct mosquitto *` (lib/net_mosq.c), not our context.
+                guard let buffer, let userdata, let context = mosquitto_userdata(OpaquePointer(userdata)) else {
+                    return 0
+                }
+                return Unmanaged<MQTTConnectionCore>.fromOpaque(context).takeUnretainedValue()
+                    .copyPassphrase(into: buffer, size: size)
+            }
+            if tls.caFile == nil, tls.caPath == nil {
+                try check(mosquitto_int_option(mosq, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "system CA certificates")
+            }
+            try check(mosquitto_tls_set(mosq, tls.caFile, tls.caPath, tls.certificateFile, tls.keyFile,
+                                        passwordCallback), "TLS files")
+            try check(mosquitto_tls_insecure_set(mosq, !tls.verifyHostname), "TLS hostname verification")
+        }
+        if let will = configuration.will {
+            let rc = will.payload.withUnsafeBytes { payload in
+                mosquitto_will_set_v5(mosq, will.topic, Int32(payload.count), payload.baseAddress,
+                                      Int32(will.qos.rawValue), will.retain, nil)
+            }
+            try check(rc, "last will")
+        }
+    }
+
+    private func installCallbacks(_ mosq: OpaquePointer) {
+        mosquitto_connect_v5_callback_set(mosq) { _, context, rc, flags, _ in
+            core(context)?.post(.connack(rc: rc, flags: flags))
+        }
+        mosquitto_disconnect_v5_callback_set(mosq) { _, context, rc, _ in
+            guard let core = core(context) else { return }
+            core.post(.disconnected(rc: rc, detail: core.lastLog()))
+        }
+        mosquitto_publish_v5_callback_set(mosq) { _, context, mid, reasonCode, _ in
+            core(context)?.acknowledge(mid: mid, reasonCode: reasonCode)
+        }
+        mosquitto_message_v5_callback_set(mosq) { _, context, message, properties in
+            guard let core = core(context), let message = message?.pointee else { return }
+            var expiry: UInt32 = 0
+            let hasExpiry = mosquitto_property_read_int32(properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue),
+                                                          &expiry, false) != nil
+            let payload = message.payload.map {
+                Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
+            } ?? []
+            core.deliver(MQTTMessage(topic: String(cString: message.topic), payload: payload,
+                                     qos: MQTTQoS(rawValue: Int(message.qos)) ?? .atMostOnce, retain: message.retain,
+                                     messageExpiryInterval: hasExpiry ? expiry : nil))
+        }
+        mosquitto_log_callback_set(mosq) { _, context, level, line in
+            guard let line else { return }
+            core(context)?.noteLog(level: level, String(cString: line))
+        }
+    }
+}
+
+let mosqSuccess = Int32(MOSQ_ERR_SUCCESS.rawValue)
+
+/// The context pointer given to `mosquitto_new` back as the core. Unretained: the core outlives the instance.
+private func core(_ context: UnsafeMutableRawPointer?) -> MQTTConnectionCore? {
+    context.map { Unmanaged<MQTTConnectionCore>.fromOpaque($0).takeUnretainedValue() }
+}

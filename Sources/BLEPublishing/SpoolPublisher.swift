@@ -1,0 +1,177 @@
+import BLESpool
+import BLETransport
+import Foundation
+
+/// Moves durable readings from the spool to the broker: the only path a reading takes to MQTT.
+///
+/// libmosquitto would queue without bound while the broker is away, so it is handed at most `window`
+/// messages at a time; everything else waits in SQLite. A reading is deleted from the spool only once
+/// the broker acknowledged it. When a connection ends, unacknowledged publishes fail, and after the next
+/// CONNACK the publisher starts again from the oldest unacknowledged reading: the backlog is replayed in
+/// seq order with its original timestamps, and new readings, which have higher seqs, follow behind it.
+/// Delivery is at least once; consumers drop duplicates by (gateway, seq).
+public final class SpoolPublisher: Sendable {
+    public struct Statistics: Sendable, Equatable {
+        /// Readings the broker acknowledged.
+        public var acknowledged: UInt64 = 0
+        /// Readings the broker refused for good (an MQTT 5 reason ≥ 0x80, e.g. 0x95 Packet Too Large): removed
+        /// from the spool, counted here and logged, since retrying can never deliver them.
+        public var rejected: UInt64 = 0
+        /// Publishes that failed because the connection ended; they are replayed.
+        public var replays: UInt64 = 0
+        /// Readings handed to the client and not yet resolved.
+        public var inFlight: Int = 0
+        public var connected = false
+    }
+
+    let spool: Spool
+    let client: MQTTClient
+    let window: Int
+    let clock: any BLEClock
+    let pollInterval: Duration
+    let onRejected: @Sendable (SpooledReading, MQTTError) -> Void
+    let wake = WakeSignal()
+    let state = NSLockedValue(State())
+
+    struct State: Sendable {
+        var stats = Statistics()
+        var generation = 0
+        var inFlight: Set<UInt64> = []
+        /// A publish failed for want of a connection: restart from the oldest unacknowledged reading.
+        var rewind = false
+    }
+
+    /// - Parameters:
+    ///   - window: readings handed to the client at once (≤ the client's `maxInFlight`).
+    ///   - pollInterval: how often to look for readings committed by the spool's batch window; state events and
+    ///     acknowledgements wake the publisher at once through `readingsAvailable()`.
+    public init(
+        spool: Spool, client: MQTTClient, window: Int, clock: any BLEClock, pollInterval: Duration = .milliseconds(20),
+        onRejected: @escaping @Sendable (SpooledReading, MQTTError) -> Void = { _, _ in }
+    ) {
+        precondition(window > 0)
+        self.spool = spool
+        self.client = client
+        self.window = window
+        self.clock = clock
+        self.pollInterval = pollInterval
+        self.onRejected = onRejected
+    }
+
+    public var statistics: Statistics { state.withLock { $0.stats } }
+
+    /// The client connected (after its CONNACK) or lost its connection: the owner of the client's event
+    /// stream reports it here.
+    public func connectionChanged(connected: Bool) {
+        state.withLock {
+            $0.stats.connected = connected
+            $0.generation += 1
+            $0.rewind = true
+        }
+        wake.signal()
+    }
+
+    /// New durable readings exist (a state event was committed): publish without waiting for the poll.
+    public func readingsAvailable() { wake.signal() }
+
+    /// Runs until cancelled. Never throws: spool read errors are retried after the poll interval.
+    public func run() async {
+        var cursor: UInt64 = 0
+        var generation = -1
+        while !Task.isCancelled {
+            let (connected, gen, rewind, inFlight) = state.withLock { s in
+                let r = (s.stats.connected, s.generation, s.rewind, s.inFlight.count)
+                s.rewind = false
+                return r
+            }
+            if gen != generation || rewind {
+                generation = gen
+                cursor = 0
+            }
+            guard connected else {
+                await wake.wait(upTo: .seconds(1), clock: clock)
+                continue
+            }
+            let room = window - inFlight
+            var handed = 0
+            if room > 0, let batch = try? spool.pending(after: cursor, limit: room) {
+                let busy = state.withLock { $0.inFlight }
+                for r in batch where !busy.contains(r.seq) {
+                    state.withLock {
+                        $0.inFlight.insert(r.seq)
+                        $0.stats.inFlight = $0.inFlight.count
+                    }
+                    handed += 1
+                    // Handed over here, in seq order; only the wait for the ack is concurrent.
+                    client.submit(Self.message(for: r, now: clock.unixTime())) { self.resolved(r, $0) }
+                }
+                if let last = batch.last { cursor = max(cursor, last.seq) }
+            }
+            if handed == 0 { await wake.wait(upTo: pollInterval, clock: clock) }
+        }
+    }
+
+    func resolved(_ r: SpooledReading, _ result: Result<MQTTPublishID, MQTTError>) {
+        switch result {
+        case .success:
+            spool.acknowledge(CollectionOfOne(r.seq))
+            finish(r.seq) { $0.acknowledged += 1 }
+        case .failure(let e) where e.kind == .reasonCode && e.code >= 0x80:
+            onRejected(r, e)
+            spool.acknowledge(CollectionOfOne(r.seq))
+            finish(r.seq) { $0.rejected += 1 }
+        case .failure:
+            // Not acknowledged, not connected, window full: it stays in the spool and is replayed.
+            state.withLock {
+                $0.inFlight.remove(r.seq)
+                $0.stats.inFlight = $0.inFlight.count
+                $0.stats.replays += 1
+                $0.rewind = true
+            }
+        }
+        wake.signal()
+    }
+
+    private func finish(_ seq: UInt64, _ count: (inout Statistics) -> Void) {
+        state.withLock {
+            $0.inFlight.remove(seq)
+            $0.stats.inFlight = $0.inFlight.count
+            count(&$0.stats)
+        }
+    }
+
+    /// The MQTT message for a spooled reading: the envelope rendered around its body, and for readings with an
+    /// expiry the MQTT 5 message expiry interval — what remains of it when both clocks can be trusted, so a
+    /// replayed backlog does not live longer than it should; the whole interval when the reading's clock was not
+    /// synchronised (a jump must not mass-expire a backlog).
+    static func message(for r: SpooledReading, now: Double) -> MQTTMessage {
+        let reading = r.reading
+        var expiry: UInt32?
+        if let e = reading.expiry {
+            var remaining = e
+            if reading.clockSynchronized {
+                let age = now - reading.ts
+                if age > 0 { remaining = e - age }
+            }
+            expiry = UInt32(clamping: Int(max(1, remaining.rounded(.up))))
+        }
+        return MQTTMessage(
+            topic: reading.topic,
+            payload: PayloadEnvelope.render(
+                run: reading.run, seq: r.seq, ts: reading.ts, clockSynced: reading.clockSynchronized, body: reading.body),
+            qos: MQTTQoS(rawValue: Int(reading.qos)) ?? .atLeastOnce, retain: reading.retain,
+            messageExpiryInterval: expiry)
+    }
+}
+
+/// A value behind a lock, for small shared state.
+final class NSLockedValue<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+}

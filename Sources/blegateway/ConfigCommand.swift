@@ -1,0 +1,30 @@
+import ArgumentParser
+import BLEGateway
+import Foundation
+
+/// `blegateway config …`: the local configuration file (remote configuration comes later).
+struct ConfigCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "config",
+        abstract: "Check the gateway's configuration.",
+        subcommands: [Check.self])
+
+    struct Check: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Validate a configuration file; errors name the line, column and key.")
+
+        @Argument(help: "The YAML configuration file.")
+        var file: String
+
+        func run() async throws {
+            do {
+                let loaded = try ConfigurationLoader.load(path: file)
+                for w in loaded.warnings { FileHandle.standardError.write(Data("\(file): warning: \(w)\n".utf8)) }
+                print("\(file): valid (gateway \(loaded.configuration.gateway.id), broker \(loaded.configuration.mqtt.broker))")
+            } catch {
+                FileHandle.standardError.write(Data("\(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
+    }
+}

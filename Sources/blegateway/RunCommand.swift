@@ -1,0 +1,114 @@
+import ArgumentParser
+import BLEGateway
+import BLETransport
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// `blegateway run`: the gateway. The file gives everything; flags override the essentials.
+struct RunCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Run the gateway: scan → decode → spool → MQTT.")
+
+    @Option(help: "The configuration file (YAML; see config/gateway.yaml and docs/CONFIG.md).")
+    var config: String?
+
+    @Option(help: "Override gateway.id.")
+    var gatewayId: String?
+
+    @Option(help: "Override adapter.device: hci0, unix:PATH, tcp:HOST:PORT, serial:/dev/ttyX[@BAUD], file:PATH.")
+    var device: String?
+
+    @Option(help: "Override adapter.mode: exclusive or shared.")
+    var mode: String?
+
+    @Option(help: "Override mqtt.broker: mqtt://HOST:PORT or mqtts://HOST:PORT.")
+    var broker: String?
+
+    @Option(help: "Override mqtt.prefix.")
+    var prefix: String?
+
+    @Option(help: "Override spool.path (a file, or a directory to hold spool.sqlite).")
+    var spool: String?
+
+    @Option(help: "Also write the HCI traffic to this btsnoop file (replay it with --device file:PATH).")
+    var capture: String?
+
+    @Option(help: "Follow a simulator's virtual clock: the clock.json its --socket-dir holds.")
+    var simClock: String?
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: String = "info"
+
+    func run() async throws {
+        var c = GatewayConfiguration()
+        if let config {
+            do {
+                let loaded = try ConfigurationLoader.load(path: config)
+                c = loaded.configuration
+                for w in loaded.warnings { FileHandle.standardError.write(Data("\(config): warning: \(w)\n".utf8)) }
+            } catch {
+                FileHandle.standardError.write(Data("\(error)\n".utf8))
+                throw ExitCode(2)
+            }
+        }
+        if let gatewayId { c.gateway.id = gatewayId }
+        if let device { c.adapter.device = device }
+        if let mode { c.adapter.mode = mode }
+        if let broker { c.mqtt.broker = broker }
+        if let prefix { c.mqtt.prefix = prefix }
+        if let spool {
+            var isDirectory: ObjCBool = false
+            let dir = FileManager.default.fileExists(atPath: spool, isDirectory: &isDirectory) && isDirectory.boolValue
+            c.spool.path = dir ? (spool as NSString).appendingPathComponent("spool.sqlite") : spool
+        }
+        guard ["exclusive", "shared"].contains(c.adapter.mode) else {
+            throw ValidationError("--mode must be exclusive or shared, not \(c.adapter.mode)")
+        }
+        do {
+            try ConfigurationLoader.validate(c)
+        } catch {
+            FileHandle.standardError.write(Data("\(error)\n".utf8))
+            throw ExitCode(2)
+        }
+
+        let level = Logger.Level(rawValue: logLevel) ?? .info
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = level
+            return h
+        }
+        let logger = Logger(label: "blegateway")
+
+        var clock: any BLEClock = SystemClock()
+        var synchronized: @Sendable () -> Bool = { SystemFacts.clockIsSynchronized() }
+        if let simClock {
+            clock = try SimulatorClockFile.load(path: simClock)
+            synchronized = { true }  // virtual time is the simulator's truth
+        }
+        let source = try makeSightingSource(c, capture: capture, clock: clock, logger: logger)
+        let runtime = try GatewayRuntime(configuration: c, source: source, clock: clock, logger: logger,
+                                         clockSynchronized: synchronized)
+        logger.info("gateway \(c.gateway.id): \(c.adapter.device) (\(c.adapter.mode)) → \(c.mqtt.broker) under \(c.mqtt.prefix)/")
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: runtime)],
+            gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger))
+        try await group.run()
+    }
+}
+
+/// The simulator's DIR/clock.json: {"real_origin_unix": …, "factor": … | null}.
+enum SimulatorClockFile {
+    static func load(path: String) throws -> any BLEClock {
+        guard let data = FileManager.default.contents(atPath: path),
+              let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let origin = json["real_origin_unix"] as? Double
+        else { throw ValidationError("\(path): not a simulator clock file") }
+        guard let factor = json["factor"] as? Double else {
+            throw ValidationError("\(path): the simulator runs unpaced (--speed max); a gateway can only follow a paced clock")
+        }
+        return ScaledClock(factor: factor, realOrigin: origin)
+    }
+}

@@ -1,0 +1,86 @@
+import ArgumentParser
+import BLEGateway
+import BLEPublishing
+import BLETransport
+import Foundation
+
+/// `blegateway watch`: subscribes to `<prefix>/#` and shows the fleet as it arrives (the demo's live view).
+struct WatchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "watch",
+        abstract: "Show live what the gateways publish: status, adapters, beacons, peripherals, regions.")
+
+    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT.")
+    var broker: String = "mqtt://127.0.0.1:1883"
+
+    @Option(help: "The topic prefix the gateways publish under.")
+    var prefix: String = "blegateway"
+
+    @Option(help: "Also append every message to this file as a JSON line {\"topic\",\"payload\",\"retained\"}.")
+    var record: String?
+
+    @Option(help: "Stop after this many seconds (default: until interrupted).")
+    var duration: Double?
+
+    @Flag(help: "Print a snapshot every second instead of redrawing the screen (the default when not on a terminal).")
+    var plain = false
+
+    func run() async throws {
+        let address = try BrokerAddress(parsing: broker)
+        var c = MQTTConfiguration()
+        c.host = address.host
+        c.port = address.port
+        c.clientID = "blegateway-watch-\(UInt32.random(in: 0...UInt32.max))"
+        c.reconnect = .init(minDelay: .milliseconds(200), maxDelay: .seconds(5))
+        if address.tls { c.tls = .init() }
+        let client = MQTTClient(configuration: c)
+        let messages = try client.subscribe("\(prefix)/#", qos: .atLeastOnce)
+        let recorder = try record.map { path -> FileHandle in
+            _ = FileManager.default.createFile(atPath: path, contents: nil)
+            guard let h = FileHandle(forWritingAtPath: path) else {
+                throw ValidationError("cannot write \(path)")
+            }
+            return h
+        }
+        let redraw = !plain && isatty(STDOUT_FILENO) == 1
+        let view = LockedView(FleetView(prefix: prefix))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await client.run() }
+            group.addTask {
+                for await m in messages {
+                    view.update { $0.receive(topic: m.topic, payload: m.payload) }
+                    if let recorder {
+                        var line: [String: Any] = ["topic": m.topic, "retained": m.retain]
+                        line["payload"] = String(decoding: m.payload, as: UTF8.self)
+                        if let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys]) {
+                            recorder.write(data + Data("\n".utf8))
+                        }
+                    }
+                }
+            }
+            group.addTask {
+                let start = ContinuousClock.now
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .milliseconds(redraw ? 500 : 1000))
+                    let lines = view.read { $0.render() }
+                    // Written in one piece, unbuffered, so a redraw never tears.
+                    let text = (redraw ? "\u{1B}[H\u{1B}[2J" : "") + lines.joined(separator: "\n") + "\n" + (redraw ? "" : "\n")
+                    FileHandle.standardOutput.write(Data(text.utf8))
+                    if let duration, ContinuousClock.now - start >= .seconds(duration) { return }
+                }
+            }
+            try await group.next()
+            group.cancelAll()
+        }
+        try recorder?.close()
+    }
+}
+
+/// The view, shared between the subscription and the redraw loop.
+final class LockedView: @unchecked Sendable {
+    private let lock = NSLock()
+    private var view: FleetView
+    init(_ view: FleetView) { self.view = view }
+    func update(_ body: (inout FleetView) -> Void) { lock.withLock { body(&view) } }
+    func read<R>(_ body: (FleetView) -> R) -> R { lock.withLock { body(view) } }
+}

@@ -1,0 +1,42 @@
+import Testing
+@testable import BLETransport
+
+@Suite struct DeviceSpecTests {
+    @Test(arguments: [
+        ("hci0", DeviceSpec.kernel(adapter: "hci0")),
+        ("hci12", .kernel(adapter: "hci12")),
+        ("unix:/run/blegw/ctl.sock", .unix(path: "/run/blegw/ctl.sock")),
+        ("tcp:localhost:4500", .tcp(host: "localhost", port: 4500)),
+        ("tcp:[::1]:4500", .tcp(host: "::1", port: 4500)),
+        ("serial:/dev/ttyUSB0", .serial(path: "/dev/ttyUSB0", baud: 115_200, flowControl: false)),
+        ("serial:/dev/ttyAMA0@921600,rtscts", .serial(path: "/dev/ttyAMA0", baud: 921_600, flowControl: true)),
+        ("file:captures/office.btsnoop", .file(path: "captures/office.btsnoop")),
+    ])
+    func parsesEverySchemeAndPrintsItBack(text: String, spec: DeviceSpec) throws {
+        let parsed = try DeviceSpec(parsing: text)
+        #expect(parsed == spec)
+        #expect(try DeviceSpec(parsing: parsed.description) == spec)
+    }
+
+    @Test(arguments: [
+        ("hci", "number"), ("hcix", "number"), ("hci-1", "number"), ("hci01", "number"),
+        ("/dev/ttyUSB0", "no scheme"), ("bt:hci0", "unknown scheme"),
+        ("unix:", "missing socket path"), ("file:", "missing capture path"),
+        ("tcp:localhost", "missing :PORT"), ("tcp::4500", "missing host"), ("tcp:host:0", "port"),
+        ("tcp:host:70000", "port"), ("tcp:[::1", "unclosed"),
+        ("serial:ttyUSB0", "absolute path"), ("serial:/dev/ttyUSB0@fast", "baud"), ("serial:/dev/ttyUSB0@12345", "unsupported baud"),
+    ])
+    func rejectsMalformedSpecsSayingWhy(text: String, why: String) {
+        #expect {
+            try DeviceSpec(parsing: text)
+        } throws: {
+            guard let e = $0 as? TransportError else { return false }
+            return e.kind == .badSpec && e.message.contains(why) && e.message.contains(text)
+        }
+    }
+
+    @Test func kernelAdapterIndexIsItsNumber() {
+        #expect(KernelHCISocket.index(of: "hci3") == 3)
+        #expect(KernelHCISocket.index(of: "eth0") == nil)
+    }
+}
