@@ -5,7 +5,8 @@
 # BINARY is a release build of blegateway for this machine; DEB the package `make deb` built from it (built here
 # when absent). One line per check (PASS/FAIL/SKIP), then "N passed, N failed"; exit status 1 on any failure.
 # Environment: BLEGATEWAY_TEST_CACHE (default /var/cache/blegateway-test) keeps the debootstrapped root as a tarball
-# and the downloaded .debs; DEBIAN_MIRROR (default http://deb.debian.org/debian).
+# and the downloaded .debs; DEBIAN_MIRROR (default http://deb.debian.org/debian); BLEGATEWAY_TEST_NO_NSPAWN=1 skips the
+# two checks that boot the root with systemd-nspawn (for machines where a container cannot boot systemd).
 set -uo pipefail
 
 BIN=$(readlink -f "${1:?usage: run.sh BINARY [DEB]}")
@@ -279,11 +280,83 @@ version $NEW_VERSION"
             echo "$out"
             [ "$(echo "$out" | sort)" = "$(echo "$expected" | sort)" ]
         }
-        if command -v systemd-nspawn >/dev/null; then
+        nspawn_reason=
+        if [ -n "${BLEGATEWAY_TEST_NO_NSPAWN:-}" ]; then nspawn_reason="BLEGATEWAY_TEST_NO_NSPAWN is set"
+        elif ! command -v systemd-nspawn >/dev/null; then nspawn_reason="systemd-nspawn is not installed (package systemd-container)"
+        fi
+        if [ -z "$nspawn_reason" ]; then
             check "unit: under systemd (nspawn boot): user blegateway, caps NET_ADMIN+NET_RAW only, read-only system, credentials" \
                 unit_probe
         else
-            skip "unit: under systemd (nspawn boot)" "systemd-nspawn is not installed (package systemd-container)"
+            skip "unit: under systemd (nspawn boot)" "$nspawn_reason"
+        fi
+        # The real gateway under the installed unit: the root booted with systemd-nspawn (host network), the
+        # simulator's office on the host with gw-lobby's controller socket bound into the container, a mosquitto on
+        # the host that wants gw-lobby's password and applies the fleet ACL. The password reaches the gateway only
+        # through LoadCredential=. A SIGTERM to nspawn shuts the container down in order.
+        unit_runs_gateway() {
+            local d=$CHROOT/etc/systemd/system sim=$WORK/sim port boot observer simpid broker ok=0
+            local saved=$WORK/gateway.yaml.saved
+            mkdir -p "$sim" "$d/multi-user.target.wants" "$WORK/gwbroker"
+            "$BIN" sim --scenario "$REPO/config/scenarios/office.yaml" --socket-dir "$sim" >"$WORK/sim.log" 2>&1 &
+            simpid=$!; pids+=("$simpid")
+            wait_until 20 test -S "$sim/gw-lobby.sock" || { echo "simulator socket missing"; cat "$WORK/sim.log"; return 1; }
+            chmod 0755 "$sim" && chmod 0666 "$sim"/*.sock
+            port=$(free_port)
+            : >"$WORK/gwbroker/passwd"
+            mosquitto_passwd -b "$WORK/gwbroker/passwd" gw-lobby s3cret 2>/dev/null
+            mosquitto_passwd -b "$WORK/gwbroker/passwd" ops pw-ops 2>/dev/null
+            printf 'listener %s 127.0.0.1\nallow_anonymous false\npassword_file %s\nacl_file %s\npersistence false\nuser %s\n' \
+                "$port" "$WORK/gwbroker/passwd" "$REPO/deploy/mosquitto/blegateway.acl" "$(id -un)" >"$WORK/gwbroker/m.conf"
+            "$MOSQUITTO" -c "$WORK/gwbroker/m.conf" >"$WORK/gwbroker/log" 2>&1 &
+            broker=$!; pids+=("$broker")
+            wait_until 10 port_open "$port" || { echo "broker did not start"; return 1; }
+            timeout 120 mosquitto_sub -h 127.0.0.1 -p "$port" -u ops -P pw-ops -v -t 'blegateway/gw-lobby/#' \
+                >"$WORK/gw-observed.log" 2>&1 &
+            observer=$!; pids+=("$observer")
+            cp -p "$CHROOT/etc/blegateway/gateway.yaml" "$saved"
+            mkdir -p "$WORK/spool.saved" && mv "$CHROOT"/var/lib/blegateway/spool.sqlite* "$WORK/spool.saved/"
+            sed -e 's/^  id: gateway .*/  id: gw-lobby/' \
+                -e 's#^  device: hci0 .*#  device: unix:/run/blegateway-sim/gw-lobby.sock#' \
+                -e "s#^  broker: mqtt://127.0.0.1:1883 .*#  broker: mqtt://127.0.0.1:$port#" \
+                -e 's|^  # username_file: .*|  username_file: /run/credentials/blegateway.service/mqtt_username|' \
+                -e 's|^  # password_file: .*|  password_file: /run/credentials/blegateway.service/mqtt_password|' \
+                "$REPO/config/gateway.yaml" >"$CHROOT/etc/blegateway/gateway.yaml"
+            printf 'gw-lobby\n' >"$CHROOT/etc/blegateway/credentials/username"
+            printf 's3cret\n' >"$CHROOT/etc/blegateway/credentials/password"
+            chmod 0600 "$CHROOT"/etc/blegateway/credentials/*
+            ln -sf /lib/systemd/system/blegateway.service "$d/multi-user.target.wants/blegateway.service"
+            (cd "$WORK" && exec timeout 180 systemd-nspawn -q -D "$CHROOT" --boot --register=no --keep-unit \
+                --capability=CAP_NET_ADMIN --bind="$sim:/run/blegateway-sim" </dev/null >"$WORK/nspawn-run.log" 2>&1) &
+            boot=$!; pids+=("$boot")
+            if wait_until 90 grep -q '^blegateway/gw-lobby/status .*"online"' "$WORK/gw-observed.log" &&
+                wait_until 60 grep -q '^blegateway/gw-lobby/beacons/' "$WORK/gw-observed.log"; then
+                ok=1
+            fi
+            kill -TERM "$boot" 2>/dev/null
+            wait_until 60 bash -c "! kill -0 $boot" || ok=0
+            wait_until 10 grep -q '^blegateway/gw-lobby/status .*"offline"' "$WORK/gw-observed.log" || ok=0
+            kill "$observer" "$broker" "$simpid" 2>/dev/null
+            grep -E '^blegateway/gw-lobby/(status|adapter) ' "$WORK/gw-observed.log" | cut -c1-160
+            echo "$(grep -c '^blegateway/gw-lobby/beacons/' "$WORK/gw-observed.log") beacon messages"
+            [ "$(chroot "$CHROOT" stat -c %U /var/lib/blegateway/spool.sqlite 2>&1)" = blegateway ] ||
+                { echo "no spool owned by blegateway"; ok=0; }
+            if [ "$ok" != 1 ]; then
+                journalctl -D "$CHROOT/var/log/journal" -u blegateway --no-pager 2>/dev/null | tail -n 15
+            fi
+            rm -f "$d/multi-user.target.wants/blegateway.service" "$CHROOT"/etc/blegateway/credentials/* \
+                "$CHROOT"/var/lib/blegateway/spool.sqlite*
+            mv "$WORK"/spool.saved/* "$CHROOT/var/lib/blegateway/"
+            cp -p "$saved" "$CHROOT/etc/blegateway/gateway.yaml"
+            [ "$ok" = 1 ]
+        }
+        if [ -n "$nspawn_reason" ]; then
+            skip "unit: the gateway runs under the unit" "$nspawn_reason"
+        elif ! "$BIN" run --help 2>/dev/null | grep -q 'USAGE: blegateway run'; then
+            skip "unit: the gateway runs under the unit" "\`blegateway run\` is not in this build"
+        else
+            check "unit: blegateway run under the unit (nspawn boot) publishes online + readings with a LoadCredential password, offline on shutdown" \
+                unit_runs_gateway
         fi
         # Reinstalling the same version over an unchanged upstream conffile needs no dpkg option at all.
         check "package: reinstall without --force-conf* over a changed config does not prompt and keeps it" \
