@@ -440,7 +440,7 @@ else
         | sed -e 's/^"\\(base)\///' -e 's/"$//' -e 's/\\([^)]*)/x1/g' | grep -vx config | sort -u)
     echo "     gateway topics from Topics.swift: ${families[*]}"
     observer_log=$M/observer.log
-    sub ops -v -q 1 -t 'blegateway/#' >"$observer_log" 2>&1 &
+    timeout 30 mosquitto_sub "${tls[@]}" -u ops -P pw-ops -v -q 1 -t 'blegateway/#' >"$observer_log" 2>&1 &
     observer=$!; pids+=("$observer")
     sleep 0.5  # let the observer's SUBSCRIBE land; the marker below confirms it
     writes() {
