@@ -75,3 +75,22 @@ fuzz: deps
 
 clean:
 	rm -rf .build Fuzz/.build
+
+# Deployment (docs/DEPLOY.md). `make deb` builds blegateway_<version>_<arch>.deb for this machine's architecture
+# from a release binary that carries its Swift runtime; `make test-deploy` checks the unit, installs and upgrades the
+# package in a debootstrapped Debian 12 root (cached in /var/cache/blegateway-test), and runs the fleet ACL and the
+# edge bridge on loopback mosquittos. The root part needs root (chroot, mount).
+PKGS_DEPLOY  := dpkg-dev binutils debootstrap zstd systemd systemd-container mosquitto mosquitto-clients openssl
+DEB_DIR      ?= .build/deb
+RELEASE_BIN   = $$($(SWIFT) build -c release --static-swift-stdlib --show-bin-path)/blegateway
+
+.PHONY: deb test-deploy
+
+deb: deps
+	$(call apt_install,$(PKGS_DEPLOY))
+	$(SWIFT) build -c release --static-swift-stdlib --product blegateway
+	deploy/debian/build-deb.sh "$(RELEASE_BIN)" $(DEB_DIR)
+
+test-deploy: deb
+	bin="$(RELEASE_BIN)"; \
+	  $(SUDO) Tests/deploy/run.sh "$$bin" "$(DEB_DIR)/blegateway_$$("$$bin" --version)_$$(dpkg --print-architecture).deb"
