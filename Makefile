@@ -41,10 +41,13 @@ build: deps
 release: deps
 	$(SWIFT) build -c release --product blegateway
 
+# Unit, protocol and end-to-end tests (a real mosquitto, SQLite on real files, the simulator), then the Linux
+# kernel path in a VM, then the Debian package in a Debian root. Each part prints its own closing count.
 test: deps deps-kernel
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) --no-print-directory test-kernel
+	$(MAKE) --no-print-directory test-deploy
 
 test-unit: deps
 	$(SWIFT) test
