@@ -85,7 +85,7 @@ private func swiftThroughput(port: Int, messages: Int, qos: MQTTQoS, size: Int, 
 
 /// A mosquitto on a free loopback port for the benchmark (the tests have a fuller one in
 /// Tests/BLEPublishingTests/Support/MosquittoBroker.swift; test code cannot be imported here).
-private final class BenchBroker {
+final class BenchBroker {
     let port: Int
     private let process = Process()
 

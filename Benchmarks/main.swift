@@ -8,6 +8,7 @@ let all: [(String, @Sendable ([String]) async -> Void)] = [
     ("spool", { await runSpoolBenchmark(arguments: $0) }),
     ("sim", { runSimulatorBenchmark(arguments: $0) }),
     ("mqtt", { do { try await runMQTTBenchmark(arguments: $0) } catch { print("mqtt benchmark failed: \(error)") } }),
+    ("pipeline", { do { try await runPipelineBenchmark(arguments: $0) } catch { print("pipeline benchmark failed: \(error)") } }),
     ("transport", { do { try await runTransportBenchmark(args: $0) } catch { print("transport benchmark failed: \(error)") } }),
 ]
 
