@@ -24,7 +24,7 @@ public final class GatewayRuntime: Service, Sendable {
     let readings: GatewayReadings
     let filter: ScanFilter
     let clockSynchronized: @Sendable () -> Bool
-    let state = NSLockedBox(RuntimeState())
+    let state = Locked(RuntimeState())
 
     struct RuntimeState: Sendable {
         var aggregator = IntervalAggregator<BeaconIdentity, GatewayReadings.BeaconInfo>()
@@ -302,16 +302,4 @@ public final class GatewayRuntime: Service, Sendable {
     /// For tests and the health topic.
     public var spoolStatistics: SpoolStatistics { spool.statistics }
     public var publisherStatistics: SpoolPublisher.Statistics { publisher.statistics }
-}
-
-/// A value behind a lock.
-final class NSLockedBox<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
-    }
 }

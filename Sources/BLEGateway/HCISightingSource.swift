@@ -14,8 +14,8 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
     let scan: GatewayConfiguration.Scan
     let clock: any BLEClock
     let logger: Logger
-    private let countersBox = NSLockedBox(SightingSourceCounters())
-    private let current = NSLockedBox<Scanner?>(nil)
+    private let countersBox = Locked(SightingSourceCounters())
+    private let current = Locked<Scanner?>(nil)
 
     public init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions = TransportOptions(),
                 scan: GatewayConfiguration.Scan, clock: any BLEClock, logger: Logger) {

@@ -31,7 +31,7 @@ public final class SpoolPublisher: Sendable {
     let pollInterval: Duration
     let onRejected: @Sendable (SpooledReading, MQTTError) -> Void
     let wake = WakeSignal()
-    let state = NSLockedValue(State())
+    let state = Locked(State())
 
     struct State: Sendable {
         var stats = Statistics()
@@ -161,17 +161,5 @@ public final class SpoolPublisher: Sendable {
                 run: reading.run, seq: r.seq, ts: reading.ts, clockSynced: reading.clockSynchronized, body: reading.body),
             qos: MQTTQoS(rawValue: Int(reading.qos)) ?? .atLeastOnce, retain: reading.retain,
             messageExpiryInterval: expiry)
-    }
-}
-
-/// A value behind a lock, for small shared state.
-final class NSLockedValue<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        lock.lock()
-        defer { lock.unlock() }
-        return try body(&value)
     }
 }
