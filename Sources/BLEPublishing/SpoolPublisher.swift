@@ -31,6 +31,7 @@ public final class SpoolPublisher: Sendable {
     let pollInterval: Duration
     let onRejected: @Sendable (SpooledReading, MQTTError) -> Void
     let wake = WakeSignal()
+    var refillThreshold: Int { max(1, window / 4) }
     let state = Locked(State())
 
     struct State: Sendable {
@@ -94,7 +95,9 @@ public final class SpoolPublisher: Sendable {
             }
             let room = window - inFlight
             var handed = 0
-            if room > 0, let batch = try? spool.pending(after: cursor, limit: room) {
+            // Refill in batches, not one slot per acknowledgement: a query per ack would cap replay at the rate of
+            // SQLite round trips. A quarter of the window free (or an empty window) is worth a query.
+            if room > 0, room >= refillThreshold || inFlight == 0, let batch = try? spool.pending(after: cursor, limit: room) {
                 let busy = state.withLock { $0.inFlight }
                 for r in batch where !busy.contains(r.seq) {
                     state.withLock {
