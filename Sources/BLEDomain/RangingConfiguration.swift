@@ -65,15 +65,17 @@ public enum RangingPublishing: Hashable, Sendable {
 public struct RangingFilterConfiguration: Hashable, Sendable {
     /// σ of one RSSI reading about the path-loss model, dB (the shadowing; 4 dB indoors is typical).
     public var measurementSigmaDB = 4.0
-    /// Acceleration noise density of a beacon that stands still or drifts, m²/s³.
-    public var quietAcceleration = 0.002
+    /// Acceleration noise density of a beacon that stands still or drifts, per square metre of
+    /// distance (1/s³): a filter time constant of several seconds at any range.
+    public var quietAcceleration = 2e-5
     /// Acceleration noise density of a walking person at a turn, m²/s³; the filter moves between
     /// the two as its innovations say (a maneuver detector).
-    public var maneuverAcceleration = 0.5
-    /// Normalised innovation squared, smoothed over about `1/innovationSmoothing` samples, above which
-    /// the filter treats the beacon as moving.
-    public var maneuverThreshold = 1.6
-    public var innovationSmoothing = 0.1
+    public var maneuverAcceleration = 4.0
+    /// The normalised innovation y/√S, smoothed over about `1/innovationSmoothing` readings, above
+    /// which (in magnitude) the filter starts treating the beacon as moving; fully at twice it.
+    /// Its spread while the model fits is √(α/(2−α)) ≈ 0.33 for α = 0.2.
+    public var maneuverThreshold = 0.5
+    public var innovationSmoothing = 0.2
     /// A person's top speed, m/s: velocity estimates are clamped to it.
     public var maximumSpeed = 3.0
 

@@ -10,8 +10,8 @@ import Darwin
 /// Why distance and not RSSI: a person walking straight at 1.4 m/s moves at constant speed in
 /// metres but accelerates in dB (−k·v/d changes as d does; ≈ 2 dB/s² at 3 m), so a constant-velocity
 /// model over RSSI lags exactly where it matters, while over distance it is exact. Why adaptive: a
-/// standing beacon wants months of memory and a walking one a second or two; the smoothed normalised
-/// innovation squared (NIS, ≈ 1 when the model fits) moves the acceleration noise between
+/// standing beacon wants long memory and a walking one a second or two; the smoothed normalised
+/// innovation (≈ 0 when the model fits, biased when it lags) moves the acceleration noise between
 /// `quietAcceleration` and `maneuverAcceleration`. One `log` and about 30 flops per sample.
 public struct RangingFilter: Sendable {
     /// Metres, metres per second, and their covariance.
@@ -22,7 +22,7 @@ public struct RangingFilter: Sendable {
     @usableFromInline var p11: Double
     /// Seconds of the last update.
     public private(set) var time: Double
-    /// Smoothed normalised innovation squared.
+    /// Smoothed normalised innovation (≈ 0 ± 0.23 while the model fits).
     public private(set) var innovation: Double
 
     @usableFromInline static let minimumDistance = 0.1
@@ -38,16 +38,20 @@ public struct RangingFilter: Sendable {
         p01 = 0
         p11 = 1
         time = t
-        innovation = 1
+        innovation = 0
     }
 
     /// Predicts to `t` and folds in one reading.
     public mutating func update(
         rssi z: Double, rssiAt1m: Double, at t: Double, k: Double, configuration c: RangingFilterConfiguration
     ) {
-        // Acceleration noise between quiet and maneuvering, by how badly the model has fitted lately.
-        let w = min(max((innovation - 1) / (c.maneuverThreshold - 1), 0), 1)
-        let q = c.quietAcceleration + w * (c.maneuverAcceleration - c.quietAcceleration)
+        // Acceleration noise between quiet and maneuvering, by how biased the innovations have been
+        // lately: a lagging filter sees readings persistently on one side of its prediction, which
+        // a mean detects long before the squared innovation grows past the shadowing's scatter.
+        let w = min(max(abs(innovation) / c.maneuverThreshold - 1, 0), 1)
+        // Quiet noise scales with d² (the reading's own noise does, in metres), so a beacon drifts by
+        // the same fraction of its distance at any range; a maneuver's is absolute (a person's turn).
+        let q = c.quietAcceleration * distance * distance + w * c.maneuverAcceleration
         let dt = t - time
         if dt > 0 {
             // x ← F x, P ← F P Fᵀ + Q with F = [1 dt; 0 1], Q = q [dt³/3 dt²/2; dt²/2 dt].
@@ -71,7 +75,7 @@ public struct RangingFilter: Sendable {
         p11 -= k1 * h * p01
         p00 = n00
         p01 = n01
-        innovation += c.innovationSmoothing * (y * y / s - innovation)
+        innovation += c.innovationSmoothing * (y / s.squareRoot() - innovation)
     }
 
     /// The distance predicted at `t` (≥ the last update), and its standard deviation.
