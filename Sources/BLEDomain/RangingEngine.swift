@@ -69,33 +69,33 @@ public struct RangingEngine: Sendable {
         statistics.samples += 1
         let i = slot(for: identity, at: t)
         touch(i)
-        // The track is plain data (no references): copy out, update, store back.
-        var track = tracks[Int(i)]
-        defer { tracks[Int(i)] = track }
-        track.address = address
-        track.lastHeard = t
-        track.samples &+= 1
-        track.unknownAnnounced = false
+        let j = Int(i)
+        // Fields are updated in place (a whole-track copy costs more than the filter).
+        tracks[j].address = address
+        tracks[j].lastHeard = t
+        tracks[j].samples &+= 1
+        tracks[j].unknownAnnounced = false
         let frame = frameCalibration.map { Int16(($0 * 4).rounded()) } ?? RangingTrack.noFrame
-        if !track.calibrated || frame != track.frameCalibration
-            || (name != nil && hasNameOverrides && track.calibration != .configuration)
+        if !tracks[j].calibrated || frame != tracks[j].frameCalibration
+            || (name != nil && hasNameOverrides && tracks[j].calibration != .configuration)
         {
+            var track = tracks[j]
             track.frameCalibration = frame
             track.calibrated = true
             calibrate(&track, frame: frameCalibration, name: name)
+            tracks[j] = track
         }
+        let a = tracks[j].rssiAt1m
         guard let rssi else {
             statistics.samplesWithoutRSSI += 1
-            return track.filter.map { track.rssiAt1m - k * log($0.estimate(at: t).distance) }
+            return tracks[j].filter.map { a - k * log($0.estimate(at: t).distance) }
         }
-        if track.filter != nil {
-            track.filter!.update(
-                rssi: Double(rssi), rssiAt1m: track.rssiAt1m, at: t, k: k, configuration: configuration.filter)
+        if tracks[j].filter != nil {
+            tracks[j].filter!.update(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: configuration.filter)
         } else {
-            track.filter = RangingFilter(
-                rssi: Double(rssi), rssiAt1m: track.rssiAt1m, at: t, k: k, configuration: configuration.filter)
+            tracks[j].filter = RangingFilter(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: configuration.filter)
         }
-        return track.rssiAt1m - k * log(track.filter!.distance)
+        return a - k * log(tracks[j].filter!.distance)
     }
 
     /// Updates for the interval that ended, if one did by `now` (else none). Beacons silent for
@@ -130,6 +130,13 @@ public struct RangingEngine: Sendable {
     }
 
     public var trackedCount: Int { statistics.tracked }
+
+    /// The memory one tracked beacon costs in the structures above: its track, and its index entry
+    /// (key and value at the dictionary's maximum load factor of 3/4), excluding free-list slack.
+    public static var bytesPerTrack: Int {
+        MemoryLayout<RangingTrack>.stride
+            + (MemoryLayout<BeaconIdentity>.stride + MemoryLayout<Int32>.stride) * 4 / 3 + 1
+    }
 
     /// Forgets everything (an adapter restart keeps it: beacons are re-heard within a second).
     public mutating func removeAll() {
