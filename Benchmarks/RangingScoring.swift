@@ -173,6 +173,7 @@ func scoreRanging(_ setup: RangingScoreSetup) async throws -> RangingScore {
     var estimates: [String: [(t: Double, d: Double)]] = [:]
     var events: [RegionEvent] = []
     var readings = 0
+    var reports = 0
     var updates = 0
 
     while clock.now().seconds < setup.seconds && !ended.isSet {
@@ -182,7 +183,10 @@ func scoreRanging(_ setup: RangingScoreSetup) async throws -> RangingScore {
         while clock.sleeperCount == 0 && !ended.isSet { try await Task.sleep(nanoseconds: 20_000) }
         let now = clock.now()
         let unix = clock.unixTime()
-        try host.drain { packet in
+        // The controller's writer thread sends what the radio queued: read until every report it
+        // counted has arrived, so each reading carries the step it was received in.
+        let sent = sim.nodes[0].stats.reportsSent
+        try host.drain(until: { reports >= sent || ended.isSet }) { packet in
             let e = packet.payload
             guard packet.type == .event, e.count > 3, e[0] == 0x3E else { return }
             let body: (LEAdvertisingReport) -> Void = { report in
@@ -192,8 +196,8 @@ func scoreRanging(_ setup: RangingScoreSetup) async throws -> RangingScore {
                 events += regions.observe(identity, rssi: rssi, at: now)
                 readings += 1
             }
-            if e[2] == 0x02 { _ = LEAdvertisingReport.parseLegacy(e[3...], body) }
-            if e[2] == 0x0D { _ = LEAdvertisingReport.parseExtended(e[3...], body) }
+            if e[2] == 0x02 { reports += LEAdvertisingReport.parseLegacy(e[3...], body) ?? 0 }
+            if e[2] == 0x0D { reports += LEAdvertisingReport.parseExtended(e[3...], body) ?? 0 }
         }
         events += regions.tick(at: now)
         for u in ranging.tick(at: now) {
@@ -304,6 +308,7 @@ final class ScoringHost {
     let fd: Int32
     var deframer = H4Deframer()
     var buffer = [UInt8](repeating: 0, count: 1 << 16)
+    var isClosed = false
 
     init(path: String) throws {
         fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
@@ -342,8 +347,16 @@ final class ScoringHost {
         }
     }
 
-    /// Hands every packet already written to `body`.
-    func drain(_ body: (H4Packet) -> Void) throws {
+    /// Hands packets to `body` until `done()` holds (waiting ≤ 10 s for more), then those already written.
+    func drain(until done: () -> Bool, _ body: (H4Packet) -> Void) throws {
+        while true {
+            while let p = deframer.next() { body(p) }
+            if done() { break }
+            guard try read(timeoutMs: 10_000) else {
+                if isClosed { return }
+                throw RangingScoreError(description: "reports counted by the controller never arrived")
+            }
+        }
         while try read(timeoutMs: 0) {
             while let p = deframer.next() { body(p) }
         }
@@ -355,7 +368,10 @@ final class ScoringHost {
         guard poll(&p, 1, timeoutMs) > 0 else { return false }
         let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
         // The simulator closes the socket when its duration ends: nothing more will come.
-        guard n > 0 else { return false }
+        guard n > 0 else {
+            isClosed = true
+            return false
+        }
         deframer.append(buffer[0..<n])
         return true
     }

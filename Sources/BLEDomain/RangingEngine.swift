@@ -18,7 +18,7 @@ public struct RangingEngine: Sendable {
     public let configuration: RangingConfiguration
     /// k = 10·n / ln 10: RSSI = P₁ₘ − k·ln d.
     @usableFromInline let k: Double
-    @usableFromInline var index: [BeaconIdentity: Int32] = [:]
+    @usableFromInline var index: [RangingKey: Int32] = [:]
     @usableFromInline var tracks: [RangingTrack] = []
     @usableFromInline var free: [Int32] = []
     /// Most and least recently heard live tracks (-1: none).
@@ -91,11 +91,11 @@ public struct RangingEngine: Sendable {
             return tracks[j].filter.map { a - k * log($0.estimate(at: t).distance) }
         }
         if tracks[j].filter != nil {
-            tracks[j].filter!.update(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: configuration.filter)
-        } else {
-            tracks[j].filter = RangingFilter(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: configuration.filter)
+            return tracks[j].filter!.update(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: configuration.filter)
         }
-        return a - k * log(tracks[j].filter!.distance)
+        let f = RangingFilter(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: configuration.filter)
+        tracks[j].filter = f
+        return a - k * log(f.distance)
     }
 
     /// Updates for the interval that ended, if one did by `now` (else none). Beacons silent for
@@ -151,7 +151,7 @@ public struct RangingEngine: Sendable {
 
 extension RangingEngine {
     @usableFromInline mutating func slot(for identity: BeaconIdentity, at t: Double) -> Int32 {
-        if let i = index[identity] { return i }
+        if let i = index[RangingKey(identity)] { return i }
         if statistics.tracked >= configuration.capacity, tail >= 0 {
             let victim = tail
             release(victim)
@@ -166,7 +166,7 @@ extension RangingEngine {
             i = Int32(tracks.count)
             tracks.append(fresh)
         }
-        index[identity] = i
+        index[RangingKey(identity)] = i
         statistics.tracked += 1
         return i
     }
@@ -193,7 +193,7 @@ extension RangingEngine {
         let n = tracks[Int(i)].next
         if p >= 0 { tracks[Int(p)].next = n } else { head = n }
         if n >= 0 { tracks[Int(n)].prev = p } else { tail = p }
-        index.removeValue(forKey: tracks[Int(i)].identity)
+        index.removeValue(forKey: RangingKey(tracks[Int(i)].identity))
         tracks[Int(i)].filter = nil
         tracks[Int(i)].prev = -1
         tracks[Int(i)].next = -1
@@ -302,4 +302,28 @@ extension RangingEngine {
         self.rssiAt1m = rssiAt1m
         self.lastHeard = lastHeard
     }
+}
+
+/// The index key: a `BeaconIdentity` hashed as two mixed words, so a lookup feeds the (seeded,
+/// flood-resistant) SipHash one word instead of the enum's tag and every field in turn.
+@usableFromInline struct RangingKey: Hashable, Sendable {
+    @usableFromInline let identity: BeaconIdentity
+
+    @usableFromInline init(_ identity: BeaconIdentity) { self.identity = identity }
+
+    @usableFromInline func hash(into hasher: inout Hasher) {
+        let m: UInt64 = 0x9E37_79B9_7F4A_7C15
+        switch identity {
+        case .iBeacon(let u, let major, let minor):
+            hasher.combine(u.high &* m ^ u.low ^ (UInt64(major) << 16 | UInt64(minor)) &* 0xBF58_476D_1CE4_E5B9)
+        case .eddystone(let h, let l, let i):
+            hasher.combine(h &* m ^ (UInt64(l) << 48 | i) ^ 1)
+        case .altBeacon(let h, let mid, let l):
+            hasher.combine(h &* m ^ mid ^ UInt64(l) &* 0xBF58_476D_1CE4_E5B9 ^ 2)
+        case .address(let a):
+            hasher.combine(a.rawValue ^ 3 << 56)
+        }
+    }
+
+    @usableFromInline static func == (a: RangingKey, b: RangingKey) -> Bool { a.identity == b.identity }
 }

@@ -41,10 +41,12 @@ public struct RangingFilter: Sendable {
         innovation = 0
     }
 
-    /// Predicts to `t` and folds in one reading.
+    /// Predicts to `t` and folds in one reading. Returns the filtered RSSI: the model's RSSI at the
+    /// new distance, to first order about the prediction (saves the second `log`).
+    @discardableResult
     public mutating func update(
         rssi z: Double, rssiAt1m: Double, at t: Double, k: Double, configuration c: RangingFilterConfiguration
-    ) {
+    ) -> Double {
         // Acceleration noise between quiet and maneuvering, by how biased the innovations have been
         // lately: a lagging filter sees readings persistently on one side of its prediction, which
         // a mean detects long before the squared innovation grows past the shadowing's scatter.
@@ -63,11 +65,13 @@ public struct RangingFilter: Sendable {
         }
         let d = max(distance, Self.minimumDistance)
         let h = -k / d  // ∂RSSI/∂d at the estimate
-        let y = z - (rssiAt1m - k * log(d))
+        let predicted = rssiAt1m - k * log(d)
+        let y = z - predicted
         let r = c.measurementSigmaDB * c.measurementSigmaDB
         let s = h * h * p00 + r
-        let k0 = p00 * h / s
-        let k1 = p01 * h / s
+        let sInverse = 1 / s
+        let k0 = p00 * h * sInverse
+        let k1 = p01 * h * sInverse
         distance = min(max(d + k0 * y, Self.minimumDistance), Self.maximumDistance)
         speed = min(max(speed + k1 * y, -c.maximumSpeed), c.maximumSpeed)
         let n00 = p00 - k0 * h * p00
@@ -75,7 +79,8 @@ public struct RangingFilter: Sendable {
         p11 -= k1 * h * p01
         p00 = n00
         p01 = n01
-        innovation += c.innovationSmoothing * (y / s.squareRoot() - innovation)
+        innovation += c.innovationSmoothing * (y * sInverse.squareRoot() - innovation)
+        return predicted + h * (distance - d)
     }
 
     /// The distance predicted at `t` (≥ the last update), and its standard deviation.
