@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
     ],
     targets: [
         // C libraries, each behind one Swift module.
@@ -35,7 +36,10 @@ let package = Package(
         .target(name: "BLETransport", dependencies: ["CBluetooth", "CBluetoothShim"]),
         .target(name: "BLEHCI", dependencies: ["BLETransport"]),
         .target(name: "BLEHost", dependencies: ["BLETransport", "BLEHCI", .product(name: "Logging", package: "swift-log")]),
-        .target(name: "BLEDomain", dependencies: ["BLETransport", "BLEHCI", "BLEHost"]),
+        .target(name: "BLEDomain", dependencies: [
+            "BLETransport", "BLEHCI", "BLEHost",
+            .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ]),
         .target(name: "BLESpool", dependencies: ["CSQLite", "BLETransport", "BLEDomain"]),
         .target(name: "BLEPublishing", dependencies: ["CMosquitto", "BLESpool", "BLEDomain", .product(name: "Logging", package: "swift-log")]),
         .target(name: "BLEGateway", dependencies: [
@@ -61,7 +65,7 @@ let package = Package(
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETransport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLETransport", "BLESimulator"]),
-        .testTarget(name: "BLEDomainTests", dependencies: ["BLEDomain", "BLEHCI", "BLETransport"]),
+        .testTarget(name: "BLEDomainTests", dependencies: ["BLEDomain", "BLEHCI", "BLETransport", "BLESimulator"]),
         .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport", "BLEDomain"]),
         .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLEDomain", "BLETransport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLESimulator", "BLEPublishing", "BLEDomain"]),
