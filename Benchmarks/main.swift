@@ -5,6 +5,7 @@ import Foundation
 let all: [(String, @Sendable ([String]) async -> Void)] = [
     ("decode", { runAdvertisementDecodingBenchmark(arguments: $0) }),
     ("hci", { runHCIBenchmark(args: $0) }),
+    ("ranging", { await runRangingBenchmark(arguments: $0) }),
     ("spool", { await runSpoolBenchmark(arguments: $0) }),
     ("sim", { runSimulatorBenchmark(arguments: $0) }),
     ("mqtt", { do { try await runMQTTBenchmark(arguments: $0) } catch { print("mqtt benchmark failed: \(error)") } }),
