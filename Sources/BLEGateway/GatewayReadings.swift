@@ -104,49 +104,33 @@ struct GatewayReadings: Sendable {
                        clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }
 
-    /// What the gateway knows about a beacon besides its samples.
-    struct BeaconInfo: Sendable {
-        var id: String
-        var kind: String
-        var address: BDAddress
-        var measuredPower: Int8?
-        var name: String?
-
-        init(_ s: Sighting) {
-            let identity = s.identity
-            id = identity.id
-            kind = s.beacon?.kind ?? "other"
-            address = s.address
-            measuredPower = Self.measuredPower(s.beacon)
-            name = s.advertisement.name
-        }
-
-        /// Calibrated RSSI at 1 m: iBeacon's measured power and AltBeacon's reference RSSI are defined at 1 m;
-        /// Eddystone carries the power at 0 m, which its specification puts 41 dB above the power at 1 m.
-        static func measuredPower(_ b: Beacon?) -> Int8? {
-            switch b {
-            case .iBeacon(let i)?: i.measuredPower
-            case .altBeacon(let a)?: a.referenceRSSI
-            case .eddystoneUID(let e)?: Int8(clamping: Int(e.txPowerAt0m) - 41)
-            case .eddystoneURL(let e)?: Int8(clamping: Int(e.txPowerAt0m) - 41)
-            default: nil
-            }
+    /// The beacon's kind as the topics name it, from its identity: frames without a stable identity (Eddystone URL,
+    /// TLM, EID, anything else) are ranged by address and are "other" here.
+    static func kind(of identity: BeaconIdentity) -> String {
+        switch identity {
+        case .iBeacon: "ibeacon"
+        case .eddystone: "eddystone-uid"
+        case .altBeacon: "altbeacon"
+        case .address: "other"
         }
     }
 
-    func beacon(_ s: IntervalAggregator<BeaconIdentity, BeaconInfo>.Summary, interval: Double, ts: Double,
-                synced: Bool) -> Reading {
+    /// One beacon's ranging for the interval that ended (schema/v1/beacon.json).
+    func beacon(_ u: RangingUpdate, interval: Double, ts: Double, synced: Bool) -> Reading {
+        let id = u.identity.id
         var o = JSONObjectWriter()
-        o.string("id", s.info.id)
-        o.string("kind", s.info.kind)
-        o.string("address", s.info.address.description)
-        o.number("rssi", s.meanRSSI, digits: 1)
-        o.int("rssi_last", s.lastRSSI)
-        o.int("samples", s.samples)
+        o.string("id", id)
+        o.string("kind", Self.kind(of: u.identity))
+        o.string("address", u.address.description)
+        o.number("rssi", u.filteredRSSI, digits: 1)
+        o.int("samples", u.samples)
         o.number("interval_s", interval)
-        o.int("measured_power", s.info.measuredPower)
-        if let name = s.info.name { o.string("name", name) }
-        return Reading(.sample, topic: topics.beacon(s.info.id), body: o.finished, qos: sampleQoS, retain: false,
+        o.number("measured_power", u.rssiAt1m, digits: 1)
+        o.string("calibration", u.calibration.rawValue)
+        o.number("distance_m", u.distance, digits: 2)
+        o.number("accuracy_m", u.accuracy, digits: 2)
+        o.string("proximity", u.proximity.rawValue)
+        return Reading(.sample, topic: topics.beacon(id), body: o.finished, qos: sampleQoS, retain: false,
                        ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }
 

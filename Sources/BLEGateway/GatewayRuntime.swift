@@ -24,10 +24,10 @@ public final class GatewayRuntime: Service, Sendable {
     let readings: GatewayReadings
     let filter: ScanFilter
     let clockSynchronized: @Sendable () -> Bool
-    let state = Locked(RuntimeState())
+    let state: Locked<RuntimeState>
 
     struct RuntimeState: Sendable {
-        var aggregator = IntervalAggregator<BeaconIdentity, GatewayReadings.BeaconInfo>()
+        var ranging: RangingEngine
         var adapter: AdapterReport?
         var adapterSince = 0.0
         var reconnects = 0
@@ -51,6 +51,9 @@ public final class GatewayRuntime: Service, Sendable {
         self.logger = logger
         self.source = source
         self.clockSynchronized = clockSynchronized
+        var ranging = RangingConfiguration()
+        ranging.interval = .seconds(configuration.publishing.rangingIntervalSeconds)
+        state = Locked(RuntimeState(ranging: RangingEngine(configuration: ranging)))
         let topics = try Topics(prefix: configuration.mqtt.prefix, gatewayID: configuration.gateway.id)
         filter = try ScanFilter(parsing: configuration.scan.filters)
         let run = (0..<4).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
@@ -238,7 +241,7 @@ public final class GatewayRuntime: Service, Sendable {
         guard filter.matches(s) else { return }
         let now = clock.now()
         let raw: Bool = state.withLock { st in
-            st.aggregator.add(s.identity, rssi: s.rssi, at: now, info: GatewayReadings.BeaconInfo(s))
+            _ = st.ranging.observe(s, as: s.identity, at: now)
             guard configuration.publishing.rawAdvertisements else { return false }
             // Token bucket: at most raw_max_per_s, with a burst of one second's worth.
             let rate = configuration.publishing.rawMaxPerSecond
@@ -275,7 +278,7 @@ public final class GatewayRuntime: Service, Sendable {
                 lastHealthTime = now
                 let counters = source.counters
                 let (tracked, evicted, reconnects) = state.withLock {
-                    ($0.aggregator.trackedCount, $0.aggregator.evictions, $0.reconnects)
+                    ($0.ranging.trackedCount, $0.ranging.statistics.evictions, $0.reconnects)
                 }
                 let health = GatewayReadings.Health(
                     uptime: (now - started).seconds, spool: spool.statistics, publish: stats, publishRate: rate,
@@ -292,10 +295,10 @@ public final class GatewayRuntime: Service, Sendable {
         let now = clock.now()
         let ts = clock.unixTime()
         let synced = clockSynchronized()
-        let summaries = state.withLock { $0.aggregator.flush(at: now) }
+        let updates = state.withLock { $0.ranging.tick(at: now) }
         let interval = configuration.publishing.rangingIntervalSeconds
-        for s in summaries {
-            _ = spool.append(readings.beacon(s, interval: interval, ts: ts, synced: synced))
+        for u in updates {
+            _ = spool.append(readings.beacon(u, interval: interval, ts: ts, synced: synced))
         }
     }
 
