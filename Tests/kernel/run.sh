@@ -87,8 +87,15 @@ mount -t devpts devpts /host/dev/pts 2>/dev/null
 for d in tmp run var/run var/lib/bluetooth var/tmp; do [ -d /host/$d ] && mount -t tmpfs tmpfs /host/$d; done
 mkdir -p /host/run/results
 mount --bind /results /host/run/results
-echo "[init] $(cat /proc/uptime | cut -d' ' -f1)s: userspace ready"
 . /results/env
+# The checkout and the binary may live under /tmp (CI clones there), which the tmpfs above hides: they come in
+# as shares of their own, mounted back at their own paths.
+for share in repo:"$REPO_DIR" bin:"$BIN_DIR"; do
+    tag=${share%%:*}; dir=${share#*:}
+    mkdir -p "/host$dir" 2>/dev/null
+    mount -t 9p -o trans=virtio,version=9p2000.L,ro "$tag" "/host$dir" || echo "[init] cannot mount $tag at $dir"
+done
+echo "[init] $(cat /proc/uptime | cut -d' ' -f1)s: userspace ready"
 chroot /host /bin/sh "$GUEST_SCRIPT" "$BLEGATEWAY" /run/results > /results/guest.log 2>&1
 echo "[init] guest script exited $?"
 sync
@@ -98,8 +105,12 @@ chmod +x "$ROOT/init"
 (cd "$ROOT" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$WORK/initramfs.gz"
 
 mkdir -p "$WORK/results"
+REPO_DIR=$(cd "$HERE/../.." && pwd)
+BIN_DIR=$(cd "$(dirname "$BIN")" && pwd)
 cat > "$WORK/results/env" <<ENV
 BLEGATEWAY='$BIN'
+REPO_DIR='$REPO_DIR'
+BIN_DIR='$BIN_DIR'
 GUEST_SCRIPT=${GUEST_SCRIPT:-"$HERE/guest-checks.sh"}
 ENV
 
@@ -110,7 +121,9 @@ timeout "$VM_TIMEOUT" qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -no-reboot \
     -append "console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init" \
     -display none -serial "file:$WORK/console.log" -monitor none \
     -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
-    -virtfs "local,path=$WORK/results,mount_tag=results,security_model=none" &
+    -virtfs "local,path=$WORK/results,mount_tag=results,security_model=none" \
+    -virtfs "local,path=$REPO_DIR,mount_tag=repo,security_model=none,readonly=on,multidevs=remap" \
+    -virtfs "local,path=$BIN_DIR,mount_tag=bin,security_model=none,readonly=on,multidevs=remap" &
 QEMU_PID=$!
 wait "$QEMU_PID" || echo "kernel harness: qemu exited with status $? (124 = timed out after ${VM_TIMEOUT}s)"
 QEMU_PID=
