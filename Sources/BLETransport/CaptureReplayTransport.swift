@@ -61,12 +61,12 @@ public final class CaptureReplayTransport: HCITransport, @unchecked Sendable {
         if Btsnoop.hasMagic(bytes) || (bytes.count < 8 && Btsnoop.magic.starts(with: bytes) && !bytes.isEmpty) {
             var reader = try BtsnoopReader(bytes)
             var first: Int64?
-            var index: UInt16?
+            // A monitor capture may hold several adapters (a scanner and an advertiser, say): replay the first one
+            // that reports an advertisement, or else the first one that speaks.
+            let index = reader.datalink == .linuxMonitor ? try Self.scanningAdapter(in: bytes) : nil
             while let r = reader.next() {
                 guard r.direction == .received else { continue }
                 if reader.datalink == .linuxMonitor {
-                    // A monitor capture may hold several adapters: replay the first one that speaks.
-                    if index == nil { index = r.controllerIndex }
                     guard r.controllerIndex == index else { continue }
                 }
                 let base = first ?? r.unixMicroseconds
@@ -91,6 +91,22 @@ public final class CaptureReplayTransport: HCITransport, @unchecked Sendable {
         }
         stats.packetsReceived = items.count
         return (items, stats)
+    }
+
+    /// The adapter of a monitor capture to replay: the first to deliver an LE (Extended) Advertising Report
+    /// (event 0x3E, subevent 0x02 or 0x0D), else the first to send the host anything.
+    static func scanningAdapter(in bytes: [UInt8]) throws -> UInt16? {
+        var reader = try BtsnoopReader(bytes)
+        var firstSpeaker: UInt16?
+        while let r = reader.next() {
+            guard r.direction == .received else { continue }
+            if firstSpeaker == nil { firstSpeaker = r.controllerIndex }
+            let p = r.packet.payload
+            if r.packet.type == .event, p.count >= 3, p[0] == 0x3E, p[2] == 0x02 || p[2] == 0x0D {
+                return r.controllerIndex
+            }
+        }
+        return firstSpeaker
     }
 
     /// Accepted and discarded: a capture cannot answer.

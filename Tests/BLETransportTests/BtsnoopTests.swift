@@ -93,3 +93,24 @@ import Testing
         #expect(reader.next() == nil)
     }
 }
+
+@Suite struct MonitorCaptureReplayTests {
+    /// btmon captures every adapter; a scanner and an advertiser side by side (hci1 speaks first here) must replay as
+    /// the scanner, whose advertising reports are the point of the capture.
+    @Test func aMonitorCaptureReplaysTheAdapterThatReportsAdvertisements() async throws {
+        let advertiserReply: [UInt8] = [0x0E, 0x04, 0x01, 0x0A, 0x20, 0x00]  // Command Complete, LE Set Adv Enable
+        // LE Advertising Report: one ADV_NONCONN_IND from 11:22:33:44:55:66 with Flags, RSSI -60.
+        let report: [UInt8] = [0x3E, 0x0F, 0x02, 0x01, 0x03, 0x00, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,
+                               0x03, 0x02, 0x01, 0x06, 0xC4]
+        var w = ByteWriter()
+        w.append(Btsnoop.magic); w.be32(1); w.be32(2001)
+        for (flags, data) in [(UInt32(0x0001_0003), advertiserReply), (UInt32(0x0000_0003), report)] {
+            w.be32(UInt32(data.count)); w.be32(UInt32(data.count)); w.be32(flags); w.be32(0)
+            w.be64(Btsnoop.unixEpochMicroseconds); w.append(data)
+        }
+        let replay = try CaptureReplayTransport(name: "monitor", bytes: w.bytes, clock: ManualClock())
+        var got: [H4Packet] = []
+        for try await p in replay.incoming { got.append(p) }
+        #expect(got == [H4Packet(type: .event, payload: report)])
+    }
+}

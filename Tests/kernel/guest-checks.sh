@@ -44,6 +44,12 @@ advertise_legacy_on_hci1() {
         > "$OUT/adv-hci1.txt" 2> "$OUT/adv-hci1.err"
 }
 
+# Advertise again and again until process $2 ends: btvirt reports an advertiser once per advertising enable,
+# and under a slow emulator the scanner may start later than any fixed sleep allows.
+keep_advertising() {
+    while kill -0 "$2" 2>/dev/null; do "$1"; sleep 1; done
+}
+
 # Lines of H4 hex that are LE Meta events (0x04 0x3E) carrying `match`.
 reports_with() { grep -c "^043e.*$2" "$1" 2>/dev/null || true; }
 
@@ -62,7 +68,7 @@ timeout 25 "$BIN" hci-dump --device hci0 --mode exclusive --capture /tmp/exclusi
     --send $RESET --send $SCAN_PARAMS --send $SCAN_ON --duration 7 > "$OUT/exclusive.txt" 2> "$OUT/exclusive.err" &
 SCANNER=$!
 sleep 2
-advertise_legacy_on_hci1
+keep_advertising advertise_legacy_on_hci1 $SCANNER
 wait $SCANNER; rc=$?
 r=ok
 [ $rc -eq 0 ] || r="hci-dump exited $rc: $(tail -n 1 "$OUT/exclusive.err")"
@@ -93,7 +99,7 @@ accept_scan() {  # $1 = mode, $2 = function that makes hci1 advertise
     timeout 30 "$BIN" scan --device hci0 --mode "$1" --json --duration 8 > "$OUT/$name.json" 2> "$OUT/$name.err" &
     pid=$!
     sleep 3
-    $2
+    keep_advertising "$2" $pid
     wait $pid; rc=$?
     r=ok
     [ $rc -eq 0 ] || r="scan exited $rc: $(tail -n 1 "$OUT/$name.err")"
