@@ -145,3 +145,45 @@ struct SpoolPublisherTests {
         #expect(stale.messageExpiryInterval == 1, "an expired sample still goes out, with the shortest expiry")
     }
 }
+
+@Suite(.enabled(if: MosquittoBroker.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+       .timeLimit(.minutes(1)))
+struct OversizedPayloadTests {
+    /// A broker with a message size limit refuses a reading that exceeds it. The publisher must neither wedge on
+    /// it (replaying it for ever) nor lose it silently: it is counted as rejected and the readings behind it flow.
+    @Test func aReadingOverTheBrokersLimitIsCountedAsRejectedAndTheRestFlow() async throws {
+        let broker = try startBroker { $0.extraConfiguration = ["message_size_limit 512"] }
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("oversize-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        var sc = SpoolConfiguration(path: dir.appendingPathComponent("spool.sqlite").path)
+        sc.durability = .normal
+        let spool = try Spool(configuration: sc)
+        func reading(_ body: String) -> Reading {
+            Reading(.state, topic: "big/gw/status", body: Array(body.utf8), qos: 1, ts: 1.7e9, clockSynchronized: true,
+                    run: "00c0ffee")
+        }
+        _ = try spool.appendDurably(reading(#"{"n":1}"#))
+        _ = try spool.appendDurably(reading(#"{"blob":""# + String(repeating: "x", count: 4096) + #""}"#))
+        _ = try spool.appendDurably(reading(#"{"n":3}"#))
+        let client = MQTTClient(configuration: testConfiguration(broker))
+        let publisher = SpoolPublisher(spool: spool, client: client, window: 8, clock: SystemClock())
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await client.run() }
+            group.addTask {
+                for await e in client.events {
+                    if case .connected = e { publisher.connectionChanged(connected: true) }
+                    if case .disconnected = e { publisher.connectionChanged(connected: false) }
+                }
+            }
+            group.addTask { await spool.run(clock: SystemClock()) }
+            group.addTask { await publisher.run() }
+            for _ in 0..<500 where publisher.statistics.acknowledged + publisher.statistics.rejected < 3 {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            let s = publisher.statistics
+            #expect(s.acknowledged == 2, "the readings before and after the oversized one are delivered")
+            #expect(s.rejected == 1, "the oversized one is counted as refused by the broker")
+            group.cancelAll()
+        }
+    }
+}
