@@ -18,6 +18,11 @@ public struct GatewayStats: Sendable, Hashable {
     /// ACL packets from the host.
     public var aclPackets = 0
     public var connectionsEstablished = 0
+    /// Connection attempts ended with 0x3E under a `connection_failure` fault.
+    public var connectionsFailed = 0
+    /// ACL packets the host sent with no buffer credit left (more than LE Read Buffer Size's
+    /// count outstanding); the controller dropped them.
+    public var hostFlowControlViolations = 0
     /// Links lost because the peer stayed out of range for the supervision timeout.
     public var supervisionTimeouts = 0
     public var reportsSent = 0
@@ -38,6 +43,8 @@ public final class GatewayNode: @unchecked Sendable {
     private var connection: HostConnection?
     private var powered = true
     private var silenced = false
+    private var failingConnections = false
+    private var holdingCredits = false
     private var _stats = GatewayStats()
 
     init(spec: GatewaySpec, clock: any BLEClock) {
@@ -82,8 +89,10 @@ public final class GatewayNode: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         if packet.type == .acl && powered {
-            let (events, understood) = controller.handleACL(packet.payload, now: clock.now().seconds)
+            let (events, understood, overflow) = controller.handleACL(
+                packet.payload, now: clock.now().seconds, holdCredits: holdingCredits)
             if !understood { _stats.unexpectedPackets += 1 }
+            if overflow { _stats.hostFlowControlViolations += 1 }
             _stats.aclPackets += 1
             if !events.isEmpty { _ = conn.enqueue(events.flatMap { $0 }, dropIfFull: false) }
             return
@@ -109,7 +118,10 @@ public final class GatewayNode: @unchecked Sendable {
         var deliver: Bool
         /// The peer of a pending LE Create Connection, while the radio can hear.
         var connectTo: BDAddress?
+        /// Links to tick, or a failing attempt waiting for its deadline.
         var hasConnections: Bool
+        /// When a failing connection attempt (`connection_failure`) is due to be reported.
+        var connectionFailsAt: Double?
     }
 
     func listening() -> Listening {
@@ -117,7 +129,9 @@ public final class GatewayNode: @unchecked Sendable {
             let alive = connection != nil && powered && !silenced
             return Listening(
                 scan: controller.scan, deliver: alive && controller.scan.enabled,
-                connectTo: alive ? controller.pendingConnection?.peer : nil, hasConnections: !controller.connections.isEmpty)
+                connectTo: alive && controller.pendingConnection?.failsAt == nil ? controller.pendingConnection?.peer : nil,
+                hasConnections: !controller.connections.isEmpty || controller.pendingConnection?.failsAt != nil,
+                connectionFailsAt: controller.pendingConnection?.failsAt)
         }
     }
 
@@ -126,6 +140,10 @@ public final class GatewayNode: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard let connection, powered, controller.pendingConnection?.peer == peer else { return }
+        if failingConnections {
+            controller.startFailingConnection(now: now)
+            return
+        }
         let events = controller.establish(deviceName: deviceName, phase: phase, now: now)
         _stats.connectionsEstablished += 1
         if !events.isEmpty { _ = connection.enqueue(events.flatMap { $0 }, dropIfFull: false) }
@@ -136,7 +154,10 @@ public final class GatewayNode: @unchecked Sendable {
     func connectionTick(now: Double, rssi: (BDAddress) -> Double?) {
         lock.lock()
         defer { lock.unlock() }
-        guard let connection, powered, !controller.connections.isEmpty else { return }
+        guard let connection, powered else { return }
+        let (failed, failure) = controller.failDueConnection(now: now)
+        if failed { _stats.connectionsFailed += 1 }
+        if !failure.isEmpty { _ = connection.enqueue(failure.flatMap { $0 }, dropIfFull: false) }
         var out: [UInt8] = []
         for h in controller.connections.keys.sorted() {
             var c = controller.connections[h]!
@@ -212,4 +233,16 @@ public final class GatewayNode: @unchecked Sendable {
     }
 
     func setSilenced(_ on: Bool) { lock.withLock { silenced = on } }
+
+    func setConnectionFailure(_ on: Bool) { lock.withLock { failingConnections = on } }
+
+    /// `buffer_exhaustion` starts or ends; at the end the held packets go out and their credits return.
+    func setBufferExhaustion(_ on: Bool) {
+        lock.lock()
+        defer { lock.unlock() }
+        holdingCredits = on
+        guard !on else { return }
+        let events = controller.releaseACL(now: clock.now().seconds)
+        if powered, let connection, !events.isEmpty { _ = connection.enqueue(events.flatMap { $0 }, dropIfFull: false) }
+    }
 }

@@ -134,6 +134,14 @@ public struct FaultSpec: Sendable {
         case unplug
         /// The radio goes deaf: commands are answered, scanning looks enabled, no reports arrive.
         case silence
+        /// Links cannot be made: LE (Extended) Create Connection is accepted (Command Status 0x00),
+        /// the peer's ADV_IND is answered, but the first connection events fail and six connection
+        /// intervals later LE (Enhanced) Connection Complete reports 0x3E (Vol 4, Part E, §7.7.65.1).
+        case connectionFailure = "connection_failure"
+        /// The controller keeps the host's ACL packets in its LE buffers and returns no credits
+        /// (no Number Of Completed Packets); packets beyond the 8 buffers are dropped and counted.
+        /// At the end the held packets go out and each handle's credits come back in one event.
+        case bufferExhaustion = "buffer_exhaustion"
     }
     public var at: Double
     public var gateway: String

@@ -124,7 +124,7 @@ public enum SimCommandTable {
         },
         // §7.8.2 HCI_LE_Read_Buffer_Size [v1] → Status LE_ACL_Data_Packet_Length(2) Total_Num_LE_ACL_Data_Packets(1).
         entry(.leReadBufferSize, "LE Read Buffer Size", octet: 25, bit: 1) { _, _, op, _ in
-            complete(op, .success, [0xFB, 0x00, 8])  // 251 octets (LE Data Packet Length Extension), 8 buffers
+            complete(op, .success, [0xFB, 0x00, UInt8(VirtualController.leACLBuffers)])  // 251 octets (LE Data Packet Length Extension), 8 buffers
         },
         // §7.8.3 HCI_LE_Read_Local_Supported_Features → Status LE_Features(8). Vol 6, Part B, §4.6:
         // bit 12 "LE Extended Advertising" (octet 1, bit 4).
@@ -261,7 +261,7 @@ public enum SimCommandTable {
         // §7.8.2 HCI_LE_Read_Buffer_Size [v2] → Status LE_ACL_Data_Packet_Length(2) Total_Num_LE_ACL_Data_Packets(1)
         // ISO_Data_Packet_Length(2) Total_Num_ISO_Data_Packets(1): no ISO.
         entry(.leReadBufferSizeV2, "LE Read Buffer Size [v2]", octet: 41, bit: 5) { _, _, op, _ in
-            complete(op, .success, [0xFB, 0x00, 8, 0x00, 0x00, 0])
+            complete(op, .success, [0xFB, 0x00, UInt8(VirtualController.leACLBuffers), 0x00, 0x00, 0])
         },
         // §7.8.64 HCI_LE_Set_Extended_Scan_Parameters: Own_Address_Type(1) Scanning_Filter_Policy(1)
         // Scanning_PHYs(1), then for each PHY bit set (bit 0 LE 1M, bit 2 LE Coded):

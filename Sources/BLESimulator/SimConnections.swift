@@ -25,6 +25,9 @@ public struct PendingConnection: Sendable {
     public var interval: UInt16
     public var latency: UInt16
     public var supervisionTimeout: UInt16
+    /// Set once CONNECT_IND went out under a `connection_failure` fault: the virtual time at which
+    /// the controller gives up and reports 0x3E. The radio no longer looks for the peer meanwhile.
+    public var failsAt: Double?
 }
 
 extension SimEvents {
@@ -143,6 +146,27 @@ extension VirtualController {
         return []
     }
 
+    /// The peer was heard and CONNECT_IND sent, but (`connection_failure`) no connection event
+    /// will succeed. Vol 6, Part B, §4.5.2: when the link is not established within six
+    /// connection intervals the Link Layer gives up; the host then hears status 0x3E.
+    mutating func startFailingConnection(now: Double) {
+        guard let p = pendingConnection, p.failsAt == nil else { return }
+        pendingConnection!.failsAt = now + 6 * Double(p.interval) * 0.00125
+    }
+
+    /// Once its deadline has passed, ends a failing attempt with LE (Enhanced) Connection Complete
+    /// status 0x3E Connection Failed to be Established (§7.7.65.1); no handle is allocated.
+    mutating func failDueConnection(now: Double) -> (failed: Bool, events: [[UInt8]]) {
+        guard let p = pendingConnection, let due = p.failsAt, now >= due else { return (false, []) }
+        pendingConnection = nil
+        return (
+            true,
+            connectionCompleteEvent(
+                status: .connectionFailedToBeEstablished, handle: 0, peerType: p.peerAddressType, peer: p.peer,
+                interval: 0, latency: 0, timeout: 0)
+        )
+    }
+
     /// Checks and records a connection request shared by the legacy and extended commands.
     mutating func requestConnection(
         policy: UInt8, peerType: UInt8, peer: BDAddress, minI: UInt16, maxI: UInt16, latency: UInt16, timeout: UInt16
@@ -159,23 +183,46 @@ extension VirtualController {
         return .success
     }
 
-    /// One ACL packet from the host. Returns the controller's events and the peer's answers.
-    mutating func handleACL(_ payload: [UInt8], now: Double) -> (events: [[UInt8]], understood: Bool) {
+    /// One ACL packet from the host. Returns the controller's events and the peer's answers, whether
+    /// the packet was for a link's ATT channel, and whether it overflowed the controller's buffers.
+    /// With `holdCredits` (`buffer_exhaustion`) the packet stays in an LE ACL buffer: no credit
+    /// goes back, and the peer sees it only when `releaseACL` runs.
+    mutating func handleACL(_ payload: [UInt8], now: Double, holdCredits: Bool = false)
+        -> (events: [[UInt8]], understood: Bool, overflow: Bool)
+    {
+        var c = ByteCursor(payload)
+        guard let hf = c.readLE16(), let total = c.readLE16(), c.readBytes(Int(total)) != nil else {
+            return ([], false, false)
+        }
+        let handle = hf & 0x0FFF
+        guard connections[handle] != nil else { return ([], false, false) }
+        if holdCredits {
+            // Vol 4, Part E, §4.1.1: the host may not send more than Total_Num_LE_ACL_Data_Packets
+            // without credits back. One more has nowhere to go: a real controller may drop it.
+            guard buffersInUse < Self.leACLBuffers else { return ([], true, true) }
+            heldACL.append(payload)
+            return ([], true, false)
+        }
+        // The packet has "left" the controller's buffer: credit it back at once.
+        var out = [SimEvents.numberOfCompletedPackets(handle: handle, count: 1)]
+        let (answers, understood) = deliverToPeer(payload, now: now)
+        out += answers
+        return (out, understood, false)
+    }
+
+    /// Hands one host ACL packet (already checked to be for a live link) to the peer's GATT server.
+    mutating func deliverToPeer(_ payload: [UInt8], now: Double) -> (events: [[UInt8]], understood: Bool) {
         var c = ByteCursor(payload)
         guard let hf = c.readLE16(), let total = c.readLE16(), let data = c.readBytes(Int(total)) else { return ([], false) }
         let handle = hf & 0x0FFF
         guard connections[handle] != nil else { return ([], false) }
-        // The packet has "left" the controller's buffer: credit it back at once.
-        var out = [SimEvents.numberOfCompletedPackets(handle: handle, count: 1)]
         var l2 = ByteCursor(data)
         // Continuation fragments (PB 0b01) are not reassembled: ATT PDUs fit one packet at MTU ≤ 247.
         guard (hf >> 12) & 0x3 != 0x1, let len = l2.readLE16(), let cid = l2.readLE16(), let pdu = l2.readBytes(Int(len)),
             cid == 0x0004
-        else { return (out, false) }
-        if let response = connections[handle]!.gatt.handle(request: Array(pdu), now: now) {
-            out.append(SimEvents.attACL(handle: handle, response))
-        }
-        return (out, true)
+        else { return ([], false) }
+        guard let response = connections[handle]!.gatt.handle(request: Array(pdu), now: now) else { return ([], true) }
+        return ([SimEvents.attACL(handle: handle, response)], true)
     }
 
     /// Drops every link without telling the host (power loss, reset).

@@ -60,6 +60,7 @@ public struct SimStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let commandDisallowed = SimStatus(rawValue: 0x0C)
     public static let unsupportedFeature = SimStatus(rawValue: 0x11)
     public static let invalidParameters = SimStatus(rawValue: 0x12)
+    public static let connectionFailedToBeEstablished = SimStatus(rawValue: 0x3E)
 
     public var description: String {
         let name: String =
@@ -72,6 +73,7 @@ public struct SimStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
             case .commandDisallowed: "Command Disallowed"
             case .unsupportedFeature: "Unsupported Feature or Parameter Value"
             case .invalidParameters: "Invalid HCI Command Parameters"
+            case .connectionFailedToBeEstablished: "Connection Failed to be Established"
             default: "unknown"
             }
         return "HCI status 0x\(hex8(rawValue)) \(name)"

@@ -150,7 +150,9 @@ public final class Simulator: Sendable {
                 }
             }
             _ = engine.advance(until: min(now, end), listening: listening)
-            for (g, l) in listening.enumerated() where l.hasConnections {
+            // Looked at again: the radio may just have made (or started failing) a connection.
+            let linked = nodes.map { $0.listening() }
+            for (g, l) in linked.enumerated() where l.hasConnections {
                 let gw = scenario.gateways[g]
                 nodes[g].connectionTick(now: now) { peer in
                     guard let i = emitterByAddress[peer] else { return nil }
@@ -171,6 +173,7 @@ public final class Simulator: Sendable {
             var next = min(engine.nextEventTime, end)
             if truth != nil { next = min(next, nextTruth) }
             if nextFault < timeline.steps.count { next = min(next, timeline.steps[nextFault].t) }
+            for l in linked { if let due = l.connectionFailsAt, due > now { next = min(next, due) } }
             // Nothing scheduled (no advertisers, no end): look again in a minute of virtual time.
             next = min(next, now + 60)
             try await clock.sleep(until: .seconds(max(next, now + batch)))
@@ -186,6 +189,8 @@ public final class Simulator: Sendable {
         case (.unplug, true): plug.setPlugged(false)
         case (.unplug, false): plug.setPlugged(true)
         case (.silence, let on): node.setSilenced(on)
+        case (.connectionFailure, let on): node.setConnectionFailure(on)
+        case (.bufferExhaustion, let on): node.setBufferExhaustion(on)
         }
     }
 

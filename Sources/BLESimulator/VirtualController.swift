@@ -60,6 +60,9 @@ public struct VirtualController: Sendable {
     public var connections: [UInt16: SimConnection] = [:]
     public var pendingConnection: PendingConnection?
     var nextHandle: UInt16 = 0x003F
+    /// Host ACL packets sitting in the LE ACL buffers, oldest first (only under `buffer_exhaustion`;
+    /// otherwise a packet leaves at once). A Reset or power loss flushes them.
+    var heldACL: [[UInt8]] = []
 
     public private(set) var commandsHandled = 0
     public private(set) var unknownCommands = 0

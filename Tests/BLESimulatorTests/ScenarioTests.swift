@@ -29,9 +29,14 @@ import Testing
         #expect(Set(s.emitters.map(\.address)).count == 5000)
     }
 
-    @Test func theFaultDrillSchedulesEveryKindOfFault() throws {
+    /// fault-drill.yaml drills the adapter lifecycle, connection-faults.yaml the link layer;
+    /// between them every kind of fault is scheduled.
+    @Test func theFaultScenariosScheduleEveryKindOfFault() throws {
         let s = try ScenarioLoader.load(path: Self.scenarios + "/fault-drill.yaml")
-        #expect(Set(s.faults.map(\.kind)) == Set(FaultSpec.Kind.allCases))
+        let link = try ScenarioLoader.load(path: Self.scenarios + "/connection-faults.yaml")
+        #expect(Set(s.faults.map(\.kind)) == [.powerOff, .hardwareError, .unplug, .silence])
+        #expect(Set(link.faults.map(\.kind)) == [.connectionFailure, .bufferExhaustion])
+        #expect(Set(s.faults.map(\.kind) + link.faults.map(\.kind)) == Set(FaultSpec.Kind.allCases))
         #expect(s.faults.first { $0.kind == .hardwareError }?.hardwareCode == 0x01)
     }
 
