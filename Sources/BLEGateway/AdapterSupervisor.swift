@@ -97,7 +97,8 @@ final class AdapterSupervisor: @unchecked Sendable {
                         logger.warning("adapter \(device): recovery step \(step) (attempt \(attempt) of \(bound))")
                         group.addTask { await self.perform(step, sighting: sighting) }
                     case .recovered(let step, let after):
-                        logger.info("adapter \(device): scanning again after \(after) (recovered by \(step))")
+                        let took = Double(Int(after.seconds * 10)) / 10
+                        logger.info("adapter \(device): scanning again \(took) s after the fault (recovered by \(step))")
                     case .wait(let deadline):
                         timer?.cancel()
                         timer = Task { [clock] in
