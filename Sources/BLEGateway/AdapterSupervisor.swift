@@ -84,6 +84,9 @@ final class AdapterSupervisor: @unchecked Sendable {
                 for action in actions {
                     switch action {
                     case .publish(let status, let reason):
+                        if status != .poweredOn {
+                            logger.warning("adapter \(device): \(status)\(reason.map { " (\($0))" } ?? "")")
+                        }
                         let info = status == .poweredOn ? sessionBox.withLock({ $0?.info }) : nil
                         adapter(AdapterReport(
                             state: AdapterReport.State(rawValue: status.rawValue), device: device, mode: modeName,

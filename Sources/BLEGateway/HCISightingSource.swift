@@ -14,14 +14,15 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
     let scan: GatewayConfiguration.Scan
     let clock: any BLEClock
     let logger: Logger
-    let lifecycle: AdapterLifecycle.Configuration
+    /// The recovery ladder's settings; nil: no supervision (any failure ends `run`, the caller retries).
+    let lifecycle: AdapterLifecycle.Configuration?
     private let supervisor = NSLockedBox<AdapterSupervisor?>(nil)
     private let countersBox = NSLockedBox(SightingSourceCounters())
     private let current = NSLockedBox<Scanner?>(nil)
 
     public init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions = TransportOptions(),
                 scan: GatewayConfiguration.Scan, clock: any BLEClock, logger: Logger,
-                lifecycle: AdapterLifecycle.Configuration = AdapterLifecycle.Configuration()) {
+                lifecycle: AdapterLifecycle.Configuration? = AdapterLifecycle.Configuration()) {
         self.spec = spec
         self.mode = mode
         self.options = options
@@ -46,7 +47,7 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
 
     public func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
                     sighting: @escaping @Sendable (Sighting) -> Void) async throws {
-        if mode == .exclusive, !spec.isCapture {
+        if mode == .exclusive, !spec.isCapture, let lifecycle {
             // The gateway owns the controller: the lifecycle supervises it, recovering in place; this returns only
             // when cancelled.
             let parameters = ScanParameters(active: scan.active, interval: .milliseconds(Int64(scan.intervalMS)),
