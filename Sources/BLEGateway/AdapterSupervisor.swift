@@ -41,6 +41,9 @@ final class AdapterSupervisor: @unchecked Sendable {
     private let inbox: AsyncStream<L.Event>
     private let inboxContinuation: AsyncStream<L.Event>.Continuation
     private let lastReportForwarded = NSLockedBox<Duration?>(nil)
+    /// /dev/rfkill, for a kernel adapter when it can be opened; the last rfkill index seen for our adapter.
+    private let rfkill = NSLockedBox<RfkillDevice?>(nil)
+    private let rfkillIndex = NSLockedBox<UInt32?>(nil)
 
     init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions, parameters: ScanParameters,
          clock: any BLEClock, logger: Logger, configuration: L.Configuration) {
@@ -76,6 +79,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         await withTaskGroup(of: Void.self) { group in
             var timer: Task<Void, Never>?
             defer { timer?.cancel() }
+            if case .kernel(let name) = spec { group.addTask { await self.followRfkill(adapter: name) } }
             post(.start)
             for await event in inbox {
                 if Task.isCancelled { break }
@@ -112,6 +116,40 @@ final class AdapterSupervisor: @unchecked Sendable {
                 }
             }
             group.cancelAll()
+            rfkill.withLock { $0 }?.close()
+        }
+    }
+
+    /// rfkill events for our adapter: block changes, and (since the kernel adds and removes an adapter's switch
+    /// with the adapter) hotplug. Without /dev/rfkill (a container, no permission) the lifecycle still works; it
+    /// just learns of a block or a returning adapter by its periodic open.
+    func followRfkill(adapter name: String) async {
+        let device: RfkillDevice
+        do { device = try RfkillDevice() } catch {
+            logger.debug("adapter \(name): no rfkill events (\(error))")
+            return
+        }
+        rfkill.withLock { $0 = device }
+        do {
+            for try await e in device.events where e.kind == .bluetooth {
+                let mine: UInt32? = RfkillDevice.index(ofAdapter: name)
+                let known = rfkillIndex.withLock { $0 }
+                switch e.operation {
+                case .add where e.index == mine:
+                    rfkillIndex.withLock { $0 = e.index }
+                    post(.rfkillChanged(soft: e.soft, hard: e.hard))
+                    // The first add is the device's greeting on open; a later one is the adapter coming back.
+                    if known != nil { post(.adapterAdded) }
+                case .change where e.index == mine || e.index == known:
+                    post(.rfkillChanged(soft: e.soft, hard: e.hard))
+                case .delete where e.index == known:
+                    post(.adapterRemoved)
+                default:
+                    continue
+                }
+            }
+        } catch {
+            logger.debug("adapter \(name): rfkill events ended: \(error)")
         }
     }
 
@@ -160,7 +198,17 @@ final class AdapterSupervisor: @unchecked Sendable {
             // drop. Reopening brings it up from power-on defaults.
             await open(sighting: sighting)
         case .rfkillUnblock:
-            post(.stepFailed(step, reason: "rfkill unblock is not implemented in this build"))
+            guard case .kernel(let name) = spec, let device = rfkill.withLock({ $0 }),
+                  let index = RfkillDevice.index(ofAdapter: name) ?? rfkillIndex.withLock({ $0 }) else {
+                post(.stepFailed(step, reason: "no rfkill switch to unblock for \(spec)"))
+                return
+            }
+            do {
+                try device.setSoftBlock(index: index, blocked: false)
+                // The outcome is rfkill's change event (then the machine opens the adapter), or the step's bound.
+            } catch {
+                post(.stepFailed(step, reason: "rfkill unblock: \(error)"))
+            }
         case .usbReset:
             post(.stepFailed(step, reason: "USB device reset is not permitted here"))
         case .awaitAdapter:
