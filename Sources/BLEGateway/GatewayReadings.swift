@@ -73,6 +73,8 @@ struct GatewayReadings: Sendable {
         var trackedBeacons: Int
         var evictedBeacons: Int
         var residentBytes: Int
+        /// The recovery ladder's counters, when the gateway owns the controller.
+        var adapter: AdapterLifecycle.Statistics? = nil
     }
 
     func health(_ h: Health, ts: Double, synced: Bool) -> Reading {
@@ -100,6 +102,21 @@ struct GatewayReadings: Sendable {
             s.int("evicted_beacons", h.evictedBeacons)
         }
         o.object("memory") { m in m.int("rss_bytes", h.residentBytes) }
+        if let a = h.adapter {
+            o.object("adapter") { j in
+                j.int("climbs", a.climbs)
+                j.int("exhausted", a.exhausted)
+                j.int("silences", a.silences)
+                j.object("recoveries") { r in
+                    for step in AdapterLifecycle.Step.allCases { r.int(step.rawValue, a.recoveries[step] ?? 0) }
+                }
+                j.object("attempts") { r in
+                    for step in AdapterLifecycle.Step.allCases { r.int(step.rawValue, a.attempts[step] ?? 0) }
+                }
+                if let t = a.lastTimeToRecover { j.number("last_time_to_recover_s", t.seconds, digits: 3) }
+                j.number("total_time_to_recover_s", a.totalTimeToRecover.seconds, digits: 3)
+            }
+        }
         return Reading(.sample, topic: topics.health, body: o.finished, qos: sampleQoS, retain: false, ts: ts,
                        clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }

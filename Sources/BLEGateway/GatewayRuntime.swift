@@ -283,7 +283,8 @@ public final class GatewayRuntime: Service, Sendable {
                 let health = GatewayReadings.Health(
                     uptime: (now - started).seconds, spool: spool.statistics, publish: stats, publishRate: rate,
                     reconnects: reconnects, reports: counters.reports, malformedEvents: counters.malformedEvents,
-                    trackedBeacons: tracked, evictedBeacons: evicted, residentBytes: SystemFacts.residentBytes())
+                    trackedBeacons: tracked, evictedBeacons: evicted, residentBytes: SystemFacts.residentBytes(),
+                    adapter: (source as? HCISightingSource)?.lifecycleStatistics)
                 _ = spool.append(readings.health(health, ts: clock.unixTime(), synced: clockSynchronized()))
                 nextHealth += healthEvery
                 if nextHealth < now { nextHealth = now + healthEvery }

@@ -14,20 +14,29 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
     let scan: GatewayConfiguration.Scan
     let clock: any BLEClock
     let logger: Logger
+    /// The recovery ladder's settings; nil: no supervision (any failure ends `run`, the caller retries).
+    let lifecycle: AdapterLifecycle.Configuration?
+    private let supervisor = Locked<AdapterSupervisor?>(nil)
     private let countersBox = Locked(SightingSourceCounters())
     private let current = Locked<Scanner?>(nil)
 
     public init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions = TransportOptions(),
-                scan: GatewayConfiguration.Scan, clock: any BLEClock, logger: Logger) {
+                scan: GatewayConfiguration.Scan, clock: any BLEClock, logger: Logger,
+                lifecycle: AdapterLifecycle.Configuration? = AdapterLifecycle.Configuration()) {
         self.spec = spec
         self.mode = mode
         self.options = options
         self.scan = scan
         self.clock = clock
         self.logger = logger
+        self.lifecycle = lifecycle
     }
 
+    /// The recovery ladder's counters (nil while the source does not own the controller: shared mode, a capture).
+    public var lifecycleStatistics: AdapterLifecycle.Statistics? { supervisor.withLock { $0 }?.statistics }
+
     public var counters: SightingSourceCounters {
+        if let s = supervisor.withLock({ $0 }) { return s.counters }
         var c = countersBox.withLock { $0 }
         if let s = current.withLock({ $0 })?.statistics.assembler {
             c.reports += s.reports
@@ -38,6 +47,17 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
 
     public func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
                     sighting: @escaping @Sendable (Sighting) -> Void) async throws {
+        if mode == .exclusive, !spec.isCapture, let lifecycle {
+            // The gateway owns the controller: the lifecycle supervises it, recovering in place; this returns only
+            // when cancelled.
+            let parameters = ScanParameters(active: scan.active, interval: .milliseconds(Int64(scan.intervalMS)),
+                                            window: .milliseconds(Int64(scan.windowMS)))
+            let s = AdapterSupervisor(spec: spec, mode: mode, options: options, parameters: parameters,
+                                      clock: clock, logger: logger, configuration: lifecycle)
+            supervisor.withLock { $0 = s }
+            await s.run(adapter: adapter, sighting: sighting)
+            throw CancellationError()
+        }
         let device = spec.description
         let modeName = mode.rawValue
         let report: @Sendable (AdapterReport.State, String) -> Void = { state, reason in
@@ -152,5 +172,13 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
         case .adapterDown, .closed: .poweredOff
         default: .unknown
         }
+    }
+}
+
+extension DeviceSpec {
+    /// A recorded capture: replayed, never commanded.
+    var isCapture: Bool {
+        if case .file = self { return true }
+        return false
     }
 }

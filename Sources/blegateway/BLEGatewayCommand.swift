@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 
 @main
 struct BLEGatewayCommand: AsyncParsableCommand {
@@ -6,5 +7,14 @@ struct BLEGatewayCommand: AsyncParsableCommand {
         commandName: "blegateway",
         abstract: "A Bluetooth LE to MQTT gateway for Linux boards.",
         version: "0.1.0",
-        subcommands: [ScanCommand.self, RunCommand.self, ConfigCommand.self, WatchCommand.self, SimCommand.self, HCIDumpCommand.self])
+        subcommands: [ScanCommand.self, RunCommand.self, ConfigCommand.self, WatchCommand.self, SimCommand.self,
+                      HCIDumpCommand.self])
+
+    static func main() async {
+        // A write to a peer that has gone (an unplugged H4 link, a closed simulator socket, a vanished broker)
+        // must come back as EPIPE, which the transports report and the lifecycle recovers from — not as a
+        // signal that kills the gateway.
+        signal(SIGPIPE, SIG_IGN)
+        await main(nil)
+    }
 }

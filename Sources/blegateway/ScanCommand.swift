@@ -73,7 +73,7 @@ struct ScanCommand: AsyncParsableCommand {
                 do {
                     try await source.run(
                         adapter: { report in
-                            if report.state != .poweredOn { failure.set(report) }
+                            if report.state == .poweredOn { failure.running() } else { failure.set(report) }
                         },
                         sighting: { s in
                             guard filter.matches(s) else { return }
@@ -90,6 +90,16 @@ struct ScanCommand: AsyncParsableCommand {
                 } catch {
                     if case .file = spec, "\(error)" == "end of the capture" { return }
                     throw ScanFailure(report: failure.get(), error: error, spec: spec)
+                }
+            }
+            // Until the adapter has run once, a failure is the user's to fix (no such adapter, no permission,
+            // busy): say so and exit. Once it has run, the lifecycle's recovery takes over (unplug, reset, …).
+            group.addTask {
+                while true {
+                    try await Task.sleep(for: .milliseconds(100))
+                    if let report = failure.failureBeforeFirstRun() {
+                        throw ScanFailure(report: report, error: ScanFailure.AdapterUnusable(), spec: spec)
+                    }
                 }
             }
             if let duration {
@@ -123,12 +133,15 @@ struct ScanCommand: AsyncParsableCommand {
 
 /// Why scanning could not go on, said for a person at a terminal.
 struct ScanFailure: Error {
+    struct AdapterUnusable: Error {}
     let report: AdapterReport?
     let error: any Error
     let spec: DeviceSpec
 
     var message: String {
         var m = report?.reason ?? "\(error)"
+        // The lifecycle's retry note means nothing to a command that is about to exit.
+        if let r = m.range(of: "; next try in") { m = String(m[..<r.lowerBound]) }
         switch report?.state {
         case .unauthorized?:
             m += "\n  The gateway needs CAP_NET_RAW and CAP_NET_ADMIN: run as root, or grant them with "
@@ -159,8 +172,14 @@ struct ScanFailure: Error {
 final class LockedFailure: @unchecked Sendable {
     private let lock = NSLock()
     private var report: AdapterReport?
+    private var hasRun = false
     func set(_ r: AdapterReport) { lock.withLock { report = r } }
     func get() -> AdapterReport? { lock.withLock { report } }
+    func running() { lock.withLock { hasRun = true; report = nil } }
+    /// The adapter's failure while it has never been powered on; `resetting` is recovery, not a failure.
+    func failureBeforeFirstRun() -> AdapterReport? {
+        lock.withLock { hasRun || report?.state == .resetting ? nil : report }
+    }
 }
 
 /// Buffered stdout for JSON lines: one write per 64 KiB, flushed at the end.

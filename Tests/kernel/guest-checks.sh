@@ -216,6 +216,33 @@ r=ok
 grep -q "^040e0401030c00" "$OUT/force.txt" || [ "$r" != ok ] || r="no Command Complete for HCI_Reset"
 check exclusive-force-down-takes-adapter "$r"
 
-kill $BLUETOOTHD $BTVIRT 2>/dev/null
+# --- adapter lifecycle: btvirt killed and restarted under `blegateway scan` (exclusive) --------------------
+# The adapter vanishes (the user channel ends), is absent for a while, and comes back as a fresh controller:
+# the gateway must reopen it by itself and decode advertisements again, without being restarted.
+kill $BLUETOOTHD 2>/dev/null; wait $BLUETOOTHD 2>/dev/null
+log "adapter lifecycle: btvirt restart under scan"
+timeout 60 "$BIN" scan --device hci0 --mode exclusive --json --duration 40 > "$OUT/lifecycle.json" 2> "$OUT/lifecycle.err" &
+SCANNER=$!
+sleep 3
+kill $BTVIRT 2>/dev/null; wait $BTVIRT 2>/dev/null
+sleep 3
+btvirt -l2 > "$OUT/btvirt2.log" 2>&1 &
+BTVIRT=$!
+for i in $(seq 1 20); do [ -e /sys/class/bluetooth/hci1 ] && break; sleep 0.5; done
+before=$(wc -l < "$OUT/lifecycle.json")
+# The gateway retries an absent adapter at 1, 2, 4, 8 s: give it time to reopen and scan before advertising.
+sleep 14
+advertise_legacy_on_hci1
+sleep 2
+advertise_legacy_on_hci1
+wait $SCANNER; rc=$?
+r=ok
+[ -e /sys/class/bluetooth/hci1 ] || r="btvirt did not come back"
+[ "$r" != ok ] || [ $rc -eq 0 ] || r="scan exited $rc: $(tail -n 1 "$OUT/lifecycle.err")"
+[ "$r" != ok ] || tail -n +$((before + 1)) "$OUT/lifecycle.json" | grep -qi e2c56db5 ||
+    r="no iBeacon after the adapter came back: $(grep -i adapter "$OUT/lifecycle.err" | tail -n 2 | tr '\n' ' ')"
+check lifecycle-adapter-returns-after-btvirt-restart "$r"
+
+kill $BTVIRT 2>/dev/null
 log "done"
 echo DONE

@@ -1,0 +1,335 @@
+import BLEDomain
+import BLEHCI
+import BLEHost
+import BLETransport
+import Logging
+
+/// Carries out `AdapterLifecycle`'s actions on a real transport (exclusive mode: the gateway owns the controller):
+/// opens the transport, brings the controller up, scans, and runs the recovery ladder's steps; hands every outcome
+/// and every fault (Hardware Error, unanswered command, end of transport, silence) back to the machine.
+///
+/// One `run()`; every operation is a child task of it, and a session (transport, controller, scanner) is torn down
+/// before the next is opened, so one transport is open at a time.
+final class AdapterSupervisor: @unchecked Sendable {
+    typealias L = AdapterLifecycle
+
+    let spec: DeviceSpec
+    let mode: AdapterMode
+    let options: TransportOptions
+    let parameters: ScanParameters
+    let clock: any BLEClock
+    let logger: Logger
+    let configuration: L.Configuration
+
+    /// One open transport and what runs on it.
+    final class Session: @unchecked Sendable {
+        let transport: any HCITransport
+        let controller: HCIController
+        var info: ControllerInfo?
+        var scanner: Scanner?
+        var scannerTask: Task<Void, Never>?
+        var tasks: [Task<Void, Never>] = []
+        init(transport: any HCITransport, controller: HCIController) {
+            self.transport = transport
+            self.controller = controller
+        }
+    }
+
+    private let sessionBox = Locked<Session?>(nil)
+    private let statisticsBox = Locked(L.Statistics())
+    private let countersBox = Locked(SightingSourceCounters())
+    private let inbox: AsyncStream<L.Event>
+    private let inboxContinuation: AsyncStream<L.Event>.Continuation
+    private let lastReportForwarded = Locked<Duration?>(nil)
+    /// /dev/rfkill, for a kernel adapter when it can be opened; the last rfkill index seen for our adapter.
+    private let rfkill = Locked<RfkillDevice?>(nil)
+    private let rfkillIndex = Locked<UInt32?>(nil)
+
+    init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions, parameters: ScanParameters,
+         clock: any BLEClock, logger: Logger, configuration: L.Configuration) {
+        self.spec = spec
+        self.mode = mode
+        self.options = options
+        self.parameters = parameters
+        self.clock = clock
+        self.logger = logger
+        self.configuration = configuration
+        (inbox, inboxContinuation) = AsyncStream.makeStream(of: L.Event.self)
+    }
+
+    var statistics: L.Statistics { statisticsBox.withLock { $0 } }
+
+    var counters: SightingSourceCounters {
+        var c = countersBox.withLock { $0 }
+        if let s = sessionBox.withLock({ $0?.scanner })?.statistics.assembler {
+            c.reports += s.reports
+            c.malformedEvents += s.malformedAdvertisingEvents + s.malformedPackets
+        }
+        return c
+    }
+
+    func post(_ event: L.Event) { inboxContinuation.yield(event) }
+
+    func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
+             sighting: @escaping @Sendable (Sighting) -> Void) async {
+        var machine = L(configuration: configuration)
+        let device = spec.description
+        let modeName = mode.rawValue
+        defer { tearDown() }
+        await withTaskGroup(of: Void.self) { group in
+            var timer: Task<Void, Never>?
+            defer { timer?.cancel() }
+            if case .kernel(let name) = spec { group.addTask { await self.followRfkill(adapter: name) } }
+            post(.start)
+            for await event in inbox {
+                if Task.isCancelled { break }
+                let actions = machine.handle(event, now: clock.now())
+                statisticsBox.withLock { $0 = machine.statistics }
+                for action in actions {
+                    switch action {
+                    case .publish(let status, let reason):
+                        if status != .poweredOn {
+                            logger.warning("adapter \(device): \(status)\(reason.map { " (\($0))" } ?? "")")
+                        }
+                        let info = status == .poweredOn ? sessionBox.withLock({ $0?.info }) : nil
+                        adapter(AdapterReport(
+                            state: AdapterReport.State(rawValue: status.rawValue), device: device, mode: modeName,
+                            address: info?.address.description, hciVersion: info.map { Int($0.version.hciVersion) },
+                            manufacturer: info.map { Int($0.version.companyIdentifier) },
+                            scanning: info.map { $0.supportsExtendedAdvertising ? "extended" : "legacy" } ?? "off",
+                            reason: reason))
+                    case .open:
+                        group.addTask { await self.open(sighting: sighting) }
+                    case .run(let step, let attempt, let bound):
+                        logger.warning("adapter \(device): recovery step \(step) (attempt \(attempt) of \(bound))")
+                        group.addTask { await self.perform(step, sighting: sighting) }
+                    case .recovered(let step, let after):
+                        let took = Double(Int(after.seconds * 10)) / 10
+                        logger.info("adapter \(device): scanning again \(took) s after the fault (recovered by \(step))")
+                    case .wait(let deadline):
+                        timer?.cancel()
+                        timer = Task { [clock] in
+                            do { try await clock.sleep(until: deadline) } catch { return }
+                            self.post(.timePassed)
+                        }
+                    }
+                }
+            }
+            group.cancelAll()
+            rfkill.withLock { $0 }?.close()
+        }
+    }
+
+    /// rfkill events for our adapter: block changes, and (since the kernel adds and removes an adapter's switch
+    /// with the adapter) hotplug. Without /dev/rfkill (a container, no permission) the lifecycle still works; it
+    /// just learns of a block or a returning adapter by its periodic open.
+    func followRfkill(adapter name: String) async {
+        let device: RfkillDevice
+        do { device = try RfkillDevice() } catch {
+            logger.debug("adapter \(name): no rfkill events (\(error))")
+            return
+        }
+        rfkill.withLock { $0 = device }
+        do {
+            for try await e in device.events where e.kind == .bluetooth {
+                let mine: UInt32? = RfkillDevice.index(ofAdapter: name)
+                let known = rfkillIndex.withLock { $0 }
+                switch e.operation {
+                case .add where e.index == mine:
+                    rfkillIndex.withLock { $0 = e.index }
+                    post(.rfkillChanged(soft: e.soft, hard: e.hard))
+                    // The first add is the device's greeting on open; a later one is the adapter coming back.
+                    if known != nil { post(.adapterAdded) }
+                case .change where e.index == mine || e.index == known:
+                    post(.rfkillChanged(soft: e.soft, hard: e.hard))
+                case .delete where e.index == known:
+                    post(.adapterRemoved)
+                default:
+                    continue
+                }
+            }
+        } catch {
+            logger.debug("adapter \(name): rfkill events ended: \(error)")
+        }
+    }
+
+    // MARK: - Operations (each reports its outcome as events)
+
+    /// Opens the transport, brings the controller up and scans.
+    func open(sighting: @escaping @Sendable (Sighting) -> Void) async {
+        tearDown()
+        let transport: any HCITransport
+        do {
+            transport = try openTransport(spec, mode: mode, clock: clock, options: options)
+        } catch let e as TransportError {
+            post(.transportFailed(Self.failure(for: e), reason: e.message))
+            return
+        } catch {
+            post(.transportFailed(.other, reason: "\(error)"))
+            return
+        }
+        let session = Session(transport: transport, controller: HCIController(transport: transport, clock: clock))
+        sessionBox.withLock { $0 = session }
+        post(.transportOpened)
+        watch(session)
+        await bringUpAndScan(session, sighting: sighting)
+    }
+
+    func perform(_ step: L.Step, sighting: @escaping @Sendable (Sighting) -> Void) async {
+        let session = sessionBox.withLock { $0 }
+        switch step {
+        case .reenableScan:
+            guard let session, let info = session.info else {
+                post(.stepFailed(step, reason: "no open controller to re-enable scanning on"))
+                return
+            }
+            await stopScanner(session)
+            startScanner(session, info: info, sighting: sighting)
+        case .resetController:
+            guard let session else {
+                post(.stepFailed(step, reason: "no open transport to reset the controller on"))
+                return
+            }
+            await stopScanner(session)
+            await bringUpAndScan(session, sighting: sighting)
+        case .powerCycle:
+            // Closing the transport powers the controller off as far as the host can: the kernel closes the
+            // adapter when the user channel is released (hci_dev_do_close), an H4 stream's peer sees the link
+            // drop. Reopening brings it up from power-on defaults.
+            await open(sighting: sighting)
+        case .rfkillUnblock:
+            guard case .kernel(let name) = spec, let device = rfkill.withLock({ $0 }),
+                  let index = RfkillDevice.index(ofAdapter: name) ?? rfkillIndex.withLock({ $0 }) else {
+                post(.stepFailed(step, reason: "no rfkill switch to unblock for \(spec)"))
+                return
+            }
+            do {
+                try device.setSoftBlock(index: index, blocked: false)
+                // The outcome is rfkill's change event (then the machine opens the adapter), or the step's bound.
+            } catch {
+                post(.stepFailed(step, reason: "rfkill unblock: \(error)"))
+            }
+        case .usbReset:
+            post(.stepFailed(step, reason: "USB device reset is not permitted here"))
+        case .awaitAdapter:
+            await open(sighting: sighting)
+        }
+    }
+
+    private func bringUpAndScan(_ session: Session, sighting: @escaping @Sendable (Sighting) -> Void) async {
+        do {
+            let info = try await ControllerBringUp.run(session.controller, logger: logger)
+            session.info = info
+            post(.bringUpSucceeded)
+            startScanner(session, info: info, sighting: sighting)
+        } catch is CancellationError {
+            return
+        } catch let e as HCIError {
+            if e.code == .transportClosed { return }  // the watcher reports the end of the transport
+            if e.code == .timedOut { return }  // the watcher reports the unanswered command
+            // An LE command (OGF 0x08) refused as unknown: a BR/EDR-only controller, which no reset can fix.
+            let leUnsupported = e.code == .commandFailed && e.opcode?.ogf == 0x08 && e.status?.rawValue == 0x01
+            post(.bringUpFailed(reason: e.description, leUnsupported: leUnsupported))
+        } catch {
+            post(.bringUpFailed(reason: "\(error)", leUnsupported: false))
+        }
+    }
+
+    /// Starts a scanner; `scanEnabled` once its enable commands were answered (its `enables` counter moved).
+    private func startScanner(_ session: Session, info: ControllerInfo,
+                              sighting: @escaping @Sendable (Sighting) -> Void) {
+        let scanner = Scanner(controller: session.controller, mode: .control(info), parameters: parameters,
+                              logger: logger)
+        session.scanner = scanner
+        let clock = self.clock
+        session.scannerTask = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    do { try await scanner.run() } catch let e as HCIError {
+                        if e.code != .transportClosed, e.code != .timedOut {
+                            self.post(.stepFailed(.reenableScan, reason: e.description))
+                        }
+                    } catch {}
+                }
+                group.addTask {
+                    while scanner.statistics.enables == 0, !Task.isCancelled {
+                        try? await clock.sleep(for: .milliseconds(10))
+                    }
+                    if !Task.isCancelled { self.post(.scanEnabled) }
+                }
+                group.addTask {
+                    for await r in scanner.reports {
+                        sighting(Sighting(scanReport: r))
+                        self.noteReport()
+                    }
+                }
+                await group.next()
+                await group.next()
+                await group.next()
+            }
+            let s = scanner.statistics.assembler
+            self.countersBox.withLock {
+                $0.reports += s.reports
+                $0.malformedEvents += s.malformedAdvertisingEvents + s.malformedPackets
+            }
+        }
+    }
+
+    private func stopScanner(_ session: Session) async {
+        let task = session.scannerTask
+        session.scannerTask = nil
+        task?.cancel()
+        await task?.value
+        session.scanner = nil
+    }
+
+    /// The machine needs to know reports flow, not each one: at most one event a second.
+    private func noteReport() {
+        let now = clock.now()
+        let due = lastReportForwarded.withLock { last -> Bool in
+            guard last.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
+            last = now
+            return true
+        }
+        if due { post(.reportReceived) }
+    }
+
+    /// Runs the controller and forwards its faults.
+    private func watch(_ session: Session) {
+        let faults = session.controller.events()
+        let controller = session.controller
+        session.tasks.append(Task { try? await controller.run() })
+        session.tasks.append(Task {
+            for await e in faults {
+                switch e {
+                case .event(.hardwareError(let code)):
+                    self.post(.hardwareError(code: code))
+                case .commandTimedOut(let opcode, let after):
+                    self.post(.commandTimedOut(reason: "\(opcode) got no answer within \(after): the controller is stuck"))
+                case .transportEnded(let error):
+                    // Only the live session's end matters; a session torn down on purpose is not a fault.
+                    let live = self.sessionBox.withLock { $0 === session }
+                    if live { self.post(.transportEnded(reason: error.map { "\($0)" } ?? "the transport ended")) }
+                default:
+                    continue
+                }
+            }
+        })
+    }
+
+    private func tearDown() {
+        guard let session = sessionBox.withLock({ s -> Session? in defer { s = nil }; return s }) else { return }
+        session.scannerTask?.cancel()
+        for t in session.tasks { t.cancel() }
+        session.transport.close()
+    }
+
+    static func failure(for e: TransportError) -> L.OpenFailure {
+        switch e.kind {
+        case .noSuchAdapter: .absent
+        case .permissionDenied: .permissionDenied
+        case .unsupported: .unsupported
+        default: e.errno == 132 ? .blocked : .other  // ERFKILL
+        }
+    }
+}
