@@ -16,13 +16,15 @@ public final class GatewayRuntime: Service, Sendable {
 
     let configuration: GatewayConfiguration
     let clock: any BLEClock
-    let logger: Logger
+    let baseLogger: Logger
     let source: any SightingSource
     let spool: Spool
     let client: MQTTClient
     let publisher: SpoolPublisher
     let readings: GatewayReadings
-    let filter: ScanFilter
+    /// Fleet and per-gateway documents over the local file (RemoteConfigController); `live` is what is in force.
+    let remote: RemoteConfigController
+    let live: NSLockedBox<Live>
     let clockSynchronized: @Sendable () -> Bool
     let state = NSLockedBox(RuntimeState())
 
@@ -38,6 +40,22 @@ public final class GatewayRuntime: Service, Sendable {
         var lastHealthAt: Duration = .zero
     }
 
+    /// The remotely tunable part in force: replaced whole when a remote document applies, read per sighting/tick.
+    struct Live: Sendable {
+        var configuration: GatewayConfiguration
+        var filter: ScanFilter
+    }
+
+    /// The logger at the level in force (`log.level` can change remotely).
+    var logger: Logger {
+        var l = baseLogger
+        if let level = Logger.Level(rawValue: live.withLock { $0.configuration.log.level }) { l.logLevel = level }
+        return l
+    }
+
+    /// The scan filter in force.
+    var filter: ScanFilter { live.withLock { $0.filter } }
+
     /// - Parameters:
     ///   - clockSynchronized: whether the wall clock can be trusted (the kernel's answer by default; always true
     ///     under a simulator's virtual clock).
@@ -48,11 +66,20 @@ public final class GatewayRuntime: Service, Sendable {
     ) throws {
         self.configuration = configuration
         self.clock = clock
-        self.logger = logger
+        self.baseLogger = logger
         self.source = source
         self.clockSynchronized = clockSynchronized
         let topics = try Topics(prefix: configuration.mqtt.prefix, gatewayID: configuration.gateway.id)
-        filter = try ScanFilter(parsing: configuration.scan.filters)
+        let localFilter = try ScanFilter(parsing: configuration.scan.filters)
+        let spoolDirectory = (configuration.spool.path as NSString).deletingLastPathComponent
+        remote = RemoteConfigController(local: configuration,
+                                        directory: configuration.remoteConfig.enabled ? spoolDirectory : nil)
+        let effective = remote.effective
+        live = NSLockedBox(Live(configuration: effective,
+                                filter: (try? ScanFilter(parsing: effective.scan.filters)) ?? localFilter))
+        if effective != configuration {
+            logger.info("remote configuration from the local store in force (\(remote.layersInForce))")
+        }
         let run = (0..<4).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
             + String(format: "%08x", UInt32(truncatingIfNeeded: Int(clock.unixTime())))
         let expiry = configuration.publishing.sampleExpirySeconds > 0 ? Double(configuration.publishing.sampleExpirySeconds) : nil
@@ -110,6 +137,13 @@ public final class GatewayRuntime: Service, Sendable {
         let events = Task { await followConnection() }
         let committer = Task { await spool.run(clock: clock) }
         let publishing = Task { await publisher.run() }
+        // Remote configuration before the first scan: the broker's retained documents, within a bounded wait so a
+        // gateway without a broker still scans (with what the local store kept).
+        let following = followRemoteConfiguration()
+        reportConfiguration(RemoteConfigController.Outcome(
+            status: .applied, layer: remote.layersInForce.last ?? .gateway, version: nil, errors: [], warnings: [],
+            effective: remote.effective))
+        await awaitRetainedConfiguration()
         let ticker = Task { await tick(started: started) }
         let scanning = Task { await scan() }
 
@@ -148,6 +182,7 @@ public final class GatewayRuntime: Service, Sendable {
         _ = try? await mqtt.value
         events.cancel()
         await events.value
+        for f in following { f.cancel(); await f.value }
         logger.info("stopped; \(spool.statistics.depth) readings remain in the spool")
     }
 
@@ -235,13 +270,14 @@ public final class GatewayRuntime: Service, Sendable {
 
     /// One sighting: filtered, counted into its beacon's interval, and optionally on the raw stream.
     func observe(_ s: Sighting) {
+        let (filter, publishing) = live.withLock { ($0.filter, $0.configuration.publishing) }
         guard filter.matches(s) else { return }
         let now = clock.now()
         let raw: Bool = state.withLock { st in
             st.aggregator.add(s.identity, rssi: s.rssi, at: now, info: GatewayReadings.BeaconInfo(s))
-            guard configuration.publishing.rawAdvertisements else { return false }
+            guard publishing.rawAdvertisements else { return false }
             // Token bucket: at most raw_max_per_s, with a burst of one second's worth.
-            let rate = configuration.publishing.rawMaxPerSecond
+            let rate = publishing.rawMaxPerSecond
             st.rawTokens = min(rate, st.rawTokens + (now - st.rawLast).seconds * rate)
             st.rawLast = now
             guard st.rawTokens >= 1 else { return false }
@@ -253,15 +289,27 @@ public final class GatewayRuntime: Service, Sendable {
 
     /// Every ranging interval: the beacons' summaries; every health interval: the health topic.
     func tick(started: Duration) async {
-        let interval = Duration.seconds(configuration.publishing.rangingIntervalSeconds)
-        let healthEvery = Duration.seconds(configuration.publishing.healthIntervalSeconds)
+        let publishing = live.withLock { $0.configuration.publishing }
+        var interval = Duration.seconds(publishing.rangingIntervalSeconds)
+        var healthEvery = Duration.seconds(publishing.healthIntervalSeconds)
         var next = clock.now() + interval
-        var nextHealth = clock.now() + .seconds(min(5, configuration.publishing.healthIntervalSeconds))
+        var nextHealth = clock.now() + .seconds(min(5, publishing.healthIntervalSeconds))
         var lastAck: UInt64 = 0
         var lastHealthTime = clock.now()
         while !Task.isCancelled {
-            do { try await clock.sleep(until: min(next, nextHealth)) } catch { break }
+            // Wake at least every 250 ms so a remote change of the intervals takes effect within that, not at the
+            // end of a long old interval.
+            do { try await clock.sleep(until: min(next, nextHealth, clock.now() + .milliseconds(250))) } catch { break }
             let now = clock.now()
+            let p = live.withLock { $0.configuration.publishing }
+            if Duration.seconds(p.rangingIntervalSeconds) != interval {
+                next = next - interval + .seconds(p.rangingIntervalSeconds)
+                interval = .seconds(p.rangingIntervalSeconds)
+            }
+            if Duration.seconds(p.healthIntervalSeconds) != healthEvery {
+                nextHealth = nextHealth - healthEvery + .seconds(p.healthIntervalSeconds)
+                healthEvery = .seconds(p.healthIntervalSeconds)
+            }
             if now >= next {
                 flushIntervals()
                 next += interval
@@ -293,7 +341,7 @@ public final class GatewayRuntime: Service, Sendable {
         let ts = clock.unixTime()
         let synced = clockSynchronized()
         let summaries = state.withLock { $0.aggregator.flush(at: now) }
-        let interval = configuration.publishing.rangingIntervalSeconds
+        let interval = live.withLock { $0.configuration.publishing.rangingIntervalSeconds }
         for s in summaries {
             _ = spool.append(readings.beacon(s, interval: interval, ts: ts, synced: synced))
         }
