@@ -46,11 +46,14 @@ public final class GatewayRuntime: Service, Sendable {
         var filter: ScanFilter
     }
 
-    /// The logger at the level in force (`log.level` can change remotely).
+    /// The logger at the level in force: the one it was given (`--log-level`), unless a remote document sets
+    /// `log.level` to something other than the local file's.
     var logger: Logger {
-        var l = baseLogger
-        if let level = Logger.Level(rawValue: live.withLock { $0.configuration.log.level }) { l.logLevel = level }
-        return l
+        let level = live.withLock { $0.configuration.log.level }
+        guard level != configuration.log.level, let l = Logger.Level(rawValue: level) else { return baseLogger }
+        var logger = baseLogger
+        logger.logLevel = l
+        return logger
     }
 
     /// The scan filter in force.
