@@ -23,6 +23,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
     ],
     targets: [
         // C libraries, each behind one Swift module.
@@ -42,6 +43,7 @@ let package = Package(
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing",
             .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .executableTarget(name: "blegateway", dependencies: [
             "BLEGateway", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLEPublishing",

@@ -103,6 +103,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var enabled = true
         /// At start, how long to wait for the broker's retained config before scanning anyway (seconds).
         public var startupWaitSeconds = 3.0
+        /// An Ed25519 public key (base64, from `blegateway config keygen`): when set, only documents signed with
+        /// the matching private key apply, and never one with a lower version than the one in force.
+        public var publicKeyFile: String?
     }
 
     public var gateway = Gateway()

@@ -95,3 +95,14 @@ extension GatewayRuntime {
     /// The configuration in force (local file with the remote layers over it).
     public var effectiveConfiguration: GatewayConfiguration { live.withLock { $0.configuration } }
 }
+
+extension GatewayRuntime {
+    /// The verifier for `remote_config.public_key_file`, or nil when signatures are off.
+    static func configVerifier(_ c: GatewayConfiguration) throws -> ConfigSigning.Verifier? {
+        guard let path = c.remoteConfig.publicKeyFile else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(path: "remote_config.public_key_file", "cannot read \(path)")
+        }
+        return try ConfigSigning.Verifier(publicKey: String(decoding: data, as: UTF8.self))
+    }
+}

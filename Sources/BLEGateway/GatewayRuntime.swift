@@ -76,7 +76,8 @@ public final class GatewayRuntime: Service, Sendable {
         let localFilter = try ScanFilter(parsing: configuration.scan.filters)
         let spoolDirectory = (configuration.spool.path as NSString).deletingLastPathComponent
         remote = RemoteConfigController(local: configuration,
-                                        directory: configuration.remoteConfig.enabled ? spoolDirectory : nil)
+                                        directory: configuration.remoteConfig.enabled ? spoolDirectory : nil,
+                                        verifier: try Self.configVerifier(configuration))
         let effective = remote.effective
         live = NSLockedBox(Live(configuration: effective,
                                 filter: (try? ScanFilter(parsing: effective.scan.filters)) ?? localFilter))

@@ -41,20 +41,23 @@ public final class RemoteConfigController: Sendable {
 
     public let local: GatewayConfiguration
     let directory: String?
+    let verifier: ConfigSigning.Verifier?
     private let state: NSLockedBox<State>
 
     /// - Parameter directory: where accepted layers are kept (`remote-config.<layer>.json`); nil keeps nothing.
     ///   Stored layers are read here, and validated again (a damaged file is ignored and removed).
-    public init(local: GatewayConfiguration, directory: String?) {
+    ///   - verifier: when set, only signed documents apply, and never one with a lower version than the layer's.
+    public init(local: GatewayConfiguration, directory: String?, verifier: ConfigSigning.Verifier? = nil) {
         self.local = local
         self.directory = directory
+        self.verifier = verifier
         var s = State(effective: local)
         for layer in [Layer.fleet, .gateway] {
             guard let path = Self.path(directory, layer), let data = FileManager.default.contents(atPath: path) else {
                 continue
             }
             let bytes = [UInt8](data)
-            if let overlay = RemoteConfigDocument.read(bytes).overlay {
+            if let overlay = RemoteConfigDocument.read(bytes, verifier: verifier).overlay {
                 s.layers[layer] = Stored(payload: bytes, overlay: overlay)
             } else {
                 try? FileManager.default.removeItem(atPath: path)
@@ -89,9 +92,14 @@ public final class RemoteConfigController: Sendable {
                 return Outcome(status: .cleared, layer: layer, version: nil, errors: [], warnings: [],
                                effective: s.effective)
             }
-            let verdict = RemoteConfigDocument.read(payload)
+            let verdict = RemoteConfigDocument.read(payload, verifier: verifier)
             guard let overlay = verdict.overlay else {
                 return Outcome(status: .rejected, layer: layer, version: nil, errors: verdict.errors,
+                               warnings: verdict.warnings, effective: s.effective)
+            }
+            if verifier != nil, let v = overlay.version, let current = s.layers[layer]?.overlay.version, v < current {
+                return Outcome(status: .rejected, layer: layer, version: v, errors: [ConfigIssue(path: "$.version",
+                               reason: "\(v) is lower than version \(current) in force; refused (replay)")],
                                warnings: verdict.warnings, effective: s.effective)
             }
             var layers = s.layers

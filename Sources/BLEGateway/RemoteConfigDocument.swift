@@ -65,16 +65,44 @@ public enum RemoteConfigDocument {
     /// Sections other parts of the gateway will own; this version does not read them.
     static let notYetSupported: Set<String> = ["regions", "ranging", "peripherals"]
 
-    public static func read(_ payload: [UInt8]) -> Verdict {
-        let root: RemoteJSON
+    /// - Parameter verifier: when set, only a signed document (ConfigSigning) whose signature verifies is accepted,
+    ///   and it must carry a `version`. Without it, a signed document is read with a warning that nothing was checked.
+    public static func read(_ payload: [UInt8], verifier: ConfigSigning.Verifier? = nil) -> Verdict {
+        func rejected(_ path: String, _ reason: String, _ warnings: [ConfigIssue] = []) -> Verdict {
+            Verdict(overlay: nil, errors: [ConfigIssue(path: path, reason: reason)], warnings: warnings)
+        }
+        var root: RemoteJSON
         do {
             root = try RemoteJSONParser.parse(payload)
         } catch {
-            return Verdict(overlay: nil, errors: [ConfigIssue(path: "$", reason: "not a JSON document: \(error)")],
-                           warnings: [])
+            return rejected("$", "not a JSON document: \(error)")
         }
         var r = Reader()
+        switch ConfigSigning.unwrap(root) {
+        case .none:
+            if verifier != nil {
+                return rejected("$", "unsigned document; this gateway applies only documents signed with its public key")
+            }
+        case .some(nil):
+            return rejected("$", "signed document: \"document\" and \"signature\" must be base64 strings")
+        case .some(let (document, signature)?):
+            if let verifier {
+                guard verifier.isValid(signature, for: document) else {
+                    return rejected("$.signature", "does not verify with this gateway's public key")
+                }
+            } else {
+                r.warnings.append(ConfigIssue(path: "$.signature", reason: "not checked: this gateway has no public key"))
+            }
+            do {
+                root = try RemoteJSONParser.parse(document)
+            } catch {
+                return rejected("$.document", "not a JSON document: \(error)", r.warnings)
+            }
+        }
         let overlay = r.document(root)
+        if verifier != nil, r.errors.isEmpty, overlay.version == nil {
+            r.error("$.version", "required in signed documents (a lower version than the one in force is refused)")
+        }
         return Verdict(overlay: r.errors.isEmpty ? overlay : nil, errors: r.errors, warnings: r.warnings)
     }
 

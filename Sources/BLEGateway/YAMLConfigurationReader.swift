@@ -116,6 +116,7 @@ public struct YAMLConfigurationReader {
                     switch k {
                     case "enabled": c.remoteConfig.enabled = try bool(v, p)
                     case "startup_wait_s": c.remoteConfig.startupWaitSeconds = try double(v, p, 0...60)
+                    case "public_key_file": c.remoteConfig.publicKeyFile = try string(v, p)
                     default: unknown(v, p)
                     }
                 }

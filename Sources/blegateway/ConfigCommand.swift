@@ -7,7 +7,7 @@ struct ConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
         abstract: "Check the local configuration; push and read the remote one.",
-        subcommands: [Check.self, Push.self, Get.self])
+        subcommands: [Check.self, Push.self, Get.self, Keygen.self])
 
     struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -86,6 +86,9 @@ extension ConfigCommand {
         @Flag(help: "Delete the retained document instead of publishing one.")
         var delete = false
 
+        @Option(help: "Sign with this Ed25519 private key file (from `config keygen`); the document needs a version.")
+        var sign: String?
+
         @OptionGroup var options: RemoteConfigBrokerOptions
 
         @Option(help: "With --gateway: wait this long for the gateway's verdict on config/state (0: do not wait).")
@@ -112,6 +115,15 @@ extension ConfigCommand {
                 guard verdict.errors.isEmpty else {
                     for e in verdict.errors { FileHandle.standardError.write(Data("\(file): \(e)\n".utf8)) }
                     throw ExitCode(2)
+                }
+                if let sign {
+                    guard verdict.overlay?.version != nil else {
+                        throw ValidationError("\(file): a signed document needs a \"version\" (gateways refuse lower ones)")
+                    }
+                    guard let key = FileManager.default.contents(atPath: sign) else {
+                        throw ValidationError("cannot read \(sign)")
+                    }
+                    payload = try ConfigSigning.sign(payload, privateKey: String(decoding: key, as: UTF8.self))
                 }
             }
             let client = try options.client("push")
@@ -144,6 +156,31 @@ extension ConfigCommand {
                 }
                 group.cancelAll()
             }
+        }
+    }
+
+    struct Keygen: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make an Ed25519 key pair for signed remote configuration.",
+            discussion: """
+                Writes NAME.key (the private key, mode 0600: keep it with the operators, for `config push --sign`) and
+                NAME.pub (the public key: give it to the gateways as remote_config.public_key_file).
+                """)
+
+        @Argument(help: "The files' name without extension.")
+        var name: String = "blegateway-config"
+
+        func run() async throws {
+            for path in ["\(name).key", "\(name).pub"] where FileManager.default.fileExists(atPath: path) {
+                throw ValidationError("\(path) exists; not overwriting it")
+            }
+            let (privateKey, publicKey) = ConfigSigning.generateKeyPair()
+            guard FileManager.default.createFile(atPath: "\(name).key", contents: Data((privateKey + "\n").utf8),
+                                                 attributes: [.posixPermissions: 0o600]),
+                  FileManager.default.createFile(atPath: "\(name).pub", contents: Data((publicKey + "\n").utf8)) else {
+                throw ValidationError("cannot write \(name).key / \(name).pub")
+            }
+            print("wrote \(name).key (private, keep it secret) and \(name).pub (public: remote_config.public_key_file)")
         }
     }
 
