@@ -144,8 +144,9 @@ public final class GatewayRuntime: Service, Sendable {
         // Remote configuration before the first scan: the broker's retained documents, within a bounded wait so a
         // gateway without a broker still scans (with what the local store kept).
         let following = followRemoteConfiguration()
+        let top = remote.layersInForce.last ?? .gateway
         reportConfiguration(RemoteConfigController.Outcome(
-            status: .applied, layer: remote.layersInForce.last ?? .gateway, version: nil, errors: [], warnings: [],
+            status: .applied, layer: top, version: remote.versions[top] ?? nil, errors: [], warnings: [],
             effective: remote.effective))
         await awaitRetainedConfiguration()
         let ticker = Task { await tick(started: started) }

@@ -87,4 +87,22 @@ import Testing
         #expect(rc.effective == Self.local())
         #expect(!FileManager.default.fileExists(atPath: path))
     }
+
+    @Test func theLocalFileReadsTheLogAndRemoteConfigKeys() throws {
+        var r = YAMLConfigurationReader()
+        let c = try r.read("""
+            log:
+              level: debug
+            remote_config:
+              enabled: false
+              startup_wait_s: 0.5
+              public_key_file: /etc/blegateway/ops.pub
+            """)
+        #expect(r.warnings == [])
+        #expect(c.log.level == "debug")
+        #expect(!c.remoteConfig.enabled && c.remoteConfig.startupWaitSeconds == 0.5)
+        #expect(c.remoteConfig.publicKeyFile == "/etc/blegateway/ops.pub")
+        var bad = YAMLConfigurationReader()
+        #expect(throws: ConfigurationError.self) { try bad.read("log:\n  level: loud\n") }
+    }
 }

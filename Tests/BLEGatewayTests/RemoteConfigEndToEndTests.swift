@@ -217,6 +217,26 @@ struct RemoteConfigEndToEndTests {
             #expect(s["hash"] as? String == good.effectiveHash, "\(name)")
         }
         #expect(runtime.effectiveConfiguration == good)
+        // Every verdict matches schema/v1/config-state.json.
+        let record = f.directory.appendingPathComponent("states.jsonl")
+        let lines = try observer.states(f.stateTopic).map { json -> String in
+            let payload = String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self)
+            return String(decoding: try JSONSerialization.data(withJSONObject: ["topic": f.stateTopic, "payload": payload]),
+                          as: UTF8.self)
+        }
+        try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
+        let validator = Process()
+        validator.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        validator.arguments = [BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/validate_payloads.py").path,
+                               f.prefix, record.path]
+        let out = Pipe()
+        validator.standardOutput = out
+        validator.standardError = FileHandle.nullDevice
+        try validator.run()
+        validator.waitUntilExit()
+        let report = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(validator.terminationStatus == 0, "schema validation: \(report.suffix(2000))")
+        #expect(lines.count >= RemoteConfigDocumentTests.malformed.count)
         let lastSeq = observer.seqs.max() ?? 0
         try await Self.waitFor("still publishing") { !observer.beacons(after: lastSeq).isEmpty }
         task.cancel()
@@ -246,6 +266,21 @@ struct RemoteConfigEndToEndTests {
             let (_, source, task) = try f.start(offline)
             try await Self.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
             #expect(source.lock.withLock { source.configurationAtStart?.scan.filters } == ["name:B"])
+            task.cancel()
+            _ = try? await task.value
+        }
+        // A poison retained document (10,000 nested lists) does not stop a start: refused, the stored layer stays.
+        try await observer.publish(f.configTopic, Array((String(repeating: "[", count: 10_000)
+                                                          + String(repeating: "]", count: 10_000)).utf8))
+        for _ in 0..<2 {
+            let before = observer.states(f.stateTopic).count
+            let (runtime, source, task) = try f.start(c)
+            try await Self.waitFor("poison refused") {
+                observer.states(f.stateTopic).dropFirst(before).contains { $0["status"] as? String == "rejected" }
+            }
+            try await Self.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
+            #expect(source.lock.withLock { source.configurationAtStart?.scan.filters } == ["name:B"])
+            #expect(runtime.effectiveConfiguration.scan.filters == ["name:B"])
             task.cancel()
             _ = try? await task.value
         }
