@@ -50,6 +50,12 @@ public enum ConfigSigning {
         }
     }
 
+    /// The document inside a signed payload (signature not checked: for display), or nil when it is not signed.
+    public static func signedDocument(_ payload: [UInt8]) -> [UInt8]? {
+        guard let root = try? RemoteJSONParser.parse(payload), case .some(let parts?) = unwrap(root) else { return nil }
+        return parts.document
+    }
+
     /// The signed form's parts, or nil when `root` is not a signed document (exactly the two keys, both strings).
     static func unwrap(_ root: RemoteJSON) -> (document: [UInt8], signature: [UInt8])?? {
         guard case .object(let pairs) = root, pairs.count == 2,

@@ -46,7 +46,9 @@ extension GatewayRuntime {
         }
         if connectedAt == nil {
             let wait = configuration.remoteConfig.startupWaitSeconds
-            logger.warning("remote configuration: no broker within \(wait) s; scanning with the local file and the stored layers (\(remote.layersInForce))")
+            let layers = remote.layersInForce
+            logger.warning(
+                "remote configuration: no broker within \(wait) s; scanning with the file and stored layers \(layers)")
         }
     }
 

@@ -106,9 +106,10 @@ public final class RemoteConfigController: Sendable {
             layers[layer] = Stored(payload: payload, overlay: overlay)
             guard let merged = Self.merge(local, layers) else {
                 let c = Self.candidate(local, layers)
+                let why = "with the other layers the scan window (\(c.scan.windowMS) ms) would exceed the interval "
+                    + "(\(c.scan.intervalMS) ms)"
                 return Outcome(status: .rejected, layer: layer, version: overlay.version,
-                               errors: [ConfigIssue(path: "$.scan.window_ms", reason:
-                                   "with the other layers the scan window (\(c.scan.windowMS) ms) would exceed the interval (\(c.scan.intervalMS) ms)")],
+                               errors: [ConfigIssue(path: "$.scan.window_ms", reason: why)],
                                warnings: verdict.warnings, effective: s.effective)
             }
             s.layers = layers

@@ -155,7 +155,8 @@ public enum RemoteConfigDocument {
                                 if RemoteConfigDocument.logLevels.contains(s) {
                                     o.logLevel = s
                                 } else {
-                                    error(kp, "expected one of \(RemoteConfigDocument.logLevels.joined(separator: ", ")), found \"\(s)\"")
+                                    let levels = RemoteConfigDocument.logLevels.joined(separator: ", ")
+                                    error(kp, "expected one of \(levels), found \"\(s)\"")
                                 }
                             }
                         default: warnings.append(ConfigIssue(path: kp, reason: "unknown key, ignored"))

@@ -133,7 +133,8 @@ extension ConfigCommand {
                 let deadline = ContinuousClock.now + .seconds(10)
                 while true {
                     do {
-                        try await client.publish(MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: true))
+                        let message = MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: true)
+                        try await client.publish(message)
                         break
                     } catch let e as MQTTError where e.kind == .notConnected && ContinuousClock.now < deadline {
                         try await Task.sleep(for: .milliseconds(50))
@@ -150,7 +151,8 @@ extension ConfigCommand {
                     if let v = await verdict.value {
                         print("gateway \(gateway!): \(v)")
                     } else {
-                        print("no verdict from gateway \(gateway!) within \(wait) s (offline? it applies the retained document when it connects)")
+                        print("no verdict from gateway \(gateway!) within \(wait) s "
+                              + "(offline? it applies the retained document when it connects)")
                     }
                     timer.cancel()
                 }
@@ -204,6 +206,9 @@ extension ConfigCommand {
             let retained = try await collectRetained(try options.client("get"), filters)
             func text(_ topic: String) -> String {
                 guard let b = retained[topic] else { return "(none)" }
+                if let inner = ConfigSigning.signedDocument(b) {
+                    return "(signed) " + String(decoding: inner, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                }
                 return String(decoding: b, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             }
             print("desired  fleet    \(fleetTopic): \(text(fleetTopic))")
@@ -231,8 +236,9 @@ extension ConfigCommand {
             if let state = retained["\(gatewayTopic)/state"],
                let json = try? JSONSerialization.jsonObject(with: Data(state)) as? [String: Any],
                let reported = json["hash"] as? String {
+                let hint = local == nil ? " (its local file may set other values)" : ""
                 print(reported == e.effectiveHash ? "in sync: the gateway reports the same hash"
-                      : "differs from the reported hash \(reported)\(local == nil ? " (its local file may set other values)" : "")")
+                      : "differs from the reported hash \(reported)\(hint)")
             }
         }
     }

@@ -169,7 +169,10 @@ struct RemoteConfigEndToEndTests {
         try await Self.waitFor("readings flowing") { observer.beacons(after: 0).count >= 4 }
 
         let sent = ContinuousClock.now
-        try await observer.publish(f.configTopic, Array(#"{"version": 2, "publishing": {"ranging_interval_s": 0.5}, "scan": {"filters": ["name:B"]}, "log": {"level": "warning"}}"#.utf8))
+        try await observer.publish(f.configTopic, Array("""
+            {"version": 2, "publishing": {"ranging_interval_s": 0.5}, "scan": {"filters": ["name:B"]},
+             "log": {"level": "warning"}}
+            """.utf8))
         try await Self.waitFor("applied") { observer.states(f.stateTopic).contains { $0["version"] as? Int == 2 } }
         let latency = ContinuousClock.now - sent
         let state = try #require(observer.states(f.stateTopic).last { $0["version"] as? Int == 2 })
@@ -294,5 +297,37 @@ struct RemoteConfigEndToEndTests {
             task.cancel()
             _ = try? await task.value
         }
+    }
+
+    @Test func withAPublicKeyOnlySignedDocumentsApplyAndAnOlderVersionIsRefused() async throws {
+        let f = try Fixture()
+        defer { f.broker.stop() }
+        let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
+        defer { observer.stop() }
+        let (privateKey, publicKey) = ConfigSigning.generateKeyPair()
+        let keyFile = f.directory.appendingPathComponent("ops.pub")
+        try publicKey.write(to: keyFile, atomically: true, encoding: .utf8)
+        var c = f.configuration()
+        c.remoteConfig.publicKeyFile = keyFile.path
+        let (runtime, _, task) = try f.start(c)
+        try await Self.waitFor("first state") { !observer.states(f.stateTopic).isEmpty }
+
+        func push(_ text: String, signed: Bool) async throws -> [String: Any] {
+            let before = observer.states(f.stateTopic).count
+            let doc = Array(text.utf8)
+            try await observer.publish(f.configTopic, signed ? try ConfigSigning.sign(doc, privateKey: privateKey) : doc)
+            try await Self.waitFor("verdict") { observer.states(f.stateTopic).count > before }
+            return try #require(observer.states(f.stateTopic).last)
+        }
+        let unsigned = try await push(#"{"version": 1, "log": {"level": "debug"}}"#, signed: false)
+        #expect(unsigned["status"] as? String == "rejected")
+        let v5 = try await push(#"{"version": 5, "log": {"level": "debug"}}"#, signed: true)
+        #expect(v5["status"] as? String == "applied")
+        let v4 = try await push(#"{"version": 4, "log": {"level": "error"}}"#, signed: true)
+        #expect(v4["status"] as? String == "rejected")
+        #expect((v4["errors"] as? [[String: Any]])?.first?["path"] as? String == "$.version")
+        #expect(runtime.effectiveConfiguration.log.level == "debug")
+        task.cancel()
+        _ = try? await task.value
     }
 }
