@@ -136,18 +136,20 @@ public final class GatewayRuntime: Service, Sendable {
 
     public func run() async throws {
         let started = clock.now()
-        // Long-lived parts, each with one run(); kept as handles so shutdown can stop them in order.
-        let mqtt = Task { try await client.run() }
-        let events = Task { await followConnection() }
-        let committer = Task { await spool.run(clock: clock) }
-        let publishing = Task { await publisher.run() }
-        // Remote configuration before the first scan: the broker's retained documents, within a bounded wait so a
-        // gateway without a broker still scans (with what the local store kept).
-        let following = followRemoteConfiguration()
+        // The configuration in force at start (file and stored layers), reported first so that a verdict on a
+        // document the broker sends next is the last word on the retained config/state topic.
         let top = remote.layersInForce.last ?? .gateway
         reportConfiguration(RemoteConfigController.Outcome(
             status: .applied, layer: top, version: remote.versions[top] ?? nil, errors: [], warnings: [],
             effective: remote.effective))
+        // Long-lived parts, each with one run(); kept as handles so shutdown can stop them in order.
+        let following = followRemoteConfiguration()
+        let mqtt = Task { try await client.run() }
+        let events = Task { await followConnection() }
+        let committer = Task { await spool.run(clock: clock) }
+        let publishing = Task { await publisher.run() }
+        // Remote configuration before the first scan: the broker's retained documents (subscribed before the client
+        // starts), within a bounded wait so a gateway without a broker still scans (with what the local store kept).
         await awaitRetainedConfiguration()
         let ticker = Task { await tick(started: started) }
         let scanning = Task { await scan() }
