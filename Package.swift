@@ -46,6 +46,7 @@ let package = Package(
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing",
             .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .executableTarget(name: "blegateway", dependencies: [
             "BLEGateway", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLEPublishing",

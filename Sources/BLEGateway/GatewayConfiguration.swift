@@ -89,12 +89,33 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var rawMaxPerSecond = 20.0
     }
 
+    public struct Log: Sendable, Equatable {
+        public init() {}
+
+        /// trace, debug, info, notice, warning, error or critical. Settable remotely; `--log-level` sets the start.
+        public var level = "info"
+    }
+
+    public struct RemoteConfig: Sendable, Equatable {
+        public init() {}
+
+        /// Follow `<prefix>/fleet/config` and `<prefix>/<id>/config` (docs/CONFIG.md). Local only.
+        public var enabled = true
+        /// At start, how long to wait for the broker's retained config before scanning anyway (seconds).
+        public var startupWaitSeconds = 3.0
+        /// An Ed25519 public key (base64, from `blegateway config keygen`): when set, only documents signed with
+        /// the matching private key apply, and never one with a lower version than the one in force.
+        public var publicKeyFile: String?
+    }
+
     public var gateway = Gateway()
     public var adapter = Adapter()
     public var scan = Scan()
     public var mqtt = MQTT()
     public var spool = Spool()
     public var publishing = Publishing()
+    public var log = Log()
+    public var remoteConfig = RemoteConfig()
 
     public init() {}
 }

@@ -16,13 +16,15 @@ public final class GatewayRuntime: Service, Sendable {
 
     let configuration: GatewayConfiguration
     let clock: any BLEClock
-    let logger: Logger
+    let baseLogger: Logger
     let source: any SightingSource
     let spool: Spool
     let client: MQTTClient
     let publisher: SpoolPublisher
     let readings: GatewayReadings
-    let filter: ScanFilter
+    /// Fleet and per-gateway documents over the local file (RemoteConfigController); `live` is what is in force.
+    let remote: RemoteConfigController
+    let live: Locked<Live>
     let clockSynchronized: @Sendable () -> Bool
     let state: Locked<RuntimeState>
 
@@ -38,6 +40,25 @@ public final class GatewayRuntime: Service, Sendable {
         var lastHealthAt: Duration = .zero
     }
 
+    /// The remotely tunable part in force: replaced whole when a remote document applies, read per sighting/tick.
+    struct Live: Sendable {
+        var configuration: GatewayConfiguration
+        var filter: ScanFilter
+    }
+
+    /// The logger at the level in force: the one it was given (`--log-level`), unless a remote document sets
+    /// `log.level` to something other than the local file's.
+    var logger: Logger {
+        let level = live.withLock { $0.configuration.log.level }
+        guard level != configuration.log.level, let l = Logger.Level(rawValue: level) else { return baseLogger }
+        var logger = baseLogger
+        logger.logLevel = l
+        return logger
+    }
+
+    /// The scan filter in force.
+    var filter: ScanFilter { live.withLock { $0.filter } }
+
     /// - Parameters:
     ///   - clockSynchronized: whether the wall clock can be trusted (the kernel's answer by default; always true
     ///     under a simulator's virtual clock).
@@ -48,14 +69,24 @@ public final class GatewayRuntime: Service, Sendable {
     ) throws {
         self.configuration = configuration
         self.clock = clock
-        self.logger = logger
+        self.baseLogger = logger
         self.source = source
         self.clockSynchronized = clockSynchronized
         var ranging = RangingConfiguration()
         ranging.interval = .seconds(configuration.publishing.rangingIntervalSeconds)
         state = Locked(RuntimeState(ranging: RangingEngine(configuration: ranging)))
         let topics = try Topics(prefix: configuration.mqtt.prefix, gatewayID: configuration.gateway.id)
-        filter = try ScanFilter(parsing: configuration.scan.filters)
+        let localFilter = try ScanFilter(parsing: configuration.scan.filters)
+        let spoolDirectory = (configuration.spool.path as NSString).deletingLastPathComponent
+        remote = RemoteConfigController(local: configuration,
+                                        directory: configuration.remoteConfig.enabled ? spoolDirectory : nil,
+                                        verifier: try Self.configVerifier(configuration))
+        let effective = remote.effective
+        live = Locked(Live(configuration: effective,
+                                filter: (try? ScanFilter(parsing: effective.scan.filters)) ?? localFilter))
+        if effective != configuration {
+            logger.info("remote configuration from the local store in force (\(remote.layersInForce))")
+        }
         let run = (0..<4).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
             + String(format: "%08x", UInt32(truncatingIfNeeded: Int(clock.unixTime())))
         let expiry = configuration.publishing.sampleExpirySeconds > 0 ? Double(configuration.publishing.sampleExpirySeconds) : nil
@@ -108,11 +139,21 @@ public final class GatewayRuntime: Service, Sendable {
 
     public func run() async throws {
         let started = clock.now()
+        // The configuration in force at start (file and stored layers), reported first so that a verdict on a
+        // document the broker sends next is the last word on the retained config/state topic.
+        let top = remote.layersInForce.last ?? .gateway
+        reportConfiguration(RemoteConfigController.Outcome(
+            status: .applied, layer: top, version: remote.versions[top] ?? nil, errors: [], warnings: [],
+            effective: remote.effective))
         // Long-lived parts, each with one run(); kept as handles so shutdown can stop them in order.
+        let following = followRemoteConfiguration()
         let mqtt = Task { try await client.run() }
         let events = Task { await followConnection() }
         let committer = Task { await spool.run(clock: clock) }
         let publishing = Task { await publisher.run() }
+        // Remote configuration before the first scan: the broker's retained documents (subscribed before the client
+        // starts), within a bounded wait so a gateway without a broker still scans (with what the local store kept).
+        await awaitRetainedConfiguration()
         let ticker = Task { await tick(started: started) }
         let scanning = Task { await scan() }
 
@@ -151,6 +192,7 @@ public final class GatewayRuntime: Service, Sendable {
         _ = try? await mqtt.value
         events.cancel()
         await events.value
+        for f in following { f.cancel(); await f.value }
         logger.info("stopped; \(spool.statistics.depth) readings remain in the spool")
     }
 
@@ -238,13 +280,14 @@ public final class GatewayRuntime: Service, Sendable {
 
     /// One sighting: filtered, counted into its beacon's interval, and optionally on the raw stream.
     func observe(_ s: Sighting) {
+        let (filter, publishing) = live.withLock { ($0.filter, $0.configuration.publishing) }
         guard filter.matches(s) else { return }
         let now = clock.now()
         let raw: Bool = state.withLock { st in
             _ = st.ranging.observe(s, as: s.identity, at: now)
-            guard configuration.publishing.rawAdvertisements else { return false }
+            guard publishing.rawAdvertisements else { return false }
             // Token bucket: at most raw_max_per_s, with a burst of one second's worth.
-            let rate = configuration.publishing.rawMaxPerSecond
+            let rate = publishing.rawMaxPerSecond
             st.rawTokens = min(rate, st.rawTokens + (now - st.rawLast).seconds * rate)
             st.rawLast = now
             guard st.rawTokens >= 1 else { return false }
@@ -256,15 +299,27 @@ public final class GatewayRuntime: Service, Sendable {
 
     /// Every ranging interval: the beacons' summaries; every health interval: the health topic.
     func tick(started: Duration) async {
-        let interval = Duration.seconds(configuration.publishing.rangingIntervalSeconds)
-        let healthEvery = Duration.seconds(configuration.publishing.healthIntervalSeconds)
+        let publishing = live.withLock { $0.configuration.publishing }
+        var interval = Duration.seconds(publishing.rangingIntervalSeconds)
+        var healthEvery = Duration.seconds(publishing.healthIntervalSeconds)
         var next = clock.now() + interval
-        var nextHealth = clock.now() + .seconds(min(5, configuration.publishing.healthIntervalSeconds))
+        var nextHealth = clock.now() + .seconds(min(5, publishing.healthIntervalSeconds))
         var lastAck: UInt64 = 0
         var lastHealthTime = clock.now()
         while !Task.isCancelled {
-            do { try await clock.sleep(until: min(next, nextHealth)) } catch { break }
+            // Wake at least every 250 ms so a remote change of the intervals takes effect within that, not at the
+            // end of a long old interval.
+            do { try await clock.sleep(until: min(next, nextHealth, clock.now() + .milliseconds(250))) } catch { break }
             let now = clock.now()
+            let p = live.withLock { $0.configuration.publishing }
+            if Duration.seconds(p.rangingIntervalSeconds) != interval {
+                next = next - interval + .seconds(p.rangingIntervalSeconds)
+                interval = .seconds(p.rangingIntervalSeconds)
+            }
+            if Duration.seconds(p.healthIntervalSeconds) != healthEvery {
+                nextHealth = nextHealth - healthEvery + .seconds(p.healthIntervalSeconds)
+                healthEvery = .seconds(p.healthIntervalSeconds)
+            }
             if now >= next {
                 flushIntervals()
                 next += interval
@@ -297,7 +352,7 @@ public final class GatewayRuntime: Service, Sendable {
         let ts = clock.unixTime()
         let synced = clockSynchronized()
         let updates = state.withLock { $0.ranging.tick(at: now) }
-        let interval = configuration.publishing.rangingIntervalSeconds
+        let interval = live.withLock { $0.configuration.publishing.rangingIntervalSeconds }
         for u in updates {
             _ = spool.append(readings.beacon(u, interval: interval, ts: ts, synced: synced))
         }

@@ -103,6 +103,23 @@ public struct YAMLConfigurationReader {
                     default: unknown(v, p)
                     }
                 }
+            case "log":
+                for (k, v) in try mapping(node, "log") {
+                    switch k {
+                    case "level": c.log.level = try oneOf(v, "log.level", RemoteConfigDocument.logLevels)
+                    default: unknown(v, "log.\(k)")
+                    }
+                }
+            case "remote_config":
+                for (k, v) in try mapping(node, "remote_config") {
+                    let p = "remote_config.\(k)"
+                    switch k {
+                    case "enabled": c.remoteConfig.enabled = try bool(v, p)
+                    case "startup_wait_s": c.remoteConfig.startupWaitSeconds = try double(v, p, 0...60)
+                    case "public_key_file": c.remoteConfig.publicKeyFile = try string(v, p)
+                    default: unknown(v, p)
+                    }
+                }
             default:
                 unknown(node, key)
             }

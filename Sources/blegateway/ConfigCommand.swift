@@ -2,12 +2,12 @@ import ArgumentParser
 import BLEGateway
 import Foundation
 
-/// `blegateway config …`: the local configuration file (remote configuration comes later).
+/// `blegateway config …`: the local configuration file, and the remote documents on the broker.
 struct ConfigCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "config",
-        abstract: "Check the gateway's configuration.",
-        subcommands: [Check.self])
+        abstract: "Check the local configuration; push and read the remote one.",
+        subcommands: [Check.self, Push.self, Get.self, Keygen.self])
 
     struct Check: AsyncParsableCommand {
         static let configuration = CommandConfiguration(

@@ -1,0 +1,270 @@
+import BLEDomain
+
+/// One problem in a remote configuration document: a JSON path (`$.scan.interval_ms`, `$.scan.filters[2]`) and why.
+public struct ConfigIssue: Sendable, Equatable, CustomStringConvertible {
+    public var path: String
+    public var reason: String
+    public init(path: String, reason: String) {
+        self.path = path
+        self.reason = reason
+    }
+    public var description: String { "\(path): \(reason)" }
+}
+
+/// What a remote document sets: only the keys allowed remotely, each nil when the document leaves it alone.
+public struct RemoteConfigOverlay: Sendable, Equatable {
+    public var version: Int?
+    public var scanActive: Bool?
+    public var scanIntervalMS: Double?
+    public var scanWindowMS: Double?
+    public var scanFilters: [String]?
+    public var rangingIntervalSeconds: Double?
+    public var healthIntervalSeconds: Double?
+    public var rawAdvertisements: Bool?
+    public var rawMaxPerSecond: Double?
+    public var logLevel: String?
+
+    public init() {}
+
+    public func apply(to c: inout GatewayConfiguration) {
+        if let v = scanActive { c.scan.active = v }
+        if let v = scanIntervalMS { c.scan.intervalMS = v }
+        if let v = scanWindowMS { c.scan.windowMS = v }
+        if let v = scanFilters { c.scan.filters = v }
+        if let v = rangingIntervalSeconds { c.publishing.rangingIntervalSeconds = v }
+        if let v = healthIntervalSeconds { c.publishing.healthIntervalSeconds = v }
+        if let v = rawAdvertisements { c.publishing.rawAdvertisements = v }
+        if let v = rawMaxPerSecond { c.publishing.rawMaxPerSecond = v }
+        if let v = logLevel { c.log.level = v }
+    }
+}
+
+/// Reads a remote configuration document (docs/CONFIG.md, "Remote configuration"). Strict where a mistake would
+/// change behaviour — a wrong type, a value out of range, a local-only key — so the whole document is rejected and
+/// the previous configuration stays; lenient where it cannot — an unknown key is a warning.
+public enum RemoteConfigDocument {
+    public struct Verdict: Sendable, Equatable {
+        /// nil when the document is rejected (`errors` says why).
+        public var overlay: RemoteConfigOverlay?
+        public var errors: [ConfigIssue]
+        public var warnings: [ConfigIssue]
+    }
+
+    public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
+
+    /// Sections that belong to the gateway's own file: naming them remotely is an error, so an operator who tried
+    /// to move a gateway to another broker learns at once that it did not happen.
+    static let localOnly: [String: String] = [
+        "gateway": "the gateway's identity is local only",
+        "adapter": "the adapter is local only",
+        "mqtt": "broker, credentials and TLS files are local only",
+        "spool": "the spool location and size are local only",
+        "remote_config": "remote configuration settings are local only",
+    ]
+
+    /// Sections other parts of the gateway will own; this version does not read them.
+    static let notYetSupported: Set<String> = ["regions", "ranging", "peripherals"]
+
+    /// - Parameter verifier: when set, only a signed document (ConfigSigning) whose signature verifies is accepted,
+    ///   and it must carry a `version`. Without it, a signed document is read with a warning that nothing was checked.
+    public static func read(_ payload: [UInt8], verifier: ConfigSigning.Verifier? = nil) -> Verdict {
+        func rejected(_ path: String, _ reason: String, _ warnings: [ConfigIssue] = []) -> Verdict {
+            Verdict(overlay: nil, errors: [ConfigIssue(path: path, reason: reason)], warnings: warnings)
+        }
+        var root: RemoteJSON
+        do {
+            root = try RemoteJSONParser.parse(payload)
+        } catch {
+            return rejected("$", "not a JSON document: \(error)")
+        }
+        var r = Reader()
+        switch ConfigSigning.unwrap(root) {
+        case .none:
+            if verifier != nil {
+                return rejected("$", "unsigned document; this gateway applies only documents signed with its public key")
+            }
+        case .some(nil):
+            return rejected("$", "signed document: \"document\" and \"signature\" must be base64 strings")
+        case .some(let (document, signature)?):
+            if let verifier {
+                guard verifier.isValid(signature, for: document) else {
+                    return rejected("$.signature", "does not verify with this gateway's public key")
+                }
+            } else {
+                r.warnings.append(ConfigIssue(path: "$.signature", reason: "not checked: this gateway has no public key"))
+            }
+            do {
+                root = try RemoteJSONParser.parse(document)
+            } catch {
+                return rejected("$.document", "not a JSON document: \(error)", r.warnings)
+            }
+        }
+        let overlay = r.document(root)
+        if verifier != nil, r.errors.isEmpty, overlay.version == nil {
+            r.error("$.version", "required in signed documents (a lower version than the one in force is refused)")
+        }
+        return Verdict(overlay: r.errors.isEmpty ? overlay : nil, errors: r.errors, warnings: r.warnings)
+    }
+
+    private struct Reader {
+        var errors: [ConfigIssue] = []
+        var warnings: [ConfigIssue] = []
+
+        mutating func error(_ path: String, _ reason: String) { errors.append(ConfigIssue(path: path, reason: reason)) }
+
+        mutating func document(_ root: RemoteJSON) -> RemoteConfigOverlay {
+            var o = RemoteConfigOverlay()
+            guard case .object(let top) = root else {
+                error("$", "expected an object, found \(root.typeName)")
+                return o
+            }
+            for (key, value) in top {
+                let p = "$.\(key)"
+                switch key {
+                case "version":
+                    o.version = int(value, p, 0...Int(Int32.max))
+                case "scan":
+                    for (k, v) in object(value, p) {
+                        let kp = "\(p).\(k)"
+                        switch k {
+                        case "active": o.scanActive = bool(v, kp)
+                        case "interval_ms": o.scanIntervalMS = double(v, kp, 2.5...10240)
+                        case "window_ms": o.scanWindowMS = double(v, kp, 2.5...10240)
+                        case "filters": o.scanFilters = filters(v, kp)
+                        default: warnings.append(ConfigIssue(path: kp, reason: "unknown key, ignored"))
+                        }
+                    }
+                case "publishing":
+                    for (k, v) in object(value, p) {
+                        let kp = "\(p).\(k)"
+                        switch k {
+                        case "ranging_interval_s": o.rangingIntervalSeconds = double(v, kp, 0.1...3600)
+                        case "health_interval_s": o.healthIntervalSeconds = double(v, kp, 1...86400)
+                        case "raw_advertisements": o.rawAdvertisements = bool(v, kp)
+                        case "raw_max_per_s": o.rawMaxPerSecond = double(v, kp, 0.1...10000)
+                        case "sample_expiry_s": error(kp, "local only: it is fixed when the gateway starts")
+                        default: warnings.append(ConfigIssue(path: kp, reason: "unknown key, ignored"))
+                        }
+                    }
+                case "log":
+                    for (k, v) in object(value, p) {
+                        let kp = "\(p).\(k)"
+                        switch k {
+                        case "level":
+                            if let s = string(v, kp) {
+                                if RemoteConfigDocument.logLevels.contains(s) {
+                                    o.logLevel = s
+                                } else {
+                                    let levels = RemoteConfigDocument.logLevels.joined(separator: ", ")
+                                    error(kp, "expected one of \(levels), found \"\(s)\"")
+                                }
+                            }
+                        default: warnings.append(ConfigIssue(path: kp, reason: "unknown key, ignored"))
+                        }
+                    }
+                default:
+                    if let why = RemoteConfigDocument.localOnly[key] {
+                        error(p, "\(why); set it in the gateway's configuration file")
+                    } else if RemoteConfigDocument.notYetSupported.contains(key) {
+                        warnings.append(ConfigIssue(path: p, reason: "not supported by this gateway version, ignored"))
+                    } else {
+                        warnings.append(ConfigIssue(path: p, reason: "unknown key, ignored"))
+                    }
+                }
+            }
+            if let i = o.scanIntervalMS, let w = o.scanWindowMS, w > i {
+                error("$.scan.window_ms", "the scan window (\(w) ms) must not exceed the interval (\(i) ms)")
+            }
+            return o
+        }
+
+        mutating func object(_ v: RemoteJSON, _ p: String) -> [(String, RemoteJSON)] {
+            guard case .object(let pairs) = v else {
+                error(p, "expected an object, found \(v.typeName)")
+                return []
+            }
+            return pairs
+        }
+
+        mutating func bool(_ v: RemoteJSON, _ p: String) -> Bool? {
+            guard case .bool(let b) = v else { error(p, "expected true or false, found \(v.typeName)"); return nil }
+            return b
+        }
+
+        mutating func string(_ v: RemoteJSON, _ p: String) -> String? {
+            guard case .string(let s) = v else { error(p, "expected a string, found \(v.typeName)"); return nil }
+            return s
+        }
+
+        mutating func int(_ v: RemoteJSON, _ p: String, _ range: ClosedRange<Int>) -> Int? {
+            guard case .number(let d, let integer) = v, integer, d == d.rounded(), abs(d) < 1e15 else {
+                error(p, "expected a whole number, found \(v.typeName)")
+                return nil
+            }
+            guard range.contains(Int(d)) else {
+                error(p, "\(Int(d)) is out of range \(range.lowerBound)…\(range.upperBound)")
+                return nil
+            }
+            return Int(d)
+        }
+
+        mutating func double(_ v: RemoteJSON, _ p: String, _ range: ClosedRange<Double>) -> Double? {
+            guard case .number(let d, _) = v else { error(p, "expected a number, found \(v.typeName)"); return nil }
+            guard range.contains(d) else {
+                error(p, "\(d) is out of range \(range.lowerBound)…\(range.upperBound)")
+                return nil
+            }
+            return d
+        }
+
+        mutating func filters(_ v: RemoteJSON, _ p: String) -> [String]? {
+            guard case .array(let items) = v else { error(p, "expected a list, found \(v.typeName)"); return nil }
+            guard items.count <= 256 else { error(p, "\(items.count) filters; at most 256"); return nil }
+            var out: [String] = []
+            for (n, item) in items.enumerated() {
+                let ip = "\(p)[\(n)]"
+                guard let s = string(item, ip) else { continue }
+                do {
+                    _ = try ScanFilter(parsing: [s])
+                    out.append(s)
+                } catch {
+                    self.error(ip, "\(error)")
+                }
+            }
+            return out
+        }
+    }
+}
+
+extension GatewayConfiguration {
+    /// The keys remote configuration can set, plus the gateway id, as canonical JSON: keys sorted, no spaces,
+    /// numbers with at most three decimals. Its SHA-256 is the `hash` on `config/state`, so two gateways (or a
+    /// gateway and `blegateway config get`) agree on it whatever order the documents were written in.
+    public var canonicalRemoteJSON: [UInt8] {
+        var o = JSONObjectWriter()
+        o.string("gateway", gateway.id)
+        o.object("log") { $0.string("level", log.level) }
+        o.object("publishing") {
+            $0.number("health_interval_s", publishing.healthIntervalSeconds)
+            $0.bool("raw_advertisements", publishing.rawAdvertisements)
+            $0.number("raw_max_per_s", publishing.rawMaxPerSecond)
+            $0.number("ranging_interval_s", publishing.rangingIntervalSeconds)
+        }
+        o.object("scan") {
+            $0.bool("active", scan.active)
+            var list: [UInt8] = [UInt8(ascii: "[")]
+            for (n, f) in scan.filters.enumerated() {
+                if n > 0 { list.append(UInt8(ascii: ",")) }
+                JSONWriter.appendString(f, to: &list)
+            }
+            list.append(UInt8(ascii: "]"))
+            $0.raw("filters", list)
+            $0.number("interval_ms", scan.intervalMS)
+            $0.number("window_ms", scan.windowMS)
+        }
+        return o.finished
+    }
+
+    /// `sha256:` and the hex digest of `canonicalRemoteJSON`.
+    public var effectiveHash: String { "sha256:" + ConfigDigest.hex(ConfigDigest.sha256(canonicalRemoteJSON)) }
+}

@@ -1,0 +1,254 @@
+import ArgumentParser
+import BLEGateway
+import BLEPublishing
+import Foundation
+
+/// Broker options shared by `config push` and `config get`.
+struct RemoteConfigBrokerOptions: ParsableArguments {
+    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT.")
+    var broker: String = "mqtt://127.0.0.1:1883"
+
+    @Option(help: "The topic prefix the gateways use.")
+    var prefix: String = "blegateway"
+
+    @Option(help: "A file holding the MQTT user name (with --password-file).")
+    var usernameFile: String?
+
+    @Option(help: "A file holding the MQTT password.")
+    var passwordFile: String?
+
+    func client(_ role: String) throws -> MQTTClient {
+        let address = try BrokerAddress(parsing: broker)
+        var c = MQTTConfiguration()
+        c.host = address.host
+        c.port = address.port
+        c.clientID = "blegateway-config-\(role)-\(UInt32.random(in: 0...UInt32.max))"
+        c.reconnect = .init(minDelay: .milliseconds(200), maxDelay: .seconds(2))
+        if address.tls { c.tls = .init() }
+        if let usernameFile { c.credentials = .init(usernameFile: usernameFile, passwordFile: passwordFile) }
+        return MQTTClient(configuration: c)
+    }
+}
+
+/// Retained messages on `filters`, collected until `quiet` passes without a new one after the connection (or
+/// `limit` in all). Retained messages come right after SUBACK, so a short quiet period means "that was all".
+func collectRetained(_ client: MQTTClient, _ filters: [String], quiet: Duration = .milliseconds(700),
+                     limit: Duration = .seconds(5)) async throws -> [String: [UInt8]] {
+    let streams = try filters.map { try client.subscribe($0, qos: .atLeastOnce) }
+    let box = RemoteConfigLocked<[String: [UInt8]]>([:])
+    let last = RemoteConfigLocked<ContinuousClock.Instant?>(nil)
+    return try await withThrowingTaskGroup(of: Void.self) { group in
+        group.addTask { try await client.run() }
+        for stream in streams {
+            group.addTask {
+                for await m in stream where m.retain {
+                    box.update { $0[m.topic] = m.payload }
+                    last.update { $0 = .now }
+                }
+            }
+        }
+        let start = ContinuousClock.now
+        var connected = false
+        for await e in client.events {
+            if case .connected = e { connected = true; break }
+            if ContinuousClock.now - start > limit { break }
+            if case .connectionRefused(let error) = e { group.cancelAll(); throw error }
+        }
+        if connected {
+            last.update { $0 = .now }
+            while ContinuousClock.now - start < limit {
+                try await Task.sleep(for: .milliseconds(50))
+                if let t = last.read({ $0 }), ContinuousClock.now - t >= quiet { break }
+            }
+        }
+        group.cancelAll()
+        guard connected else { throw ValidationError("cannot reach the broker within \(limit)") }
+        return box.read { $0 }
+    }
+}
+
+extension ConfigCommand {
+    struct Push: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Publish a remote configuration document (retained) for one gateway or the whole fleet.",
+            discussion: """
+                The document is validated here first, as the gateway will; it is not sent if the gateway would reject it.
+                With --delete the retained document is removed (an empty retained message): the gateways fall back to
+                the layers below it (fleet, then their local file). See docs/CONFIG.md, "Remote configuration".
+                """)
+
+        @Option(help: "The gateway id: publish to <prefix>/<id>/config.")
+        var gateway: String?
+
+        @Flag(help: "Publish to <prefix>/fleet/config, for every gateway.")
+        var fleet = false
+
+        @Flag(help: "Delete the retained document instead of publishing one.")
+        var delete = false
+
+        @Option(help: "Sign with this Ed25519 private key file (from `config keygen`); the document needs a version.")
+        var sign: String?
+
+        @OptionGroup var options: RemoteConfigBrokerOptions
+
+        @Option(help: "With --gateway: wait this long for the gateway's verdict on config/state (0: do not wait).")
+        var wait: Double = 5
+
+        @Argument(help: "The JSON document.")
+        var file: String?
+
+        func validate() throws {
+            guard (gateway != nil) != fleet else { throw ValidationError("give exactly one of --gateway ID or --fleet") }
+            guard (file != nil) != delete else { throw ValidationError("give a FILE, or --delete") }
+        }
+
+        func run() async throws {
+            let topic = fleet ? "\(options.prefix)/fleet/config" : "\(options.prefix)/\(gateway!)/config"
+            var payload: [UInt8] = []
+            if let file {
+                guard let data = FileManager.default.contents(atPath: file) else {
+                    throw ValidationError("cannot read \(file)")
+                }
+                payload = [UInt8](data)
+                let verdict = RemoteConfigDocument.read(payload)
+                for w in verdict.warnings { FileHandle.standardError.write(Data("\(file): warning: \(w)\n".utf8)) }
+                guard verdict.errors.isEmpty else {
+                    for e in verdict.errors { FileHandle.standardError.write(Data("\(file): \(e)\n".utf8)) }
+                    throw ExitCode(2)
+                }
+                if let sign {
+                    guard verdict.overlay?.version != nil else {
+                        throw ValidationError("\(file): a signed document needs a \"version\" (gateways refuse lower ones)")
+                    }
+                    guard let key = FileManager.default.contents(atPath: sign) else {
+                        throw ValidationError("cannot read \(sign)")
+                    }
+                    payload = try ConfigSigning.sign(payload, privateKey: String(decoding: key, as: UTF8.self))
+                }
+            }
+            let client = try options.client("push")
+            let states = try gateway.map { try client.subscribe("\(options.prefix)/\($0)/config/state") }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await client.run() }
+                let deadline = ContinuousClock.now + .seconds(10)
+                while true {
+                    do {
+                        let message = MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: true)
+                        try await client.publish(message)
+                        break
+                    } catch let e as MQTTError where e.kind == .notConnected && ContinuousClock.now < deadline {
+                        try await Task.sleep(for: .milliseconds(50))
+                    }
+                }
+                print(delete ? "deleted the retained document on \(topic)" : "published \(payload.count) bytes to \(topic)")
+                if let states, wait > 0 {
+                    // The retained state comes first; the gateway's verdict on this push is the next live one.
+                    let verdict = Task { () -> String? in
+                        for await m in states where !m.retain { return String(decoding: m.payload, as: UTF8.self) }
+                        return nil as String?
+                    }
+                    let timer = Task { try await Task.sleep(for: .seconds(wait)); verdict.cancel() }
+                    if let v = await verdict.value {
+                        print("gateway \(gateway!): \(v)")
+                    } else {
+                        print("no verdict from gateway \(gateway!) within \(wait) s "
+                              + "(offline? it applies the retained document when it connects)")
+                    }
+                    timer.cancel()
+                }
+                group.cancelAll()
+            }
+        }
+    }
+
+    struct Keygen: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Make an Ed25519 key pair for signed remote configuration.",
+            discussion: """
+                Writes NAME.key (the private key, mode 0600: keep it with the operators, for `config push --sign`) and
+                NAME.pub (the public key: give it to the gateways as remote_config.public_key_file).
+                """)
+
+        @Argument(help: "The files' name without extension.")
+        var name: String = "blegateway-config"
+
+        func run() async throws {
+            for path in ["\(name).key", "\(name).pub"] where FileManager.default.fileExists(atPath: path) {
+                throw ValidationError("\(path) exists; not overwriting it")
+            }
+            let (privateKey, publicKey) = ConfigSigning.generateKeyPair()
+            guard FileManager.default.createFile(atPath: "\(name).key", contents: Data((privateKey + "\n").utf8),
+                                                 attributes: [.posixPermissions: 0o600]),
+                  FileManager.default.createFile(atPath: "\(name).pub", contents: Data((publicKey + "\n").utf8)) else {
+                throw ValidationError("cannot write \(name).key / \(name).pub")
+            }
+            print("wrote \(name).key (private, keep it secret) and \(name).pub (public: remote_config.public_key_file)")
+        }
+    }
+
+    struct Get: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show the desired (fleet and gateway documents), reported (config/state) and effective configuration.")
+
+        @Option(help: "The gateway id; without it, the fleet document and every gateway's reported state.")
+        var gateway: String?
+
+        @Option(help: "The gateway's local configuration file, to compute the effective configuration and its hash.")
+        var local: String?
+
+        @OptionGroup var options: RemoteConfigBrokerOptions
+
+        func run() async throws {
+            let p = options.prefix
+            let fleetTopic = "\(p)/fleet/config"
+            let filters = gateway.map { [fleetTopic, "\(p)/\($0)/config", "\(p)/\($0)/config/state"] }
+                ?? [fleetTopic, "\(p)/+/config/state"]
+            let retained = try await collectRetained(try options.client("get"), filters)
+            func text(_ topic: String) -> String {
+                guard let b = retained[topic] else { return "(none)" }
+                if let inner = ConfigSigning.signedDocument(b) {
+                    return "(signed) " + String(decoding: inner, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                }
+                return String(decoding: b, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            }
+            print("desired  fleet    \(fleetTopic): \(text(fleetTopic))")
+            guard let gateway else {
+                for (topic, payload) in retained.sorted(by: { $0.key < $1.key }) where topic.hasSuffix("/config/state") {
+                    print("reported \(topic): \(String(decoding: payload, as: UTF8.self))")
+                }
+                return
+            }
+            let gatewayTopic = "\(p)/\(gateway)/config"
+            print("desired  gateway  \(gatewayTopic): \(text(gatewayTopic))")
+            print("reported          \(gatewayTopic)/state: \(text("\(gatewayTopic)/state"))")
+            var effective = GatewayConfiguration()
+            if let local { effective = try ConfigurationLoader.load(path: local).configuration }
+            effective.gateway.id = gateway
+            let rc = RemoteConfigController(local: effective, directory: nil)
+            for (layer, topic) in [(RemoteConfigController.Layer.fleet, fleetTopic), (.gateway, gatewayTopic)] {
+                guard let b = retained[topic], let o = rc.receive(layer, payload: b), o.status == .rejected else { continue }
+                print("note: the \(layer) document is rejected: " + o.errors.map(\.description).joined(separator: "; "))
+            }
+            let e = rc.effective
+            print("effective\(local == nil ? " (over the defaults; --local FILE for the gateway's file)" : ""):"
+                + " \(String(decoding: e.canonicalRemoteJSON, as: UTF8.self))")
+            print("effective hash: \(e.effectiveHash)")
+            if let state = retained["\(gatewayTopic)/state"],
+               let json = try? JSONSerialization.jsonObject(with: Data(state)) as? [String: Any],
+               let reported = json["hash"] as? String {
+                let hint = local == nil ? " (its local file may set other values)" : ""
+                print(reported == e.effectiveHash ? "in sync: the gateway reports the same hash"
+                      : "differs from the reported hash \(reported)\(hint)")
+            }
+        }
+    }
+}
+
+/// A value shared between the collecting tasks.
+final class RemoteConfigLocked<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Value
+    init(_ value: Value) { self.value = value }
+    func update(_ body: (inout Value) -> Void) { lock.withLock { body(&value) } }
+    func read<R>(_ body: (Value) -> R) -> R { lock.withLock { body(value) } }
+}
