@@ -182,14 +182,17 @@ struct RemoteConfigEndToEndTests {
         try await Self.waitFor("new-interval readings") {
             observer.beacons(after: appliedSeq).contains { $0["interval_s"] as? Double == 0.5 }
         }
-        // The first flush after the change still holds A's sightings from before it; every later one is B only.
+        // Ranging reports every tracked beacon each interval; a beacon the new filter keeps out is still tracked
+        // for a while but no longer heard (samples 0). The first flush after the change still holds A's sightings
+        // from before it; in every later one only B (address …c0ffee01) is heard.
         func flushes() -> [Double: [String]] {
             Dictionary(grouping: observer.beacons(after: appliedSeq).filter { $0["interval_s"] as? Double == 0.5 },
-                       by: { $0["ts"] as? Double ?? 0 }).mapValues { $0.compactMap { $0["name"] as? String } }
+                       by: { $0["ts"] as? Double ?? 0 })
+                .mapValues { $0.filter { ($0["samples"] as? Int ?? 0) > 0 }.compactMap { $0["id"] as? String } }
         }
         try await Self.waitFor("three flushes") { flushes().count >= 3 }
         let later = flushes().sorted { $0.key < $1.key }.dropFirst()
-        #expect(later.allSatisfy { $0.value == ["B"] }, "\(later)")
+        #expect(!later.isEmpty && later.allSatisfy { $0.value == ["mac-0000c0ffee01"] }, "\(later)")
         task.cancel()
         _ = try? await task.value
         try await Task.sleep(for: .milliseconds(300))
