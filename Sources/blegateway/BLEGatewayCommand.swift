@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLEGateway
 import Foundation
 
 @main
@@ -6,7 +7,7 @@ struct BLEGatewayCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "blegateway",
         abstract: "A Bluetooth LE to MQTT gateway for Linux boards.",
-        version: "0.1.0",
+        version: GatewayRuntime.version,
         subcommands: [ScanCommand.self, RunCommand.self, ConfigCommand.self, WatchCommand.self, SimCommand.self,
                       HCIDumpCommand.self])
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import BLEGateway
 import BLEPublishing
+import BLETransport
 import Foundation
 
 /// Broker options shared by `config push` and `config get`.
@@ -18,13 +19,7 @@ struct RemoteConfigBrokerOptions: ParsableArguments {
     var passwordFile: String?
 
     func client(_ role: String) throws -> MQTTClient {
-        let address = try BrokerAddress(parsing: broker)
-        var c = MQTTConfiguration()
-        c.host = address.host
-        c.port = address.port
-        c.clientID = "blegateway-config-\(role)-\(UInt32.random(in: 0...UInt32.max))"
-        c.reconnect = .init(minDelay: .milliseconds(200), maxDelay: .seconds(2))
-        if address.tls { c.tls = .init() }
+        var c = try toolClientConfiguration(broker: broker, role: "config-\(role)")
         if let usernameFile { c.credentials = .init(usernameFile: usernameFile, passwordFile: passwordFile) }
         return MQTTClient(configuration: c)
     }
@@ -35,15 +30,15 @@ struct RemoteConfigBrokerOptions: ParsableArguments {
 func collectRetained(_ client: MQTTClient, _ filters: [String], quiet: Duration = .milliseconds(700),
                      limit: Duration = .seconds(5)) async throws -> [String: [UInt8]] {
     let streams = try filters.map { try client.subscribe($0, qos: .atLeastOnce) }
-    let box = RemoteConfigLocked<[String: [UInt8]]>([:])
-    let last = RemoteConfigLocked<ContinuousClock.Instant?>(nil)
+    let box = Locked<[String: [UInt8]]>([:])
+    let last = Locked<ContinuousClock.Instant?>(nil)
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await client.run() }
         for stream in streams {
             group.addTask {
                 for await m in stream where m.retain {
-                    box.update { $0[m.topic] = m.payload }
-                    last.update { $0 = .now }
+                    box.withLock { $0[m.topic] = m.payload }
+                    last.withLock { $0 = .now }
                 }
             }
         }
@@ -55,15 +50,15 @@ func collectRetained(_ client: MQTTClient, _ filters: [String], quiet: Duration 
             if case .connectionRefused(let error) = e { group.cancelAll(); throw error }
         }
         if connected {
-            last.update { $0 = .now }
+            last.withLock { $0 = .now }
             while ContinuousClock.now - start < limit {
                 try await Task.sleep(for: .milliseconds(50))
-                if let t = last.read({ $0 }), ContinuousClock.now - t >= quiet { break }
+                if let t = last.withLock({ $0 }), ContinuousClock.now - t >= quiet { break }
             }
         }
         group.cancelAll()
         guard connected else { throw ValidationError("cannot reach the broker within \(limit)") }
-        return box.read { $0 }
+        return box.withLock { $0 }
     }
 }
 
@@ -242,13 +237,4 @@ extension ConfigCommand {
             }
         }
     }
-}
-
-/// A value shared between the collecting tasks.
-final class RemoteConfigLocked<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func update(_ body: (inout Value) -> Void) { lock.withLock { body(&value) } }
-    func read<R>(_ body: (Value) -> R) -> R { lock.withLock { body(value) } }
 }

@@ -67,7 +67,7 @@ struct HCIDumpCommand: AsyncParsableCommand {
         let reader = Task {
             do {
                 for try await p in transport.incoming {
-                    FileHandle.standardOutput.write(Data((Self.hexString(p.h4Bytes) + "\n").utf8))
+                    StandardOutput.write(Self.hexString(p.h4Bytes) + "\n")
                     if p.type == .event, let op = Self.answeredOpcode(p.payload) { answered.yield(op) }
                 }
                 answered.finish()

@@ -195,7 +195,7 @@ final class LineWriter: @unchecked Sendable {
     func flush() { lock.withLock { flushLocked() } }
     private func flushLocked() {
         guard !buffer.isEmpty else { return }
-        FileHandle.standardOutput.write(Data(buffer))
+        StandardOutput.write(buffer)
         buffer.removeAll(keepingCapacity: true)
     }
 }

@@ -97,5 +97,5 @@ struct SimCommand: AsyncParsableCommand {
 
 /// Writes a line to stdout unbuffered, so it reaches a log file (the demo's) at once.
 private func say(_ line: String) {
-    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+    StandardOutput.write(line + "\n")
 }

@@ -26,14 +26,7 @@ struct WatchCommand: AsyncParsableCommand {
     var plain = false
 
     func run() async throws {
-        let address = try BrokerAddress(parsing: broker)
-        var c = MQTTConfiguration()
-        c.host = address.host
-        c.port = address.port
-        c.clientID = "blegateway-watch-\(UInt32.random(in: 0...UInt32.max))"
-        c.reconnect = .init(minDelay: .milliseconds(200), maxDelay: .seconds(5))
-        if address.tls { c.tls = .init() }
-        let client = MQTTClient(configuration: c)
+        let client = MQTTClient(configuration: try toolClientConfiguration(broker: broker, role: "watch"))
         let messages = try client.subscribe("\(prefix)/#", qos: .atLeastOnce)
         let recorder = try record.map { path -> FileHandle in
             _ = FileManager.default.createFile(atPath: path, contents: nil)
@@ -71,7 +64,7 @@ struct WatchCommand: AsyncParsableCommand {
                     }
                     // Written in one piece, unbuffered, so a redraw never tears.
                     let text = (redraw ? "\u{1B}[H\u{1B}[2J" : "") + lines.joined(separator: "\n") + "\n" + (redraw ? "" : "\n")
-                    FileHandle.standardOutput.write(Data(text.utf8))
+                    StandardOutput.write(text)
                     if let duration, ContinuousClock.now - start >= .seconds(duration) { return }
                 }
             }

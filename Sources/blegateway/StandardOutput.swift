@@ -1,0 +1,24 @@
+import Foundation
+
+/// Writes to standard output with write(2). SIGPIPE is ignored (see `BLEGatewayCommand.main`), so a reader that
+/// has gone — `blegateway scan --json | head` — shows up as EPIPE: the command then exits quietly, as a Unix
+/// tool does, instead of trapping in Foundation's `FileHandle.write`.
+enum StandardOutput {
+    static func write(_ bytes: [UInt8]) {
+        bytes.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count {
+                let n = Foundation.write(STDOUT_FILENO, buffer.baseAddress! + offset, buffer.count - offset)
+                if n > 0 {
+                    offset += n
+                } else if n < 0 && errno == EINTR {
+                    continue
+                } else {
+                    exit(errno == EPIPE ? 0 : 1)
+                }
+            }
+        }
+    }
+
+    static func write(_ text: String) { write(Array(text.utf8)) }
+}
