@@ -1,3 +1,5 @@
+import BLEDomain
+
 /// The gateway's configuration: nested `Sendable` structs, every field with its default.
 /// `config/gateway.yaml` shows every key; docs/CONFIG.md documents them.
 public struct GatewayConfiguration: Sendable, Equatable {
@@ -116,6 +118,11 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var publishing = Publishing()
     public var log = Log()
     public var remoteConfig = RemoteConfig()
+    /// Regions to monitor (`regions:`, local only): each has its retained state on `<prefix>/<gateway>/regions/<id>`.
+    public var regions: [Region] = []
+    /// Identity resolving keys (`identity_keys:`, local only): resolvable private addresses become the key's identity
+    /// address, so ranging and regions follow a device across address rotations.
+    public var identityKeys: [IdentityResolvingKey] = []
 
     public init() {}
 }

@@ -151,6 +151,20 @@ struct GatewayReadings: Sendable {
                        ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }
 
+    /// A region's retained state (schema/v1/region.json): `event` is enter, exit or determined (a first determination,
+    /// or one after an adapter recovery, that changed nothing known); `beacons` names the beacon that caused an enter.
+    func region(_ id: String, state: RegionState, since: Double, event: String, beacon: BeaconIdentity?,
+                ts: Double, synced: Bool) -> Reading {
+        var o = JSONObjectWriter()
+        o.string("region", id)
+        o.string("state", state.rawValue)
+        o.number("since", since)
+        o.string("event", event)
+        if let beacon { o.raw("beacons", Array("[\"\(beacon.id)\"]".utf8)) }
+        return Reading(.state, topic: topics.region(id), body: o.finished, qos: stateQoS, retain: true, ts: ts,
+                       clockSynchronized: synced, run: run)
+    }
+
     /// One sighting on the raw stream, in the `scan --json` form (docs/SCAN_JSON.md).
     func raw(_ s: Sighting, synced: Bool) -> Reading {
         var body: [UInt8] = []

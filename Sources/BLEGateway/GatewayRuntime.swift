@@ -30,6 +30,9 @@ public final class GatewayRuntime: Service, Sendable {
 
     struct RuntimeState: Sendable {
         var ranging: RangingEngine
+        var regions: RegionMonitor
+        /// Resolvable private addresses → identity addresses (no keys: every identity stays as it is).
+        var resolver: PrivateAddressResolver
         var adapter: AdapterReport?
         var adapterSince = 0.0
         var reconnects = 0
@@ -74,7 +77,9 @@ public final class GatewayRuntime: Service, Sendable {
         self.clockSynchronized = clockSynchronized
         var ranging = RangingConfiguration()
         ranging.interval = .seconds(configuration.publishing.rangingIntervalSeconds)
-        state = Locked(RuntimeState(ranging: RangingEngine(configuration: ranging)))
+        state = Locked(RuntimeState(ranging: RangingEngine(configuration: ranging),
+                                    regions: RegionMonitor(regions: configuration.regions, at: clock.now()),
+                                    resolver: PrivateAddressResolver(keys: configuration.identityKeys)))
         let topics = try Topics(prefix: configuration.mqtt.prefix, gatewayID: configuration.gateway.id)
         let localFilter = try ScanFilter(parsing: configuration.scan.filters)
         let spoolDirectory = (configuration.spool.path as NSString).deletingLastPathComponent
@@ -145,6 +150,12 @@ public final class GatewayRuntime: Service, Sendable {
         reportConfiguration(RemoteConfigController.Outcome(
             status: .applied, layer: top, version: remote.versions[top] ?? nil, errors: [], warnings: [],
             effective: remote.effective))
+        // Every region starts unknown: overwrite whatever a previous run left retained.
+        let startTS = clock.unixTime()
+        for r in configuration.regions {
+            recordState(readings.region(r.id, state: .unknown, since: startTS, event: "determined", beacon: nil,
+                                        ts: startTS, synced: clockSynchronized()))
+        }
         // Long-lived parts, each with one run(); kept as handles so shutdown can stop them in order.
         let following = followRemoteConfiguration()
         let mqtt = Task { try await client.run() }
@@ -267,12 +278,19 @@ public final class GatewayRuntime: Service, Sendable {
 
     func adapterChanged(_ report: AdapterReport) {
         let now = clock.unixTime()
-        let changed: Double? = state.withLock { s in
-            guard s.adapter != report else { return nil }
-            if s.adapter?.state != report.state { s.adapterSince = now }
+        let (changed, regionEvents): (Double?, [RegionEvent]) = state.withLock { s in
+            guard s.adapter != report else { return (nil, []) }
+            var events: [RegionEvent] = []
+            if s.adapter?.state != report.state {
+                s.adapterSince = now
+                // Deaf until now: what happened meanwhile is not known, so regions are determined afresh (an enter or
+                // exit follows only a real change).
+                if report.state == .poweredOn { events = s.regions.resetToUnknown(at: clock.now()) }
+            }
             s.adapter = report
-            return s.adapterSince
+            return (s.adapterSince, events)
         }
+        publish(regionEvents)
         guard let since = changed else { return }
         logger.info("adapter \(report.device): \(report.state)\(report.reason.map { " (\($0))" } ?? "")")
         recordState(readings.adapter(report, since: since, ts: now, synced: clockSynchronized()))
@@ -283,17 +301,21 @@ public final class GatewayRuntime: Service, Sendable {
         let (filter, publishing) = live.withLock { ($0.filter, $0.configuration.publishing) }
         guard filter.matches(s) else { return }
         let now = clock.now()
-        let raw: Bool = state.withLock { st in
-            _ = st.ranging.observe(s, as: s.identity, at: now)
-            guard publishing.rawAdvertisements else { return false }
+        let (raw, events): (Bool, [RegionEvent]) = state.withLock { st in
+            let identity = st.resolver.identity(of: s)
+            let rssi = st.ranging.observe(s, as: identity, at: now)
+            let events = st.regions.observe(identity, name: st.regions.wantsNames ? s.advertisement.nameBytes : nil,
+                                            rssi: rssi, at: now)
+            guard publishing.rawAdvertisements else { return (false, events) }
             // Token bucket: at most raw_max_per_s, with a burst of one second's worth.
             let rate = publishing.rawMaxPerSecond
             st.rawTokens = min(rate, st.rawTokens + (now - st.rawLast).seconds * rate)
             st.rawLast = now
-            guard st.rawTokens >= 1 else { return false }
+            guard st.rawTokens >= 1 else { return (false, events) }
             st.rawTokens -= 1
-            return true
+            return (true, events)
         }
+        publish(events)
         if raw { _ = spool.append(readings.raw(s, synced: clockSynchronized())) }
     }
 
@@ -351,10 +373,36 @@ public final class GatewayRuntime: Service, Sendable {
         let now = clock.now()
         let ts = clock.unixTime()
         let synced = clockSynchronized()
-        let updates = state.withLock { $0.ranging.tick(at: now) }
+        let (updates, events) = state.withLock { s in
+            // Regions are not ticked while the adapter is not scanning: an outage is not an exit (it ends in
+            // resetToUnknown, see adapterChanged).
+            (s.ranging.tick(at: now), s.adapter?.state == .poweredOn ? s.regions.tick(at: now) : [])
+        }
+        publish(events)
         let interval = live.withLock { $0.configuration.publishing.rangingIntervalSeconds }
         for u in updates {
             _ = spool.append(readings.beacon(u, interval: interval, ts: ts, synced: synced))
+        }
+    }
+
+    /// Region events as retained state readings: a `determined` change, with the enter or exit it makes if any.
+    func publish(_ events: [RegionEvent]) {
+        guard !events.isEmpty else { return }
+        let now = clock.now()
+        let ts = clock.unixTime()
+        let synced = clockSynchronized()
+        for (i, e) in events.enumerated() {
+            guard case .determined(let regionState) = e.kind else { continue }
+            var kind = "determined"
+            if i + 1 < events.count, events[i + 1].region == e.region {
+                switch events[i + 1].kind {
+                case .entered: kind = "enter"
+                case .exited: kind = "exit"
+                case .determined: break
+                }
+            }
+            recordState(readings.region(e.region, state: regionState, since: ts - (now - e.time).seconds, event: kind,
+                                        beacon: e.identity, ts: ts, synced: synced))
         }
     }
 

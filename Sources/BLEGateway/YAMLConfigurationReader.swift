@@ -120,6 +120,8 @@ public struct YAMLConfigurationReader {
                     default: unknown(v, p)
                     }
                 }
+            case "regions": c.regions = try regions(node, "regions")
+            case "identity_keys": c.identityKeys = try identityKeys(node, "identity_keys")
             default:
                 unknown(node, key)
             }
