@@ -1,5 +1,6 @@
 import BLEDomain
 import BLEHCI
+import Foundation
 import Testing
 @testable import BLEGateway
 
@@ -46,6 +47,16 @@ import Testing
         #expect(c.regions[2].matcher == .address(try #require(BDAddress("C0:FF:EE:00:00:01"))))
         #expect(c.regions[3].matcher == .namePrefix("Cart"))
         #expect(c.regions[3].exitTimeout == .seconds(10), "the default timeout")
+    }
+
+    @Test func theShippedExampleUncommentedIsValid() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../config/gateway.yaml")
+        let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex { $0.hasPrefix("# regions:") })
+        let example = lines[start...].map { $0.hasPrefix("# ") ? String($0.dropFirst(2)) : String($0) }.joined(separator: "\n")
+        let (c, warnings) = try read(example)
+        #expect(warnings.isEmpty, "\(warnings)")
+        #expect(c.regions.map(\.id) == ["lobby", "carts"] && c.identityKeys.count == 2)
     }
 
     @Test func aBadUUIDIsReportedAtItsValue() {
