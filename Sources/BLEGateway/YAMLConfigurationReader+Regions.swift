@@ -37,7 +37,8 @@ extension YAMLConfigurationReader {
         var timeout = 10.0, dwell = 5.0
         func identity(_ f: Family, _ v: Node) throws {
             if let (other, _) = family {
-                throw fail(v, "\(p).\(f.rawValue)", "a region has exactly one identity: \(other.rawValue) is already given")
+                throw fail(v, "\(p).\(f.rawValue)",
+                           "a region has exactly one identity: \(other.rawValue) is already given")
             }
             family = (f, v)
         }
@@ -47,7 +48,8 @@ extension YAMLConfigurationReader {
             case "id":
                 let s = try string(v, kp)
                 guard s.utf8.allSatisfy({ Self.topicLevelCharacter($0) }) else {
-                    throw fail(v, kp, "a region id is one topic level of letters, digits, '.', '_' or '-', found \"\(s)\"")
+                    throw fail(v, kp,
+                               "a region id is one topic level of letters, digits, '.', '_' or '-', found \"\(s)\"")
                 }
                 id = s
             case "uuid":
@@ -76,7 +78,9 @@ extension YAMLConfigurationReader {
             case "address":
                 try identity(.address, v)
                 let s = try string(v, kp)
-                guard let a = BDAddress(s) else { throw fail(v, kp, "expected an address like AA:BB:CC:DD:EE:FF, found \"\(s)\"") }
+                guard let a = BDAddress(s) else {
+                    throw fail(v, kp, "expected an address like AA:BB:CC:DD:EE:FF, found \"\(s)\"")
+                }
                 address = a
             case "name_prefix":
                 try identity(.namePrefix, v)
@@ -101,7 +105,8 @@ extension YAMLConfigurationReader {
         let matcher: BeaconMatcher
         switch family?.0 {
         case .uuid?: matcher = .iBeacon(uuid: uuid!, major: major?.0, minor: minor?.0)
-        case .namespace?: matcher = .eddystone(namespaceHigh: namespace!.0, namespaceLow: namespace!.1, instance: instance?.0)
+        case .namespace?:
+            matcher = .eddystone(namespaceHigh: namespace!.0, namespaceLow: namespace!.1, instance: instance?.0)
         case .address?: matcher = .address(address!)
         case .namePrefix?: matcher = .namePrefix(prefix!)
         case nil: throw fail(node, p, "a region needs one identity: uuid, namespace, address or name_prefix")
@@ -123,7 +128,9 @@ extension YAMLConfigurationReader {
     /// identity address; without one, a random static address derived from a hash of the key stands for the device
     /// (stable across restarts, and it reveals nothing of the key).
     mutating func identityKeys(_ node: Node, _ path: String) throws -> [IdentityResolvingKey] {
-        guard case .sequence(let seq) = node else { throw fail(node, path, "expected a list of identity resolving keys") }
+        guard case .sequence(let seq) = node else {
+            throw fail(node, path, "expected a list of identity resolving keys")
+        }
         var out: [IdentityResolvingKey] = []
         for (i, element) in seq.enumerated() {
             let p = "\(path)[\(i)]"

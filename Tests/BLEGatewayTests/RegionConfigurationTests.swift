@@ -50,10 +50,13 @@ import Testing
     }
 
     @Test func theShippedExampleUncommentedIsValid() throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../config/gateway.yaml")
-        let lines = try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false)
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../config/gateway.yaml")
+        let lines = try String(contentsOf: url, encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false)
         let start = try #require(lines.firstIndex { $0.hasPrefix("# regions:") })
-        let example = lines[start...].map { $0.hasPrefix("# ") ? String($0.dropFirst(2)) : String($0) }.joined(separator: "\n")
+        let example = lines[start...].map { $0.hasPrefix("# ") ? String($0.dropFirst(2)) : String($0) }
+            .joined(separator: "\n")
         let (c, warnings) = try read(example)
         #expect(warnings.isEmpty, "\(warnings)")
         #expect(c.regions.map(\.id) == ["lobby", "carts"] && c.identityKeys.count == 2)
@@ -88,7 +91,8 @@ import Testing
     }
 
     @Test func narrowingWithoutItsParentAndInvertedThresholdsAreRefused() {
-        #expect(error("regions:\n  - id: a\n    address: C0:FF:EE:00:00:01\n    major: 1\n")?.path == "regions[0].major")
+        let major = error("regions:\n  - id: a\n    address: C0:FF:EE:00:00:01\n    major: 1\n")
+        #expect(major?.path == "regions[0].major")
         #expect(error("regions:\n  - id: a\n    namespace: edd1ebeac04e5defa017\n    instance: 12\n")?.line == 4)
         let e = error("regions:\n  - id: a\n    name_prefix: X\n    enter_rssi: -80\n    exit_rssi: -70\n")
         #expect(e?.path == "regions[0].exit_rssi" && e?.line == 5, "\(String(describing: e))")
@@ -107,7 +111,8 @@ import Testing
         #expect(c.identityKeys[0].octets.first == 0xec && c.identityKeys[0].octets.last == 0x9b)
         // Derived: a random static address (top bits 0b11), the same on every read.
         #expect(c.identityKeys[0].identity.rawValue >> 46 == 0b11)
-        #expect(c.identityKeys[0].identity == (try read("identity_keys: [ec0234a357c8ad05341010a60a397d9b]")).0.identityKeys[0].identity)
+        let again = try read("identity_keys: [ec0234a357c8ad05341010a60a397d9b]").0
+        #expect(c.identityKeys[0].identity == again.identityKeys[0].identity)
         #expect(c.identityKeys[1].identity == BDAddress("C0:00:00:00:00:07"))
         // Vol 3, Part H, Appendix D.7: prand 708194 → hash 0dfbaa under this IRK resolves to the key's identity.
         var resolver = PrivateAddressResolver(keys: c.identityKeys)
@@ -116,8 +121,10 @@ import Testing
 
     @Test func aShortOrDuplicateKeyIsRefusedAtItsValue() {
         let short = error("identity_keys:\n  - ec0234a357c8ad05\n")
-        #expect(short?.path == "identity_keys[0]" && short?.line == 2 && short?.column == 5, "\(String(describing: short))")
-        let dup = error("identity_keys:\n  - ec0234a357c8ad05341010a60a397d9b\n  - {irk: EC0234A357C8AD05341010A60A397D9B}\n")
+        #expect(short?.path == "identity_keys[0]" && short?.line == 2 && short?.column == 5,
+                "\(String(describing: short))")
+        let dup = error(
+            "identity_keys:\n  - ec0234a357c8ad05341010a60a397d9b\n  - {irk: EC0234A357C8AD05341010A60A397D9B}\n")
         #expect(dup?.path == "identity_keys[1].irk" && dup?.line == 3, "\(String(describing: dup))")
     }
 }

@@ -114,8 +114,8 @@ struct RegionsEndToEndTests {
         try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
         let validator = Process()
         validator.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        validator.arguments = [BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/validate_payloads.py").path,
-                               f.prefix, record.path]
+        let script = BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/validate_payloads.py")
+        validator.arguments = [script.path, f.prefix, record.path]
         let out = Pipe()
         validator.standardOutput = out
         validator.standardError = FileHandle.nullDevice
