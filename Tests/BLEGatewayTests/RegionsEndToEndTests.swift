@@ -12,8 +12,9 @@ import Testing
 struct RegionsEndToEndTests {
     typealias Observer = RemoteConfigEndToEndTests.Observer
 
-    /// One iBeacon (UUID E2C56DB5-…, major 1, minor 7), heard every 20 ms while `emitting`; `cycleAdapter` makes the
-    /// adapter report poweredOff then poweredOn once (an adapter recovery).
+    /// One iBeacon (UUID E2C56DB5-…, major 1, minor 7) and one device behind a resolvable private address
+    /// (70:81:94:0D:FB:AA: prand 708194, hash 0dfbaa under the IRK of Core v5.4 Vol 3 Part H Appendix D.7), each
+    /// heard every 20 ms while `emitting`; `cycleAdapter` makes the adapter report poweredOff then poweredOn once.
     final class Source: SightingSource, @unchecked Sendable {
         let lock = NSLock()
         var emitting = false
@@ -40,6 +41,10 @@ struct RegionsEndToEndTests {
                     sighting(Sighting(address: BDAddress(rawValue: 0xC0FF_EE00_0001), addressType: .random, rssi: -60,
                                       txPower: nil, timestamp: 0, isConnectable: false, isScanResponse: false,
                                       advertisement: Advertisement(decoding: Self.advertisement[...])))
+                    let flags: [UInt8] = [0x02, 0x01, 0x06]
+                    sighting(Sighting(address: BDAddress(rawValue: 0x7081_940D_FBAA), addressType: .random, rssi: -60,
+                                      txPower: nil, timestamp: 0, isConnectable: true, isScanResponse: false,
+                                      advertisement: Advertisement(decoding: flags[...])))
                 }
                 try await Task.sleep(for: .milliseconds(20))
             }
@@ -51,25 +56,31 @@ struct RegionsEndToEndTests {
         let f = try RemoteConfigEndToEndTests.Fixture()
         defer { f.broker.stop() }
         let topic = "\(f.prefix)/\(f.gateway)/regions/lobby"
-        let observer = try Observer(port: f.broker.port, filter: topic)
+        let badgeTopic = "\(f.prefix)/\(f.gateway)/regions/badge"
+        let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/regions/+")
         defer { observer.stop() }
         var c = f.configuration()
         c.remoteConfig.enabled = false
         var reader = YAMLConfigurationReader()
-        c.regions = try reader.read("""
+        let file = try reader.read("""
             regions:
               - id: lobby
                 uuid: E2C56DB5-DFFB-48D2-B060-D0F5A71096E0
                 major: 1
                 exit_timeout_s: 1
-            """).regions
+              - {id: badge, address: "C0:00:00:00:00:07", exit_timeout_s: 1}
+            identity_keys:
+              - {name: badge, irk: ec0234a357c8ad05341010a60a397d9b, address: "C0:00:00:00:00:07"}
+            """)
+        c.regions = file.regions
+        c.identityKeys = file.identityKeys
         // The observer's subscription is in place before the gateway's first (unknown) state.
         try await observer.publish("\(f.prefix)/probe", Array("{}".utf8))
         let source = Source()
         let runtime = try GatewayRuntime(configuration: c, source: source, clockSynchronized: { true })
         let task = Task { try await runtime.run() }
 
-        func events() -> [String] {
+        func events(_ topic: String = topic) -> [String] {
             var seen: Set<Int> = []
             return observer.states(topic).compactMap { j -> String? in
                 guard let seq = j["seq"] as? Int, seen.insert(seq).inserted else { return nil }
@@ -89,8 +100,13 @@ struct RegionsEndToEndTests {
         try await waitFor("inside/determined")
         source.lock.withLock { source.emitting = false }
         try await waitFor("outside/exit")
-        #expect(events() == ["unknown/determined", "outside/determined", "inside/enter", "unknown/determined",
-                             "inside/determined", "outside/exit"])
+        let expected = ["unknown/determined", "outside/determined", "inside/enter", "unknown/determined",
+                        "inside/determined", "outside/exit"]
+        #expect(events() == expected)
+        // The device is heard only at its private address: the region on its identity address follows it because
+        // the address resolves.
+        try await RemoteConfigEndToEndTests.waitFor("badge exit") { events(badgeTopic).last == "outside/exit" }
+        #expect(events(badgeTopic) == expected)
         let enter = try #require(observer.states(topic).first { $0["event"] as? String == "enter" })
         #expect(enter["region"] as? String == "lobby")
         #expect((enter["beacons"] as? [String])?.first?.hasPrefix("ibeacon-") == true, "\(enter)")
@@ -106,9 +122,11 @@ struct RegionsEndToEndTests {
 
         // What was published matches schema/v1/region.json (and the envelope).
         let record = f.directory.appendingPathComponent("regions.jsonl")
-        let lines = observer.states(topic).map { j -> String in
+        let published = observer.states(topic).map { (topic, $0) }
+            + observer.states(badgeTopic).map { (badgeTopic, $0) }
+        let lines = published.map { t, j -> String in
             let payload = String(decoding: try! JSONSerialization.data(withJSONObject: j), as: UTF8.self)
-            let obj: [String: Any] = ["topic": topic, "payload": payload]
+            let obj: [String: Any] = ["topic": t, "payload": payload]
             return String(decoding: try! JSONSerialization.data(withJSONObject: obj), as: UTF8.self)
         }
         try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
