@@ -74,7 +74,10 @@ struct AdapterRecoveryTests {
         // Not stable since the last fault: the climb starts above the step that cured it.
         #expect(recovered(after: 25, by: "recovery step"), "power loss: \(states)")
         #expect(recovered(after: 45, by: "power_cycle"), "unplug: \(states)")
-        #expect(recovered(after: 65, by: "reenable_scan"), "silence: \(states)")
+        // Silence is noticed by the watchdog and cured; which step cures it depends on how long the machine took
+        // over the earlier recoveries (the storm rule starts a climb higher when the last cure was recent).
+        #expect(recovered(after: 65, by: "recovery step"), "silence: \(states)")
+        #expect((stats?.silences ?? 0) >= 1, "the silence watchdog fired: \(states)")
         #expect(reports.last?.1.state == .poweredOn, "\(states)")
         // Scanning resumed after the last fault ended.
         #expect(sightings.contains { $0 > 80 })
