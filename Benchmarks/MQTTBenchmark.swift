@@ -7,12 +7,7 @@ import Foundation
 ///
 /// usage: runMQTTBenchmark(arguments: ["--messages", "20000", "--window", "64", "--size", "150", "--rounds", "3"])
 func runMQTTBenchmark(arguments: [String]) async throws {
-    func option(_ name: String, _ fallback: Int) -> Int {
-        guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else {
-            return fallback
-        }
-        return v
-    }
+    func option(_ name: String, _ fallback: Int) -> Int { benchmarkOption(arguments, name, fallback) }
     let messages = option("--messages", 20_000)
     let window = option("--window", 64)
     let size = option("--size", 150)

@@ -11,12 +11,7 @@ import Foundation
 ///
 /// usage: runPipelineBenchmark(arguments: ["--backlog", "100000", "--events", "1000", "--window", "200"])
 func runPipelineBenchmark(arguments: [String]) async throws {
-    func option(_ name: String, _ fallback: Int) -> Int {
-        guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else {
-            return fallback
-        }
-        return v
-    }
+    func option(_ name: String, _ fallback: Int) -> Int { benchmarkOption(arguments, name, fallback) }
     let backlog = option("--backlog", 100_000)
     let events = option("--events", 1000)
     let window = option("--window", 200)

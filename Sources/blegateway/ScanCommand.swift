@@ -65,7 +65,7 @@ struct ScanCommand: AsyncParsableCommand {
                                        logger: logger)
         let asJSON = json || isatty(STDOUT_FILENO) != 1
         let table = LockedTable()
-        let failure = LockedFailure()
+        let failure = Locked(StartFailure())
         let output = LineWriter()
 
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -73,7 +73,7 @@ struct ScanCommand: AsyncParsableCommand {
                 do {
                     try await source.run(
                         adapter: { report in
-                            if report.state == .poweredOn { failure.running() } else { failure.set(report) }
+                            failure.withLock { if report.state == .poweredOn { $0.running() } else { $0.set(report) } }
                         },
                         sighting: { s in
                             guard filter.matches(s) else { return }
@@ -89,7 +89,7 @@ struct ScanCommand: AsyncParsableCommand {
                 } catch is CancellationError {
                 } catch {
                     if case .file = spec, "\(error)" == "end of the capture" { return }
-                    throw ScanFailure(report: failure.get(), error: error, spec: spec)
+                    throw ScanFailure(report: failure.withLock { $0.report }, error: error, spec: spec)
                 }
             }
             // Until the adapter has run once, a failure is the user's to fix (no such adapter, no permission,
@@ -97,7 +97,7 @@ struct ScanCommand: AsyncParsableCommand {
             group.addTask {
                 while true {
                     try await Task.sleep(for: .milliseconds(100))
-                    if let report = failure.failureBeforeFirstRun() {
+                    if let report = failure.withLock({ $0.beforeFirstRun }) {
                         throw ScanFailure(report: report, error: ScanFailure.AdapterUnusable(), spec: spec)
                     }
                 }
@@ -169,17 +169,18 @@ struct ScanFailure: Error {
     }
 }
 
-final class LockedFailure: @unchecked Sendable {
-    private let lock = NSLock()
-    private var report: AdapterReport?
-    private var hasRun = false
-    func set(_ r: AdapterReport) { lock.withLock { report = r } }
-    func get() -> AdapterReport? { lock.withLock { report } }
-    func running() { lock.withLock { hasRun = true; report = nil } }
-    /// The adapter's failure while it has never been powered on; `resetting` is recovery, not a failure.
-    func failureBeforeFirstRun() -> AdapterReport? {
-        lock.withLock { hasRun || report?.state == .resetting ? nil : report }
+/// What the adapter said before the scan could start; shared between the source's callback and the watcher.
+struct StartFailure: Sendable {
+    var report: AdapterReport?
+    var hasRun = false
+
+    mutating func set(_ r: AdapterReport) { report = r }
+    mutating func running() {
+        hasRun = true
+        report = nil
     }
+    /// The adapter's failure while it has never been powered on; `resetting` is recovery, not a failure.
+    var beforeFirstRun: AdapterReport? { hasRun || report?.state == .resetting ? nil : report }
 }
 
 /// Buffered stdout for JSON lines: one write per 64 KiB, flushed at the end.

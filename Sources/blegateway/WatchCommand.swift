@@ -36,12 +36,12 @@ struct WatchCommand: AsyncParsableCommand {
             return h
         }
         let redraw = !plain && isatty(STDOUT_FILENO) == 1
-        let view = LockedView(FleetView(prefix: prefix))
+        let view = Locked(FleetView(prefix: prefix))  // shared between the subscription and the redraw loop
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await client.run() }
             group.addTask {
                 for await m in messages {
-                    view.update { $0.receive(topic: m.topic, payload: m.payload) }
+                    view.withLock { $0.receive(topic: m.topic, payload: m.payload) }
                     if let recorder {
                         var line: [String: Any] = ["topic": m.topic, "retained": m.retain]
                         line["payload"] = String(decoding: m.payload, as: UTF8.self)
@@ -55,7 +55,7 @@ struct WatchCommand: AsyncParsableCommand {
                 let start = ContinuousClock.now
                 while !Task.isCancelled {
                     try await Task.sleep(for: .milliseconds(redraw ? 500 : 1000))
-                    let lines = view.read { v in
+                    let lines = view.withLock { v in
                         // Fit the screen: share the rows left after the gateway table among the beacon lists.
                         guard redraw else { return v.render() }
                         let groups = max(1, v.beacons.count)
@@ -82,13 +82,4 @@ extension WatchCommand {
         guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 else { return 40 }
         return Int(size.ws_row)
     }
-}
-
-/// The view, shared between the subscription and the redraw loop.
-final class LockedView: @unchecked Sendable {
-    private let lock = NSLock()
-    private var view: FleetView
-    init(_ view: FleetView) { self.view = view }
-    func update(_ body: (inout FleetView) -> Void) { lock.withLock { body(&view) } }
-    func read<R>(_ body: (FleetView) -> R) -> R { lock.withLock { body(view) } }
 }
