@@ -1,3 +1,4 @@
+import BLEHCI
 import BLETransport
 
 /// The type byte of an AD structure (Core Specification Supplement v11, Part A, §1; numbers from

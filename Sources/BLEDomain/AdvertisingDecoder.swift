@@ -1,3 +1,4 @@
+import BLEHCI
 import BLETransport
 
 /// The decoded contents of advertising (or scan response) data.

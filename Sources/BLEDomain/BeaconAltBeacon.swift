@@ -1,3 +1,4 @@
+import BLEHCI
 import BLETransport
 
 /// AltBeacon (AltBeacon Protocol Specification v1.0, "AltBeacon Advertisement Format"), carried

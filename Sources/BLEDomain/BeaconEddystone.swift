@@ -1,3 +1,4 @@
+import BLEHCI
 import BLETransport
 
 /// Eddystone frames, carried as 16-bit service data for UUID 0xFEAA (google/eddystone

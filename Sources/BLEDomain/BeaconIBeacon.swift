@@ -1,3 +1,4 @@
+import BLEHCI
 import BLETransport
 
 /// Apple iBeacon, carried in manufacturer specific data (Proximity Beacon Specification R1, "iBeacon

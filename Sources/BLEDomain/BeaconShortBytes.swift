@@ -1,3 +1,5 @@
+import BLEHCI
+
 /// Up to 24 octets held inline, so that beacon values carrying a few bytes (an Eddystone URL, an
 /// encrypted TLM) stay trivially copyable: copying a `Sighting` is then a memcpy plus one retain of
 /// the report's bytes, which is what keeps decoding under its time budget.

@@ -1,6 +1,6 @@
 import Testing
 
-@testable import BLEDomain
+@testable import BLEHCI
 
 @Suite struct BluetoothUUIDTests {
     @Test func places16And32BitAliasesInTheBaseUUID() {
@@ -23,7 +23,7 @@ import Testing
     }
 
     @Test func readsBigAndLittleEndianOctets() {
-        let be = Vectors.hex("E2C56DB5DFFB48D2B060D0F5A71096E0")
+        let be: [UInt8] = [0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2, 0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0]
         #expect(BluetoothUUID(bigEndianBytes: be[...]) == BluetoothUUID(littleEndianBytes: be.reversed()[...]))
         #expect(BluetoothUUID(bigEndianBytes: be.prefix(15)) == nil)
     }
