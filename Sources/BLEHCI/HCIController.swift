@@ -146,6 +146,17 @@ public final class HCIController: @unchecked Sendable {
         }
     }
 
+    /// Sends one ACL data packet. The controller's ACL buffer credit is not counted here: the host's ACL
+    /// scheduler owns it (it learns the buffer count at bring-up and hears Number Of Completed Packets).
+    /// Sent under the same lock as commands, so packets leave in the order they were handed over.
+    /// - Throws: `HCIError.Code.transportClosed` once the transport has ended, or the transport's error.
+    public func sendACL(_ packet: H4Packet) throws {
+        try lock.withLock {
+            guard !ended else { throw HCIError(code: .transportClosed, opcode: nil, detail: "ACL data after the end") }
+            try transport.send(packet)
+        }
+    }
+
     /// Reads packets and watches command timeouts until the transport ends or the task is cancelled.
     /// Returns normally at end of input; throws the transport's error when it fails.
     public func run() async throws {
