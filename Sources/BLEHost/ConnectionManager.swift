@@ -52,6 +52,8 @@ public struct ConnectionManager: Sendable {
         case dropped(String)
         /// The intent was removed by configuration.
         case notWanted
+        /// A state an earlier run of the gateway left retained, for a device this run has not met.
+        case gatewayRestarted
 
         public var description: String {
             switch self {
@@ -60,6 +62,7 @@ public struct ConnectionManager: Sendable {
             case .connectTimeout: "connection attempt timed out"
             case .dropped(let why): "dropped by the gateway: \(why)"
             case .notWanted: "no longer wanted"
+            case .gatewayRestarted: "the gateway restarted and has not met the device since"
             }
         }
 

@@ -59,6 +59,8 @@ public struct Topics: Sendable, Hashable {
     /// Retained peripheral connection state; `address` is 12 lowercase hex digits.
     public func peripheralState(_ address: String) -> String { "\(base)/peripherals/\(address)/state" }
     public func peripheralRSSI(_ address: String) -> String { "\(base)/peripherals/\(address)/rssi" }
+    /// `<prefix>/<gateway>/peripherals/`, for filters over every peripheral.
+    public var peripheralStatePrefix: String { "\(base)/peripherals/" }
     /// Retained GATT database of a peripheral (services, characteristics, descriptors).
     public func peripheralGATT(_ address: String) -> String { "\(base)/peripherals/\(address)/gatt" }
     /// Values of one characteristic (notifications, indications, reads); `uuid` as `BluetoothUUID.shortDescription`.
