@@ -44,6 +44,10 @@ public struct L2CAPSignalingCode: RawRepresentable, Hashable, Sendable, CustomSt
 /// - Connection Parameter Update Request (§4.20): answered with Connection Parameter Update Response (§4.21),
 ///   result 0x0000 accepted when the parameters are in range, and then the controller is asked to apply them with
 ///   HCI LE Connection Update (Vol 4, Part E, §7.8.18); result 0x0001 rejected otherwise.
+/// - Disconnection Request (§4.6): this host opens no connection-oriented channel, so every CID named is unknown:
+///   Command Reject reason 0x0002 Invalid CID in request, with the request's DCID and SCID as the endpoints.
+/// - A command longer than the LE signaling MTU (MTU_sig 23, §4): Command Reject reason 0x0001 Signaling MTU
+///   exceeded, with our MTU.
 /// - Any other request: Command Reject (§4.1) reason 0x0000 Command not understood.
 /// - Responses and indications (we send no requests): ignored, counted.
 public struct L2CAPLESignaling: Sendable {
@@ -68,7 +72,14 @@ public struct L2CAPLESignaling: Sendable {
     /// Command Reject reasons (§4.1, Table 4.3).
     public enum RejectReason {
         public static let commandNotUnderstood: UInt16 = 0x0000
+        /// Data: Actual MTU (2).
+        public static let signalingMTUExceeded: UInt16 = 0x0001
+        /// Data: Local Endpoint (2), Remote Endpoint (2).
+        public static let invalidCID: UInt16 = 0x0002
     }
+
+    /// MTU_sig on LE-U: the largest command this host takes (§4, the LE minimum; we accept no more).
+    public static let signalingMTU = 23
 
     /// Connection Parameter Update Response results (§4.21).
     public enum UpdateResult {
@@ -91,6 +102,13 @@ public struct L2CAPLESignaling: Sendable {
             counters.responsesIgnored += 1
             return []
         }
+        guard payload.count <= Self.signalingMTU else {
+            counters.commandsRejected += 1
+            var mtu = ByteWriter(capacity: 2)
+            mtu.le16(UInt16(Self.signalingMTU))
+            return [.reply(Self.commandReject(
+                identifier: identifier, reason: RejectReason.signalingMTUExceeded, data: mtu.bytes))]
+        }
         guard let data = c.readBytes(Int(length)), c.isAtEnd else {
             counters.malformed += 1
             return [.reply(Self.commandReject(identifier: identifier, reason: RejectReason.commandNotUnderstood))]
@@ -98,6 +116,10 @@ public struct L2CAPLESignaling: Sendable {
         switch code {
         case .connectionParameterUpdateRequest:
             return parameterUpdate(identifier: identifier, data)
+        case .disconnectionRequest where data.count == 4:
+            // §4.6 data: Destination CID (2) — ours —, Source CID (2) — the peer's.
+            counters.commandsRejected += 1
+            return [.reply(Self.commandReject(identifier: identifier, reason: RejectReason.invalidCID, data: Array(data)))]
         default:
             counters.commandsRejected += 1
             return [.reply(Self.commandReject(identifier: identifier, reason: RejectReason.commandNotUnderstood))]
@@ -135,10 +157,13 @@ public struct L2CAPLESignaling: Sendable {
         return Int(p.supervisionTimeout) * 4 > (1 + Int(p.maxLatency)) * Int(p.intervalMax)
     }
 
-    /// §4.1 Command Reject: Code 0x01, the request's Identifier, Length 2, Reason (2) (no reason data for 0x0000).
-    static func commandReject(identifier: UInt8, reason: UInt16) -> [UInt8] {
-        var w = ByteWriter(capacity: 6)
-        w.u8(L2CAPSignalingCode.commandReject.rawValue); w.u8(identifier); w.le16(2); w.le16(reason)
+    /// §4.1 Command Reject: Code 0x01, the request's Identifier, Length, Reason (2), Data (0, 2 or 4 octets by
+    /// reason).
+    static func commandReject(identifier: UInt8, reason: UInt16, data: [UInt8] = []) -> [UInt8] {
+        var w = ByteWriter(capacity: 6 + data.count)
+        w.u8(L2CAPSignalingCode.commandReject.rawValue); w.u8(identifier); w.le16(UInt16(2 + data.count))
+        w.le16(reason)
+        w.append(data)
         return w.bytes
     }
 

@@ -57,6 +57,23 @@ import Testing
         #expect(s.counters.commandsRejected == 2)
     }
 
+    @Test func aDisconnectionRequestNamesAChannelThatDoesNotExist() {
+        var s = L2CAPLESignaling()
+        // Disconnection Request DCID 0x0041, SCID 0x0080 → Command Reject 0x0002, Local 0x0041, Remote 0x0080.
+        #expect(s.receive([0x06, 0x0C, 0x04, 0x00, 0x41, 0x00, 0x80, 0x00])
+            == [.reply([0x01, 0x0C, 0x06, 0x00, 0x02, 0x00, 0x41, 0x00, 0x80, 0x00])])
+    }
+
+    @Test func aCommandOverTheSignalingMTUIsRejectedWithOurMTU() {
+        var s = L2CAPLESignaling()
+        // 24 octets: a header and 20 octets of data, one more than MTU_sig 23.
+        let big: [UInt8] = [0x14, 0x0D, 0x14, 0x00] + [UInt8](repeating: 0, count: 20)
+        #expect(s.receive(big) == [.reply([0x01, 0x0D, 0x04, 0x00, 0x01, 0x00, 0x17, 0x00])])
+        // 23 octets is within it (and not understood).
+        #expect(s.receive([0x14, 0x0D, 0x13, 0x00] + [UInt8](repeating: 0, count: 19))
+            == [.reply([0x01, 0x0D, 0x02, 0x00, 0x00, 0x00])])
+    }
+
     @Test func responsesAndMalformedCommandsAreNotAnsweredWithAReply() {
         var s = L2CAPLESignaling()
         // An unsolicited Connection Parameter Update Response and a Command Reject: nothing to answer.
