@@ -57,7 +57,7 @@ public struct ConnectionManager: Sendable {
 
         public var description: String {
             switch self {
-            case .hci(let s): "HCI 0x\(hex2(s.rawValue)) \(s.name ?? "unknown status")"
+            case .hci(let s): "HCI 0x\(twoHexDigits(s.rawValue)) \(s.name ?? "unknown status")"
             case .adapterLost: "adapter lost"
             case .connectTimeout: "connection attempt timed out"
             case .dropped(let why): "dropped by the gateway: \(why)"
@@ -366,7 +366,7 @@ public struct ConnectionManager: Sendable {
     }
 }
 
-@inline(__always) func hex2(_ v: UInt8) -> String {
+private func twoHexDigits(_ v: UInt8) -> String {
     let s = String(v, radix: 16, uppercase: true)
     return s.count == 1 ? "0" + s : s
 }
