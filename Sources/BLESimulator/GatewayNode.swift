@@ -208,12 +208,13 @@ public final class GatewayNode: @unchecked Sendable {
             }
             let inRange = now - c.lastHeard < 0.5
             if let at = c.behaviour.gattChangeAt, now >= at { c.gatt.grow() }
-            if now >= c.nextNotification {
+            // A microsecond of slack: due times are sums of Doubles, the clock's ticks another sum.
+            if now + 1e-6 >= c.nextNotification {
                 let interval = Double(c.interval) * 0.00125
+                // `flood`: every connection event since the last tick carries `floodPerEvent`
+                // notifications per subscribed characteristic (at most 8,000 events per tick).
+                let events = c.behaviour.flood ? min(8000, Int((now - c.nextNotification) / interval + 1e-6) + 1) : 1
                 if inRange {
-                    // `flood`: every connection event since the last tick carries `floodPerEvent`
-                    // notifications per subscribed characteristic (at most 10 s of events per tick).
-                    let events = c.behaviour.flood ? min(8000, max(1, Int((now - c.nextNotification) / interval) + 1)) : 1
                     let copies = c.behaviour.flood ? events * PeripheralLinkSpec.floodPerEvent : 1
                     let pdus = c.gatt.notifications(at: now)
                     for _ in 0..<copies where !pdus.isEmpty {
@@ -222,7 +223,11 @@ public final class GatewayNode: @unchecked Sendable {
                     }
                     c.gatt.queuePeriodicIndications()
                 }
-                c.nextNotification = now + (c.behaviour.flood ? interval : c.behaviour.notifyInterval)
+                // Flood keeps the connection events' phase; a periodic stream restarts from now.
+                c.nextNotification =
+                    c.behaviour.flood
+                    ? max(c.nextNotification + Double(events) * interval, now + interval / 2)
+                    : now + c.behaviour.notifyInterval
             }
             if inRange, let ind = c.gatt.nextIndication(at: now) {
                 out += SimEvents.attACL(handle: h, ind)
