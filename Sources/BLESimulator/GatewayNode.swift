@@ -30,11 +30,10 @@ public struct GatewayStats: Sendable, Hashable {
     public var reportsDroppedHostSlow = 0
     /// Reports withheld because the host's event masks exclude them.
     public var reportsMasked = 0
-    /// Handle Value Notifications / Indications sent on links, and notifications lost because
-    /// the host was reading too slowly (`flood`).
+    /// Handle Value Notifications sent on links, and those lost because the host was reading too
+    /// slowly (`flood`). Indications are never dropped; each link's `gatt.indicationsSent` counts them.
     public var notificationsSent = 0
     public var notificationsDropped = 0
-    public var indicationsSent = 0
 }
 
 /// One gateway's virtual adapter: its controller state machine, its host connection, its fault
@@ -231,7 +230,6 @@ public final class GatewayNode: @unchecked Sendable {
             }
             if inRange, let ind = c.gatt.nextIndication(at: now) {
                 out += SimEvents.attACL(handle: h, ind)
-                _stats.indicationsSent += 1
             }
             controller.connections[h] = c
         }

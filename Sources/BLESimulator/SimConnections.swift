@@ -143,7 +143,8 @@ extension VirtualController {
         var link = SimConnection(
             handle: handle, peer: peer, peerAddressType: addressType, interval: p.interval, latency: p.latency,
             supervisionTimeout: p.supervisionTimeout, gatt: SimGATTServer(deviceName: deviceName, phase: phase, grown: grown),
-            lastHeard: now, nextNotification: now + behaviour.notifyInterval)
+            lastHeard: now,
+            nextNotification: now + (behaviour.flood ? Double(p.interval) * 0.00125 : behaviour.notifyInterval))
         link.behaviour = behaviour
         connections[handle] = link
         return connectionCompleteEvent(

@@ -109,6 +109,7 @@ public struct SimGATTServer: Sendable {
     /// Whether an indication is out and its Handle Value Confirmation has not come back.
     public private(set) var awaitingConfirmation = false
     public private(set) var confirmationsReceived = 0
+    public private(set) var indicationsSent = 0
     /// Characteristic-value writes the server accepted, in order.
     public private(set) var writes: [Write] = []
     /// Whether the Tx Power service (0x001B–0x001D) has been added (`gatt_change_at_s`).
@@ -359,6 +360,7 @@ public struct SimGATTServer: Sendable {
         guard !awaitingConfirmation, !pendingIndications.isEmpty else { return nil }
         let h = pendingIndications.removeFirst()
         awaitingConfirmation = true
+        indicationsSent += 1
         return [Op.indication] + le(h) + value(of: h, at: t).prefix(mtu - 3)
     }
 }

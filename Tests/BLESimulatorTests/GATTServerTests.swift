@@ -62,6 +62,7 @@ import Testing
         let (next, _) = try ConnectionTests.until(c) { ConnectionTests.attPDU($0)?.first == 0x1D }
         #expect(ConnectionTests.attPDU(next) == [0x1D, 0x11, 0x00, 0x64])
         #expect(h.simulator.nodes[0].link(handle)?.gatt.confirmationsReceived == 1)
+        #expect(h.simulator.nodes[0].link(handle)?.gatt.indicationsSent == 2)
     }
 
     @Test func alertLevelTakesWritesAndWriteCommandsChecksLengthAndRangeAndReadsBack() async throws {
