@@ -77,9 +77,11 @@ import Testing
         #expect(link.smpReceived.first == [0x05, 0x05])
     }
 
-    @Test func gattSilenceLeavesRequestsUnansweredWhileTheLinkStaysUp() async throws {
+    /// For one named peripheral, and for every peer of the gateway (no `peripheral:`).
+    @Test(arguments: ["peripheral: sensor-1, ", ""])
+    func gattSilenceLeavesRequestsUnansweredWhileTheLinkStaysUp(target: String) async throws {
         let yaml = ConnectionTests.yaml
-            + "\nfaults:\n  - {at_s: 2, gateway: gw-a, type: gatt_silence, peripheral: sensor-1, duration_s: 3}\n"
+            + "\nfaults:\n  - {at_s: 2, gateway: gw-a, type: gatt_silence, \(target)duration_s: 3}\n"
         let (h, c, handle) = try await GATTServerTests.connected(yaml)
         let (lo, hi) = (UInt8(handle & 0xFF), UInt8(handle >> 8))
         await h.advance(seconds: 1)  // silence from 2 s
