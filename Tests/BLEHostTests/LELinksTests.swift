@@ -165,6 +165,49 @@ final class ScriptedLinks {
         await s.stop()
     }
 
+    @Test func attThatArrivesBeforeAnyoneAsksForTheBearerWaitsInIt() async throws {
+        let s = await ScriptedLinks(buffers: (27, 8), script: [])
+        // A Handle Value Notification (Temperature 0x0006 = 21.50 °C) right after LE Connection Complete.
+        s.transport.inject([0x02, 0x40, 0x20, 0x09, 0x00, 0x05, 0x00, 0x04, 0x00, 0x1B, 0x06, 0x00, 0x66, 0x08])
+        #expect(await eventually { s.links.statistics.attPDUsReceived == 1 })
+        var incoming = s.links.bearer(for: 0x0040).incoming.makeAsyncIterator()
+        #expect(await incoming.next() == [0x1B, 0x06, 0x00, 0x66, 0x08])
+        await s.stop()
+    }
+
+    @Test func aBearerAskedForBeforeTheLinksSeeTheConnectionIsTheLinksBearer() async throws {
+        let s = await ScriptedLinks(buffers: (27, 8), script: [])
+        let early = s.links.bearer(for: 0x0041)
+        // LE Connection Complete for handle 0x0041 reaches the links' loop afterwards: the link is the same.
+        var cc = connectionComplete0x40
+        cc[5] = 0x41
+        s.transport.inject(cc)
+        s.transport.inject([0x02, 0x41, 0x20, 0x07, 0x00, 0x03, 0x00, 0x04, 0x00, 0x03, 0xF7, 0x00])
+        var incoming = early.incoming.makeAsyncIterator()
+        #expect(await incoming.next() == [0x03, 0xF7, 0x00])
+        #expect(s.links.bearer(for: 0x0041) === early)
+        #expect(s.links.statistics.linksOpened == 2)
+        await s.stop()
+    }
+
+    @Test func aHandleReusedAfterDisconnectionGetsAFreshBearerAndTheOldOneStaysClosed() async throws {
+        let s = await ScriptedLinks(buffers: (27, 8), script: [
+            .init([0x02, 0x40, 0x00, 0x07, 0x00, 0x03, 0x00, 0x04, 0x00, 0x02, 0xF7, 0x00], [])
+        ])
+        let old = s.links.bearer(for: 0x0040)
+        // Disconnection Complete, reason 0x08 Connection Timeout; then the controller reuses 0x0040.
+        s.transport.inject([0x04, 0x05, 0x04, 0x00, 0x40, 0x00, 0x08])
+        for await _ in old.incoming {}
+        s.transport.inject(connectionComplete0x40)
+        #expect(await eventually { s.links.statistics.openLinks == 1 })
+        let new = s.links.bearer(for: 0x0040)
+        #expect(new !== old)
+        #expect(throws: LELinkError(code: .linkClosed, handle: 0x0040)) { try old.send([0x02, 0xF7, 0x00]) }
+        try new.send([0x02, 0xF7, 0x00])
+        #expect(s.transport.remaining == 0 && s.transport.mismatches.isEmpty)
+        await s.stop()
+    }
+
     @Test func theEndOfTheTransportFinishesEveryBearerAndRunReturns() async throws {
         let s = await ScriptedLinks(buffers: (27, 4), script: [])
         let bearer = s.links.bearer(for: 0x0040)
