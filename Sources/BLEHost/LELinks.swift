@@ -199,7 +199,8 @@ public final class LELinks: @unchecked Sendable {
                 case .reply(let command):
                     enqueue(L2CAPFrame(channel: .leSignaling, payload: command), handle: handle)
                 case .updateConnection(let p):
-                    logger.info("links: 0x\(String(handle, radix: 16)) peer asked for interval \(p.intervalMin)–\(p.intervalMax)")
+                    logger.info(
+                        "links: 0x\(String(handle, radix: 16)) peer asked for interval \(p.intervalMin)–\(p.intervalMax)")
                     inboxContinuation.yield(.run(LEConnectionUpdateCommand(handle: handle, parameters: p)))
                 }
             }
@@ -241,7 +242,9 @@ public final class LELinks: @unchecked Sendable {
             guard !ended, let link = links[bearer.handle], link.bearer === bearer, !link.dropping else {
                 throw LELinkError(code: .linkClosed, handle: bearer.handle)
             }
-            guard pdu.count <= L2CAPFrame.maximumPayload else { throw LELinkError(code: .tooLong, handle: bearer.handle) }
+            guard pdu.count <= L2CAPFrame.maximumPayload else {
+                throw LELinkError(code: .tooLong, handle: bearer.handle)
+            }
             guard enqueue(L2CAPFrame(channel: .att, payload: pdu), handle: bearer.handle) else {
                 throw LELinkError(code: .queueFull, handle: bearer.handle)
             }

@@ -107,7 +107,8 @@ final class ScriptedLinks {
         s.transport.inject([0x02, 0x40, 0x20, 0x10, 0x00, 0x0C, 0x00, 0x05, 0x00,
                             0x12, 0x01, 0x08, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01])
         #expect(await eventually { s.transport.remaining == 2 })
-        s.transport.inject([0x02, 0x40, 0x20, 0x0B, 0x00, 0x07, 0x00, 0x06, 0x00, 0x01, 0x03, 0x00, 0x09, 0x10, 0x07, 0x07])
+        s.transport.inject([0x02, 0x40, 0x20, 0x0B, 0x00, 0x07, 0x00, 0x06, 0x00,
+                            0x01, 0x03, 0x00, 0x09, 0x10, 0x07, 0x07])
         #expect(await eventually { s.transport.remaining == 1 })
         // A frame on dynamic CID 0x0040, which this host never opened.
         s.transport.inject([0x02, 0x40, 0x20, 0x05, 0x00, 0x01, 0x00, 0x40, 0x00, 0xFF])
@@ -322,7 +323,8 @@ struct LELinksSimulatorTests {
     }
 
     @Test func withCreditsWithheldNoMoreThanTheBufferCountIsInFlightAndTheRestFollowsLater() async throws {
-        let rig = try Rig(Self.yaml + "\nfaults:\n  - {at_s: 2, gateway: gw-a, type: buffer_exhaustion, duration_s: 2}\n")
+        let fault = "{at_s: 2, gateway: gw-a, type: buffer_exhaustion, duration_s: 2}"
+        let rig = try Rig(Self.yaml + "\nfaults:\n  - \(fault)\n")
         let info = try await ControllerBringUp.run(rig.controller)
         let links = LELinks(controller: rig.controller, buffers: info.leACLBuffers)
         let running = Task { await links.run() }
