@@ -11,7 +11,8 @@ public final class ACLBearer: ATTBearer, @unchecked Sendable {
     init(handle: UInt16, owner: LELinks?, bufferSize: Int) {
         self.handle = handle
         self.owner = owner
-        (incoming, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(bufferSize))
+        (incoming, continuation) = AsyncStream.makeStream(
+            of: [UInt8].self, bufferingPolicy: .bufferingNewest(bufferSize))
     }
 
     /// Queues one ATT PDU on the link. Throws `LELinkError` (`.linkClosed`, `.queueFull`, `.tooLong`).

@@ -119,7 +119,8 @@ public struct L2CAPLESignaling: Sendable {
         case .disconnectionRequest where data.count == 4:
             // §4.6 data: Destination CID (2) — ours —, Source CID (2) — the peer's.
             counters.commandsRejected += 1
-            return [.reply(Self.commandReject(identifier: identifier, reason: RejectReason.invalidCID, data: Array(data)))]
+            return [.reply(Self.commandReject(
+                identifier: identifier, reason: RejectReason.invalidCID, data: Array(data)))]
         default:
             counters.commandsRejected += 1
             return [.reply(Self.commandReject(identifier: identifier, reason: RejectReason.commandNotUnderstood))]
@@ -143,7 +144,10 @@ public struct L2CAPLESignaling: Sendable {
             return [.reply(Self.updateResponse(identifier: identifier, result: UpdateResult.rejected))]
         }
         counters.parameterUpdatesAccepted += 1
-        return [.reply(Self.updateResponse(identifier: identifier, result: UpdateResult.accepted)), .updateConnection(p)]
+        return [
+            .reply(Self.updateResponse(identifier: identifier, result: UpdateResult.accepted)),
+            .updateConnection(p),
+        ]
     }
 
     /// The ranges of §4.20 (the same as HCI LE Connection Update, Vol 4, Part E, §7.8.18): interval 6…3200 with

@@ -53,14 +53,19 @@ public final class LELinks: @unchecked Sendable {
         public var framesWithoutLink = 0
         /// ACL packets the transport refused.
         public var sendFailures = 0
-        /// Disconnect or LE Connection Update commands that failed.
+        /// LE Remote Connection Parameter Requests (the link-layer procedure) answered with the Reply / the
+        /// Negative Reply.
+        public var remoteParameterRequestsAccepted = 0
+        public var remoteParameterRequestsRejected = 0
+        /// Disconnect, LE Connection Update or parameter-request answers that failed.
         public var commandFailures = 0
         public init() {}
     }
 
     private enum Command: Sendable {
         case disconnect(UInt16)
-        case updateConnection(UInt16, LEConnectionParameters)
+        /// LE Connection Update, or the answer to LE Remote Connection Parameter Request.
+        case run(any HCICommand)
     }
 
     private struct Link {
@@ -162,6 +167,16 @@ public final class LELinks: @unchecked Sendable {
                 closeLink(dc.handle, reason: "\(dc.reason)")
             case .event(.leConnectionComplete(let cc)) where cc.status.isSuccess:
                 _ = openLink(cc.handle)
+            case .event(.leMeta(.remoteConnectionParameterRequest, let params)):
+                // The controller waits for our answer (the LL procedure has a response timeout): always answer.
+                guard let (handle, p) = LERemoteConnectionParameterRequest.parse(params) else { return }
+                let answer = LERemoteConnectionParameterRequest.answer(handle: handle, p)
+                if answer is LERemoteConnectionParameterRequestReplyCommand {
+                    stats.remoteParameterRequestsAccepted += 1
+                } else {
+                    stats.remoteParameterRequestsRejected += 1
+                }
+                inboxContinuation.yield(.run(answer))
             default:
                 break
             }
@@ -184,8 +199,9 @@ public final class LELinks: @unchecked Sendable {
                 case .reply(let command):
                     enqueue(L2CAPFrame(channel: .leSignaling, payload: command), handle: handle)
                 case .updateConnection(let p):
-                    logger.info("links: 0x\(String(handle, radix: 16)) peer asked for interval \(p.intervalMin)–\(p.intervalMax)")
-                    inboxContinuation.yield(.updateConnection(handle, p))
+                    logger.info(
+                        "links: 0x\(String(handle, radix: 16)) peer asked for interval \(p.intervalMin)–\(p.intervalMax)")
+                    inboxContinuation.yield(.run(LEConnectionUpdateCommand(handle: handle, parameters: p)))
                 }
             }
         case .securityManager:
@@ -226,7 +242,9 @@ public final class LELinks: @unchecked Sendable {
             guard !ended, let link = links[bearer.handle], link.bearer === bearer, !link.dropping else {
                 throw LELinkError(code: .linkClosed, handle: bearer.handle)
             }
-            guard pdu.count <= L2CAPFrame.maximumPayload else { throw LELinkError(code: .tooLong, handle: bearer.handle) }
+            guard pdu.count <= L2CAPFrame.maximumPayload else {
+                throw LELinkError(code: .tooLong, handle: bearer.handle)
+            }
             guard enqueue(L2CAPFrame(channel: .att, payload: pdu), handle: bearer.handle) else {
                 throw LELinkError(code: .queueFull, handle: bearer.handle)
             }
@@ -278,8 +296,8 @@ public final class LELinks: @unchecked Sendable {
                         // The link was already gone (its Disconnection Complete may have been missed): close it here.
                         lock.withLock { closeLink(handle, reason: "\(e)") }
                     }
-                case .updateConnection(let handle, let parameters):
-                    _ = try await controller.execute(LEConnectionUpdateCommand(handle: handle, parameters: parameters))
+                case .run(let command):
+                    try await execute(command)
                 }
             } catch is CancellationError {
                 return
@@ -288,6 +306,10 @@ public final class LELinks: @unchecked Sendable {
                 logger.info("links: \(error)")
             }
         }
+    }
+
+    private func execute(_ command: some HCICommand) async throws {
+        _ = try await controller.execute(command)
     }
 
     private func finish() {

@@ -121,8 +121,15 @@ struct RadioEngine {
             let pos = e.motion.position(at: t)
             for g in 0..<nodes.count {
                 let l = listening[g]
-                let initiating = l.connectTo == e.address && pdu[i] == SimEvents.LegacyEventType.advInd
-                guard initiating || (l.deliver && Self.hears(l.scan, at: t)) else { continue }
+                let initiating =
+                    pdu[i] == SimEvents.LegacyEventType.advInd
+                    && l.connectTo?.targets(e.address, type: e.addressType) == true
+                // Scanning_Filter_Policy 0x01/0x03: only advertisers on the Filter Accept List are reported.
+                let reportable =
+                    l.deliver && Self.hears(l.scan, at: t)
+                    && (l.scan.filterPolicy & 0x01 == 0
+                        || l.acceptList.contains(SimAcceptListEntry(addressType: e.addressType, address: e.address)))
+                guard initiating || reportable else { continue }
                 let key = UInt64(i) << 8 | UInt64(g)
                 if random.uniform(RandomStream.loss, key, k) < radio.lossProbability { continue }
                 let gw = scenario.gateways[g]
@@ -134,11 +141,15 @@ struct RadioEngine {
                 if initiating {
                     // The initiator answers the ADV_IND with CONNECT_IND (Vol 6, Part B, §4.5): the link is up.
                     // The initiator listens continuously here; its LE_Scan_Window is not modelled.
-                    listening[g].connectTo = nil
                     let name: String
                     if case .named(let n, _) = e.frame { name = n } else { name = e.name }
-                    nodes[g].establish(peer: e.address, deviceName: name, phase: Double(i), now: t)
-                    if !l.deliver || !Self.hears(l.scan, at: t) { continue }
+                    if nodes[g].establish(
+                        peer: e.address, addressType: e.addressType, deviceName: name, phase: Double(i),
+                        behaviour: e.link, now: t)
+                    {
+                        listening[g].connectTo = nil
+                    }
+                    if !reportable { continue }
                 }
                 if l.scan.filterDuplicates != 0 && isDuplicate(g, l.scan, t, address: e.address, scanResponse: false) {
                     continue

@@ -174,6 +174,8 @@ public final class Simulator: Sendable {
             if truth != nil { next = min(next, nextTruth) }
             if nextFault < timeline.steps.count { next = min(next, timeline.steps[nextFault].t) }
             for l in linked { if let due = l.connectionFailsAt, due > now { next = min(next, due) } }
+            // Links wake the loop for their notifications, indications and database changes.
+            for l in linked { if let due = l.linkDue, due > now { next = min(next, due) } }
             // Nothing scheduled (no advertisers, no end): look again in a minute of virtual time.
             next = min(next, now + 60)
             try await clock.sleep(until: .seconds(max(next, now + batch)))
@@ -191,6 +193,7 @@ public final class Simulator: Sendable {
         case (.silence, let on): node.setSilenced(on)
         case (.connectionFailure, let on): node.setConnectionFailure(on)
         case (.bufferExhaustion, let on): node.setBufferExhaustion(on)
+        case (.gattSilence, let on): node.setGATTSilence(on, peer: s.peer)
         }
     }
 
@@ -214,6 +217,8 @@ struct FaultTimeline {
         var kind: FaultSpec.Kind
         var start: Bool
         var hardwareCode: UInt8
+        /// `gatt_silence` for one peripheral: its address.
+        var peer: BDAddress?
     }
     var steps: [Step] = []
 
@@ -221,9 +226,11 @@ struct FaultTimeline {
         let index = Dictionary(uniqueKeysWithValues: scenario.gateways.enumerated().map { ($1.id, $0) })
         for f in scenario.faults {
             guard let g = index[f.gateway] else { continue }
-            steps.append(Step(t: f.at, gateway: g, kind: f.kind, start: true, hardwareCode: f.hardwareCode))
+            let peer = f.peripheral.flatMap { name in scenario.emitters.first { $0.name == name }?.address }
+            steps.append(Step(t: f.at, gateway: g, kind: f.kind, start: true, hardwareCode: f.hardwareCode, peer: peer))
             if let d = f.duration {
-                steps.append(Step(t: f.at + d, gateway: g, kind: f.kind, start: false, hardwareCode: f.hardwareCode))
+                steps.append(
+                    Step(t: f.at + d, gateway: g, kind: f.kind, start: false, hardwareCode: f.hardwareCode, peer: peer))
             }
         }
         steps.sort { ($0.t, $0.start ? 1 : 0) < ($1.t, $1.start ? 1 : 0) }

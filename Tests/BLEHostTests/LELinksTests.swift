@@ -107,7 +107,8 @@ final class ScriptedLinks {
         s.transport.inject([0x02, 0x40, 0x20, 0x10, 0x00, 0x0C, 0x00, 0x05, 0x00,
                             0x12, 0x01, 0x08, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01])
         #expect(await eventually { s.transport.remaining == 2 })
-        s.transport.inject([0x02, 0x40, 0x20, 0x0B, 0x00, 0x07, 0x00, 0x06, 0x00, 0x01, 0x03, 0x00, 0x09, 0x10, 0x07, 0x07])
+        s.transport.inject([0x02, 0x40, 0x20, 0x0B, 0x00, 0x07, 0x00, 0x06, 0x00,
+                            0x01, 0x03, 0x00, 0x09, 0x10, 0x07, 0x07])
         #expect(await eventually { s.transport.remaining == 1 })
         // A frame on dynamic CID 0x0040, which this host never opened.
         s.transport.inject([0x02, 0x40, 0x20, 0x05, 0x00, 0x01, 0x00, 0x40, 0x00, 0xFF])
@@ -117,6 +118,27 @@ final class ScriptedLinks {
         #expect(stats.unknownChannelFrames == 1)
         #expect(stats.signaling.parameterUpdatesAccepted == 1 && stats.signaling.commandsRejected == 1)
         #expect(stats.smp.refused == 1 && stats.commandFailures == 0)
+        #expect(s.transport.mismatches.isEmpty)
+        await s.stop()
+    }
+
+    @Test func theLinkLayerParameterRequestIsAnsweredWithReplyOrNegativeReply() async throws {
+        let s = await ScriptedLinks(buffers: (27, 8), script: [
+            // LE Remote Connection Parameter Request Reply: the requested 0x0018–0x0028, 0, 0x01F4, CE lengths 0.
+            .init([0x01, 0x20, 0x20, 0x0E, 0x40, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01, 0x00, 0x00,
+                   0x00, 0x00], [[0x04, 0x0E, 0x06, 0x01, 0x20, 0x20, 0x00, 0x40, 0x00]]),
+            // Negative Reply, 0x3B Unacceptable Connection Parameters.
+            .init([0x01, 0x21, 0x20, 0x03, 0x40, 0x00, 0x3B], [[0x04, 0x0E, 0x06, 0x01, 0x21, 0x20, 0x00, 0x40, 0x00]]),
+        ])
+        // §7.7.65.6: subevent 0x06, handle 0x0040, interval 0x0018–0x0028, latency 0, timeout 0x01F4.
+        s.transport.inject([0x04, 0x3E, 0x0B, 0x06, 0x40, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01])
+        #expect(await eventually { s.transport.remaining == 1 })
+        // Interval min 0x0002: below 6.
+        s.transport.inject([0x04, 0x3E, 0x0B, 0x06, 0x40, 0x00, 0x02, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01])
+        #expect(await eventually { s.transport.remaining == 0 })
+        #expect(await eventually { s.links.statistics.remoteParameterRequestsRejected == 1 })
+        let stats = s.links.statistics
+        #expect(stats.remoteParameterRequestsAccepted == 1 && stats.commandFailures == 0)
         #expect(s.transport.mismatches.isEmpty)
         await s.stop()
     }
@@ -141,6 +163,49 @@ final class ScriptedLinks {
         #expect(stats.scheduler.droppedOnDisconnect == 1 && stats.scheduler.creditsReclaimed == 1)
         #expect(stats.inFlight == 0 && stats.queued == 0)
         #expect(s.transport.mismatches.isEmpty && s.transport.remaining == 0)
+        await s.stop()
+    }
+
+    @Test func attThatArrivesBeforeAnyoneAsksForTheBearerWaitsInIt() async throws {
+        let s = await ScriptedLinks(buffers: (27, 8), script: [])
+        // A Handle Value Notification (Temperature 0x0006 = 21.50 °C) right after LE Connection Complete.
+        s.transport.inject([0x02, 0x40, 0x20, 0x09, 0x00, 0x05, 0x00, 0x04, 0x00, 0x1B, 0x06, 0x00, 0x66, 0x08])
+        #expect(await eventually { s.links.statistics.attPDUsReceived == 1 })
+        var incoming = s.links.bearer(for: 0x0040).incoming.makeAsyncIterator()
+        #expect(await incoming.next() == [0x1B, 0x06, 0x00, 0x66, 0x08])
+        await s.stop()
+    }
+
+    @Test func aBearerAskedForBeforeTheLinksSeeTheConnectionIsTheLinksBearer() async throws {
+        let s = await ScriptedLinks(buffers: (27, 8), script: [])
+        let early = s.links.bearer(for: 0x0041)
+        // LE Connection Complete for handle 0x0041 reaches the links' loop afterwards: the link is the same.
+        var cc = connectionComplete0x40
+        cc[5] = 0x41
+        s.transport.inject(cc)
+        s.transport.inject([0x02, 0x41, 0x20, 0x07, 0x00, 0x03, 0x00, 0x04, 0x00, 0x03, 0xF7, 0x00])
+        var incoming = early.incoming.makeAsyncIterator()
+        #expect(await incoming.next() == [0x03, 0xF7, 0x00])
+        #expect(s.links.bearer(for: 0x0041) === early)
+        #expect(s.links.statistics.linksOpened == 2)
+        await s.stop()
+    }
+
+    @Test func aHandleReusedAfterDisconnectionGetsAFreshBearerAndTheOldOneStaysClosed() async throws {
+        let s = await ScriptedLinks(buffers: (27, 8), script: [
+            .init([0x02, 0x40, 0x00, 0x07, 0x00, 0x03, 0x00, 0x04, 0x00, 0x02, 0xF7, 0x00], [])
+        ])
+        let old = s.links.bearer(for: 0x0040)
+        // Disconnection Complete, reason 0x08 Connection Timeout; then the controller reuses 0x0040.
+        s.transport.inject([0x04, 0x05, 0x04, 0x00, 0x40, 0x00, 0x08])
+        for await _ in old.incoming {}
+        s.transport.inject(connectionComplete0x40)
+        #expect(await eventually { s.links.statistics.openLinks == 1 })
+        let new = s.links.bearer(for: 0x0040)
+        #expect(new !== old)
+        #expect(throws: LELinkError(code: .linkClosed, handle: 0x0040)) { try old.send([0x02, 0xF7, 0x00]) }
+        try new.send([0x02, 0xF7, 0x00])
+        #expect(s.transport.remaining == 0 && s.transport.mismatches.isEmpty)
         await s.stop()
     }
 
@@ -258,7 +323,8 @@ struct LELinksSimulatorTests {
     }
 
     @Test func withCreditsWithheldNoMoreThanTheBufferCountIsInFlightAndTheRestFollowsLater() async throws {
-        let rig = try Rig(Self.yaml + "\nfaults:\n  - {at_s: 2, gateway: gw-a, type: buffer_exhaustion, duration_s: 2}\n")
+        let fault = "{at_s: 2, gateway: gw-a, type: buffer_exhaustion, duration_s: 2}"
+        let rig = try Rig(Self.yaml + "\nfaults:\n  - \(fault)\n")
         let info = try await ControllerBringUp.run(rig.controller)
         let links = LELinks(controller: rig.controller, buffers: info.leACLBuffers)
         let running = Task { await links.run() }
