@@ -91,6 +91,14 @@ public struct ConnectionManager: Sendable {
         /// Clock time of the last state change.
         public var since: Duration
         public var handle: UInt16?
+
+        public init(state: LinkState, reason: Reason?, attempts: Int, since: Duration, handle: UInt16? = nil) {
+            self.state = state
+            self.reason = reason
+            self.attempts = attempts
+            self.since = since
+            self.handle = handle
+        }
     }
 
     public enum Event: Sendable {
