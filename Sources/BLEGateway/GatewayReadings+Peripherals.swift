@@ -50,12 +50,44 @@ extension GatewayReadings {
                        clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }
 
-    /// The discovered GATT database, retained (`tree` is the rendered JSON array of services).
-    func peripheralGATT(_ address: BDAddress, mtu: Int, tree: [UInt8], ts: Double, synced: Bool) -> Reading {
+    /// The discovered GATT database, retained: services with their handle ranges, characteristics with their value
+    /// handles and properties by name, descriptors.
+    func peripheralGATT(_ address: BDAddress, mtu: Int, database: GATTDatabase, ts: Double, synced: Bool) -> Reading {
         var o = JSONObjectWriter()
         o.string("address", address.description)
         o.int("mtu", mtu)
-        o.raw("services", tree)
+        var services: [UInt8] = []
+        JSONArrayWriter.write(database.services, to: &services) { service in
+            var j = JSONObjectWriter()
+            j.string("uuid", service.uuid.shortDescription)
+            j.int("start", service.startHandle)
+            j.int("end", service.endHandle)
+            var chars: [UInt8] = []
+            JSONArrayWriter.write(service.characteristics, to: &chars) { c in
+                var k = JSONObjectWriter()
+                k.string("uuid", c.uuid.shortDescription)
+                k.int("handle", c.valueHandle)
+                var props: [UInt8] = []
+                JSONArrayWriter.write(c.properties.names, to: &props) { name in
+                    var b: [UInt8] = []
+                    JSONWriter.appendString(name, to: &b)
+                    return b
+                }
+                k.raw("properties", props)
+                var descriptors: [UInt8] = []
+                JSONArrayWriter.write(c.descriptors, to: &descriptors) { d in
+                    var dj = JSONObjectWriter()
+                    dj.string("uuid", d.uuid.shortDescription)
+                    dj.int("handle", d.handle)
+                    return dj.finished
+                }
+                k.raw("descriptors", descriptors)
+                return k.finished
+            }
+            j.raw("characteristics", chars)
+            return j.finished
+        }
+        o.raw("services", services)
         return Reading(.state, topic: topics.peripheralGATT(address.topicComponent), body: o.finished, qos: stateQoS,
                        retain: true, ts: ts, clockSynchronized: synced, run: run)
     }
@@ -73,5 +105,17 @@ extension GatewayReadings {
         if let attError { o.int("att_error", attError) }
         return Reading(.state, topic: topics.peripheralWriteResult(address.topicComponent), body: o.finished,
                        qos: stateQoS, retain: false, ts: ts, clockSynchronized: synced, run: run)
+    }
+}
+
+/// `[a,b,…]` from rendered elements.
+enum JSONArrayWriter {
+    static func write<T>(_ items: [T], to out: inout [UInt8], _ render: (T) -> [UInt8]) {
+        out.append(UInt8(ascii: "["))
+        for (n, item) in items.enumerated() {
+            if n > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: render(item))
+        }
+        out.append(UInt8(ascii: "]"))
     }
 }

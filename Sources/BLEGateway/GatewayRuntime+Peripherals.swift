@@ -41,8 +41,9 @@ extension GatewayRuntime {
                     decoded: decoded, ts: clock.unixTime(), synced: synced())
                 _ = spool.append(reading)
             },
-            gatt: { address, mtu, tree in
-                record(readings.peripheralGATT(address, mtu: mtu, tree: tree, ts: clock.unixTime(), synced: synced()))
+            gatt: { address, mtu, database in
+                record(readings.peripheralGATT(address, mtu: mtu, database: database, ts: clock.unixTime(),
+                                               synced: synced()))
             })
         return PeripheralService(intents: configuration.peripherals, connections: configuration.connections,
                                  clock: clock, logger: logger, output: output)

@@ -94,7 +94,9 @@ public final class GatewayRuntime: Service, Sendable {
                                     resolver: PrivateAddressResolver(keys: configuration.identityKeys)))
         let topics = try Topics(prefix: configuration.mqtt.prefix, gatewayID: configuration.gateway.id)
         let localFilter = try ScanFilter(parsing: configuration.scan.filters)
-        let spoolDirectory = (configuration.spool.path as NSString).deletingLastPathComponent
+        // A bare file name (`--spool gw.sqlite`) lives in the working directory.
+        let parent = (configuration.spool.path as NSString).deletingLastPathComponent
+        let spoolDirectory = parent.isEmpty ? "." : parent
         remote = RemoteConfigController(local: configuration,
                                         directory: configuration.remoteConfig.enabled ? spoolDirectory : nil,
                                         verifier: try Self.configVerifier(configuration))
@@ -114,7 +116,7 @@ public final class GatewayRuntime: Service, Sendable {
         spoolConfiguration.maxBytes = Int(configuration.spool.maxMegabytes * 1_048_576)
         spoolConfiguration.commitWindow = .milliseconds(Int64(configuration.spool.commitWindowMS))
         try FileManager.default.createDirectory(
-            atPath: (configuration.spool.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            atPath: spoolDirectory, withIntermediateDirectories: true)
         spool = try Spool(configuration: spoolConfiguration)
         if spool.statistics.openReport.corruption != nil {
             logger.error("spool: \(spool.statistics.openReport)")

@@ -17,12 +17,12 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         public var rssi: @Sendable (BDAddress, Int8) -> Void
         /// A characteristic value: service, characteristic, bytes, and how it came (notification, indication, read).
         public var value: @Sendable (BDAddress, BluetoothUUID?, BluetoothUUID, [UInt8], String) -> Void
-        /// The discovered database: ATT_MTU and the rendered JSON array of services.
-        public var gatt: @Sendable (BDAddress, Int, [UInt8]) -> Void
+        /// The discovered database and the ATT_MTU.
+        public var gatt: @Sendable (BDAddress, Int, GATTDatabase) -> Void
         public init(state: @escaping @Sendable (BDAddress, String?, ConnectionManager.Status) -> Void,
                     rssi: @escaping @Sendable (BDAddress, Int8) -> Void,
                     value: @escaping @Sendable (BDAddress, BluetoothUUID?, BluetoothUUID, [UInt8], String) -> Void,
-                    gatt: @escaping @Sendable (BDAddress, Int, [UInt8]) -> Void) {
+                    gatt: @escaping @Sendable (BDAddress, Int, GATTDatabase) -> Void) {
             self.state = state
             self.rssi = rssi
             self.value = value
@@ -321,7 +321,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             while !Task.isCancelled {
                 let db = try await link.client.discoverAll()
                 link.database.withLock { $0 = db }
-                output.gatt(address, mtu, Array(db.json.utf8))
+                output.gatt(address, mtu, db)
                 for sub in link.intent.subscribe {
                     guard let (_, c) = db.find(sub.characteristic) else {
                         logger.warning("peripheral \(address): no characteristic \(sub.characteristic) to subscribe to")
