@@ -192,6 +192,7 @@ public final class GatewayNode: @unchecked Sendable {
         var out: [UInt8] = []
         var stream: [UInt8] = []
         var notifications = 0
+        var perLink: [UInt16: Int] = [:]
         for h in controller.connections.keys.sorted() {
             var c = controller.connections[h]!
             if let r = rssi(c.peer), !silenced {
@@ -219,6 +220,7 @@ public final class GatewayNode: @unchecked Sendable {
                     for _ in 0..<copies where !pdus.isEmpty {
                         for n in pdus { stream += SimEvents.attACL(handle: h, n) }
                         notifications += pdus.count
+                        perLink[h, default: 0] += pdus.count
                     }
                     c.gatt.queuePeriodicIndications()
                 }
@@ -238,6 +240,7 @@ public final class GatewayNode: @unchecked Sendable {
             // Notifications are a stream a slow host loses, like reports; indications and events are not.
             if connection.enqueue(stream, dropIfFull: true) {
                 _stats.notificationsSent += notifications
+                for (h, n) in perLink { controller.connections[h]?.notificationsSent += n }
             } else {
                 _stats.notificationsDropped += notifications
             }

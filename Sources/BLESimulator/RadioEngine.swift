@@ -67,6 +67,13 @@ struct RadioEngine {
 
     var nextEventTime: Double { heap.first?.0 ?? .infinity }
 
+    /// Emitters without power (`peripheral_off`): their advertising events pass unheard.
+    private(set) var unpowered: Set<Int> = []
+
+    mutating func setPowered(emitter i: Int, _ on: Bool) {
+        if on { unpowered.remove(i) } else { unpowered.insert(i) }
+    }
+
     // MARK: Heap
 
     private mutating func push(_ e: (Double, Int32)) {
@@ -114,7 +121,7 @@ struct RadioEngine {
             let delay = random.uniform(RandomStream.advDelay, UInt64(i), k) * Self.advDelayMax
             replaceTop((t + e.interval + delay, idx32))
             events += 1
-            guard anyone else { continue }
+            guard anyone, !unpowered.contains(i) else { continue }
             if e.frame.isDynamic {
                 advData[i] = e.frame.advertisingData(eventCount: UInt32(truncatingIfNeeded: k), uptimeSeconds: t)
             }

@@ -151,6 +151,10 @@ public struct FaultSpec: Sendable {
         /// its notifications go on: the host's 30 s ATT transaction timeout (Vol 3, Part F, §3.3.3)
         /// is what notices. With `peripheral:` only that peer's links; otherwise every link of the gateway.
         case gattSilence = "gatt_silence"
+        /// A peripheral loses power (battery pulled, reboot): it stops advertising and answering, so every link
+        /// to it ends in a supervision timeout (Disconnection Complete 0x08); at the end it advertises again.
+        /// Needs `peripheral:`; its `gateway` is only where the fault is logged in the truth file.
+        case peripheralOff = "peripheral_off"
     }
     public var at: Double
     public var gateway: String

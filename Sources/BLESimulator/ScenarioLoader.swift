@@ -384,8 +384,12 @@ struct Reader {
             at: at, gateway: gw, kind: kind, duration: try double(m, "duration_s", "fault"),
             hardwareCode: UInt8(try int(m, "hardware_code", "fault", range: 0...255) ?? 0))
         if let p = try string(m, "peripheral", "fault") {
-            guard kind == .gattSilence else { throw fail(m["peripheral"], "fault.peripheral applies to gatt_silence only") }
+            guard kind == .gattSilence || kind == .peripheralOff else {
+                throw fail(m["peripheral"], "fault.peripheral applies to gatt_silence and peripheral_off only")
+            }
             f.peripheral = p
+        } else if kind == .peripheralOff {
+            throw fail(n, "a peripheral_off fault needs 'peripheral' (the peripheral's name)")
         }
         return f
     }

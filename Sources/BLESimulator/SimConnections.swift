@@ -31,6 +31,9 @@ public struct SimConnection: Sendable {
     public var pairingFailedReason: UInt8?
     /// ATT requests left unanswered under `gatt_silence`.
     public var attRequestsIgnored = 0
+    /// Notifications handed to the host on this link (a host too slow to read loses whole batches, counted in
+    /// `GatewayStats.notificationsDropped` instead).
+    public var notificationsSent = 0
 }
 
 /// One entry of the Filter Accept List (Vol 4, Part E, §7.8.16): Address_Type 0x00 public,

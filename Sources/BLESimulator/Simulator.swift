@@ -132,6 +132,9 @@ public final class Simulator: Sendable {
             let now = clock.now().seconds
             while nextFault < timeline.steps.count, timeline.steps[nextFault].t <= min(now, end) {
                 let s = timeline.steps[nextFault]
+                if s.kind == .peripheralOff, let peer = s.peer, let i = emitterByAddress[peer] {
+                    engine.setPowered(emitter: i, !s.start)
+                }
                 apply(s, plug: plugs[s.gateway])
                 truth?.fault(t: s.t, gateway: scenario.gateways[s.gateway].id, fault: s.kind.rawValue, phase: s.start ? "start" : "end")
                 nextFault += 1
@@ -155,7 +158,7 @@ public final class Simulator: Sendable {
             for (g, l) in linked.enumerated() where l.hasConnections {
                 let gw = scenario.gateways[g]
                 nodes[g].connectionTick(now: now) { peer in
-                    guard let i = emitterByAddress[peer] else { return nil }
+                    guard let i = emitterByAddress[peer], !engine.unpowered.contains(i) else { return nil }
                     let e = scenario.emitters[i]
                     let d = e.motion.position(at: now).distance(to: gw.position)
                     let k = UInt64(now * 10)
@@ -194,6 +197,7 @@ public final class Simulator: Sendable {
         case (.connectionFailure, let on): node.setConnectionFailure(on)
         case (.bufferExhaustion, let on): node.setBufferExhaustion(on)
         case (.gattSilence, let on): node.setGATTSilence(on, peer: s.peer)
+        case (.peripheralOff, _): break  // the radio engine's (see the run loop)
         }
     }
 
