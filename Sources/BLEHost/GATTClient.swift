@@ -14,6 +14,8 @@ public final class GATTClient: @unchecked Sendable {
         /// Events dropped because the consumer of `events` fell behind.
         public var droppedEvents = 0
         public var serviceChanges = 0
+        /// Requests sent and not yet answered, plus those queued behind them.
+        public var waitingRequests = 0
     }
 
     public let bearer: any ATTBearer
@@ -33,6 +35,8 @@ public final class GATTClient: @unchecked Sendable {
         var droppedEvents = 0
         var serviceChanges = 0
         var serviceChangedHandle: UInt16?
+        /// The request whose transaction timed out, once one has.
+        var timedOut: ATTOpcode?
     }
 
     public init(bearer: any ATTBearer, clock: any BLEClock, requestTimeout: Duration = .seconds(30),
@@ -51,7 +55,8 @@ public final class GATTClient: @unchecked Sendable {
 
     public var statistics: Statistics {
         state.withLock {
-            Statistics(att: $0.core.counters, droppedEvents: $0.droppedEvents, serviceChanges: $0.serviceChanges)
+            Statistics(att: $0.core.counters, droppedEvents: $0.droppedEvents, serviceChanges: $0.serviceChanges,
+                       waitingRequests: $0.core.waitingCount)
         }
     }
 
@@ -72,6 +77,8 @@ public final class GATTClient: @unchecked Sendable {
             try await group.next()
             group.cancelAll()
         }
+        // Dropping the bearer also ends `incoming`, so the reader may finish before the timer's error is seen.
+        if let expired = state.withLock({ $0.timedOut }) { throw GATTClientError.timeout(request: expired) }
     }
 
     /// Sleeps until the outstanding transaction's deadline and ticks the core. Every deadline is "start +
@@ -87,6 +94,7 @@ public final class GATTClient: @unchecked Sendable {
                 expired = s.core.outstandingOpcode
                 let actions = s.core.tick(now: now)
                 if !actions.contains(.dropBearer) { expired = nil }
+                s.timedOut = expired
                 return actions
             }
             if let expired {
