@@ -35,7 +35,7 @@ extension GatewayRuntime {
                 _ = spool.append(readings.peripheralRSSI(address, rssi: rssi, ts: clock.unixTime(), synced: synced()))
             },
             value: { address, service, characteristic, value, via in
-                let decoded: [UInt8]? = nil  // PENDING: GATTValueDecoding
+                let decoded = GATTValueDecoding.decode(characteristic, value).map { Array($0.json.utf8) }
                 let reading = readings.characteristicValue(
                     address, service: service, characteristic: characteristic, value: value, via: via,
                     decoded: decoded, ts: clock.unixTime(), synced: synced())

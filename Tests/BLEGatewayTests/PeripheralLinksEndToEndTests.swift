@@ -126,6 +126,9 @@ struct PeripheralLinksEndToEndTests {
             let ts = published(a).compactMap { $0["ts"] as? Double }
             #expect(seqs == seqs.sorted() && ts == ts.sorted(), "\(a): in order")
         }
+        // Decoded as the SIG characteristic it is: Temperature, sint16 in 0.01 °C (the simulator's ~20–23 °C).
+        let value = published(Self.addresses[0]).last?["value"] as? [String: Any]
+        #expect((value?["temperature_c"] as? Double).map { (15...30).contains($0) } == true, "\(value ?? [:])")
 
         // A write through the command topic, allowed for p1's Alert Level, refused for p2.
         for (address, id) in [(Self.addresses[0], "w1"), (Self.addresses[1], "w2")] {

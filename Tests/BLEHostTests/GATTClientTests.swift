@@ -324,7 +324,10 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
             #expect(bearer.sent.filter { $0.first == 0x02 }.count == 1)
 
             let db = try await client.discoverAll()
-            #expect(db.services.map(\.uuid) == [BluetoothUUID(uuid16: 0x1800), BluetoothUUID(uuid16: 0x181A)])
+            // GAP, Environmental Sensing, GATT (Service Changed), Battery, Immediate Alert, Device Information.
+            #expect(db.services.map(\.uuid) == [0x1800, 0x181A, 0x1801, 0x180F, 0x1802, 0x180A].map {
+                BluetoothUUID(uuid16: $0)
+            })
             let ess = db.services[1]
             #expect(ess.characteristics.map(\.uuid) == [BluetoothUUID(uuid16: 0x2A6E), BluetoothUUID(uuid16: 0x2A6F)])
             let temperature = ess.characteristics[0], humidity = ess.characteristics[1]
@@ -351,10 +354,11 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
 
             try await client.unsubscribe(temperature)
             #expect(server.withLock { $0.notifying } == [0x0009])
-            // The simulated server does not implement Read Blob: an unsupported request surfaces as its ATT error.
-            await #expect(throws: GATTClientError.att(.requestNotSupported, request: .readBlobRequest, handle: 0)) {
-                try await client.transact(ATTPDU.readBlobRequest(handle: 3, offset: 0))
-            }
+            // The Manufacturer Name String (32 octets; Read Blob against this server is proved in the simulator's
+            // own tests, at MTU 23).
+            let manufacturer = try #require(db.characteristic(BluetoothUUID(uuid16: 0x2A29)))
+            let name = try await client.read(manufacturer.valueHandle)
+            #expect(name == server.withLock { $0.value(of: manufacturer.valueHandle, at: 60) })
             #expect(client.statistics.att.protocolErrors == 0)
         }
     }
