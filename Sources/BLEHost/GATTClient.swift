@@ -28,10 +28,12 @@ public final class GATTClient: @unchecked Sendable {
     private let requestTimeout: Duration
     private let state: Locked<State>
 
+    typealias Waiter = CheckedContinuation<[UInt8], any Error>
+
     struct State: @unchecked Sendable {  // continuations are Sendable; the box is only touched under the lock
         var core: ATTClientCore
         var nextID: ATTClientCore.RequestID = 0
-        var waiters: [ATTClientCore.RequestID: CheckedContinuation<[UInt8], any Error>] = [:]
+        var waiters: [ATTClientCore.RequestID: Waiter] = [:]
         var droppedEvents = 0
         var serviceChanges = 0
         var serviceChangedHandle: UInt16?
@@ -311,7 +313,7 @@ public final class GATTClient: @unchecked Sendable {
     func transact(_ pdu: [UInt8]) async throws -> [UInt8] {
         let opcode = ATTOpcode(pdu[0])
         do {
-            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
+            return try await withCheckedThrowingContinuation { (continuation: Waiter) in
                 let now = clock.now()
                 step { s in
                     s.nextID += 1
@@ -332,7 +334,7 @@ public final class GATTClient: @unchecked Sendable {
     /// Feeds the core (and the client's state) under the lock, then performs the actions outside it, in order:
     /// waiters resume, PDUs go to the bearer, values to `events`.
     private func step(_ body: (inout State) -> [ATTClientCore.Action]) {
-        typealias Resume = (CheckedContinuation<[UInt8], any Error>, Result<[UInt8], ATTClientCore.Failure>)
+        typealias Resume = (Waiter, Result<[UInt8], ATTClientCore.Failure>)
         let (actions, resumes, serviceChanged): ([ATTClientCore.Action], [Resume], UInt16?) = state.withLock { s in
             let actions = body(&s)
             var resumes: [Resume] = []
@@ -352,7 +354,8 @@ public final class GATTClient: @unchecked Sendable {
             switch action {
             case .send(let pdu):
                 do { try bearer.send(pdu) } catch {
-                    logger.debug("ATT bearer refused a PDU; treating the link as closed", metadata: ["error": "\(error)"])
+                    logger.debug("ATT bearer refused a PDU; treating the link as closed",
+                                 metadata: ["error": "\(error)"])
                     step { $0.core.bearerClosed() }
                     return
                 }
