@@ -62,7 +62,7 @@ public final class GATTClient: @unchecked Sendable {
         }
     }
 
-    /// Reads the bearer and times transactions out. Returns when the bearer's `incoming` ends (every
+    /// Reads the bearer and times transactions out; call it once per client (one client per bearer). Returns when the bearer's `incoming` ends (every
     /// waiting request then fails with `linkClosed`); on a transaction timeout drops the bearer, fails every
     /// waiting request and throws `GATTClientError.timeout`. Finishes `events` either way.
     public func run() async throws {
@@ -350,14 +350,17 @@ public final class GATTClient: @unchecked Sendable {
             return (actions, resumes, s.serviceChangedHandle)
         }
         for (continuation, result) in resumes { continuation.resume(with: result.mapError { $0 as any Error }) }
+        var linkGone = false
         for action in actions {
             switch action {
             case .send(let pdu):
+                guard !linkGone else { continue }
                 do { try bearer.send(pdu) } catch {
+                    // The link went away under us: fail every waiter now rather than at the timeout.
                     logger.debug("ATT bearer refused a PDU; treating the link as closed",
                                  metadata: ["error": "\(error)"])
+                    linkGone = true
                     step { $0.core.bearerClosed() }
-                    return
                 }
             case .notification(let v):
                 deliver(.value(handle: v.handle, bytes: v.value, indication: false))

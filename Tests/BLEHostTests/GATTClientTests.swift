@@ -10,7 +10,7 @@ final class TestATTBearer: ATTBearer, @unchecked Sendable {
     struct Gone: Error {}
     let incoming: AsyncStream<[UInt8]>
     private let continuation: AsyncStream<[UInt8]>.Continuation
-    private let state = Locked<(sent: [[UInt8]], dropped: Bool)>(([], false))
+    private let state = Locked<(sent: [[UInt8]], dropped: Bool, refusing: Bool)>(([], false, false))
     private let respond: (@Sendable ([UInt8]) -> [[UInt8]])?
 
     init(respond: (@Sendable ([UInt8]) -> [[UInt8]])? = nil) {
@@ -20,7 +20,7 @@ final class TestATTBearer: ATTBearer, @unchecked Sendable {
 
     func send(_ pdu: [UInt8]) throws {
         try state.withLock { s in
-            if s.dropped { throw Gone() }
+            if s.dropped || s.refusing { throw Gone() }
             s.sent.append(pdu)
         }
         for answer in respond?(pdu) ?? [] { continuation.yield(answer) }
@@ -35,6 +35,8 @@ final class TestATTBearer: ATTBearer, @unchecked Sendable {
     func feed(_ pdu: [UInt8]) { continuation.yield(pdu) }
     /// The peer goes away.
     func end() { continuation.finish() }
+    /// `send` throws from now on, as a bearer does once its link is gone, while `incoming` stays open.
+    func refuse() { state.withLock { $0.refusing = true } }
     var sent: [[UInt8]] { state.withLock { $0.sent } }
     var dropped: Bool { state.withLock { $0.dropped } }
 }
@@ -276,6 +278,16 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
         try await runner.value
         var events = client.events.makeAsyncIterator()
         #expect(await events.next() == nil)
+    }
+
+    @Test func aBearerThatRefusesToSendFailsTheRequestWithLinkClosed() async throws {
+        let bearer = TestATTBearer()
+        try await withGATTClient(bearer) { client in
+            bearer.refuse()
+            await #expect(throws: GATTClientError.linkClosed) { try await client.read(3) }
+            await #expect(throws: GATTClientError.linkClosed) { try await client.read(4) }
+            #expect(throws: GATTClientError.linkClosed) { try client.writeWithoutResponse(3, [0x01]) }
+        }
     }
 
     @Test func eventsAreBoundedAndDropsCountedWithoutBlockingTheReader() async throws {
