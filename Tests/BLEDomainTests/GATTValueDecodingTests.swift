@@ -92,8 +92,8 @@ import Testing
         // Temperature: 21.5 + 1.5·sin(0) = 21.5 °C exactly, in 0.01 °C.
         #expect(decode(0x2A6E, server.value(of: SimGATTServer.temperatureHandle, at: 0))?.json
             == #"{"temperature_c":21.5}"#)
-        guard case .humidity(let h) = try #require(decode(0x2A6F, server.value(of: SimGATTServer.humidityHandle, at: 0)))
-        else { Issue.record("not humidity"); return }
+        let humidity = try #require(decode(0x2A6F, server.value(of: SimGATTServer.humidityHandle, at: 0)))
+        guard case .humidity(let h) = humidity else { Issue.record("not humidity: \(humidity)"); return }
         #expect(h == GATTDecimal(4500, exponent: -2))
         #expect(decode(0x2A00, server.value(of: 0x0003, at: 0)) == .text(key: "device_name", value: "Sensor-01"))
     }
