@@ -169,6 +169,18 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         return nil
     }
 
+    /// A graceful stop, before the adapter's session ends: every link is ended by the gateway (Disconnect 0x15)
+    /// and reported `disconnected` with the reason "the gateway stopped"; waits up to `limit` for the controller
+    /// to confirm. No new attempt is made after this.
+    public func stop(limit: Duration = .seconds(2)) async {
+        post(.shutdown)
+        let deadline = clock.now() + limit
+        while clock.now() < deadline,
+              manager.withLock({ m in m.statuses.values.contains { $0.state == .connected || $0.state == .disconnecting } }) {
+            do { try await clock.sleep(for: .milliseconds(20)) } catch { return }
+        }
+    }
+
     // MARK: - The state machine and its actions
 
     func post(_ event: ConnectionManager.Event) {
