@@ -115,6 +115,9 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         var s = stats.withLock { $0 }
         s.connections = manager.withLock { $0.counters }
         s.connected = manager.withLock { m in m.statuses.values.filter { $0.state == .connected }.count }
+        // Values a link's GATT client could not buffer (a peripheral notifying faster than the gateway takes them).
+        let live = session.withLock { $0 }?.gatt.withLock { Array($0.values) } ?? []
+        s.droppedValues += live.reduce(0) { $0 + $1.client.statistics.droppedEvents }
         return s
     }
 
@@ -323,6 +326,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             await group.next()
             group.cancelAll()
         }
+        let dropped = link.client.statistics.droppedEvents
+        stats.withLock { $0.droppedValues += dropped }
     }
 
     /// MTU, discovery, subscriptions and reads; then values until the link ends. Service Changed starts it over.
