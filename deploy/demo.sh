@@ -54,9 +54,12 @@ pids+=($!)
 wait_for "the simulator" bash -c "ls '$WORK'/sim/*.sock >/dev/null 2>&1"
 sleep 0.3  # every gateway's socket is created in one pass; give the last one a moment
 
+# The scenario ships the configuration its gateways run with (regions, peripherals to keep connected).
+CONFIG="$WORK/sim/gateway-config.yaml"
+[ -s "$CONFIG" ] || CONFIG="$ROOT/config/gateway.yaml"
 for sock in "$WORK"/sim/*.sock; do
     gw=$(basename "$sock" .sock)
-    "$BIN" run --config "$ROOT/config/gateway.yaml" --gateway-id "$gw" --device "unix:$sock" \
+    "$BIN" run --config "$CONFIG" --gateway-id "$gw" --device "unix:$sock" \
         --broker "mqtt://127.0.0.1:$PORT" --prefix "$PREFIX" --spool "$WORK/spool-$gw.sqlite" \
         >"$WORK/$gw.log" 2>&1 &
     pids+=($!)
