@@ -30,7 +30,7 @@ public final class L2CAPListener: @unchecked Sendable {
     private let state: Locked<State>
 
     /// Listens on `adapter` ("hci1" or its address) for links to `channel`, as the adapter's public address.
-    public init(adapter: String, channel: UInt16 = L2CAPSocket.attChannel, backlog: Int32 = 4) throws {
+    public convenience init(adapter: String, channel: UInt16 = L2CAPSocket.attChannel, backlog: Int32 = 4) throws {
         let (name, address) = try L2CAPSocket.resolve(adapter: adapter)
         let what = "listen on \(name) CID 0x\(L2CAPSocket.hex4(channel))"
         let fd = try L2CAPSocket.openSocket(adapterName: name)
@@ -45,9 +45,16 @@ public final class L2CAPListener: @unchecked Sendable {
             _ = Glibc.close(fd)
             throw L2CAPError.from(e, what, adapter: name)
         }
-        self.local = L2CAPSocket.address(of: fd, peer: false) ?? address ?? L2CAPAddress(bytes: bound, type: .public)!
+        self.init(listening: fd,
+                  local: L2CAPSocket.address(of: fd, peer: false) ?? address ?? L2CAPAddress(bytes: bound, type: .public)!,
+                  channel: channel, adapterName: name)
+    }
+
+    /// Takes ownership of a listening, non-blocking `fd`.
+    init(listening fd: Int32, local: L2CAPAddress, channel: UInt16, adapterName: String) {
+        self.local = local
         self.channel = channel
-        self.adapterName = name
+        self.adapterName = adapterName
         self.state = Locked(State(fd: fd))
     }
 

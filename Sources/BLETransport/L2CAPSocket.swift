@@ -99,7 +99,6 @@ public final class L2CAPSocket: @unchecked Sendable {
             guard e == EINPROGRESS else { throw L2CAPError.from(e, what, adapter: adapterName) }
             let connected = try await awaitWritable(fd: fd, timeout: timeout, clock: clock)
             guard connected else {
-                try Task.checkCancellation()
                 throw TransportError(.timedOut, errno: ETIMEDOUT,
                     "\(what): no connection within \(timeout) (ETIMEDOUT): is the peer advertising connectably,"
                     + " in range, and is its address type (\(peer.type)) right?")
@@ -121,7 +120,7 @@ public final class L2CAPSocket: @unchecked Sendable {
         let readiness = try L2CAPReadiness()
         // The poll's thread and our deadline race; the loser is cancelled (which wakes the poll), and the
         // group returns only once both are done, so the caller never closes the descriptor under the poll.
-        return try await withThrowingTaskGroup(of: Bool.self) { group in
+        let ready = try await withThrowingTaskGroup(of: Bool.self) { group in
             group.addTask {
                 try await readiness.ready(fd: fd, events: Int16(POLLOUT), name: "l2cap-connect") != nil
             }
@@ -133,6 +132,9 @@ public final class L2CAPSocket: @unchecked Sendable {
             group.cancelAll()
             return first
         }
+        // Cancelling the caller wakes the poll too, which may answer before the sleep reports the cancellation.
+        try Task.checkCancellation()
+        return ready
     }
 
     /// Sends one PDU. The socket is non-blocking: when its send buffer is full (the controller has not

@@ -151,3 +151,86 @@ import Testing
         }
     }
 }
+
+/// The listener's accept/close machinery over an AF_UNIX sequenced-packet listening socket (the kernel's
+/// L2CAP listen itself runs only in the VM).
+@Suite struct L2CAPListenerTests {
+    let local = L2CAPAddress("00:AA:01:01:00:01", type: .public)!
+
+    func unixListener() throws -> (fd: Int32, path: String) {
+        let path = NSTemporaryDirectory() + "l2cap-listener-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        #expect(fd >= 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = b }
+        }
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(r == 0)
+        #expect(listen(fd, 4) == 0)
+        return (fd, path)
+    }
+
+    func connectClient(_ path: String) -> Int32 {
+        let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0)
+        var addr = sockaddr_un()
+        addr.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
+            for (i, b) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = b }
+        }
+        let r = withUnsafePointer(to: &addr) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        #expect(r == 0)
+        return fd
+    }
+
+    @Test func acceptGivesASocketThatCarriesWholePDUs() async throws {
+        let (fd, path) = try unixListener()
+        defer { unlink(path) }
+        let listener = L2CAPListener(listening: fd, local: local, channel: L2CAPSocket.attChannel, adapterName: "hci1")
+        defer { listener.close() }
+        let client = connectClient(path)
+        defer { Glibc.close(client) }
+        let link = try await listener.accept()
+        defer { link.close() }
+        // Exchange MTU Request, Client Rx MTU 247 (Vol 3, Part F, §3.4.2.1), and its response.
+        let request: [UInt8] = [0x02, 0xF7, 0x00]
+        _ = request.withUnsafeBytes { Glibc.write(client, $0.baseAddress, $0.count) }
+        var it = link.incoming.makeAsyncIterator()
+        #expect(await it.next() == request)
+        try link.send([0x03, 0xF7, 0x00])
+        var buf = [UInt8](repeating: 0, count: 64)
+        let n = buf.withUnsafeMutableBytes { Glibc.read(client, $0.baseAddress, $0.count) }
+        #expect(Array(buf.prefix(max(n, 0))) == [0x03, 0xF7, 0x00])
+    }
+
+    @Test func closeWakesAPendingAcceptWithAClosedError() async throws {
+        let (fd, path) = try unixListener()
+        defer { unlink(path) }
+        let listener = L2CAPListener(listening: fd, local: local, channel: L2CAPSocket.attChannel, adapterName: "hci1")
+        let accepting = Task { try await listener.accept() }
+        listener.close()
+        do {
+            _ = try await accepting.value
+            Issue.record("accepted after close")
+        } catch let error as TransportError {
+            #expect(error.kind == .closed)
+        }
+        // And later accepts fail the same way at once.
+        await #expect(throws: TransportError.self) { _ = try await listener.accept() }
+    }
+
+    @Test func cancellingAnAcceptEndsIt() async throws {
+        let (fd, path) = try unixListener()
+        defer { unlink(path) }
+        let listener = L2CAPListener(listening: fd, local: local, channel: L2CAPSocket.attChannel, adapterName: "hci1")
+        defer { listener.close() }
+        let accepting = Task { try await listener.accept() }
+        accepting.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await accepting.value }
+    }
+}
