@@ -29,13 +29,16 @@ public final class L2CAPListener: @unchecked Sendable {
     }
     private let state: Locked<State>
 
-    /// Listens on `adapter` ("hci1" or its address) for links to `channel`, as the adapter's public address.
-    public convenience init(adapter: String, channel: UInt16 = L2CAPSocket.attChannel, backlog: Int32 = 4) throws {
+    /// Listens on `adapter` ("hci1" or its address) for links to `channel`. The kernel offers a link to the
+    /// listeners bound to the link's local address type (`l2cap_global_fixed_chan`): `.public` when the
+    /// adapter advertises with its public address, `.random` when it uses a static or private one.
+    public convenience init(adapter: String, channel: UInt16 = L2CAPSocket.attChannel,
+                            addressType: L2CAPAddress.AddressType = .public, backlog: Int32 = 4) throws {
         let (name, address) = try L2CAPSocket.resolve(adapter: adapter)
         let what = "listen on \(name) CID 0x\(L2CAPSocket.hex4(channel))"
         let fd = try L2CAPSocket.openSocket(adapterName: name)
         let bound = address?.bytes ?? [UInt8](repeating: 0, count: 6)
-        guard cbt_l2cap_bind(fd, bound, L2CAPAddress.AddressType.public.rawValue, channel) == 0 else {
+        guard cbt_l2cap_bind(fd, bound, addressType.rawValue, channel) == 0 else {
             let e = errno
             _ = Glibc.close(fd)
             throw L2CAPError.from(e, "\(what): bind", adapter: name)
@@ -46,7 +49,7 @@ public final class L2CAPListener: @unchecked Sendable {
             throw L2CAPError.from(e, what, adapter: name)
         }
         self.init(listening: fd,
-                  local: L2CAPSocket.address(of: fd, peer: false) ?? address ?? L2CAPAddress(bytes: bound, type: .public)!,
+                  local: L2CAPSocket.address(of: fd, peer: false) ?? L2CAPAddress(bytes: bound, type: addressType)!,
                   channel: channel, adapterName: name)
     }
 
