@@ -12,6 +12,20 @@ l2cap_checks() {
         skip l2cap "blegateway has no gatt subcommand (not wired into the command list)"
         return
     fi
+    # With LE off, the kernel refuses an LE connect at once: the error must say so and what to do.
+    log "l2cap: connect with LE off on hci0"
+    timeout 5 btmgmt -i hci0 power off > /dev/null 2>&1
+    timeout 5 btmgmt -i hci0 le off > "$OUT/l2cap-btmgmt.log" 2>&1
+    timeout 5 btmgmt -i hci0 power on >> "$OUT/l2cap-btmgmt.log" 2>&1
+    timeout 30 "$BIN" gatt --adapter hci0 --connect $L2CAP_ABSENT --timeout 10 \
+        > "$OUT/gatt-le-off.txt" 2> "$OUT/gatt-le-off.err"; rc=$?
+    r=ok
+    [ $rc -ge 1 ] && [ $rc -lt 124 ] || r="exit status $rc (expected a plain failure)"
+    grep -q "ECONNREFUSED" "$OUT/gatt-le-off.err" || [ "$r" != ok ] ||
+        r="expected ECONNREFUSED, got: $(head -n 1 "$OUT/gatt-le-off.err")"
+    grep -q "btmgmt -i hci0 le on" "$OUT/gatt-le-off.err" || [ "$r" != ok ] || r="the error gives no advice"
+    check l2cap-le-off-refused-clearly "$r"
+
     log "l2cap: preparing hci0 (central) and hci1 (peripheral) through the kernel"
     # btvirt's controllers are dual-mode: the kernel starts LE connections only with LE enabled
     # (without it connect() fails at once with ECONNREFUSED). The peer advertises through the kernel
