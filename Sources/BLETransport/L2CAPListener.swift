@@ -96,7 +96,9 @@ public final class L2CAPListener: @unchecked Sendable {
             }
             if accepted < 0 {
                 if e == EAGAIN || e == EINTR || e == ECONNABORTED { continue }  // the link went before we took it
-                if state.withLock({ $0.closing }) { throw TransportError(.closed, "the listener on \(adapterName) is closed") }
+                if state.withLock({ $0.closing }) {
+                    throw TransportError(.closed, "the listener on \(adapterName) is closed")
+                }
                 throw L2CAPError.from(e, "accept on \(adapterName)", adapter: adapterName)
             }
             let peer = L2CAPAddress(bytes: peerBytes, type: .init(rawValue: peerType))!

@@ -224,7 +224,8 @@ public final class L2CAPSocket: @unchecked Sendable {
             guard cbt_hci_dev_address(Int32(index), &bytes) == 0 else {
                 let e = errno
                 if e == ENODEV {
-                    throw TransportError(.noSuchAdapter, errno: e, "no Bluetooth adapter \(adapter) (\(L2CAPError.describe(e)))")
+                    throw TransportError(.noSuchAdapter, errno: e,
+                                         "no Bluetooth adapter \(adapter) (\(L2CAPError.describe(e)))")
                 }
                 throw L2CAPError.from(e, "HCIGETDEVINFO \(adapter)", adapter: adapter)
             }

@@ -186,7 +186,8 @@ struct GATTServeCommand: AsyncParsableCommand {
             }
             for await pdu in socket.incoming {
                 say("rx \(HCIDumpCommand.hexString(pdu))")
-                guard let answer = server.withLock({ $0.handle(request: pdu, now: clock.now().seconds) }) else { continue }
+                let now = clock.now().seconds
+                guard let answer = server.withLock({ $0.handle(request: pdu, now: now) }) else { continue }
                 do { try socket.send(answer) } catch {
                     say("send failed: \(error)")
                     break

@@ -167,7 +167,9 @@ import Testing
             for (i, b) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = b }
         }
         let r = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         #expect(r == 0)
         #expect(listen(fd, 4) == 0)
@@ -182,7 +184,9 @@ import Testing
             for (i, b) in path.utf8.enumerated() where i < raw.count - 1 { raw[i] = b }
         }
         let r = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         #expect(r == 0)
         return fd
