@@ -20,6 +20,7 @@ final class AdapterSupervisor: @unchecked Sendable {
     let clock: any BLEClock
     let logger: Logger
     let configuration: L.Configuration
+    let role: (any ControllerRole)?
 
     /// One open transport and what runs on it.
     final class Session: @unchecked Sendable {
@@ -28,6 +29,8 @@ final class AdapterSupervisor: @unchecked Sendable {
         var info: ControllerInfo?
         var scanner: Scanner?
         var scannerTask: Task<Void, Never>?
+        /// The controller role (peripheral links) on this controller, from bring-up to the session's end or a reset.
+        var roleTask: Task<Void, Never>?
         var tasks: [Task<Void, Never>] = []
         init(transport: any HCITransport, controller: HCIController) {
             self.transport = transport
@@ -46,7 +49,8 @@ final class AdapterSupervisor: @unchecked Sendable {
     private let rfkillIndex = Locked<UInt32?>(nil)
 
     init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions, parameters: ScanParameters,
-         clock: any BLEClock, logger: Logger, configuration: L.Configuration) {
+         clock: any BLEClock, logger: Logger, configuration: L.Configuration, role: (any ControllerRole)? = nil) {
+        self.role = role
         self.spec = spec
         self.mode = mode
         self.options = options
@@ -191,6 +195,8 @@ final class AdapterSupervisor: @unchecked Sendable {
                 return
             }
             await stopScanner(session)
+            // HCI Reset ends every link (Vol 4, Part E, §7.3.2): the role starts afresh after the bring-up.
+            await stopRole(session)
             await bringUpAndScan(session, sighting: sighting)
         case .powerCycle:
             // Closing the transport powers the controller off as far as the host can: the kernel closes the
@@ -222,6 +228,10 @@ final class AdapterSupervisor: @unchecked Sendable {
             session.info = info
             post(.bringUpSucceeded)
             startScanner(session, info: info, sighting: sighting)
+            if let role, session.roleTask == nil {
+                let controller = session.controller
+                session.roleTask = Task { await role.serve(controller: controller, info: info) }
+            }
         } catch is CancellationError {
             return
         } catch let e as HCIError {
@@ -275,6 +285,13 @@ final class AdapterSupervisor: @unchecked Sendable {
         }
     }
 
+    private func stopRole(_ session: Session) async {
+        let task = session.roleTask
+        session.roleTask = nil
+        task?.cancel()
+        await task?.value
+    }
+
     private func stopScanner(_ session: Session) async {
         let task = session.scannerTask
         session.scannerTask = nil
@@ -320,6 +337,7 @@ final class AdapterSupervisor: @unchecked Sendable {
     private func tearDown() {
         guard let session = sessionBox.withLock({ s -> Session? in defer { s = nil }; return s }) else { return }
         session.scannerTask?.cancel()
+        session.roleTask?.cancel()
         for t in session.tasks { t.cancel() }
         session.transport.close()
     }

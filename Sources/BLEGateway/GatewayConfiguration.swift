@@ -110,6 +110,22 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var publicKeyFile: String?
     }
 
+    /// How peripheral links are made and watched (`connections:`).
+    public struct Connections: Sendable, Equatable {
+        public init() {}
+
+        /// Links at once; the controller may allow fewer (it then answers 0x09 Connection Limit Exceeded).
+        public var max = 4
+        /// LE Create Connection Cancel after this long without a link (so one silent device does not hold the others).
+        public var connectTimeoutSeconds = 5.0
+        /// HCI Read RSSI on each link this often (0: off); published on `…/peripherals/<address>/rssi`.
+        public var rssiIntervalSeconds = 5.0
+        /// The longest wait between attempts for a device that keeps failing.
+        public var maxBackoffSeconds = 60.0
+        /// ATT transaction timeout (Core v5.4, Vol 3, Part F, §3.3.3: 30 s); the link is dropped after it.
+        public var attTimeoutSeconds = 30.0
+    }
+
     public var gateway = Gateway()
     public var adapter = Adapter()
     public var scan = Scan()
@@ -123,6 +139,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// Identity resolving keys (`identity_keys:`, local only): resolvable private addresses become the key's identity
     /// address, so ranging and regions follow a device across address rotations.
     public var identityKeys: [IdentityResolvingKey] = []
+    public var connections = Connections()
+    /// Peripherals to keep connected (`peripherals:`), with their GATT subscriptions, reads and writable characteristics.
+    public var peripherals: [PeripheralIntent] = []
 
     public init() {}
 }

@@ -75,6 +75,8 @@ struct GatewayReadings: Sendable {
         var residentBytes: Int
         /// The recovery ladder's counters, when the gateway owns the controller.
         var adapter: AdapterLifecycle.Statistics? = nil
+        /// Peripheral links, when any are configured.
+        var peripherals: PeripheralService.Statistics? = nil
     }
 
     func health(_ h: Health, ts: Double, synced: Bool) -> Reading {
@@ -115,6 +117,21 @@ struct GatewayReadings: Sendable {
                 }
                 if let t = a.lastTimeToRecover { j.number("last_time_to_recover_s", t.seconds, digits: 3) }
                 j.number("total_time_to_recover_s", a.totalTimeToRecover.seconds, digits: 3)
+            }
+        }
+        if let p = h.peripherals {
+            o.object("peripherals") { j in
+                j.int("connected", p.connected)
+                j.int("attempts", p.connections.attempts)
+                j.int("connections", p.connections.connections)
+                j.int("failed_attempts", p.connections.failedAttempts)
+                j.int("cancelled_attempts", p.connections.cancelledAttempts)
+                j.int("disconnections", p.connections.disconnections)
+                j.int("values", p.values)
+                j.int("dropped_values", p.droppedValues)
+                j.int("att_timeouts", p.attTimeouts)
+                j.int("writes", p.writes)
+                j.int("refused_writes", p.refusedWrites)
             }
         }
         return Reading(.sample, topic: topics.health, body: o.finished, qos: sampleQoS, retain: false, ts: ts,

@@ -25,6 +25,8 @@ public final class GatewayRuntime: Service, Sendable {
     /// Fleet and per-gateway documents over the local file (RemoteConfigController); `live` is what is in force.
     let remote: RemoteConfigController
     let live: Locked<Live>
+    /// The peripheral links (configured intents, their GATT work and write commands).
+    let peripherals: PeripheralService
     let clockSynchronized: @Sendable () -> Bool
     let state: Locked<RuntimeState>
 
@@ -65,15 +67,25 @@ public final class GatewayRuntime: Service, Sendable {
     /// - Parameters:
     ///   - clockSynchronized: whether the wall clock can be trusted (the kernel's answer by default; always true
     ///     under a simulator's virtual clock).
-    public init(
+    public convenience init(
         configuration: GatewayConfiguration, source: any SightingSource, clock: any BLEClock = SystemClock(),
         logger: Logger = Logger(label: "blegateway"),
+        clockSynchronized: @escaping @Sendable () -> Bool = { SystemFacts.clockIsSynchronized() }
+    ) throws {
+        try self.init(configuration: configuration, makeSource: { _ in source }, clock: clock, logger: logger,
+                      clockSynchronized: clockSynchronized)
+    }
+
+    /// - Parameter makeSource: builds the sighting source, given the role it runs on each controller session (the
+    ///   peripheral links; `HCISightingSource(…, role:)`).
+    public init(
+        configuration: GatewayConfiguration, makeSource: (any ControllerRole) throws -> any SightingSource,
+        clock: any BLEClock = SystemClock(), logger: Logger = Logger(label: "blegateway"),
         clockSynchronized: @escaping @Sendable () -> Bool = { SystemFacts.clockIsSynchronized() }
     ) throws {
         self.configuration = configuration
         self.clock = clock
         self.baseLogger = logger
-        self.source = source
         self.clockSynchronized = clockSynchronized
         var ranging = RangingConfiguration()
         ranging.interval = .seconds(configuration.publishing.rangingIntervalSeconds)
@@ -82,7 +94,9 @@ public final class GatewayRuntime: Service, Sendable {
                                     resolver: PrivateAddressResolver(keys: configuration.identityKeys)))
         let topics = try Topics(prefix: configuration.mqtt.prefix, gatewayID: configuration.gateway.id)
         let localFilter = try ScanFilter(parsing: configuration.scan.filters)
-        let spoolDirectory = (configuration.spool.path as NSString).deletingLastPathComponent
+        // A bare file name (`--spool gw.sqlite`) lives in the working directory.
+        let parent = (configuration.spool.path as NSString).deletingLastPathComponent
+        let spoolDirectory = parent.isEmpty ? "." : parent
         remote = RemoteConfigController(local: configuration,
                                         directory: configuration.remoteConfig.enabled ? spoolDirectory : nil,
                                         verifier: try Self.configVerifier(configuration))
@@ -102,7 +116,7 @@ public final class GatewayRuntime: Service, Sendable {
         spoolConfiguration.maxBytes = Int(configuration.spool.maxMegabytes * 1_048_576)
         spoolConfiguration.commitWindow = .milliseconds(Int64(configuration.spool.commitWindowMS))
         try FileManager.default.createDirectory(
-            atPath: (configuration.spool.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            atPath: spoolDirectory, withIntermediateDirectories: true)
         spool = try Spool(configuration: spoolConfiguration)
         if spool.statistics.openReport.corruption != nil {
             logger.error("spool: \(spool.statistics.openReport)")
@@ -114,6 +128,10 @@ public final class GatewayRuntime: Service, Sendable {
         publisher = SpoolPublisher(
             spool: spool, client: client, window: configuration.mqtt.inflight, clock: clock,
             onRejected: { r, e in log.error("broker refused reading seq \(r.seq) on \(r.reading.topic): \(e); dropped") })
+        peripherals = Self.makePeripherals(configuration: effective, readings: readings, spool: spool,
+                                           publisher: publisher, clock: clock, logger: logger,
+                                           synced: clockSynchronized)
+        source = try makeSource(peripherals)
     }
 
     static func mqttConfiguration(_ c: GatewayConfiguration, readings: GatewayReadings, clock: any BLEClock,
@@ -156,8 +174,12 @@ public final class GatewayRuntime: Service, Sendable {
             recordState(readings.region(r.id, state: .unknown, since: startTS, event: "determined", beacon: nil,
                                         ts: startTS, synced: clockSynchronized()))
         }
+        // Every configured peripheral starts disconnected: overwrite whatever a previous run left retained.
+        peripherals.announce()
         // Long-lived parts, each with one run(); kept as handles so shutdown can stop them in order.
-        let following = followRemoteConfiguration()
+        var following = followRemoteConfiguration()
+        if let t = correctStalePeripheralStates() { following.append(t) }
+        if let t = followWrites() { following.append(t) }
         let mqtt = Task { try await client.run() }
         let events = Task { await followConnection() }
         let committer = Task { await spool.run(clock: clock) }
@@ -298,6 +320,8 @@ public final class GatewayRuntime: Service, Sendable {
 
     /// One sighting: filtered, counted into its beacon's interval, and optionally on the raw stream.
     func observe(_ s: Sighting) {
+        // Before the scan filter: a wanted peripheral need not be a beacon anyone publishes.
+        peripherals.observe(s)
         let (filter, publishing) = live.withLock { ($0.filter, $0.configuration.publishing) }
         guard filter.matches(s) else { return }
         let now = clock.now()
@@ -361,7 +385,9 @@ public final class GatewayRuntime: Service, Sendable {
                     uptime: (now - started).seconds, spool: spool.statistics, publish: stats, publishRate: rate,
                     reconnects: reconnects, reports: counters.reports, malformedEvents: counters.malformedEvents,
                     trackedBeacons: tracked, evictedBeacons: evicted, residentBytes: SystemFacts.residentBytes(),
-                    adapter: (source as? HCISightingSource)?.lifecycleStatistics)
+                    adapter: (source as? HCISightingSource)?.lifecycleStatistics,
+                    peripherals: configuration.peripherals.isEmpty && live.withLock({ $0.configuration.peripherals.isEmpty })
+                        ? nil : peripherals.statistics)
                 _ = spool.append(readings.health(health, ts: clock.unixTime(), synced: clockSynchronized()))
                 nextHealth += healthEvery
                 if nextHealth < now { nextHealth = now + healthEvery }

@@ -16,13 +16,18 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
     let logger: Logger
     /// The recovery ladder's settings; nil: no supervision (any failure ends `run`, the caller retries).
     let lifecycle: AdapterLifecycle.Configuration?
+    /// Runs on the controller beside the scanner (peripheral links); exclusive mode only: in shared mode the kernel
+    /// owns the links, and a capture cannot make any.
+    let role: (any ControllerRole)?
     private let supervisor = Locked<AdapterSupervisor?>(nil)
     private let countersBox = Locked(SightingSourceCounters())
     private let current = Locked<Scanner?>(nil)
 
     public init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions = TransportOptions(),
                 scan: GatewayConfiguration.Scan, clock: any BLEClock, logger: Logger,
-                lifecycle: AdapterLifecycle.Configuration? = AdapterLifecycle.Configuration()) {
+                lifecycle: AdapterLifecycle.Configuration? = AdapterLifecycle.Configuration(),
+                role: (any ControllerRole)? = nil) {
+        self.role = role
         self.spec = spec
         self.mode = mode
         self.options = options
@@ -53,7 +58,7 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
             let parameters = ScanParameters(active: scan.active, interval: .milliseconds(Int64(scan.intervalMS)),
                                             window: .milliseconds(Int64(scan.windowMS)))
             let s = AdapterSupervisor(spec: spec, mode: mode, options: options, parameters: parameters,
-                                      clock: clock, logger: logger, configuration: lifecycle)
+                                      clock: clock, logger: logger, configuration: lifecycle, role: role)
             supervisor.withLock { $0 = s }
             await s.run(adapter: adapter, sighting: sighting)
             throw CancellationError()
@@ -109,6 +114,7 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
             }
             group.addTask { [logger, spec] in
                 let scanner: Scanner
+                var runningInfo: ControllerInfo?
                 do {
                     if let earlyListener {
                         scanner = earlyListener
@@ -117,6 +123,7 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
                         let info = try await ControllerBringUp.run(controller, logger: logger)
                         scanner = Scanner(controller: controller, mode: .control(info), parameters: parameters,
                                           logger: logger)
+                        runningInfo = info
                         adapter(AdapterReport(
                             state: .poweredOn, device: device, mode: modeName, address: info.address.description,
                             hciVersion: Int(info.version.hciVersion), manufacturer: Int(info.version.companyIdentifier),
@@ -140,6 +147,9 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
                 } else {
                     try await withThrowingTaskGroup(of: Void.self) { inner in
                         inner.addTask { try await scanner.run() }
+                        if let role = self.role, let info = runningInfo {
+                            inner.addTask { await role.serve(controller: controller, info: info) }
+                        }
                         inner.addTask {
                             for await r in scanner.reports { sighting(Sighting(scanReport: r)) }
                         }

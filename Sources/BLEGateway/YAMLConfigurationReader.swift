@@ -122,6 +122,8 @@ public struct YAMLConfigurationReader {
                 }
             case "regions": c.regions = try regions(node, "regions")
             case "identity_keys": c.identityKeys = try identityKeys(node, "identity_keys")
+            case "connections": c.connections = try connections(node, "connections")
+            case "peripherals": c.peripherals = try peripherals(node, "peripherals")
             default:
                 unknown(node, key)
             }

@@ -132,3 +132,45 @@ public struct LEConnectionUpdateCommand: HCICommand {
         parameters.write(to: &w)
     }
 }
+
+/// §7.8.66 HCI_LE_Extended_Create_Connection [v1]. Command parameters: Initiator_Filter_Policy (1),
+/// Own_Address_Type (1), Peer_Address_Type (1), Peer_Address (6), Initiating_PHYs (1), then for each PHY bit set
+/// (bit 0 LE 1M, bit 1 LE 2M, bit 2 LE Coded): Scan_Interval (2), Scan_Window (2), Connection_Interval_Min (2),
+/// Connection_Interval_Max (2), Max_Latency (2), Supervision_Timeout (2), Min_CE_Length (2), Max_CE_Length (2).
+/// Answered by Command Status. A host that scans with the extended commands must connect with this one: §3.1.1
+/// forbids mixing legacy and extended advertising commands (the controller answers Command Disallowed).
+public struct LEExtendedCreateConnectionCommand: HCICommand {
+    public static let opcode = HCIOpcode.leExtendedCreateConnection
+    public static var completion: HCICommandCompletion { .commandStatus }
+    public var filterPolicy: UInt8
+    public var ownAddressType: LEAddressType
+    public var peerAddressType: LEAddressType
+    public var peerAddress: BDAddress
+    /// LE 1M only: every advertiser the gateway connects to is heard on the primary advertising PHY.
+    public var scanInterval: UInt16
+    public var scanWindow: UInt16
+    public var connection: LEConnectionParameters
+
+    public init(peerAddressType: LEAddressType, peerAddress: BDAddress, scanInterval: UInt16 = 0x0060,
+                scanWindow: UInt16 = 0x0060, filterPolicy: UInt8 = 0, ownAddressType: LEAddressType = .public,
+                connection: LEConnectionParameters = LEConnectionParameters()) {
+        self.filterPolicy = filterPolicy
+        self.ownAddressType = ownAddressType
+        self.peerAddressType = peerAddressType
+        self.peerAddress = peerAddress
+        self.scanInterval = scanInterval
+        self.scanWindow = scanWindow
+        self.connection = connection
+    }
+
+    public func writeParameters(to w: inout ByteWriter) {
+        w.u8(filterPolicy)
+        w.u8(ownAddressType.rawValue)
+        w.u8(peerAddressType.rawValue)
+        peerAddress.write(to: &w)
+        w.u8(0x01)  // Initiating_PHYs: LE 1M
+        w.le16(scanInterval)
+        w.le16(scanWindow)
+        connection.write(to: &w)
+    }
+}

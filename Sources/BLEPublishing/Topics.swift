@@ -59,6 +59,20 @@ public struct Topics: Sendable, Hashable {
     /// Retained peripheral connection state; `address` is 12 lowercase hex digits.
     public func peripheralState(_ address: String) -> String { "\(base)/peripherals/\(address)/state" }
     public func peripheralRSSI(_ address: String) -> String { "\(base)/peripherals/\(address)/rssi" }
+    /// `<prefix>/<gateway>/peripherals/`, for filters over every peripheral.
+    public var peripheralStatePrefix: String { "\(base)/peripherals/" }
+    /// Retained GATT database of a peripheral (services, characteristics, descriptors).
+    public func peripheralGATT(_ address: String) -> String { "\(base)/peripherals/\(address)/gatt" }
+    /// Values of one characteristic (notifications, indications, reads); `uuid` as `BluetoothUUID.shortDescription`.
+    public func peripheralCharacteristic(_ address: String, _ uuid: String) -> String {
+        "\(base)/peripherals/\(address)/char/\(uuid)"
+    }
+    /// Write commands for a peripheral (operators publish here, not retained); the gateway subscribes.
+    public func peripheralWrite(_ address: String) -> String { "\(base)/peripherals/\(address)/write" }
+    /// The filter the gateway subscribes to for every peripheral's write commands.
+    public var peripheralWrites: String { "\(base)/peripherals/+/write" }
+    /// One result per write command: success, or the ATT error by name.
+    public func peripheralWriteResult(_ address: String) -> String { "\(base)/peripherals/\(address)/write/result" }
     /// Rate-limited raw advertisement stream (optional).
     public func raw(_ address: String) -> String { "\(base)/raw/\(address)" }
     /// Per-gateway desired config (retained, written by operators).

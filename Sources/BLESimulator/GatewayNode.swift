@@ -30,6 +30,10 @@ public struct GatewayStats: Sendable, Hashable {
     public var reportsDroppedHostSlow = 0
     /// Reports withheld because the host's event masks exclude them.
     public var reportsMasked = 0
+    /// Handle Value Notifications sent on links, and those lost because the host was reading too
+    /// slowly (`flood`). Indications are never dropped; each link's `gatt.indicationsSent` counts them.
+    public var notificationsSent = 0
+    public var notificationsDropped = 0
 }
 
 /// One gateway's virtual adapter: its controller state machine, its host connection, its fault
@@ -45,13 +49,20 @@ public final class GatewayNode: @unchecked Sendable {
     private var silenced = false
     private var failingConnections = false
     private var holdingCredits = false
+    private var gattSilence = GATTSilence()
     private var _stats = GatewayStats()
 
     init(spec: GatewaySpec, clock: any BLEClock) {
         self.spec = spec
         self.clock = clock
         self.controller = VirtualController(address: spec.address)
+        controller.maxConnections = spec.maxConnections
     }
+
+    /// The controller's links as they stand (tests read what the peers recorded).
+    public var links: [SimConnection] { lock.withLock { controller.connections.keys.sorted().map { controller.connections[$0]! } } }
+
+    public func link(_ handle: UInt16) -> SimConnection? { lock.withLock { controller.connections[handle & 0x0FFF] } }
 
     public var stats: GatewayStats { lock.withLock { _stats } }
     public var isConnected: Bool { lock.withLock { connection != nil } }
@@ -90,7 +101,7 @@ public final class GatewayNode: @unchecked Sendable {
         defer { lock.unlock() }
         if packet.type == .acl && powered {
             let (events, understood, overflow) = controller.handleACL(
-                packet.payload, now: clock.now().seconds, holdCredits: holdingCredits)
+                packet.payload, now: clock.now().seconds, holdCredits: holdingCredits, silence: gattSilence)
             if !understood { _stats.unexpectedPackets += 1 }
             if overflow { _stats.hostFlowControlViolations += 1 }
             _stats.aclPackets += 1
@@ -116,8 +127,12 @@ public final class GatewayNode: @unchecked Sendable {
     struct Listening {
         var scan: ScanState
         var deliver: Bool
-        /// The peer of a pending LE Create Connection, while the radio can hear.
-        var connectTo: BDAddress?
+        /// A pending LE Create Connection (its peer, or the Filter Accept List), while the radio can hear.
+        var connectTo: PendingConnection?
+        /// The Filter Accept List, for a scan whose filter policy uses it.
+        var acceptList: Set<SimAcceptListEntry>
+        /// The earliest time a link has something to send (notification, indication, database change).
+        var linkDue: Double?
         /// Links to tick, or a failing attempt waiting for its deadline.
         var hasConnections: Bool
         /// When a failing connection attempt (`connection_failure`) is due to be reported.
@@ -129,24 +144,40 @@ public final class GatewayNode: @unchecked Sendable {
             let alive = connection != nil && powered && !silenced
             return Listening(
                 scan: controller.scan, deliver: alive && controller.scan.enabled,
-                connectTo: alive && controller.pendingConnection?.failsAt == nil ? controller.pendingConnection?.peer : nil,
+                connectTo: alive && controller.pendingConnection?.failsAt == nil ? controller.pendingConnection : nil,
+                acceptList: controller.acceptList,
+                linkDue: controller.connections.values.compactMap { c -> Double? in
+                    let change = c.gatt.grown ? nil : c.behaviour.gattChangeAt
+                    return min(c.nextNotification, change ?? .infinity)
+                }.min(),
                 hasConnections: !controller.connections.isEmpty || controller.pendingConnection?.failsAt != nil,
                 connectionFailsAt: controller.pendingConnection?.failsAt)
         }
     }
 
-    /// The radio heard `peer` advertising connectably while a connection to it was pending.
-    func establish(peer: BDAddress, deviceName: String, phase: Double, now: Double) {
+    /// The radio heard `peer` advertising connectably while a connection to it (or, with
+    /// Initiator_Filter_Policy 1, to any device on the Filter Accept List) was pending. Returns
+    /// whether the attempt is settled (connected, or failing under `connection_failure`).
+    @discardableResult
+    func establish(
+        peer: BDAddress, addressType: UInt8, deviceName: String, phase: Double, behaviour: PeripheralLinkSpec,
+        now: Double
+    ) -> Bool {
         lock.lock()
         defer { lock.unlock() }
-        guard let connection, powered, controller.pendingConnection?.peer == peer else { return }
+        guard let connection, powered, let pending = controller.pendingConnection,
+            pending.targets(peer, type: addressType),
+            !controller.connections.values.contains(where: { $0.peer == peer })
+        else { return false }
         if failingConnections {
             controller.startFailingConnection(now: now)
-            return
+            return true
         }
-        let events = controller.establish(deviceName: deviceName, phase: phase, now: now)
+        let events = controller.establish(
+            peer: peer, addressType: addressType, deviceName: deviceName, phase: phase, behaviour: behaviour, now: now)
         _stats.connectionsEstablished += 1
         if !events.isEmpty { _ = connection.enqueue(events.flatMap { $0 }, dropIfFull: false) }
+        return true
     }
 
     /// Per radio batch: refreshes each link's RSSI (`rssi` returns nil when the peer is out of
@@ -159,6 +190,9 @@ public final class GatewayNode: @unchecked Sendable {
         if failed { _stats.connectionsFailed += 1 }
         if !failure.isEmpty { _ = connection.enqueue(failure.flatMap { $0 }, dropIfFull: false) }
         var out: [UInt8] = []
+        var stream: [UInt8] = []
+        var notifications = 0
+        var perLink: [UInt16: Int] = [:]
         for h in controller.connections.keys.sorted() {
             var c = controller.connections[h]!
             if let r = rssi(c.peer), !silenced {
@@ -172,15 +206,45 @@ public final class GatewayNode: @unchecked Sendable {
                 }
                 continue
             }
-            if now >= c.nextNotification {
-                if now - c.lastHeard < 0.5 {
-                    for n in c.gatt.notifications(at: now) { out += SimEvents.attACL(handle: h, n) }
+            let inRange = now - c.lastHeard < 0.5
+            if let at = c.behaviour.gattChangeAt, now >= at { c.gatt.grow() }
+            // A microsecond of slack: due times are sums of Doubles, the clock's ticks another sum.
+            if now + 1e-6 >= c.nextNotification {
+                let interval = Double(c.interval) * 0.00125
+                // `flood`: every connection event since the last tick carries `floodPerEvent`
+                // notifications per subscribed characteristic (at most 8,000 events per tick).
+                let events = c.behaviour.flood ? min(8000, Int((now - c.nextNotification) / interval + 1e-6) + 1) : 1
+                if inRange {
+                    let copies = c.behaviour.flood ? events * PeripheralLinkSpec.floodPerEvent : 1
+                    let pdus = c.gatt.notifications(at: now)
+                    for _ in 0..<copies where !pdus.isEmpty {
+                        for n in pdus { stream += SimEvents.attACL(handle: h, n) }
+                        notifications += pdus.count
+                        perLink[h, default: 0] += pdus.count
+                    }
+                    c.gatt.queuePeriodicIndications()
                 }
-                c.nextNotification = now + 1
+                // Flood keeps the connection events' phase; a periodic stream restarts from now.
+                c.nextNotification =
+                    c.behaviour.flood
+                    ? max(c.nextNotification + Double(events) * interval, now + interval / 2)
+                    : now + c.behaviour.notifyInterval
+            }
+            if inRange, let ind = c.gatt.nextIndication(at: now) {
+                out += SimEvents.attACL(handle: h, ind)
             }
             controller.connections[h] = c
         }
-        if !out.isEmpty { _ = connection.enqueue(out, dropIfFull: true) }
+        if !out.isEmpty { _ = connection.enqueue(out, dropIfFull: false) }
+        if !stream.isEmpty {
+            // Notifications are a stream a slow host loses, like reports; indications and events are not.
+            if connection.enqueue(stream, dropIfFull: true) {
+                _stats.notificationsSent += notifications
+                for (h, n) in perLink { controller.connections[h]?.notificationsSent += n }
+            } else {
+                _stats.notificationsDropped += notifications
+            }
+        }
     }
 
     /// Hands encoded reports to the host. Returns false when the host is too far behind and the
@@ -236,13 +300,24 @@ public final class GatewayNode: @unchecked Sendable {
 
     func setConnectionFailure(_ on: Bool) { lock.withLock { failingConnections = on } }
 
+    /// `gatt_silence` for one peer, or (nil) for every peer of this gateway.
+    func setGATTSilence(_ on: Bool, peer: BDAddress?) {
+        lock.withLock {
+            if let peer {
+                if on { gattSilence.peers.insert(peer) } else { gattSilence.peers.remove(peer) }
+            } else {
+                gattSilence.all = on
+            }
+        }
+    }
+
     /// `buffer_exhaustion` starts or ends; at the end the held packets go out and their credits return.
     func setBufferExhaustion(_ on: Bool) {
         lock.lock()
         defer { lock.unlock() }
         holdingCredits = on
         guard !on else { return }
-        let events = controller.releaseACL(now: clock.now().seconds)
+        let events = controller.releaseACL(now: clock.now().seconds, silence: gattSilence)
         if powered, let connection, !events.isEmpty { _ = connection.enqueue(events.flatMap { $0 }, dropIfFull: false) }
     }
 }

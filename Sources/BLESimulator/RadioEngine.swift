@@ -67,6 +67,13 @@ struct RadioEngine {
 
     var nextEventTime: Double { heap.first?.0 ?? .infinity }
 
+    /// Emitters without power (`peripheral_off`): their advertising events pass unheard.
+    private(set) var unpowered: Set<Int> = []
+
+    mutating func setPowered(emitter i: Int, _ on: Bool) {
+        if on { unpowered.remove(i) } else { unpowered.insert(i) }
+    }
+
     // MARK: Heap
 
     private mutating func push(_ e: (Double, Int32)) {
@@ -114,15 +121,22 @@ struct RadioEngine {
             let delay = random.uniform(RandomStream.advDelay, UInt64(i), k) * Self.advDelayMax
             replaceTop((t + e.interval + delay, idx32))
             events += 1
-            guard anyone else { continue }
+            guard anyone, !unpowered.contains(i) else { continue }
             if e.frame.isDynamic {
                 advData[i] = e.frame.advertisingData(eventCount: UInt32(truncatingIfNeeded: k), uptimeSeconds: t)
             }
             let pos = e.motion.position(at: t)
             for g in 0..<nodes.count {
                 let l = listening[g]
-                let initiating = l.connectTo == e.address && pdu[i] == SimEvents.LegacyEventType.advInd
-                guard initiating || (l.deliver && Self.hears(l.scan, at: t)) else { continue }
+                let initiating =
+                    pdu[i] == SimEvents.LegacyEventType.advInd
+                    && l.connectTo?.targets(e.address, type: e.addressType) == true
+                // Scanning_Filter_Policy 0x01/0x03: only advertisers on the Filter Accept List are reported.
+                let reportable =
+                    l.deliver && Self.hears(l.scan, at: t)
+                    && (l.scan.filterPolicy & 0x01 == 0
+                        || l.acceptList.contains(SimAcceptListEntry(addressType: e.addressType, address: e.address)))
+                guard initiating || reportable else { continue }
                 let key = UInt64(i) << 8 | UInt64(g)
                 if random.uniform(RandomStream.loss, key, k) < radio.lossProbability { continue }
                 let gw = scenario.gateways[g]
@@ -134,11 +148,15 @@ struct RadioEngine {
                 if initiating {
                     // The initiator answers the ADV_IND with CONNECT_IND (Vol 6, Part B, §4.5): the link is up.
                     // The initiator listens continuously here; its LE_Scan_Window is not modelled.
-                    listening[g].connectTo = nil
                     let name: String
                     if case .named(let n, _) = e.frame { name = n } else { name = e.name }
-                    nodes[g].establish(peer: e.address, deviceName: name, phase: Double(i), now: t)
-                    if !l.deliver || !Self.hears(l.scan, at: t) { continue }
+                    if nodes[g].establish(
+                        peer: e.address, addressType: e.addressType, deviceName: name, phase: Double(i),
+                        behaviour: e.link, now: t)
+                    {
+                        listening[g].connectTo = nil
+                    }
+                    if !reportable { continue }
                 }
                 if l.scan.filterDuplicates != 0 && isDuplicate(g, l.scan, t, address: e.address, scanResponse: false) {
                     continue

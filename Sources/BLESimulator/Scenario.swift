@@ -62,9 +62,12 @@ public struct GatewaySpec: Sendable {
     public var address: BDAddress
     /// Added to every RSSI this receiver measures (antenna gain, enclosure, calibration error).
     public var rxOffsetDB: Double
+    /// Links the controller holds at once (`max_connections`, default 4).
+    public var maxConnections: Int
 
-    public init(id: String, position: Vec3, address: BDAddress, rxOffsetDB: Double = 0) {
+    public init(id: String, position: Vec3, address: BDAddress, rxOffsetDB: Double = 0, maxConnections: Int = 4) {
         (self.id, self.position, self.address, self.rxOffsetDB) = (id, position, address, rxOffsetDB)
+        self.maxConnections = maxConnections
     }
 }
 
@@ -84,6 +87,8 @@ public struct EmitterSpec: Sendable {
     public var rssiAt1m: Double
     /// Scan response data, sent to active scanners of scannable/connectable PDUs.
     public var scanResponse: [UInt8]?
+    /// Peripherals only: how the device behaves once connected.
+    public var link = PeripheralLinkSpec()
 
     public init(
         name: String, role: Role, frame: BeaconFrame, address: BDAddress, addressType: UInt8, motion: Motion,
@@ -142,6 +147,14 @@ public struct FaultSpec: Sendable {
         /// (no Number Of Completed Packets); packets beyond the 8 buffers are dropped and counted.
         /// At the end the held packets go out and each handle's credits come back in one event.
         case bufferExhaustion = "buffer_exhaustion"
+        /// A peer stops answering ATT requests (no response, no error) while its link stays up and
+        /// its notifications go on: the host's 30 s ATT transaction timeout (Vol 3, Part F, §3.3.3)
+        /// is what notices. With `peripheral:` only that peer's links; otherwise every link of the gateway.
+        case gattSilence = "gatt_silence"
+        /// A peripheral loses power (battery pulled, reboot): it stops advertising and answering, so every link
+        /// to it ends in a supervision timeout (Disconnection Complete 0x08); at the end it advertises again.
+        /// Needs `peripheral:`; its `gateway` is only where the fault is logged in the truth file.
+        case peripheralOff = "peripheral_off"
     }
     public var at: Double
     public var gateway: String
@@ -149,6 +162,8 @@ public struct FaultSpec: Sendable {
     /// nil: until the end of the run.
     public var duration: Double?
     public var hardwareCode: UInt8 = 0x00
+    /// `gatt_silence` only: the peripheral (by name) that goes silent; nil: all of the gateway's peers.
+    public var peripheral: String?
 
     public init(at: Double, gateway: String, kind: Kind, duration: Double?, hardwareCode: UInt8 = 0) {
         (self.at, self.gateway, self.kind, self.duration, self.hardwareCode) = (at, gateway, kind, duration, hardwareCode)

@@ -154,6 +154,9 @@ struct Reader {
         for n in try sequence(m["faults"], "faults") {
             let f = try fault(n)
             guard seenGateways.contains(f.gateway) else { throw fail(n, "fault names unknown gateway '\(f.gateway)'") }
+            if let p = f.peripheral, !s.emitters.contains(where: { $0.name == p && $0.role == .peripheral }) {
+                throw fail(n, "fault names unknown peripheral '\(p)'")
+            }
             s.faults.append(f)
         }
         for (gw, links) in s.radio.linkOffsets {
@@ -188,7 +191,7 @@ struct Reader {
     }
 
     func gateway(_ n: Node, index: Int) throws -> GatewaySpec {
-        let m = try mapping(n, "a gateway", allowed: ["id", "position", "address", "rx_offset_db"])
+        let m = try mapping(n, "a gateway", allowed: ["id", "position", "address", "rx_offset_db", "max_connections"])
         let id = try requireString(m, "id", "a gateway", at: n)
         guard !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
             throw fail(m["id"], "gateway id '\(id)' may use only letters, digits, '-' and '_' (it names a socket file)")
@@ -198,14 +201,20 @@ struct Reader {
         let addr = try address(m, "gateway") ?? BDAddress(rawValue: 0x00_1B_DC_F0_00_01 + UInt64(index))
         return GatewaySpec(
             id: id, position: try vec(p, "gateway '\(id)'.position"), address: addr,
-            rxOffsetDB: try double(m, "rx_offset_db", "gateway") ?? 0)
+            rxOffsetDB: try double(m, "rx_offset_db", "gateway") ?? 0,
+            maxConnections: try int(m, "max_connections", "gateway '\(id)'", range: 1...64) ?? 4)
     }
 
     static let emitterKeys: Set<String> = [
         "name", "type", "uuid", "major", "minor", "measured_power", "namespace", "instance", "tx_power_0m", "url",
         "battery_mv", "temperature_c", "company", "id", "reference_rssi", "local_name", "service_uuids", "address",
         "address_type", "position", "waypoints", "speed_mps", "pause_s", "loop", "interval_ms", "rssi_at_1m",
-        "scan_response_name",
+        "scan_response_name", "notify_interval_ms", "flood", "request_connection_update", "security_request",
+        "gatt_change_at_s",
+    ]
+    /// Keys that describe a connected peripheral's behaviour; only `peripherals:` take them.
+    static let linkKeys: Set<String> = [
+        "notify_interval_ms", "flood", "request_connection_update", "security_request", "gatt_change_at_s",
     ]
 
     /// A stable random static address (Vol 6, Part B, §1.3.2.1: the two top bits are 1) from a name.
@@ -300,10 +309,31 @@ struct Reader {
         guard addressType == "public" || addressType == "random" else {
             throw fail(m["address_type"], "address_type must be public or random")
         }
-        return EmitterSpec(
+        var e = EmitterSpec(
             name: name, role: role, frame: frame, address: try address(m, what) ?? Self.staticAddress(for: name),
             addressType: addressType == "public" ? 0 : 1, motion: motion, interval: intervalMs / 1000,
             rssiAt1m: rssi1m ?? -59, scanResponse: scanResponse)
+        if role == .peripheral {
+            e.link = try link(m, name: name)
+        } else if let k = m.keys.first(where: { Self.linkKeys.contains($0.string ?? "") }) {
+            throw fail(k, "'\(k.string ?? "")' applies to peripherals only; '\(name)' is a \(what)")
+        }
+        return e
+    }
+
+    /// The per-peripheral link keys (docs/SIMULATOR.md, "Connections and GATT").
+    func link(_ m: Node.Mapping, name: String) throws -> PeripheralLinkSpec {
+        let what = "peripheral '\(name)'"
+        var l = PeripheralLinkSpec()
+        if let ms = try int(m, "notify_interval_ms", what, range: 10...3_600_000) { l.notifyInterval = Double(ms) / 1000 }
+        l.flood = try bool(m, "flood", what) ?? false
+        l.requestConnectionUpdate = try bool(m, "request_connection_update", what) ?? false
+        l.securityRequest = try bool(m, "security_request", what) ?? false
+        if let at = try double(m, "gatt_change_at_s", what) {
+            guard at >= 0 else { throw fail(m["gatt_change_at_s"], "\(what).gatt_change_at_s must be ≥ 0") }
+            l.gattChangeAt = at
+        }
+        return l
     }
 
     /// `generate:` entries make many beacons at once, placed uniformly in a box by a PRNG with a
@@ -343,15 +373,24 @@ struct Reader {
     }
 
     func fault(_ n: Node) throws -> FaultSpec {
-        let m = try mapping(n, "a fault", allowed: ["at_s", "gateway", "type", "duration_s", "hardware_code"])
+        let m = try mapping(n, "a fault", allowed: ["at_s", "gateway", "type", "duration_s", "hardware_code", "peripheral"])
         guard let at = try double(m, "at_s", "fault") else { throw fail(n, "a fault needs 'at_s'") }
         let gw = try requireString(m, "gateway", "fault", at: n)
         let typeText = try requireString(m, "type", "fault", at: n)
         guard let kind = FaultSpec.Kind(rawValue: typeText) else {
             throw fail(m["type"], "unknown fault type '\(typeText)'; expected \(FaultSpec.Kind.allCases.map(\.rawValue))")
         }
-        return FaultSpec(
+        var f = FaultSpec(
             at: at, gateway: gw, kind: kind, duration: try double(m, "duration_s", "fault"),
             hardwareCode: UInt8(try int(m, "hardware_code", "fault", range: 0...255) ?? 0))
+        if let p = try string(m, "peripheral", "fault") {
+            guard kind == .gattSilence || kind == .peripheralOff else {
+                throw fail(m["peripheral"], "fault.peripheral applies to gatt_silence and peripheral_off only")
+            }
+            f.peripheral = p
+        } else if kind == .peripheralOff {
+            throw fail(n, "a peripheral_off fault needs 'peripheral' (the peripheral's name)")
+        }
+        return f
     }
 }

@@ -18,14 +18,14 @@ extension VirtualController {
     /// handle's credits come back in one Number Of Completed Packets event each (handles in
     /// ascending order), followed by the peers' answers. Packets of links gone meanwhile are
     /// dropped without credit, as §4.3 says the host already reclaimed them.
-    mutating func releaseACL(now: Double) -> [[UInt8]] {
+    mutating func releaseACL(now: Double, silence: GATTSilence = GATTSilence()) -> [[UInt8]] {
         let held = heldACL
         heldACL = []
         var completed: [UInt16: UInt16] = [:]
         var answers: [[UInt8]] = []
         for p in held where connections[Self.aclHandle(p)] != nil {
             completed[Self.aclHandle(p), default: 0] += 1
-            answers += deliverToPeer(p, now: now).events
+            answers += deliverToPeer(p, now: now, silence: silence).events
         }
         let credits = completed.keys.sorted().map { SimEvents.numberOfCompletedPackets(handle: $0, count: completed[$0]!) }
         return credits + answers

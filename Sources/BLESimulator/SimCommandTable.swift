@@ -150,6 +150,7 @@ public enum SimCommandTable {
             // the error code Command Disallowed (0x0C)."
             guard !c.scan.enabled else { return complete(op, .commandDisallowed) }
             c.legacyScan = (type == 1, scanUnits(interval), scanUnits(window))
+            c.legacyScanPolicy = policy
             return complete(op)
         },
         // §7.8.11 HCI_LE_Set_Scan_Enable: LE_Scan_Enable(1) Filter_Duplicates(1).
@@ -197,6 +198,43 @@ public enum SimCommandTable {
             let status = c.requestConnection(
                 policy: policy, peerType: peerType, peer: peer, minI: f.0, maxI: f.1, latency: f.2, timeout: f.3)
             return [SimEvents.commandStatus(status, op)]
+        },
+        // §7.8.14 HCI_LE_Read_Filter_Accept_List_Size → Status Filter_Accept_List_Size(1).
+        entry(.leReadFilterAcceptListSize, "LE Read Filter Accept List Size", octet: 26, bit: 6) { _, _, op, _ in
+            complete(op, .success, [UInt8(VirtualController.acceptListSize)])
+        },
+        // §7.8.15 HCI_LE_Clear_Filter_Accept_List: no parameters. Refused with Command Disallowed
+        // while the list is in use (see `acceptListInUse`).
+        entry(.leClearFilterAcceptList, "LE Clear Filter Accept List", octet: 26, bit: 7) { c, _, op, _ in
+            guard !c.acceptListInUse else { return complete(op, .commandDisallowed) }
+            c.acceptList.removeAll()
+            return complete(op)
+        },
+        // §7.8.16 HCI_LE_Add_Device_To_Filter_Accept_List: Address_Type(1) Address(6). Type 0x00
+        // public, 0x01 random, 0xFF anonymous advertisements. "If the device is already in the Filter
+        // Accept List, the Controller should not add the device to the list again, and should return
+        // success." A full list is 0x07 Memory Capacity Exceeded.
+        entry(.leAddDeviceToFilterAcceptList, "LE Add Device To Filter Accept List", octet: 27, bit: 0) { c, p, op, _ in
+            guard let type = p.readU8(), let a = BDAddress.read(from: &p), type <= 1 || type == 0xFF else {
+                return complete(op, .invalidParameters)
+            }
+            guard !c.acceptListInUse else { return complete(op, .commandDisallowed) }
+            let e = SimAcceptListEntry(addressType: type, address: a)
+            guard c.acceptList.contains(e) || c.acceptList.count < VirtualController.acceptListSize else {
+                return complete(op, .memoryCapacityExceeded)
+            }
+            c.acceptList.insert(e)
+            return complete(op)
+        },
+        // §7.8.17 HCI_LE_Remove_Device_From_Filter_Accept_List: Address_Type(1) Address(6).
+        entry(.leRemoveDeviceFromFilterAcceptList, "LE Remove Device From Filter Accept List", octet: 27, bit: 1) {
+            c, p, op, _ in
+            guard let type = p.readU8(), let a = BDAddress.read(from: &p), type <= 1 || type == 0xFF else {
+                return complete(op, .invalidParameters)
+            }
+            guard !c.acceptListInUse else { return complete(op, .commandDisallowed) }
+            c.acceptList.remove(SimAcceptListEntry(addressType: type, address: a))
+            return complete(op)
         },
         // §7.8.18 HCI_LE_Connection_Update: Connection_Handle(2) Connection_Interval_Min(2) Max(2)
         // Max_Latency(2) Supervision_Timeout(2) Min_CE_Length(2) Max_CE_Length(2) → Command Status, then
@@ -281,6 +319,7 @@ public enum SimCommandTable {
             guard !c.scan.enabled else { return complete(op, .commandDisallowed) }
             // Every simulated advertiser uses legacy PDUs on LE 1M; a Coded-only scanner hears nothing.
             c.extendedScan = oneM ?? (false, scanUnits(0x10), .zero)
+            c.extendedScanPolicy = policy
             return complete(op)
         },
         // §7.8.65 HCI_LE_Set_Extended_Scan_Enable: Enable(1) Filter_Duplicates(1) Duration(2, ×10 ms)
@@ -331,9 +370,19 @@ extension VirtualController {
         scan.interval = p.interval
         scan.window = p.window
         scan.filterDuplicates = filterDuplicates
+        scan.filterPolicy = extended ? extendedScanPolicy : legacyScanPolicy
         scan.extendedReports = extended
         scan.duration = duration
         scan.period = period
         refreshReportMask()
+    }
+}
+
+extension VirtualController {
+    /// §7.8.15–§7.8.17: the list "shall not be modified when" the scanning filter policy uses it
+    /// and scanning is enabled, or the initiator filter policy uses it and a create connection is
+    /// pending (the simulator does not advertise, so the advertising case cannot arise).
+    var acceptListInUse: Bool {
+        (scan.enabled && scan.filterPolicy & 0x01 != 0) || pendingConnection?.acceptList != nil
     }
 }

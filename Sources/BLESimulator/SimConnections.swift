@@ -16,6 +16,32 @@ public struct SimConnection: Sendable {
     /// Virtual time the peer was last in range; the link drops after Supervision_Timeout without it.
     public var lastHeard: Double
     public var nextNotification: Double
+    /// How the peer behaves (the scenario's per-peripheral keys).
+    public var behaviour = PeripheralLinkSpec()
+    /// An L2CAP frame whose continuation fragments (PB 0b01) are still to come.
+    var rxPartial: [UInt8]?
+    /// Complete L2CAP frames the peer received from the host (any channel).
+    public var framesReceived = 0
+    /// The host's L2CAP LE signalling PDUs (CID 0x0005) and SMP PDUs (CID 0x0006), as received.
+    public var signallingReceived: [[UInt8]] = []
+    public var smpReceived: [[UInt8]] = []
+    /// Result of the host's Connection Parameter Update Response (0 accepted, 1 rejected).
+    public var connectionParameterUpdateResult: UInt16?
+    /// Reason of the host's Pairing Failed, after a Security Request.
+    public var pairingFailedReason: UInt8?
+    /// ATT requests left unanswered under `gatt_silence`.
+    public var attRequestsIgnored = 0
+    /// Notifications handed to the host on this link (a host too slow to read loses whole batches, counted in
+    /// `GatewayStats.notificationsDropped` instead).
+    public var notificationsSent = 0
+}
+
+/// One entry of the Filter Accept List (Vol 4, Part E, §7.8.16): Address_Type 0x00 public,
+/// 0x01 random, 0xFF anonymous advertisements.
+public struct SimAcceptListEntry: Sendable, Hashable {
+    public var addressType: UInt8
+    public var address: BDAddress
+    public init(addressType: UInt8, address: BDAddress) { (self.addressType, self.address) = (addressType, address) }
 }
 
 /// What the host asked for with LE Create Connection and has not yet got.
@@ -28,6 +54,14 @@ public struct PendingConnection: Sendable {
     /// Set once CONNECT_IND went out under a `connection_failure` fault: the virtual time at which
     /// the controller gives up and reports 0x3E. The radio no longer looks for the peer meanwhile.
     public var failsAt: Double?
+    /// Initiator_Filter_Policy 1: the Filter Accept List at the time of the command; `peer` is ignored.
+    public var acceptList: Set<SimAcceptListEntry>?
+
+    /// Whether an advertiser with this address is one to connect to.
+    public func targets(_ address: BDAddress, type: UInt8) -> Bool {
+        guard let acceptList else { return address == peer }
+        return acceptList.contains(SimAcceptListEntry(addressType: type, address: address))
+    }
 }
 
 extension SimEvents {
@@ -83,16 +117,6 @@ extension SimEvents {
         w.u8(1); w.le16(handle); w.le16(count)
         return event(0x13, w.bytes)
     }
-
-    /// An HCI ACL Data packet (§5.4.2) carrying one whole L2CAP basic frame on the ATT channel
-    /// (Vol 3, Part A, §3.1: Length(2) Channel ID(2)=0x0004 Payload). Packet_Boundary_Flag 0b10:
-    /// the first (here only) fragment of an automatically flushable packet.
-    public static func attACL(handle: UInt16, _ pdu: [UInt8]) -> [UInt8] {
-        var w = ByteWriter(capacity: 9 + pdu.count)
-        w.u8(0x02); w.le16(handle & 0x0FFF | 0x2000); w.le16(UInt16(4 + pdu.count))
-        w.le16(UInt16(pdu.count)); w.le16(0x0004); w.append(pdu)
-        return w.bytes
-    }
 }
 
 /// HCI reason codes used on disconnection (Vol 1, Part F).
@@ -108,18 +132,27 @@ public enum SimReason {
 extension VirtualController {
     /// The peer was heard advertising connectably while a connection to it was pending: the link
     /// is up. Returns the events for the host (LE Connection Complete, if its mask allows).
-    mutating func establish(deviceName: String, phase: Double, now: Double) -> [[UInt8]] {
+    /// With a `behaviour` that asks for it, the peer's own opening PDUs (L2CAP Connection
+    /// Parameter Update Request, SMP Security Request) follow the Connection Complete.
+    mutating func establish(
+        peer: BDAddress, addressType: UInt8, deviceName: String, phase: Double, behaviour: PeripheralLinkSpec,
+        now: Double
+    ) -> [[UInt8]] {
         guard let p = pendingConnection else { return [] }
         pendingConnection = nil
         nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1
         let handle = nextHandle
-        connections[handle] = SimConnection(
-            handle: handle, peer: p.peer, peerAddressType: p.peerAddressType, interval: p.interval, latency: p.latency,
-            supervisionTimeout: p.supervisionTimeout, gatt: SimGATTServer(deviceName: deviceName, phase: phase),
-            lastHeard: now, nextNotification: now + 1)
+        let grown = behaviour.gattChangeAt.map { now >= $0 } ?? false
+        var link = SimConnection(
+            handle: handle, peer: peer, peerAddressType: addressType, interval: p.interval, latency: p.latency,
+            supervisionTimeout: p.supervisionTimeout, gatt: SimGATTServer(deviceName: deviceName, phase: phase, grown: grown),
+            lastHeard: now,
+            nextNotification: now + (behaviour.flood ? Double(p.interval) * 0.00125 : behaviour.notifyInterval))
+        link.behaviour = behaviour
+        connections[handle] = link
         return connectionCompleteEvent(
-            status: .success, handle: handle, peerType: p.peerAddressType, peer: p.peer, interval: p.interval,
-            latency: p.latency, timeout: p.supervisionTimeout)
+            status: .success, handle: handle, peerType: addressType, peer: peer, interval: p.interval,
+            latency: p.latency, timeout: p.supervisionTimeout) + Self.openingPDUs(handle: handle, behaviour)
     }
 
     /// LE Enhanced Connection Complete if the host unmasked it (§7.7.65.10: "If this event is
@@ -174,22 +207,28 @@ extension VirtualController {
         guard peerType <= 3, (6...0x0C80).contains(minI), (6...0x0C80).contains(maxI), minI <= maxI, latency <= 0x01F3,
             (0x0A...0x0C80).contains(timeout)
         else { return .invalidParameters }
-        // The Filter Accept List is not simulated.
-        guard policy == 0 else { return .unsupportedFeature }
+        // Initiator_Filter_Policy (§7.8.12): 0x00 the peer given, 0x01 any device on the Filter Accept List.
+        guard policy <= 1 else { return .invalidParameters }
         guard pendingConnection == nil else { return .commandDisallowed }
-        guard !connections.values.contains(where: { $0.peer == peer }) else { return .aclConnectionExists }
+        if policy == 0 {
+            guard !connections.values.contains(where: { $0.peer == peer }) else { return .aclConnectionExists }
+        }
+        // Vol 1, Part F, §2.9 Connection Limit Exceeded (0x09): "the Controller has already reached
+        // the limit to the number of connections that can be achieved to a device" (`max_connections`).
+        guard connections.count < maxConnections else { return .connectionLimitExceeded }
         pendingConnection = PendingConnection(
-            peer: peer, peerAddressType: peerType, interval: maxI, latency: latency, supervisionTimeout: timeout)
+            peer: peer, peerAddressType: peerType, interval: maxI, latency: latency, supervisionTimeout: timeout,
+            acceptList: policy == 1 ? acceptList : nil)
         return .success
     }
 
     /// One ACL packet from the host. Returns the controller's events and the peer's answers, whether
-    /// the packet was for a link's ATT channel, and whether it overflowed the controller's buffers.
+    /// the packet was for a link's fixed channel, and whether it overflowed the controller's buffers.
     /// With `holdCredits` (`buffer_exhaustion`) the packet stays in an LE ACL buffer: no credit
     /// goes back, and the peer sees it only when `releaseACL` runs.
-    mutating func handleACL(_ payload: [UInt8], now: Double, holdCredits: Bool = false)
-        -> (events: [[UInt8]], understood: Bool, overflow: Bool)
-    {
+    mutating func handleACL(
+        _ payload: [UInt8], now: Double, holdCredits: Bool = false, silence: GATTSilence = GATTSilence()
+    ) -> (events: [[UInt8]], understood: Bool, overflow: Bool) {
         var c = ByteCursor(payload)
         guard let hf = c.readLE16(), let total = c.readLE16(), c.readBytes(Int(total)) != nil else {
             return ([], false, false)
@@ -205,24 +244,9 @@ extension VirtualController {
         }
         // The packet has "left" the controller's buffer: credit it back at once.
         var out = [SimEvents.numberOfCompletedPackets(handle: handle, count: 1)]
-        let (answers, understood) = deliverToPeer(payload, now: now)
+        let (answers, understood) = deliverToPeer(payload, now: now, silence: silence)
         out += answers
         return (out, understood, false)
-    }
-
-    /// Hands one host ACL packet (already checked to be for a live link) to the peer's GATT server.
-    mutating func deliverToPeer(_ payload: [UInt8], now: Double) -> (events: [[UInt8]], understood: Bool) {
-        var c = ByteCursor(payload)
-        guard let hf = c.readLE16(), let total = c.readLE16(), let data = c.readBytes(Int(total)) else { return ([], false) }
-        let handle = hf & 0x0FFF
-        guard connections[handle] != nil else { return ([], false) }
-        var l2 = ByteCursor(data)
-        // Continuation fragments (PB 0b01) are not reassembled: ATT PDUs fit one packet at MTU ≤ 247.
-        guard (hf >> 12) & 0x3 != 0x1, let len = l2.readLE16(), let cid = l2.readLE16(), let pdu = l2.readBytes(Int(len)),
-            cid == 0x0004
-        else { return ([], false) }
-        guard let response = connections[handle]!.gatt.handle(request: Array(pdu), now: now) else { return ([], true) }
-        return ([SimEvents.attACL(handle: handle, response)], true)
     }
 
     /// Drops every link without telling the host (power loss, reset).

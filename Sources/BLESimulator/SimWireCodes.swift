@@ -35,6 +35,10 @@ public struct SimOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leSetScanEnable = SimOpcode(ogf: 0x08, ocf: 0x000C)
     public static let leCreateConnection = SimOpcode(ogf: 0x08, ocf: 0x000D)
     public static let leCreateConnectionCancel = SimOpcode(ogf: 0x08, ocf: 0x000E)
+    public static let leReadFilterAcceptListSize = SimOpcode(ogf: 0x08, ocf: 0x000F)
+    public static let leClearFilterAcceptList = SimOpcode(ogf: 0x08, ocf: 0x0010)
+    public static let leAddDeviceToFilterAcceptList = SimOpcode(ogf: 0x08, ocf: 0x0011)
+    public static let leRemoveDeviceFromFilterAcceptList = SimOpcode(ogf: 0x08, ocf: 0x0012)
     public static let leConnectionUpdate = SimOpcode(ogf: 0x08, ocf: 0x0013)
     public static let leExtendedCreateConnection = SimOpcode(ogf: 0x08, ocf: 0x0043)
     public static let leReadRemoteFeatures = SimOpcode(ogf: 0x08, ocf: 0x0016)
@@ -56,6 +60,8 @@ public struct SimStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let unknownCommand = SimStatus(rawValue: 0x01)
     public static let hardwareFailure = SimStatus(rawValue: 0x03)
     public static let unknownConnection = SimStatus(rawValue: 0x02)
+    public static let memoryCapacityExceeded = SimStatus(rawValue: 0x07)
+    public static let connectionLimitExceeded = SimStatus(rawValue: 0x09)
     public static let aclConnectionExists = SimStatus(rawValue: 0x0B)
     public static let commandDisallowed = SimStatus(rawValue: 0x0C)
     public static let unsupportedFeature = SimStatus(rawValue: 0x11)
@@ -69,6 +75,8 @@ public struct SimStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
             case .unknownCommand: "Unknown HCI Command"
             case .hardwareFailure: "Hardware Failure"
             case .unknownConnection: "Unknown Connection Identifier"
+            case .memoryCapacityExceeded: "Memory Capacity Exceeded"
+            case .connectionLimitExceeded: "Connection Limit Exceeded"
             case .aclConnectionExists: "ACL Connection Already Exists"
             case .commandDisallowed: "Command Disallowed"
             case .unsupportedFeature: "Unsupported Feature or Parameter Value"

@@ -132,6 +132,9 @@ public final class Simulator: Sendable {
             let now = clock.now().seconds
             while nextFault < timeline.steps.count, timeline.steps[nextFault].t <= min(now, end) {
                 let s = timeline.steps[nextFault]
+                if s.kind == .peripheralOff, let peer = s.peer, let i = emitterByAddress[peer] {
+                    engine.setPowered(emitter: i, !s.start)
+                }
                 apply(s, plug: plugs[s.gateway])
                 truth?.fault(t: s.t, gateway: scenario.gateways[s.gateway].id, fault: s.kind.rawValue, phase: s.start ? "start" : "end")
                 nextFault += 1
@@ -155,7 +158,7 @@ public final class Simulator: Sendable {
             for (g, l) in linked.enumerated() where l.hasConnections {
                 let gw = scenario.gateways[g]
                 nodes[g].connectionTick(now: now) { peer in
-                    guard let i = emitterByAddress[peer] else { return nil }
+                    guard let i = emitterByAddress[peer], !engine.unpowered.contains(i) else { return nil }
                     let e = scenario.emitters[i]
                     let d = e.motion.position(at: now).distance(to: gw.position)
                     let k = UInt64(now * 10)
@@ -174,6 +177,8 @@ public final class Simulator: Sendable {
             if truth != nil { next = min(next, nextTruth) }
             if nextFault < timeline.steps.count { next = min(next, timeline.steps[nextFault].t) }
             for l in linked { if let due = l.connectionFailsAt, due > now { next = min(next, due) } }
+            // Links wake the loop for their notifications, indications and database changes.
+            for l in linked { if let due = l.linkDue, due > now { next = min(next, due) } }
             // Nothing scheduled (no advertisers, no end): look again in a minute of virtual time.
             next = min(next, now + 60)
             try await clock.sleep(until: .seconds(max(next, now + batch)))
@@ -191,6 +196,8 @@ public final class Simulator: Sendable {
         case (.silence, let on): node.setSilenced(on)
         case (.connectionFailure, let on): node.setConnectionFailure(on)
         case (.bufferExhaustion, let on): node.setBufferExhaustion(on)
+        case (.gattSilence, let on): node.setGATTSilence(on, peer: s.peer)
+        case (.peripheralOff, _): break  // the radio engine's (see the run loop)
         }
     }
 
@@ -214,6 +221,8 @@ struct FaultTimeline {
         var kind: FaultSpec.Kind
         var start: Bool
         var hardwareCode: UInt8
+        /// `gatt_silence` for one peripheral: its address.
+        var peer: BDAddress?
     }
     var steps: [Step] = []
 
@@ -221,9 +230,11 @@ struct FaultTimeline {
         let index = Dictionary(uniqueKeysWithValues: scenario.gateways.enumerated().map { ($1.id, $0) })
         for f in scenario.faults {
             guard let g = index[f.gateway] else { continue }
-            steps.append(Step(t: f.at, gateway: g, kind: f.kind, start: true, hardwareCode: f.hardwareCode))
+            let peer = f.peripheral.flatMap { name in scenario.emitters.first { $0.name == name }?.address }
+            steps.append(Step(t: f.at, gateway: g, kind: f.kind, start: true, hardwareCode: f.hardwareCode, peer: peer))
             if let d = f.duration {
-                steps.append(Step(t: f.at + d, gateway: g, kind: f.kind, start: false, hardwareCode: f.hardwareCode))
+                steps.append(
+                    Step(t: f.at + d, gateway: g, kind: f.kind, start: false, hardwareCode: f.hardwareCode, peer: peer))
             }
         }
         steps.sort { ($0.t, $0.start ? 1 : 0) < ($1.t, $1.start ? 1 : 0) }

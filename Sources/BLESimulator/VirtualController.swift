@@ -17,6 +17,9 @@ public struct ScanState: Sendable, Hashable {
     public var period: Duration?
     /// Virtual time the scan was (re)enabled: scan windows are counted from here.
     public var startedAt: Duration = .zero
+    /// Scanning_Filter_Policy (§7.8.10): bit 0 set (0x01, 0x03) reports only advertisers on the
+    /// Filter Accept List.
+    public var filterPolicy: UInt8 = 0
     /// Bumped on every enable, so the radio can forget its duplicate filter (§7.8.11: the filter
     /// is reset when scanning is enabled).
     public var generation: UInt64 = 0
@@ -50,6 +53,15 @@ public struct VirtualController: Sendable {
     /// Legacy scan parameters and the extended ones are separate controller state.
     var legacyScan = (active: false, interval: Duration.microseconds(10_000), window: Duration.microseconds(10_000))
     var extendedScan = (active: false, interval: Duration.microseconds(10_000), window: Duration.microseconds(10_000))
+    var legacyScanPolicy: UInt8 = 0
+    var extendedScanPolicy: UInt8 = 0
+
+    /// The Filter Accept List (§7.8.14–§7.8.17) and its size as LE Read Filter Accept List Size reports it.
+    public var acceptList: Set<SimAcceptListEntry> = []
+    public static let acceptListSize = 8
+    /// Links the controller can hold at once (`max_connections`); LE Create Connection beyond it
+    /// is answered with 0x09 Connection Limit Exceeded. Survives Reset (it is the hardware's).
+    public var maxConnections = 4
 
     /// Legacy and extended advertising/scanning commands may not be mixed until the next Reset
     /// (Vol 4, Part E, §3.1.1, "Legacy and extended advertising"): the first one used wins.
@@ -95,7 +107,9 @@ public struct VirtualController: Sendable {
 
     /// Back to power-on defaults (HCI_Reset, §7.3.2, or a power cycle).
     public mutating func reset() {
+        let limit = maxConnections
         self = VirtualController(address: address)
+        maxConnections = limit
     }
 
     mutating func refreshReportMask() {

@@ -87,9 +87,10 @@ struct RunCommand: AsyncParsableCommand {
             clock = try SimulatorClockFile.load(path: simClock)
             synchronized = { true }  // virtual time is the simulator's truth
         }
-        let source = try makeSightingSource(c, capture: capture, clock: clock, logger: logger)
-        let runtime = try GatewayRuntime(configuration: c, source: source, clock: clock, logger: logger,
-                                         clockSynchronized: synchronized)
+        let runtime = try GatewayRuntime(
+            configuration: c,
+            makeSource: { role in try makeSightingSource(c, capture: capture, clock: clock, logger: logger, role: role) },
+            clock: clock, logger: logger, clockSynchronized: synchronized)
         logger.info("gateway \(c.gateway.id): \(c.adapter.device) (\(c.adapter.mode)) → \(c.mqtt.broker) under \(c.mqtt.prefix)/")
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: runtime)],

@@ -70,6 +70,19 @@ import Testing
         #expect(LECreateConnectionCommand.completion == .commandStatus)
     }
 
+    @Test func extendedCreateConnectionCarriesOnePhysParametersForLE1M() {
+        let c = LEExtendedCreateConnectionCommand(
+            peerAddressType: .public, peerAddress: BDAddress("00:1B:DC:10:00:01")!,
+            connection: LEConnectionParameters(intervalMin: 0x0018, intervalMax: 0x0028, maxLatency: 0,
+                                               supervisionTimeout: 0x01F4))
+        // §7.8.66: 10 octets of addressing and PHYs, then 16 per PHY: Parameter_Total_Length 26.
+        #expect(c.packet.h4Bytes == [
+            0x01, 0x43, 0x20, 0x1A, 0x00, 0x00, 0x00, 0x01, 0x00, 0x10, 0xDC, 0x1B, 0x00, 0x01,
+            0x60, 0x00, 0x60, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0xF4, 0x01, 0x00, 0x00, 0x00, 0x00,
+        ])
+        #expect(LEExtendedCreateConnectionCommand.completion == .commandStatus)
+    }
+
     @Test func disconnectCarriesHandleAndReason() {
         #expect(DisconnectCommand(handle: 0x0040).packet.h4Bytes == [0x01, 0x06, 0x04, 0x03, 0x40, 0x00, 0x13])
     }

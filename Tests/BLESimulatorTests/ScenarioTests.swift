@@ -35,7 +35,8 @@ import Testing
         let s = try ScenarioLoader.load(path: Self.scenarios + "/fault-drill.yaml")
         let link = try ScenarioLoader.load(path: Self.scenarios + "/connection-faults.yaml")
         #expect(Set(s.faults.map(\.kind)) == [.powerOff, .hardwareError, .unplug, .silence])
-        #expect(Set(link.faults.map(\.kind)) == [.connectionFailure, .bufferExhaustion])
+        #expect(Set(link.faults.map(\.kind)) == [.connectionFailure, .bufferExhaustion, .gattSilence])
+        #expect(link.faults.first { $0.kind == .gattSilence }?.peripheral == "sensor-link")
         #expect(Set(s.faults.map(\.kind) + link.faults.map(\.kind)) == Set(FaultSpec.Kind.allCases))
         #expect(s.faults.first { $0.kind == .hardwareError }?.hardwareCode == 0x01)
     }
@@ -119,5 +120,49 @@ import Testing
         #expect(m.position(at: 5.5) == Vec3(10, 0))  // pausing at the far end
         #expect(m.position(at: 8.5) == Vec3(5, 0))  // halfway back
         #expect(m.position(at: 12.0 + 2.5) == Vec3(5, 0))  // next lap
+    }
+
+    @Test func peripheralLinkKeysAndMaxConnectionsAreReadAndCheckedWithLineAndColumn() throws {
+        let base = """
+            name: keys
+            gateways:
+              - {id: gw-a, position: [0, 0], max_connections: 2}
+            peripherals:
+              - {name: p, position: [1, 1], notify_interval_ms: 250, flood: true, request_connection_update: true,
+                 security_request: true, gatt_change_at_s: 12.5}
+            faults:
+              - {at_s: 3, gateway: gw-a, type: gatt_silence, peripheral: p}
+            """
+        let s = try ScenarioLoader.parse(base)
+        #expect(s.gateways[0].maxConnections == 2)
+        let link = s.emitters[0].link
+        #expect(link.notifyInterval == 0.25 && link.flood && link.requestConnectionUpdate && link.securityRequest)
+        #expect(link.gattChangeAt == 12.5)
+        #expect(s.faults[0].kind == .gattSilence && s.faults[0].peripheral == "p")
+        // Defaults: 1 s, no flood, nothing sent on connect, no change, four links.
+        let plain = try ScenarioLoader.parse("name: x\ngateways: [{id: g, position: [0, 0]}]\nperipherals: [{name: p, position: [1, 1]}]\n")
+        #expect(plain.emitters[0].link == PeripheralLinkSpec() && plain.emitters[0].link.notifyInterval == 1)
+        #expect(plain.gateways[0].maxConnections == 4)
+
+        func error(_ yaml: String) -> ScenarioError? {
+            do { _ = try ScenarioLoader.parse(yaml, file: "k.yaml") } catch let e as ScenarioError { return e } catch {}
+            return nil
+        }
+        let tooFast = error(base.replacingOccurrences(of: "notify_interval_ms: 250", with: "notify_interval_ms: 5"))
+        #expect(tooFast?.line == 5 && tooFast?.column == 53, "\(String(describing: tooFast))")
+        #expect(tooFast?.message.contains("notify_interval_ms must be an integer in 10...3600000") == true)
+        let beacon = error(
+            base.replacingOccurrences(of: "peripherals:", with: "beacons:")
+                .replacingOccurrences(of: "{name: p,", with: "{name: p, type: named,"))
+        #expect(beacon?.line == 5 && beacon?.message.contains("applies to peripherals only") == true,
+            "\(String(describing: beacon))")
+        let limit = error(base.replacingOccurrences(of: "max_connections: 2", with: "max_connections: 0"))
+        #expect(limit?.line == 3 && limit?.message.contains("max_connections") == true)
+        let unknown = error(base.replacingOccurrences(of: "peripheral: p}", with: "peripheral: q}"))
+        #expect(unknown?.line == 8 && unknown?.message.contains("unknown peripheral 'q'") == true)
+        let wrongKind = error(base.replacingOccurrences(of: "type: gatt_silence", with: "type: silence"))
+        #expect(wrongKind?.line == 8 && wrongKind?.message.contains("gatt_silence only") == true)
+        let notBool = error(base.replacingOccurrences(of: "flood: true", with: "flood: lots"))
+        #expect(notBool?.line == 5 && notBool?.message.contains("flood must be true or false") == true)
     }
 }

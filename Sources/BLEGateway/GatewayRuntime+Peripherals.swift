@@ -1,0 +1,172 @@
+import BLEDomain
+import BLEHCI
+import BLEHost
+import BLEPublishing
+import BLESpool
+import BLETransport
+import Foundation
+import Logging
+
+/// The runtime's side of peripheral links: readings for what `PeripheralService` observes, and the write command
+/// topic.
+extension GatewayRuntime {
+    /// The service, wired to readings that go through the spool like every other: states durably, values and RSSI
+    /// as samples. Built before `self` exists (the source needs it), so it captures the pieces, not the runtime.
+    static func makePeripherals(configuration: GatewayConfiguration, readings: GatewayReadings, spool: Spool,
+                                publisher: SpoolPublisher, clock: any BLEClock, logger: Logger,
+                                synced: @escaping @Sendable () -> Bool) -> PeripheralService {
+        let record: @Sendable (Reading) -> Void = { reading in
+            do {
+                _ = try spool.appendDurably(reading)
+            } catch {
+                logger.error("spool: \(error)")
+                _ = spool.append(reading)
+            }
+            publisher.readingsAvailable()
+        }
+        let output = PeripheralService.Output(
+            state: { address, name, status in
+                let now = clock.now()
+                let ts = clock.unixTime()
+                record(readings.peripheralState(address, name: name, status: status,
+                                                since: ts - (now - status.since).seconds, ts: ts, synced: synced()))
+            },
+            rssi: { address, rssi in
+                _ = spool.append(readings.peripheralRSSI(address, rssi: rssi, ts: clock.unixTime(), synced: synced()))
+            },
+            value: { address, service, characteristic, value, via in
+                let decoded = GATTValueDecoding.decode(characteristic, value).map { Array($0.json.utf8) }
+                let reading = readings.characteristicValue(
+                    address, service: service, characteristic: characteristic, value: value, via: via,
+                    decoded: decoded, ts: clock.unixTime(), synced: synced())
+                _ = spool.append(reading)
+            },
+            gatt: { address, mtu, database in
+                record(readings.peripheralGATT(address, mtu: mtu, database: database, ts: clock.unixTime(),
+                                               synced: synced()))
+            })
+        return PeripheralService(intents: configuration.peripherals, connections: configuration.connections,
+                                 clock: clock, logger: logger, output: output)
+    }
+
+    /// Corrects what an earlier run left retained: a peripheral state from another run that says anything but
+    /// `disconnected`, for a device this run does not know (a name or service match not seen yet, an intent since
+    /// removed), is replaced by `disconnected`. Known devices need nothing: their state is published by this run.
+    func correctStalePeripheralStates() -> Task<Void, Never>? {
+        let filter = "\(readings.topics.peripheralStatePrefix)+/state"
+        let stream: AsyncStream<MQTTMessage>
+        do {
+            stream = try client.subscribe(filter, qos: .atLeastOnce)
+        } catch {
+            logger.error("peripherals: cannot subscribe to \(filter): \(error)")
+            return nil
+        }
+        return Task { [self] in
+            for await message in stream where message.retain {
+                let levels = message.topic.split(separator: "/")
+                guard levels.count >= 2, let address = BDAddress(hexTopic: levels[levels.count - 2]),
+                      case .object(let pairs)? = try? RemoteJSONParser.parse(message.payload) else { continue }
+                let fields = Dictionary(pairs, uniquingKeysWith: { a, _ in a })
+                guard case .string(let run)? = fields["run"], run != readings.run,
+                      case .string(let state)? = fields["state"], state != "disconnected",
+                      peripherals.statuses[address] == nil else { continue }
+                var status = ConnectionManager.Status(state: .disconnected, reason: nil, attempts: 0,
+                                                      since: clock.now(), handle: nil)
+                status.reason = .gatewayRestarted
+                logger.info("peripheral \(address): retained \(state) from an earlier run corrected to disconnected")
+                recordState(readings.peripheralState(address, name: nil, status: status, since: clock.unixTime(),
+                                                     ts: clock.unixTime(), synced: clockSynchronized()))
+            }
+        }
+    }
+
+    /// Write commands on `…/peripherals/+/write`: each answered on `…/write/result`.
+    func followWrites() -> Task<Void, Never>? {
+        let stream: AsyncStream<MQTTMessage>
+        do {
+            stream = try client.subscribe(readings.topics.peripheralWrites, qos: .atLeastOnce)
+        } catch {
+            logger.error("peripherals: cannot subscribe to \(readings.topics.peripheralWrites): \(error)")
+            return nil
+        }
+        return Task { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                // A retained command would be replayed at every start: only live ones are carried out.
+                for await message in stream where !message.retain {
+                    group.addTask { await self.write(message) }
+                }
+            }
+        }
+    }
+
+    /// One write command: parsed, checked against the intent's `writable`, carried out, answered.
+    func write(_ message: MQTTMessage) async {
+        let levels = message.topic.split(separator: "/")
+        guard levels.count >= 3, levels[levels.count - 1] == "write", let address = BDAddress(hexTopic: levels[levels.count - 2])
+        else { return }
+        var id: String?
+        var characteristicText: String?
+        func answer(_ error: String?, att: UInt8? = nil) {
+            recordState(readings.writeResult(address, id: id, characteristic: characteristicText, error: error,
+                                             attError: att, ts: clock.unixTime(), synced: clockSynchronized()))
+        }
+        guard let root = try? RemoteJSONParser.parse(message.payload), case .object(let pairs) = root else {
+            return answer("the command is not a JSON object")
+        }
+        var service: BluetoothUUID?
+        var characteristic: BluetoothUUID?
+        var value: [UInt8]?
+        var response = true
+        for (k, v) in pairs {
+            switch (k, v) {
+            case ("id", .string(let s)): id = s
+            case ("characteristic", .string(let s)):
+                characteristicText = s.lowercased()
+                characteristic = BluetoothUUID(s)
+            case ("service", .string(let s)): service = BluetoothUUID(s)
+            case ("value", .string(let s)): value = Self.hexBytes(s)
+            case ("response", .bool(let b)): response = b
+            default: return answer("unexpected key or type: \(k)")
+            }
+        }
+        guard let characteristic else { return answer("\"characteristic\" must be a UUID") }
+        guard let value else { return answer("\"value\" must be hex digits") }
+        do {
+            try await peripherals.write(address, service: service, characteristic: characteristic, value: value,
+                                        withResponse: response)
+            answer(nil)
+        } catch {
+            answer(error.description, att: error.attError)
+        }
+    }
+
+    static func hexBytes(_ s: String) -> [UInt8]? {
+        let digits = Array(s.utf8)
+        guard digits.count % 2 == 0, digits.count <= 1024 else { return nil }
+        var out: [UInt8] = []
+        var i = 0
+        while i < digits.count {
+            guard let hi = hexValue(digits[i]), let lo = hexValue(digits[i + 1]) else { return nil }
+            out.append(hi << 4 | lo)
+            i += 2
+        }
+        return out
+    }
+
+    private static func hexValue(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
+
+extension BDAddress {
+    /// The inverse of `topicComponent`: 12 hex digits.
+    init?(hexTopic s: Substring) {
+        guard s.utf8.count == 12, let v = UInt64(s, radix: 16) else { return nil }
+        self.init(rawValue: v)
+    }
+}

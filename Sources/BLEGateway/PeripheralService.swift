@@ -1,0 +1,450 @@
+import BLEDomain
+import BLEHCI
+import BLEHost
+import BLETransport
+import Logging
+
+/// Keeps the configured peripherals connected, runs GATT on every link, and reports it all.
+///
+/// The policy is `ConnectionManager`'s (a pure state machine, under one lock); this type carries out its actions on
+/// the controller of the current adapter session (`serve`, started and cancelled by the adapter's owner) and feeds
+/// back what the controller said. Intents and their statuses outlive sessions: after a reset, a power cycle or an
+/// unplug every link is reported gone (`adapter lost`) and made again on the next session.
+public final class PeripheralService: ControllerRole, @unchecked Sendable {
+    /// Where the service's observations go (the runtime turns them into readings).
+    public struct Output: Sendable {
+        public var state: @Sendable (BDAddress, String?, ConnectionManager.Status) -> Void
+        public var rssi: @Sendable (BDAddress, Int8) -> Void
+        /// A characteristic value: service, characteristic, bytes, and how it came (notification, indication, read).
+        public var value: @Sendable (BDAddress, BluetoothUUID?, BluetoothUUID, [UInt8], String) -> Void
+        /// The discovered database and the ATT_MTU.
+        public var gatt: @Sendable (BDAddress, Int, GATTDatabase) -> Void
+        public init(state: @escaping @Sendable (BDAddress, String?, ConnectionManager.Status) -> Void,
+                    rssi: @escaping @Sendable (BDAddress, Int8) -> Void,
+                    value: @escaping @Sendable (BDAddress, BluetoothUUID?, BluetoothUUID, [UInt8], String) -> Void,
+                    gatt: @escaping @Sendable (BDAddress, Int, GATTDatabase) -> Void) {
+            self.state = state
+            self.rssi = rssi
+            self.value = value
+            self.gatt = gatt
+        }
+    }
+
+    /// Counters for the health topic.
+    public struct Statistics: Sendable, Hashable {
+        public var connections = ConnectionManager.Counters()
+        public var connected = 0
+        public var values = 0
+        public var droppedValues = 0
+        public var attTimeouts = 0
+        public var writes = 0
+        public var refusedWrites = 0
+    }
+
+    /// One link's GATT side.
+    final class Link: @unchecked Sendable {
+        let handle: UInt16
+        let peer: ConnectionManager.Peer
+        let intent: PeripheralIntent
+        let client: GATTClient
+        /// Set by the link's GATT task, read by write commands.
+        let database = Locked<GATTDatabase?>(nil)
+        var task: Task<Void, Never>?
+        init(handle: UInt16, peer: ConnectionManager.Peer, intent: PeripheralIntent, client: GATTClient) {
+            self.handle = handle
+            self.peer = peer
+            self.intent = intent
+            self.client = client
+        }
+    }
+
+    /// What exists while a controller is served.
+    final class Session: @unchecked Sendable {
+        let controller: HCIController
+        let links: LELinks
+        /// Scanning uses the extended commands, so connecting must too (Core v5.4, Vol 4, Part E, §3.1.1).
+        let extended: Bool
+        let actions: AsyncStream<ConnectionManager.Action>.Continuation
+        /// Links by handle: written by the action loop, read by write commands.
+        let gatt = Locked<[UInt16: Link]>([:])
+        init(controller: HCIController, links: LELinks, extended: Bool,
+             actions: AsyncStream<ConnectionManager.Action>.Continuation) {
+            self.controller = controller
+            self.links = links
+            self.extended = extended
+            self.actions = actions
+        }
+    }
+
+    let clock: any BLEClock
+    let logger: Logger
+    let connections: GatewayConfiguration.Connections
+    let output: Output
+    private let manager: Locked<ConnectionManager>
+    private let intents: Locked<[PeripheralIntent]>
+    /// Devices taken by a name-prefix or service intent: address → index in `intents`.
+    private let matched = Locked<[BDAddress: Int]>([:])
+    private let session = Locked<Session?>(nil)
+    private let stats = Locked(Statistics())
+
+    public init(intents: [PeripheralIntent], connections: GatewayConfiguration.Connections, clock: any BLEClock,
+                logger: Logger, output: Output) {
+        self.clock = clock
+        self.logger = logger
+        self.connections = connections
+        self.output = output
+        var c = ConnectionManager.Configuration()
+        c.maxConnections = connections.max
+        c.connectTimeout = .seconds(connections.connectTimeoutSeconds)
+        c.maxBackoff = .seconds(connections.maxBackoffSeconds)
+        manager = Locked(ConnectionManager(configuration: c))
+        self.intents = Locked(intents)
+    }
+
+    /// Wants every address intent, publishing each `disconnected`: at start, this corrects whatever state an
+    /// earlier run left retained. Devices matched by name or service are wanted when first heard.
+    public func announce() {
+        for intent in intents.withLock({ $0 }) {
+            if case .address(let a) = intent.match {
+                post(.want(.init(address: a, addressType: intent.addressType ?? .public)))
+            }
+        }
+    }
+
+    public var statistics: Statistics {
+        var s = stats.withLock { $0 }
+        s.connections = manager.withLock { $0.counters }
+        s.connected = manager.withLock { m in m.statuses.values.filter { $0.state == .connected }.count }
+        return s
+    }
+
+    /// Every peer's status, for tests and the health topic.
+    public var statuses: [BDAddress: ConnectionManager.Status] { manager.withLock { $0.statuses } }
+
+    // MARK: - Input
+
+    /// Every sighting, before the scan filter: a connectable advertisement of a wanted device is the moment to
+    /// connect; a name or service that matches an intent makes the device wanted.
+    public func observe(_ s: Sighting) {
+        let peer = ConnectionManager.Peer(address: s.address, addressType: s.addressType)
+        let known = manager.withLock { $0.status(of: s.address) != nil }
+        if !known {
+            let list = intents.withLock { $0 }
+            guard let i = list.firstIndex(where: { $0.matches(s) }) else { return }
+            if case .address = list[i].match {} else { matched.withLock { $0[s.address] = i } }
+            post(.want(peer))
+        }
+        if s.isConnectable { post(.advertised(peer)) }
+    }
+
+    /// Replaces the intents (a remote configuration applied): new ones are wanted, removed ones let go.
+    public func update(intents newIntents: [PeripheralIntent]) {
+        let old = intents.withLock { list -> [PeripheralIntent] in
+            defer { list = newIntents }
+            return list
+        }
+        guard old != newIntents else { return }
+        let wantedNow = Set(newIntents.compactMap { i -> BDAddress? in
+            if case .address(let a) = i.match { return a } else { return nil }
+        })
+        let known = manager.withLock { Array($0.statuses.keys) }
+        let byPattern = matched.withLock { m -> [BDAddress: Int] in
+            // Pattern matches are re-evaluated from the next advertisement.
+            defer { m.removeAll() }
+            return m
+        }
+        for address in known where !wantedNow.contains(address) {
+            if byPattern[address] != nil || !wantedNow.contains(address) { post(.unwant(address)) }
+        }
+        for a in wantedNow {
+            let type = newIntents.first { $0.match == .address(a) }?.addressType ?? .public
+            post(.want(.init(address: a, addressType: type)))
+        }
+    }
+
+    func intent(for address: BDAddress) -> PeripheralIntent? {
+        let list = intents.withLock { $0 }
+        if let i = list.first(where: { $0.match == .address(address) }) { return i }
+        if let i = matched.withLock({ $0[address] }), i < list.count { return list[i] }
+        return nil
+    }
+
+    // MARK: - The state machine and its actions
+
+    func post(_ event: ConnectionManager.Event) {
+        let now = clock.now()
+        let actions = manager.withLock { $0.handle(event, now: now) }
+        guard !actions.isEmpty else { return }
+        let current = session.withLock { $0 }
+        for action in actions {
+            if case .publish(let address, let status) = action {
+                let name = intent(for: address)?.name
+                if status.state == .connected || status.reason != nil {
+                    let label = name.map { " (\($0))" } ?? ""
+                    let why = status.reason.map { " — \($0)" } ?? ""
+                    logger.info("peripheral \(address)\(label): \(status.state)\(why) (attempt \(status.attempts))")
+                }
+                output.state(address, name, status)
+            } else {
+                current?.actions.yield(action)
+            }
+        }
+    }
+
+    public func serve(controller: HCIController, info: ControllerInfo) async {
+        let links = LELinks(controller: controller, buffers: info.leACLBuffers, logger: logger)
+        let (actions, continuation) = AsyncStream.makeStream(of: ConnectionManager.Action.self)
+        let s = Session(controller: controller, links: links, extended: info.supportsExtendedAdvertising,
+                        actions: continuation)
+        let events = controller.events()
+        session.withLock { $0 = s }
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await links.run() }
+            group.addTask { [self] in
+                for await e in events {
+                    switch e {
+                    case .event(.leConnectionComplete(let c)) where c.role == 0:
+                        post(.connectionComplete(status: c.status, handle: c.handle, peer: c.peerAddress))
+                    case .event(.disconnectionComplete(let d)) where d.status.isSuccess:
+                        post(.disconnectionComplete(handle: d.handle, reason: d.reason))
+                    case .transportEnded:
+                        return
+                    default:
+                        continue
+                    }
+                }
+            }
+            group.addTask { [self] in
+                for await action in actions { await perform(action, in: s) }
+            }
+            group.addTask { [self] in
+                while !Task.isCancelled {
+                    let next = manager.withLock { $0.nextDeadline } ?? clock.now() + .seconds(1)
+                    do { try await clock.sleep(until: min(next, clock.now() + .seconds(1))) } catch { return }
+                    post(.tick)
+                }
+            }
+            while !links.isListening { await Task.yield() }
+            post(.adapterUp)
+            // The first to end (the transport's end, or cancellation by the adapter's owner) ends the session.
+            await group.next()
+            group.cancelAll()
+        }
+        continuation.finish()
+        session.withLock { $0 = nil }
+        for link in s.gatt.withLock({ Array($0.values) }) {
+            link.task?.cancel()
+            await link.task?.value
+        }
+        post(.adapterDown)
+    }
+
+    func perform(_ action: ConnectionManager.Action, in s: Session) async {
+        switch action {
+        case .createConnection(let peer, let parameters):
+            let status: HCIStatus
+            do {
+                if s.extended {
+                    try await s.controller.execute(LEExtendedCreateConnectionCommand(
+                        peerAddressType: peer.addressType, peerAddress: peer.address, connection: parameters))
+                } else {
+                    try await s.controller.execute(LECreateConnectionCommand(
+                        peerAddressType: peer.addressType, peerAddress: peer.address, connection: parameters))
+                }
+                status = .success
+            } catch let e as HCIError {
+                status = e.status ?? .unspecifiedError
+            } catch {
+                return
+            }
+            post(.createStatus(status))
+        case .cancelCreateConnection:
+            // Command Disallowed when nothing is initiating any more: the Connection Complete crossed our Cancel.
+            _ = try? await s.controller.execute(LECreateConnectionCancelCommand())
+        case .disconnect(let handle, let reason):
+            do {
+                try await s.controller.execute(DisconnectCommand(handle: handle, reason: reason))
+            } catch let e as HCIError {
+                if let status = e.status { post(.disconnectStatus(handle: handle, status)) }
+            } catch {}
+        case .linkUp(let handle, let peer):
+            guard let intent = intent(for: peer.address) else { return }
+            let bearer = s.links.bearer(for: handle)
+            let client = GATTClient(bearer: bearer, clock: clock, requestTimeout: .seconds(connections.attTimeoutSeconds),
+                                    logger: logger)
+            let link = Link(handle: handle, peer: peer, intent: intent, client: client)
+            s.gatt.withLock { $0[handle] = link }
+            link.task = Task { await self.run(link, controller: s.controller) }
+        case .linkDown(let handle, _):
+            let link = s.gatt.withLock { $0.removeValue(forKey: handle) }
+            link?.task?.cancel()
+        case .publish:
+            break
+        }
+    }
+
+    // MARK: - One link
+
+    func run(_ link: Link, controller: HCIController) async {
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { [self] in
+                do {
+                    try await link.client.run()
+                } catch is CancellationError {
+                } catch {
+                    stats.withLock { $0.attTimeouts += 1 }
+                    post(.drop(handle: link.handle, why: "\(error)"))
+                }
+            }
+            group.addTask { [self] in await gatt(link) }
+            if connections.rssiIntervalSeconds > 0 {
+                group.addTask { [self] in
+                    let every = Duration.seconds(connections.rssiIntervalSeconds)
+                    while !Task.isCancelled {
+                        do { try await clock.sleep(for: every) } catch { return }
+                        if let r = try? await controller.execute(ReadRSSICommand(handle: link.handle)), r.rssi != 127 {
+                            output.rssi(link.peer.address, r.rssi)
+                        }
+                    }
+                }
+            }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    /// MTU, discovery, subscriptions and reads; then values until the link ends. Service Changed starts it over.
+    func gatt(_ link: Link) async {
+        let address = link.peer.address
+        do {
+            let mtu = try await link.client.exchangeMTU()
+            while !Task.isCancelled {
+                let db = try await link.client.discoverAll()
+                link.database.withLock { $0 = db }
+                output.gatt(address, mtu, db)
+                for sub in link.intent.subscribe {
+                    guard let (_, c) = db.find(sub.characteristic) else {
+                        logger.warning("peripheral \(address): no characteristic \(sub.characteristic) to subscribe to")
+                        continue
+                    }
+                    let indicate = sub.indicate ?? !c.properties.contains(.notify)
+                    do {
+                        try await link.client.subscribe(c, indicate: indicate)
+                    } catch let e as GATTClientError where e.attErrorCode != nil {
+                        logger.warning("peripheral \(address): subscribe to \(sub.characteristic): \(e)")
+                    }
+                }
+                for r in link.intent.read where r.intervalSeconds == 0 {
+                    await read(link, r.characteristic)
+                }
+                let changed = await follow(link)
+                if !changed { return }
+                logger.info("peripheral \(address): Service Changed; discovering again")
+            }
+        } catch is CancellationError {
+        } catch {
+            logger.warning("peripheral \(address): GATT: \(error)")
+        }
+    }
+
+    /// Values and periodic reads until the link ends (false) or the database changes (true).
+    func follow(_ link: Link) async -> Bool {
+        let address = link.peer.address
+        return await withTaskGroup(of: Bool.self) { group in
+            group.addTask { [self] in
+                for await event in link.client.events {
+                    switch event {
+                    case .value(let handle, let value, let indicated):
+                        guard let (service, c) = link.database.withLock({ $0 })?.owner(ofValueHandle: handle) else {
+                            continue
+                        }
+                        stats.withLock { $0.values += 1 }
+                        output.value(address, service.uuid, c.uuid, value, indicated ? "indication" : "notification")
+                    case .serviceChanged:
+                        return true
+                    }
+                }
+                return false
+            }
+            for r in link.intent.read where r.intervalSeconds > 0 {
+                group.addTask { [self] in
+                    while !Task.isCancelled {
+                        do { try await clock.sleep(for: .seconds(r.intervalSeconds)) } catch { return false }
+                        await read(link, r.characteristic)
+                    }
+                    return false
+                }
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+    }
+
+    func read(_ link: Link, _ ref: PeripheralIntent.CharacteristicRef) async {
+        guard let db = link.database.withLock({ $0 }), let (service, c) = db.find(ref) else { return }
+        do {
+            let value = try await link.client.read(c.valueHandle)
+            output.value(link.peer.address, service.uuid, c.uuid, value, "read")
+        } catch {
+            logger.warning("peripheral \(link.peer.address): read \(ref): \(error)")
+        }
+    }
+
+    // MARK: - Writes
+
+    /// Why a write was not done: the ATT error, or the gateway's refusal.
+    public struct WriteFailure: Error, Sendable, CustomStringConvertible {
+        public var description: String
+        public var attError: UInt8?
+    }
+
+    /// Writes a characteristic value of a connected peripheral, if its intent allows it.
+    public func write(_ address: BDAddress, service: BluetoothUUID?, characteristic: BluetoothUUID, value: [UInt8],
+                      withResponse: Bool) async throws(WriteFailure) {
+        guard let intent = intent(for: address) else {
+            throw WriteFailure(description: "\(address) is not a configured peripheral")
+        }
+        guard intent.allowsWrite(service: service, characteristic: characteristic) else {
+            stats.withLock { $0.refusedWrites += 1 }
+            throw WriteFailure(description: "writes to \(characteristic.shortDescription) are not allowed by configuration")
+        }
+        let link = session.withLock { $0 }?.gatt.withLock { $0.values.first { $0.peer.address == address } }
+        guard let link, let db = link.database.withLock({ $0 }) else {
+            throw WriteFailure(description: "\(address) is not connected")
+        }
+        guard let (_, c) = db.find(.init(service: service, characteristic: characteristic)) else {
+            throw WriteFailure(description: "\(address) has no characteristic \(characteristic.shortDescription)")
+        }
+        stats.withLock { $0.writes += 1 }
+        do {
+            if withResponse {
+                try await link.client.write(c.valueHandle, value)
+            } else {
+                try link.client.writeWithoutResponse(c.valueHandle, value)
+            }
+        } catch let e as GATTClientError {
+            throw WriteFailure(description: "\(e)", attError: e.attErrorCode?.rawValue)
+        } catch {
+            throw WriteFailure(description: "\(error)")
+        }
+    }
+}
+
+extension GATTDatabase {
+    /// The first characteristic with the UUID, within the named service when there is one.
+    func find(_ ref: PeripheralIntent.CharacteristicRef) -> (GATTService, GATTCharacteristic)? {
+        for service in services where ref.service == nil || service.uuid == ref.service {
+            if let c = service.characteristics.first(where: { $0.uuid == ref.characteristic }) { return (service, c) }
+        }
+        return nil
+    }
+
+    /// The service and characteristic a value handle belongs to.
+    func owner(ofValueHandle handle: UInt16) -> (GATTService, GATTCharacteristic)? {
+        for service in services where (service.startHandle...service.endHandle).contains(handle) {
+            if let c = service.characteristics.first(where: { $0.valueHandle == handle }) { return (service, c) }
+        }
+        return nil
+    }
+}
