@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLEHCI
 import BLEHost
 import BLESimulator
 import BLETransport
@@ -33,7 +34,10 @@ struct GATTCommand: AsyncParsableCommand {
     @Option(help: "Subscribe to this characteristic's notifications (16-bit UUID in hex).")
     var subscribe: String?
 
-    @Option(help: "With --subscribe: the notifications to wait for.")
+    @Flag(help: "With --subscribe: ask for indications (confirmed) instead of notifications.")
+    var indicate = false
+
+    @Option(help: "With --subscribe: the notifications (or indications) to wait for.")
     var count: Int = 3
 
     func validate() throws {
@@ -47,6 +51,14 @@ struct GATTCommand: AsyncParsableCommand {
     func run() async throws {
         let clock = SystemClock()
         let peer = L2CAPAddress(connect, type: random ? .random : .public)!
+        let reads = try read.map { text -> BluetoothUUID in
+            guard let uuid = BluetoothUUID(text) else { throw ValidationError("--read \(text): not a UUID") }
+            return uuid
+        }
+        let subscription = try subscribe.map { text -> BluetoothUUID in
+            guard let uuid = BluetoothUUID(text) else { throw ValidationError("--subscribe \(text): not a UUID") }
+            return uuid
+        }
         let started = clock.now()
         let bearer: KernelATTBearer
         do {
@@ -56,59 +68,104 @@ struct GATTCommand: AsyncParsableCommand {
             FileHandle.standardError.write(Data("error: \(error.kind): \(error.message)\n".utf8))
             throw ExitCode(2)
         }
-        defer { bearer.drop() }
         let took = (clock.now() - started).seconds
         say("connected \(bearer.socket.name) from \(bearer.socket.local) in \(String(format: "%.1f", took)) s")
 
-        // Exchange MTU (Vol 3, Part F, §3.4.2.1): opcode 0x02, Client Rx MTU (2 octets).
-        var request = ByteWriter()
-        request.u8(0x02)
-        request.le16(UInt16(mtu))
-        let response = try await exchange(request.bytes, over: bearer, clock: clock)
-        var cursor = ByteCursor(response)
-        guard cursor.readU8() == 0x03, let serverMTU = cursor.readLE16() else {
-            throw failure("unexpected answer to Exchange MTU: \(HCIDumpCommand.hexString(response))")
+        let client = GATTClient(bearer: bearer, clock: clock)
+        let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+            // The client's one service loop; it returns once the bearer is dropped below.
+            group.addTask {
+                do { try await client.run() } catch { return .failure(error) }
+                return nil
+            }
+            var outcome: Result<Void, any Error> = .success(())
+            do {
+                try await self.session(client, reads: reads, subscription: subscription, clock: clock)
+            } catch {
+                outcome = .failure(error)
+            }
+            bearer.drop()
+            for await result in group {
+                if case .failure(let error)? = result, case .success = outcome { outcome = .failure(error) }
+            }
+            return outcome
         }
-        say("mtu \(min(Int(serverMTU), mtu)) (server rx mtu \(serverMTU), ours \(mtu))")
-        if !read.isEmpty || subscribe != nil {
-            throw failure("--read and --subscribe need the GATT client, which this build does not have yet")
+        if case .failure(let error) = outcome {
+            let reason = bearer.endReason.map { " (\($0.message))" } ?? ""
+            FileHandle.standardError.write(Data("error: \(error)\(reason)\n".utf8))
+            throw ExitCode(1)
         }
     }
 
-    /// Sends one request and waits for its response (or an Error Response), within the ATT transaction
-    /// timeout of 30 s (Vol 3, Part F, §3.3.3).
-    private func exchange(_ pdu: [UInt8], over bearer: KernelATTBearer, clock: any BLEClock) async throws -> [UInt8] {
-        try bearer.send(pdu)
-        return try await withThrowingTaskGroup(of: [UInt8]?.self) { group in
+    /// Exchange MTU, discover everything, read, subscribe and wait for notifications, printing each step.
+    private func session(_ client: GATTClient, reads: [BluetoothUUID], subscription: BluetoothUUID?,
+                         clock: any BLEClock) async throws {
+        let agreed = try await client.exchangeMTU(UInt16(mtu))
+        say("mtu \(agreed)")
+        let database = try await client.discoverAll()
+        for service in database.services {
+            say("service 0x\(service.uuid) handles 0x\(hex4(service.startHandle))"
+                + "-0x\(hex4(service.endHandle))")
+            for c in service.characteristics {
+                say("  characteristic 0x\(c.uuid) value handle 0x\(hex4(c.valueHandle))"
+                    + " properties \(c.properties)" + (c.cccdHandle.map { " cccd 0x\(hex4($0))" } ?? ""))
+            }
+        }
+        for uuid in reads {
+            guard let c = database.characteristic(uuid) else { throw GATTCommandError("no characteristic \(uuid)") }
+            let value = try await client.read(c.valueHandle)
+            say("read 0x\(uuid) handle 0x\(hex4(c.valueHandle)): \(HCIDumpCommand.hexString(value))")
+        }
+        guard let subscription else { return }
+        guard let c = database.characteristic(subscription) else {
+            throw GATTCommandError("no characteristic \(subscription)")
+        }
+        try await client.subscribe(c, indicate: indicate)
+        say("subscribed 0x\(subscription) cccd 0x\(hex4(c.cccdHandle ?? 0))" + (indicate ? " (indications)" : ""))
+        let wanted = count
+        // Notifications come at the peripheral's pace; allow 5 s for each, on the clock.
+        let deadline = Duration.seconds(5 * max(wanted, 1) + 5)
+        let received = try await withThrowingTaskGroup(of: Int?.self) { group in
             group.addTask {
-                for await answer in bearer.incoming where answer.first == pdu[0] + 1 || answer.first == 0x01 {
-                    return answer
+                var n = 0
+                for await event in client.events {
+                    guard case .value(let handle, let bytes, let indication) = event, handle == c.valueHandle else {
+                        continue
+                    }
+                    n += 1
+                    let kind = indication ? "indication" : "notification"
+                    say("\(kind) 0x\(subscription) handle 0x\(hex4(handle)):"
+                        + " \(HCIDumpCommand.hexString(bytes))")
+                    if n >= wanted { break }
                 }
-                return nil
+                return n
             }
             group.addTask {
-                try await clock.sleep(for: .seconds(30))
+                try await clock.sleep(for: deadline)
                 return nil
             }
             let first = try await group.next() ?? nil
             group.cancelAll()
-            guard let first else {
-                throw failure("no answer to \(HCIDumpCommand.hexString(pdu))"
-                              + (bearer.endReason.map { ": \($0.message)" } ?? ""))
-            }
             return first
         }
+        guard let received, received >= wanted else {
+            let what = indicate ? "indications" : "notifications"
+            throw GATTCommandError("fewer than \(wanted) \(what) of \(subscription) within \(deadline)")
+        }
+        try await client.unsubscribe(c)
+        say("unsubscribed 0x\(subscription)")
     }
+}
 
-    private func failure(_ text: String) -> ExitCode {
-        FileHandle.standardError.write(Data("error: \(text)\n".utf8))
-        return ExitCode(1)
-    }
+struct GATTCommandError: Error, CustomStringConvertible {
+    let description: String
+    init(_ text: String) { description = text }
 }
 
 /// `blegateway gatt-serve`: a peripheral of our own for the kernel VM. Listens on an adapter's ATT fixed
 /// channel through a kernel L2CAP socket and answers with the simulator's sensor GATT server
-/// (Environmental Sensing: Temperature 0x2A6E, Humidity 0x2A6F), sending notifications to subscribers.
+/// (GAP, Environmental Sensing, GATT, Battery, Immediate Alert, Device Information; see `SimGATTServer`), sending
+/// notifications and indications to subscribers.
 /// The adapter must be connectable and advertising (`btmgmt -i hci1 connectable on`, `advertising on`),
 /// and nothing else may serve ATT on it (bluetoothd does, on every adapter).
 struct GATTServeCommand: AsyncParsableCommand {
@@ -122,7 +179,7 @@ struct GATTServeCommand: AsyncParsableCommand {
     @Option(help: "The GAP Device Name.")
     var name: String = "blegw-sensor"
 
-    @Option(help: "Seconds between notifications to subscribers.")
+    @Option(help: "Seconds between notifications (and periodic indications) to subscribers.")
     var notifyInterval: Double = 1
 
     @Option(help: "Seconds to serve before exiting (0: until interrupted).")
@@ -177,7 +234,11 @@ struct GATTServeCommand: AsyncParsableCommand {
             group.addTask {
                 while !Task.isCancelled {
                     do { try await clock.sleep(for: interval) } catch { return }
-                    let due = server.withLock { $0.notifications(at: clock.now().seconds) }
+                    let now = clock.now().seconds
+                    let due = server.withLock { s in
+                        s.queuePeriodicIndications()
+                        return s.notifications(at: now) + (s.nextIndication(at: now).map { [$0] } ?? [])
+                    }
                     for pdu in due {
                         do { try socket.send(pdu) } catch { return }
                         say("notify \(HCIDumpCommand.hexString(pdu))")
@@ -187,12 +248,23 @@ struct GATTServeCommand: AsyncParsableCommand {
             for await pdu in socket.incoming {
                 say("rx \(HCIDumpCommand.hexString(pdu))")
                 let now = clock.now().seconds
-                guard let answer = server.withLock({ $0.handle(request: pdu, now: now) }) else { continue }
-                do { try socket.send(answer) } catch {
+                // A Handle Value Confirmation frees the next queued indication (Vol 3, Part F, §3.4.7.2).
+                let (answer, indication) = server.withLock { s in
+                    (s.handle(request: pdu, now: now), s.nextIndication(at: now))
+                }
+                do {
+                    if let answer {
+                        try socket.send(answer)
+                        say("tx \(HCIDumpCommand.hexString(answer))")
+                    }
+                    if let indication {
+                        try socket.send(indication)
+                        say("indicate \(HCIDumpCommand.hexString(indication))")
+                    }
+                } catch {
                     say("send failed: \(error)")
                     break
                 }
-                say("tx \(HCIDumpCommand.hexString(answer))")
             }
             group.cancelAll()
         }
@@ -202,3 +274,4 @@ struct GATTServeCommand: AsyncParsableCommand {
 }
 
 private func say(_ line: String) { StandardOutput.write(line + "\n") }
+private func hex4(_ v: UInt16) -> String { String(format: "%04X", v) }

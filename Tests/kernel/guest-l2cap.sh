@@ -68,13 +68,9 @@ l2cap_checks() {
     grep -q "^mtu 247" "$OUT/gatt.txt" || r="no MTU exchange: $(tail -n 1 "$OUT/gatt.err")"
     grep -q "^rx 02" "$OUT/gatt-serve.txt" || [ "$r" != ok ] || r="the server saw no Exchange MTU Request"
     check l2cap-exchange-mtu "$r"
-    if grep -q "need the GATT client" "$OUT/gatt.err"; then
-        for c in discover-environmental-sensing read-temperature notifications client-exits-cleanly; do
-            skip "l2cap-$c" "this build's gatt has no GATT client yet (only the MTU exchange)"
-        done
-    else
     r=ok
-    grep -qi "^service 0x181a" "$OUT/gatt.txt" || r="no Environmental Sensing service discovered: $(tail -n 1 "$OUT/gatt.err")"
+    grep -qi "^service 0x181a" "$OUT/gatt.txt" ||
+        r="no Environmental Sensing service discovered: $(tail -n 1 "$OUT/gatt.err")"
     check l2cap-discover-environmental-sensing "$r"
     r=ok
     grep -qi "^read 0x2a6e" "$OUT/gatt.txt" || r="no Temperature read: $(tail -n 1 "$OUT/gatt.err")"
@@ -86,7 +82,18 @@ l2cap_checks() {
     r=ok
     [ $rc -eq 0 ] || r="gatt exited $rc: $(tail -n 1 "$OUT/gatt.err")"
     check l2cap-client-exits-cleanly "$r"
-    fi
+
+    # Indications (Battery Level 0x2A19 indicates only): the client confirms each, and the server sends the
+    # next only after the confirmation (Vol 3, Part F, §3.4.7.2).
+    log "l2cap: gatt on hci0 → $addr, Battery Level indications"
+    timeout 60 "$BIN" gatt --adapter hci0 --connect "$addr" --timeout 20 --subscribe 2A19 --indicate --count 2 \
+        > "$OUT/gatt-indicate.txt" 2> "$OUT/gatt-indicate.err"; rc=$?
+    r=ok
+    n=$(grep -ci "^indication 0x2a19" "$OUT/gatt-indicate.txt")
+    [ "$n" -ge 2 ] && [ $rc -eq 0 ] ||
+        r="$n Battery Level indication(s), exit $rc: $(tail -n 1 "$OUT/gatt-indicate.err")"
+    [ "$r" != ok ] || grep -q "^rx 1e" "$OUT/gatt-serve.txt" || r="the server saw no Handle Value Confirmation"
+    check l2cap-indications-confirmed "$r"
 
     # A peer that is not there: the kernel scans for it and never connects; our deadline ends it.
     log "l2cap: gatt on hci0 → absent $L2CAP_ABSENT"
