@@ -3,7 +3,7 @@
 //
 // Layers, each importing only those before it (see docs/ARCHITECTURE.md):
 //   BLETransport → BLEHCI → BLEHost → BLEDomain → BLESpool → BLEPublishing → BLEGateway → blegateway
-// BLESimulator depends only on the wire formats (BLETransport, BLEHCI's packet codecs, BLEHost's L2CAP/ATT PDUs).
+// BLESimulator depends only on the wire formats (BLETransport, BLEHCI's packet codecs); its L2CAP/ATT are its own.
 // Each C library is imported by exactly one Swift module:
 //   CBluetooth + CBluetoothShim → BLETransport, CSQLite → BLESpool, CMosquitto → BLEPublishing.
 import PackageDescription

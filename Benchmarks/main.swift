@@ -11,6 +11,7 @@ let all: [(String, @Sendable ([String]) async -> Void)] = [
     ("mqtt", { do { try await runMQTTBenchmark(arguments: $0) } catch { print("mqtt benchmark failed: \(error)") } }),
     ("pipeline", { do { try await runPipelineBenchmark(arguments: $0) } catch { print("pipeline benchmark failed: \(error)") } }),
     ("transport", { do { try await runTransportBenchmark(args: $0) } catch { print("transport benchmark failed: \(error)") } }),
+    ("links", { runLinksBenchmark(args: $0) }),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())

@@ -183,7 +183,8 @@ public enum GATTValueDecoding {
             type = t
         }
         guard c.isAtEnd else { return nil }
-        return .temperatureMeasurement(.init(value: value, fahrenheit: flags & 0x01 != 0, timestamp: timestamp, type: type))
+        return .temperatureMeasurement(
+            .init(value: value, fahrenheit: flags & 0x01 != 0, timestamp: timestamp, type: type))
     }
 
     /// IEEE 11073-20601 FLOAT: an 8-bit signed exponent (high byte) over a 24-bit signed mantissa. The special

@@ -195,7 +195,8 @@ public final class GatewayRuntime: Service, Sendable {
         try? await gracefulShutdown()
         let graceful = !Task.isCancelled
 
-        // 1. Stop scanning.
+        // 1. End the peripheral links (their GATT work with them), then stop scanning.
+        await peripherals.stop()
         scanning.cancel()
         await scanning.value
         ticker.cancel()

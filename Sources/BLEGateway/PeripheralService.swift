@@ -115,6 +115,9 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         var s = stats.withLock { $0 }
         s.connections = manager.withLock { $0.counters }
         s.connected = manager.withLock { m in m.statuses.values.filter { $0.state == .connected }.count }
+        // Values a link's GATT client could not buffer (a peripheral notifying faster than the gateway takes them).
+        let live = session.withLock { $0 }?.gatt.withLock { Array($0.values) } ?? []
+        s.droppedValues += live.reduce(0) { $0 + $1.client.statistics.droppedEvents }
         return s
     }
 
@@ -167,6 +170,18 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         if let i = list.first(where: { $0.match == .address(address) }) { return i }
         if let i = matched.withLock({ $0[address] }), i < list.count { return list[i] }
         return nil
+    }
+
+    /// A graceful stop, before the adapter's session ends: every link is ended by the gateway (Disconnect 0x15)
+    /// and reported `disconnected` with the reason "the gateway stopped"; waits up to `limit` for the controller
+    /// to confirm. No new attempt is made after this.
+    public func stop(limit: Duration = .seconds(2)) async {
+        post(.shutdown)
+        let deadline = clock.now() + limit
+        while clock.now() < deadline,
+              manager.withLock({ m in m.statuses.values.contains { $0.state == .connected || $0.state == .disconnecting } }) {
+            do { try await clock.sleep(for: .milliseconds(20)) } catch { return }
+        }
     }
 
     // MARK: - The state machine and its actions
@@ -311,6 +326,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             await group.next()
             group.cancelAll()
         }
+        let dropped = link.client.statistics.droppedEvents
+        stats.withLock { $0.droppedValues += dropped }
     }
 
     /// MTU, discovery, subscriptions and reads; then values until the link ends. Service Changed starts it over.

@@ -54,6 +54,8 @@ public struct ConnectionManager: Sendable {
         case notWanted
         /// A state an earlier run of the gateway left retained, for a device this run has not met.
         case gatewayRestarted
+        /// The gateway is stopping (a graceful shutdown): it ended the link itself.
+        case gatewayStopped
 
         public var description: String {
             switch self {
@@ -63,6 +65,7 @@ public struct ConnectionManager: Sendable {
             case .dropped(let why): "dropped by the gateway: \(why)"
             case .notWanted: "no longer wanted"
             case .gatewayRestarted: "the gateway restarted and has not met the device since"
+            case .gatewayStopped: "the gateway stopped"
             }
         }
 
@@ -121,6 +124,9 @@ public struct ConnectionManager: Sendable {
         case adapterUp
         /// The controller is gone: every link and attempt with it.
         case adapterDown
+        /// The gateway is stopping: end every link (Disconnect, reason 0x15 Remote Device Terminated Connection due
+        /// to Power Off), cancel the attempt in flight, make no new one.
+        case shutdown
         case tick
     }
 
@@ -152,6 +158,8 @@ public struct ConnectionManager: Sendable {
     /// The attempt in flight: its peer and deadline; `cancelling` once Cancel was sent.
     var pending: (address: BDAddress, deadline: Duration, cancelling: Bool)?
     var adapterReady = false
+    /// After `.shutdown`: no more attempts, and links that end are the gateway's doing.
+    var stopping = false
     /// Lowered when the controller says Connection Limit Exceeded / Memory Capacity Exceeded.
     var learnedLimit: Int?
     public private(set) var counters = Counters()
@@ -241,7 +249,8 @@ public struct ConnectionManager: Sendable {
             }
             guard status.isSuccess else {
                 // 0x02 after our Cancel (§7.8.13) is the connect timeout; anything else is the controller's reason.
-                let reason: Reason = cancelled && status == .unknownConnectionIdentifier ? .connectTimeout : .hci(status)
+                var reason: Reason = cancelled && status == .unknownConnectionIdentifier ? .connectTimeout : .hci(status)
+            if stopping { reason = .gatewayStopped }
                 if cancelled { counters.cancelledAttempts += 1 }
                 out += failAttempt(address, reason: reason, now: now)
                 break
@@ -250,6 +259,12 @@ public struct ConnectionManager: Sendable {
             e.connectedAt = now
             e.status.handle = handle
             entries[address] = e
+            if stopping {
+                // Made while the gateway stops (the Cancel crossed it): ended at once, never used.
+                out += set(address, .disconnecting, reason: .gatewayStopped, now: now)
+                out.append(.disconnect(handle: handle, reason: .remoteTerminatedPowerOff))
+                break
+            }
             out += set(address, .connected, reason: nil, now: now)
             out.append(.linkUp(handle: handle, e.peer))
             if !e.wanted {
@@ -275,7 +290,18 @@ public struct ConnectionManager: Sendable {
             pending = nil
             learnedLimit = nil
             for (address, e) in entries where e.status.state != .disconnected {
-                out += linkGone(address, reason: .adapterLost, now: now)
+                out += linkGone(address, reason: stopping ? .gatewayStopped : .adapterLost, now: now)
+            }
+        case .shutdown:
+            stopping = true
+            if let p = pending, !p.cancelling {
+                pending!.cancelling = true
+                out.append(.cancelCreateConnection)
+            }
+            for (address, e) in entries where e.status.state == .connected {
+                guard let h = e.status.handle else { continue }
+                out += set(address, .disconnecting, reason: .gatewayStopped, now: now)
+                out.append(.disconnect(handle: h, reason: .remoteTerminatedPowerOff))
             }
         case .tick:
             break
@@ -286,7 +312,7 @@ public struct ConnectionManager: Sendable {
 
     /// Timers and the next attempt.
     mutating func step(now: Duration) -> [Action] {
-        guard adapterReady else { return [] }
+        guard adapterReady, !stopping else { return [] }
         if let p = pending {
             if !p.cancelling, now >= p.deadline {
                 pending!.cancelling = true

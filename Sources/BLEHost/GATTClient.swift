@@ -28,10 +28,12 @@ public final class GATTClient: @unchecked Sendable {
     private let requestTimeout: Duration
     private let state: Locked<State>
 
+    typealias Waiter = CheckedContinuation<[UInt8], any Error>
+
     struct State: @unchecked Sendable {  // continuations are Sendable; the box is only touched under the lock
         var core: ATTClientCore
         var nextID: ATTClientCore.RequestID = 0
-        var waiters: [ATTClientCore.RequestID: CheckedContinuation<[UInt8], any Error>] = [:]
+        var waiters: [ATTClientCore.RequestID: Waiter] = [:]
         var droppedEvents = 0
         var serviceChanges = 0
         var serviceChangedHandle: UInt16?
@@ -60,7 +62,7 @@ public final class GATTClient: @unchecked Sendable {
         }
     }
 
-    /// Reads the bearer and times transactions out. Returns when the bearer's `incoming` ends (every
+    /// Reads the bearer and times transactions out; call it once per client (one client per bearer). Returns when the bearer's `incoming` ends (every
     /// waiting request then fails with `linkClosed`); on a transaction timeout drops the bearer, fails every
     /// waiting request and throws `GATTClientError.timeout`. Finishes `events` either way.
     public func run() async throws {
@@ -311,7 +313,7 @@ public final class GATTClient: @unchecked Sendable {
     func transact(_ pdu: [UInt8]) async throws -> [UInt8] {
         let opcode = ATTOpcode(pdu[0])
         do {
-            return try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<[UInt8], any Error>) in
+            return try await withCheckedThrowingContinuation { (continuation: Waiter) in
                 let now = clock.now()
                 step { s in
                     s.nextID += 1
@@ -332,7 +334,7 @@ public final class GATTClient: @unchecked Sendable {
     /// Feeds the core (and the client's state) under the lock, then performs the actions outside it, in order:
     /// waiters resume, PDUs go to the bearer, values to `events`.
     private func step(_ body: (inout State) -> [ATTClientCore.Action]) {
-        typealias Resume = (CheckedContinuation<[UInt8], any Error>, Result<[UInt8], ATTClientCore.Failure>)
+        typealias Resume = (Waiter, Result<[UInt8], ATTClientCore.Failure>)
         let (actions, resumes, serviceChanged): ([ATTClientCore.Action], [Resume], UInt16?) = state.withLock { s in
             let actions = body(&s)
             var resumes: [Resume] = []
@@ -348,13 +350,17 @@ public final class GATTClient: @unchecked Sendable {
             return (actions, resumes, s.serviceChangedHandle)
         }
         for (continuation, result) in resumes { continuation.resume(with: result.mapError { $0 as any Error }) }
+        var linkGone = false
         for action in actions {
             switch action {
             case .send(let pdu):
+                guard !linkGone else { continue }
                 do { try bearer.send(pdu) } catch {
-                    logger.debug("ATT bearer refused a PDU; treating the link as closed", metadata: ["error": "\(error)"])
+                    // The link went away under us: fail every waiter now rather than at the timeout.
+                    logger.debug("ATT bearer refused a PDU; treating the link as closed",
+                                 metadata: ["error": "\(error)"])
+                    linkGone = true
                     step { $0.core.bearerClosed() }
-                    return
                 }
             case .notification(let v):
                 deliver(.value(handle: v.handle, bytes: v.value, indication: false))

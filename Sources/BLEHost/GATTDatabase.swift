@@ -53,7 +53,9 @@ public struct GATTCharacteristic: Hashable, Sendable {
     }
 
     /// The Client Characteristic Configuration descriptor (0x2902, Part G, §3.3.3.3), if it has one.
-    public var cccdHandle: UInt16? { descriptors.first { $0.uuid == GATTUUID.clientCharacteristicConfiguration }?.handle }
+    public var cccdHandle: UInt16? {
+        descriptors.first { $0.uuid == GATTUUID.clientCharacteristicConfiguration }?.handle
+    }
 }
 
 /// A primary service (Part G, §3.1) and its characteristics.
@@ -63,7 +65,8 @@ public struct GATTService: Hashable, Sendable {
     public var endHandle: UInt16
     public var characteristics: [GATTCharacteristic]
 
-    public init(uuid: BluetoothUUID, startHandle: UInt16, endHandle: UInt16, characteristics: [GATTCharacteristic] = []) {
+    public init(uuid: BluetoothUUID, startHandle: UInt16, endHandle: UInt16,
+                characteristics: [GATTCharacteristic] = []) {
         self.uuid = uuid; self.startHandle = startHandle; self.endHandle = endHandle
         self.characteristics = characteristics
     }

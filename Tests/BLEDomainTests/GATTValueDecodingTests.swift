@@ -1,4 +1,5 @@
 import BLEHCI
+import BLESimulator
 import Testing
 @testable import BLEDomain
 
@@ -83,5 +84,17 @@ import Testing
         for n in 0..<full.count { #expect(decode(0x2A37, Array(full.prefix(n))) != whole) }
         let tm: [UInt8] = [0x06, 0x6C, 0x01, 0x00, 0xFF, 0xEA, 0x07, 0x0B, 0x15, 0x09, 0x1E, 0x05, 0x02]
         for n in 0..<tm.count { #expect(decode(0x2A1C, Array(tm.prefix(n))) == nil) }
+    }
+
+    /// The simulated sensor's characteristics decode as the gateway will publish them.
+    @Test func simulatedSensorValuesDecode() throws {
+        let server = SimGATTServer(deviceName: "Sensor-01", phase: 0)
+        // Temperature: 21.5 + 1.5·sin(0) = 21.5 °C exactly, in 0.01 °C.
+        #expect(decode(0x2A6E, server.value(of: SimGATTServer.temperatureHandle, at: 0))?.json
+            == #"{"temperature_c":21.5}"#)
+        let humidity = try #require(decode(0x2A6F, server.value(of: SimGATTServer.humidityHandle, at: 0)))
+        guard case .humidity(let h) = humidity else { Issue.record("not humidity: \(humidity)"); return }
+        #expect(h == GATTDecimal(4500, exponent: -2))
+        #expect(decode(0x2A00, server.value(of: 0x0003, at: 0)) == .text(key: "device_name", value: "Sensor-01"))
     }
 }

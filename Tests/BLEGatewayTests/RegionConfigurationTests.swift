@@ -62,6 +62,24 @@ import Testing
         #expect(c.regions.map(\.id) == ["lobby", "carts"] && c.identityKeys.count == 2)
     }
 
+    @Test func theShippedPeripheralsExampleUncommentedIsValid() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../config/gateway.yaml")
+        let lines = try String(contentsOf: url, encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex { $0.hasPrefix("# peripherals:") })
+        let end = try #require(lines[start...].firstIndex { $0.isEmpty })
+        let example = lines[start..<end].map { $0.hasPrefix("# ") ? String($0.dropFirst(2)) : String($0) }
+            .joined(separator: "\n")
+        let (c, warnings) = try read(example)
+        #expect(warnings.isEmpty, "\(warnings)")
+        #expect(c.peripherals.count == 3)
+        #expect(c.peripherals[0].subscribe.count == 2 && c.peripherals[0].read.first?.intervalSeconds == 300)
+        #expect(c.peripherals[0].allowsWrite(service: nil, characteristic: BluetoothUUID(uuid16: 0x2A06)))
+        #expect(c.peripherals[1].match == .namePrefix("Thermo"))
+        #expect(c.peripherals[2].match == .service(BluetoothUUID(uuid16: 0x180D)))
+    }
+
     @Test func aBadUUIDIsReportedAtItsValue() {
         let e = error("regions:\n  - id: a\n    uuid: not-a-uuid\n")
         #expect(e?.path == "regions[0].uuid" && e?.line == 3 && e?.column == 11, "\(String(describing: e))")

@@ -50,7 +50,8 @@ import Testing
     @Test func errorResponseDecodesAndRejectsWrongLengths() throws {
         let e = try ATTErrorResponse.decode([0x01, 0x10, 0x05, 0x00, 0x0A])
         #expect(e == ATTErrorResponse(requestOpcode: .readByGroupTypeRequest, handle: 5, code: .attributeNotFound))
-        #expect(e.description == "ATT 0x0A Attribute Not Found in reply to Read By Group Type Request for handle 0x0005")
+        #expect(e.description
+            == "ATT 0x0A Attribute Not Found in reply to Read By Group Type Request for handle 0x0005")
         #expect(throws: ATTPDUError.wrongLength(.errorResponse, count: 4)) {
             try ATTErrorResponse.decode([0x01, 0x10, 0x05, 0x00])
         }
@@ -146,7 +147,8 @@ import Testing
             try GATTClient.declaration(ATTHandleValue(handle: 5, value: [0x12, 0x05, 0x00, 0x6E, 0x2A]), in: 4...10)
         }
         let good = try GATTClient.declaration(entry.with(value: [0x12, 0x06, 0x00, 0x6E, 0x2A]), in: 4...10)
-        #expect(good.valueHandle == 6 && good.properties == [.read, .notify] && good.uuid == BluetoothUUID(uuid16: 0x2A6E))
+        #expect(good.valueHandle == 6 && good.properties == [.read, .notify])
+        #expect(good.uuid == BluetoothUUID(uuid16: 0x2A6E))
         #expect(throws: ATTPDUError.unsupportedEntryLength(.readByTypeResponse, length: 6)) {
             try GATTClient.declaration(ATTHandleValue(handle: 5, value: [0x12, 0x06, 0x00, 0x6E]), in: 4...10)
         }

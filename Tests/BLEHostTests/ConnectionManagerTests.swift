@@ -154,4 +154,26 @@ import Testing
         #expect(m.status(of: Self.a.address) == nil)
         #expect(Self.creates(on(.advertised(Self.a))).isEmpty)
     }
+
+    @Test mutating func aGracefulStopEndsEveryLinkItselfAndTriesNoMore() {
+        _ = on(.adapterUp)
+        _ = on(.want(Self.a))
+        _ = on(.want(Self.b))
+        _ = on(.advertised(Self.a))
+        _ = on(.connectionComplete(status: .success, handle: 0x40, peer: Self.a.address))
+        _ = on(.advertised(Self.b))
+        let stop = on(.shutdown)
+        #expect(stop.contains(.disconnect(handle: 0x40, reason: .remoteTerminatedPowerOff)))
+        #expect(stop.contains(.cancelCreateConnection), "b's attempt in flight")
+        #expect(m.status(of: Self.a.address)?.state == .disconnecting)
+        _ = on(.disconnectionComplete(handle: 0x40, reason: .connectionTerminatedByLocalHost))
+        #expect(m.status(of: Self.a.address)?.reason == .gatewayStopped)
+        // The Cancel crossed b's link: it is ended at once, never reported connected.
+        let late = on(.connectionComplete(status: .success, handle: 0x41, peer: Self.b.address))
+        #expect(late.contains(.disconnect(handle: 0x41, reason: .remoteTerminatedPowerOff)))
+        #expect(!late.contains(.linkUp(handle: 0x41, Self.b)))
+        #expect(Self.creates(on(.advertised(Self.a), after: .seconds(5))).isEmpty)
+        _ = on(.adapterDown)
+        #expect(m.status(of: Self.b.address)?.reason == .gatewayStopped)
+    }
 }

@@ -10,7 +10,7 @@ final class TestATTBearer: ATTBearer, @unchecked Sendable {
     struct Gone: Error {}
     let incoming: AsyncStream<[UInt8]>
     private let continuation: AsyncStream<[UInt8]>.Continuation
-    private let state = Locked<(sent: [[UInt8]], dropped: Bool)>(([], false))
+    private let state = Locked<(sent: [[UInt8]], dropped: Bool, refusing: Bool)>(([], false, false))
     private let respond: (@Sendable ([UInt8]) -> [[UInt8]])?
 
     init(respond: (@Sendable ([UInt8]) -> [[UInt8]])? = nil) {
@@ -20,7 +20,7 @@ final class TestATTBearer: ATTBearer, @unchecked Sendable {
 
     func send(_ pdu: [UInt8]) throws {
         try state.withLock { s in
-            if s.dropped { throw Gone() }
+            if s.dropped || s.refusing { throw Gone() }
             s.sent.append(pdu)
         }
         for answer in respond?(pdu) ?? [] { continuation.yield(answer) }
@@ -35,6 +35,8 @@ final class TestATTBearer: ATTBearer, @unchecked Sendable {
     func feed(_ pdu: [UInt8]) { continuation.yield(pdu) }
     /// The peer goes away.
     func end() { continuation.finish() }
+    /// `send` throws from now on, as a bearer does once its link is gone, while `incoming` stays open.
+    func refuse() { state.withLock { $0.refusing = true } }
     var sent: [[UInt8]] { state.withLock { $0.sent } }
     var dropped: Bool { state.withLock { $0.dropped } }
 }
@@ -112,10 +114,12 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
         try await withGATTClient(bearer) { client in
             let db = try await client.discoverAll()
             #expect(script.remaining == 0 && script.unexpected.withLock { $0 }.isEmpty)
-            #expect(db.services.map(\.uuid) == [BluetoothUUID(uuid16: 0x1800), BluetoothUUID(uuid16: 0x1801), nordicUART])
+            #expect(db.services.map(\.uuid)
+                == [BluetoothUUID(uuid16: 0x1800), BluetoothUUID(uuid16: 0x1801), nordicUART])
             #expect(db.services.map(\.endHandle) == [0x0003, 0x0009, 0x0013])
             let name = try #require(db.characteristic(BluetoothUUID(uuid16: 0x2A00)))
-            #expect(name.valueHandle == 3 && name.properties == .read && name.descriptors.isEmpty && name.cccdHandle == nil)
+            #expect(name.valueHandle == 3 && name.properties == .read)
+            #expect(name.descriptors.isEmpty && name.cccdHandle == nil)
             let changed = try #require(db.characteristic(GATTUUID.serviceChanged))
             #expect(changed.valueHandle == 8 && changed.properties == .indicate && changed.cccdHandle == 9)
             let rx = try #require(db.characteristic(nordicRX))
@@ -276,6 +280,16 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
         #expect(await events.next() == nil)
     }
 
+    @Test func aBearerThatRefusesToSendFailsTheRequestWithLinkClosed() async throws {
+        let bearer = TestATTBearer()
+        try await withGATTClient(bearer) { client in
+            bearer.refuse()
+            await #expect(throws: GATTClientError.linkClosed) { try await client.read(3) }
+            await #expect(throws: GATTClientError.linkClosed) { try await client.read(4) }
+            #expect(throws: GATTClientError.linkClosed) { try client.writeWithoutResponse(3, [0x01]) }
+        }
+    }
+
     @Test func eventsAreBoundedAndDropsCountedWithoutBlockingTheReader() async throws {
         let bearer = TestATTBearer()
         let client = GATTClient(bearer: bearer, clock: ManualClock(), eventBufferSize: 2)
@@ -286,7 +300,8 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
         #expect(client.statistics.droppedEvents == 3)
         var got: [GATTClientEvent] = []
         for await e in client.events { got.append(e) }
-        #expect(got == [.value(handle: 6, bytes: [3], indication: false), .value(handle: 6, bytes: [4], indication: false)])
+        #expect(got == [.value(handle: 6, bytes: [3], indication: false),
+                        .value(handle: 6, bytes: [4], indication: false)])
     }
 
     @Test func writesLongerThanTheMTUAndSubscriptionsWithoutTheirPropertyAreRefused() async throws {
@@ -304,7 +319,9 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
             await #expect(throws: GATTClientError.propertyMissing(.indicate, characteristic: 6)) {
                 try await client.subscribe(c, indicate: true)
             }
-            await #expect(throws: GATTClientError.noCCCD(characteristic: 6)) { try await client.subscribe(c, indicate: false) }
+            await #expect(throws: GATTClientError.noCCCD(characteristic: 6)) {
+                try await client.subscribe(c, indicate: false)
+            }
             #expect(bearer.sent == [[0x52, 0x03, 0x00, 0xAA]])
         }
     }
@@ -348,7 +365,8 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
             let due = server.withLock { $0.notifications(at: 60) }
             #expect(due.count == 2)
             for pdu in due { bearer.feed(pdu) }
-            let t = server.withLock { $0.value(of: 0x0006, at: 60) }, h = server.withLock { $0.value(of: 0x0009, at: 60) }
+            let t = server.withLock { $0.value(of: 0x0006, at: 60) }
+            let h = server.withLock { $0.value(of: 0x0009, at: 60) }
             #expect(await events.next() == .value(handle: 0x0006, bytes: t, indication: false))
             #expect(await events.next() == .value(handle: 0x0009, bytes: h, indication: false))
 

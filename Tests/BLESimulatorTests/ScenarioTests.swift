@@ -35,7 +35,7 @@ import Testing
         let s = try ScenarioLoader.load(path: Self.scenarios + "/fault-drill.yaml")
         let link = try ScenarioLoader.load(path: Self.scenarios + "/connection-faults.yaml")
         #expect(Set(s.faults.map(\.kind)) == [.powerOff, .hardwareError, .unplug, .silence])
-        #expect(Set(link.faults.map(\.kind)) == [.connectionFailure, .bufferExhaustion, .gattSilence])
+        #expect(Set(link.faults.map(\.kind)) == [.connectionFailure, .bufferExhaustion, .gattSilence, .peripheralOff])
         #expect(link.faults.first { $0.kind == .gattSilence }?.peripheral == "sensor-link")
         #expect(Set(s.faults.map(\.kind) + link.faults.map(\.kind)) == Set(FaultSpec.Kind.allCases))
         #expect(s.faults.first { $0.kind == .hardwareError }?.hardwareCode == 0x01)
@@ -161,7 +161,7 @@ import Testing
         let unknown = error(base.replacingOccurrences(of: "peripheral: p}", with: "peripheral: q}"))
         #expect(unknown?.line == 8 && unknown?.message.contains("unknown peripheral 'q'") == true)
         let wrongKind = error(base.replacingOccurrences(of: "type: gatt_silence", with: "type: silence"))
-        #expect(wrongKind?.line == 8 && wrongKind?.message.contains("gatt_silence only") == true)
+        #expect(wrongKind?.line == 8 && wrongKind?.message.contains("gatt_silence and peripheral_off only") == true)
         let notBool = error(base.replacingOccurrences(of: "flood: true", with: "flood: lots"))
         #expect(notBool?.line == 5 && notBool?.message.contains("flood must be true or false") == true)
     }
