@@ -243,6 +243,11 @@ r=ok
     r="no iBeacon after the adapter came back: $(grep -i adapter "$OUT/lifecycle.err" | tail -n 2 | tr '\n' ' ')"
 check lifecycle-adapter-returns-after-btvirt-restart "$r"
 
+# --- shared mode's path to a peripheral: ATT through kernel L2CAP sockets (see guest-l2cap.sh) -----------
+# bluetoothd is gone by now (its GATT server would answer ATT on hci1 beside ours).
+. "$(dirname "$0")/guest-l2cap.sh"
+l2cap_checks
+
 kill $BTVIRT 2>/dev/null
 log "done"
 echo DONE
