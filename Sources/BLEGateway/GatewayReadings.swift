@@ -77,6 +77,10 @@ struct GatewayReadings: Sendable {
         var adapter: AdapterLifecycle.Statistics? = nil
         /// Peripheral links, when any are configured.
         var peripherals: PeripheralService.Statistics? = nil
+        /// Private-address resolution, when identity keys are configured: (resolutions, AES blocks, cache resets).
+        var identity: (resolutions: Int, hashComputations: Int, cacheResets: Int)? = nil
+        /// Configured regions and how many are `inside` now.
+        var regions: (count: Int, inside: Int)? = nil
     }
 
     func health(_ h: Health, ts: Double, synced: Bool) -> Reading {
@@ -117,6 +121,19 @@ struct GatewayReadings: Sendable {
                 }
                 if let t = a.lastTimeToRecover { j.number("last_time_to_recover_s", t.seconds, digits: 3) }
                 j.number("total_time_to_recover_s", a.totalTimeToRecover.seconds, digits: 3)
+            }
+        }
+        if let i = h.identity {
+            o.object("identity") { j in
+                j.int("resolutions", i.resolutions)
+                j.int("hash_computations", i.hashComputations)
+                j.int("cache_resets", i.cacheResets)
+            }
+        }
+        if let r = h.regions {
+            o.object("regions") { j in
+                j.int("count", r.count)
+                j.int("inside", r.inside)
             }
         }
         if let p = h.peripherals {

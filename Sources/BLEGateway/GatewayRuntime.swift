@@ -379,8 +379,12 @@ public final class GatewayRuntime: Service, Sendable {
                 lastAck = stats.acknowledged
                 lastHealthTime = now
                 let counters = source.counters
-                let (tracked, evicted, reconnects) = state.withLock {
-                    ($0.ranging.trackedCount, $0.ranging.statistics.evictions, $0.reconnects)
+                let (tracked, evicted, reconnects, identity, regions) = state.withLock { s in
+                    let ids = s.regions.regions.map(\.id)
+                    return (s.ranging.trackedCount, s.ranging.statistics.evictions, s.reconnects,
+                            configuration.identityKeys.isEmpty ? nil
+                                : (s.resolver.resolutions, s.resolver.hashComputations, s.resolver.cacheResets),
+                            ids.isEmpty ? nil : (ids.count, ids.filter { s.regions.state(of: $0) == .inside }.count))
                 }
                 let health = GatewayReadings.Health(
                     uptime: (now - started).seconds, spool: spool.statistics, publish: stats, publishRate: rate,
@@ -388,7 +392,8 @@ public final class GatewayRuntime: Service, Sendable {
                     trackedBeacons: tracked, evictedBeacons: evicted, residentBytes: SystemFacts.residentBytes(),
                     adapter: (source as? HCISightingSource)?.lifecycleStatistics,
                     peripherals: configuration.peripherals.isEmpty && live.withLock({ $0.configuration.peripherals.isEmpty })
-                        ? nil : peripherals.statistics)
+                        ? nil : peripherals.statistics,
+                    identity: identity, regions: regions)
                 _ = spool.append(readings.health(health, ts: clock.unixTime(), synced: clockSynchronized()))
                 nextHealth += healthEvery
                 if nextHealth < now { nextHealth = now + healthEvery }
