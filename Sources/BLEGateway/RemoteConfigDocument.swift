@@ -71,7 +71,7 @@ public enum RemoteConfigDocument {
         "mqtt": "broker, credentials and TLS files are local only",
         "spool": "the spool location and size are local only",
         "remote_config": "remote configuration settings are local only",
-        "identity_keys": "identity resolving keys are secrets kept in the local file",
+        "identity_keys": "identity resolving keys are local only (they are secrets)",
     ]
 
     /// At most this many regions or peripherals in one document: each region is checked per sighting.
