@@ -41,7 +41,9 @@ struct RemoteConfigLiveEndToEndTests {
         let lab = region("lab")
         #expect(lab.first?["state"] as? String == "unknown", "\(lab)")
         #expect(lab.first?["event"] as? String == "determined")
-        #expect(lab.first.flatMap { $0["seq"] as? Int } ?? 0 > applied["seq"] as? Int ?? .max)
+        let unknownSeq = try #require(lab.first?["seq"] as? Int)
+        let insideSeq = try #require(lab.first { $0["state"] as? String == "inside" }?["seq"] as? Int)
+        #expect(unknownSeq < insideSeq)
 
         // Replaced whole: "lab" is removed (retained `removed`), "hall" is new.
         try await observer.publish(f.configTopic, Array("""
