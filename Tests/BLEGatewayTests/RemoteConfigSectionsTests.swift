@@ -229,4 +229,25 @@ import Testing
         #expect(o?.errors.first?.path == "$.ranging.forget_after_s")
         #expect(controller.effective.ranging.forgetAfterSeconds == GatewayConfiguration().ranging.forgetAfterSeconds)
     }
+
+    @Test func aReconfiguredRegionMonitorKeepsUnchangedRegionsAndStartsNewAndChangedOnesUnknown() {
+        let id = BeaconIdentity.address(BDAddress(rawValue: 0xC0FFEE000001))
+        let a = Region(id: "a", matcher: .address(BDAddress(rawValue: 0xC0FFEE000001)))
+        let b = Region(id: "b", matcher: .address(BDAddress(rawValue: 0xC0FFEE000001)), exitTimeout: .seconds(4))
+        var monitor = RegionMonitor(regions: [a, b], at: .zero)
+        _ = monitor.observe(id, rssi: -60, at: .seconds(1))
+        #expect(monitor.state(of: "a") == .inside && monitor.state(of: "b") == .inside)
+        var changed = b
+        changed.exitTimeout = .seconds(8)
+        let c = Region(id: "c", matcher: .namePrefix("C"))
+        let next = monitor.reconfigured(to: [a, changed, c], at: .seconds(2))
+        #expect(next.state(of: "a") == .inside)
+        #expect(next.state(of: "b") == .unknown)
+        #expect(next.state(of: "c") == .unknown)
+        #expect(next.regions == [a, changed, c])
+        // The kept region still times out from its last sighting, not from the reconfiguration.
+        var later = next
+        let events = later.tick(at: .seconds(11.5))
+        #expect(events.contains { $0.region == "a" && $0.kind == .exited }, "\(events)")
+    }
 }
