@@ -20,9 +20,31 @@ struct RemoteConfigLiveEndToEndTests {
         try await RemoteConfigEndToEndTests.waitFor(what, limit: limit, done)
     }
 
+    /// The fixture's broker stop waits for mosquitto to exit (up to 10 s) with a blocking sleep loop; on a thread of
+    /// its own, so it does not hold one of the few threads of the cooperative pool that every other test shares (on a
+    /// two-core machine a stall there is seconds of virtual time for the ScaledClock tests running beside).
+    static func stopping<T>(_ f: Fixture, _ body: () async throws -> T) async throws -> T {
+        func stop() async {
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                Thread { f.broker.stop(); done.resume() }.start()
+            }
+        }
+        do {
+            let result = try await body()
+            await stop()
+            return result
+        } catch {
+            await stop()
+            throw error
+        }
+    }
+
     @Test func aRetainedDocumentChangingRegionsTakesEffect() async throws {
         let f = try Fixture()
-        defer { f.broker.stop() }
+        try await Self.stopping(f) { try await regions(f) }
+    }
+
+    func regions(_ f: Fixture) async throws {
         let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
         defer { observer.stop() }
         // The scripted source: devices named "A" and "B", each heard every 10 ms. No region in the local file.
@@ -77,7 +99,10 @@ struct RemoteConfigLiveEndToEndTests {
     @Test func aDocumentChangingScanParametersTakesEffectWithoutARestart() async throws {
         signal(SIGPIPE, SIG_IGN)
         let f = try Fixture()
-        defer { f.broker.stop() }
+        try await Self.stopping(f) { try await scanParameters(f) }
+    }
+
+    func scanParameters(_ f: Fixture) async throws {
         let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
         defer { observer.stop() }
         let sockets = f.directory.appendingPathComponent("sim")
