@@ -16,7 +16,6 @@ final class AdapterSupervisor: @unchecked Sendable {
     let spec: DeviceSpec
     let mode: AdapterMode
     let options: TransportOptions
-    let parameters: ScanParameters
     let clock: any BLEClock
     let logger: Logger
     let configuration: L.Configuration
@@ -38,6 +37,10 @@ final class AdapterSupervisor: @unchecked Sendable {
         }
     }
 
+    /// The scan parameters for the next scanner; `updateScan` changes them while running.
+    private let parametersBox: Locked<ScanParameters>
+    /// Asks the running scanner task to stop its scanner and start one with the parameters in `parametersBox`.
+    private let restartBox = Locked<AsyncStream<Void>.Continuation?>(nil)
     private let sessionBox = Locked<Session?>(nil)
     private let statisticsBox = Locked(L.Statistics())
     private let countersBox = Locked(SightingSourceCounters())
@@ -54,7 +57,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         self.spec = spec
         self.mode = mode
         self.options = options
-        self.parameters = parameters
+        self.parametersBox = Locked(parameters)
         self.clock = clock
         self.logger = logger
         self.configuration = configuration
@@ -62,6 +65,22 @@ final class AdapterSupervisor: @unchecked Sendable {
     }
 
     var statistics: L.Statistics { statisticsBox.withLock { $0 } }
+
+    /// The parameters of the running scanner, or of the next one.
+    var parameters: ScanParameters { parametersBox.withLock { $0 } }
+
+    /// New scan parameters without a restart of the adapter: the running scanner (if any) is stopped — scanning
+    /// disabled, its reports drained to the last one — and a new one started with them on the same controller, by
+    /// the scanner task itself, so this never races a recovery step for the session's scanner. A recovery that
+    /// starts a scanner afterwards uses them too. Safe from any thread.
+    func updateScan(_ new: ScanParameters) {
+        let changed = parametersBox.withLock { p -> Bool in
+            defer { p = new }
+            return p != new
+        }
+        guard changed else { return }
+        restartBox.withLock { $0 }?.yield()
+    }
 
     var counters: SightingSourceCounters {
         var c = countersBox.withLock { $0 }
@@ -245,43 +264,86 @@ final class AdapterSupervisor: @unchecked Sendable {
         }
     }
 
-    /// Starts a scanner; `scanEnabled` once its enable commands were answered (its `enables` counter moved).
+    /// Starts the scanner task: a scanner with the parameters in force; `scanEnabled` once its enable commands were
+    /// answered (its `enables` counter moved). On `updateScan` the task stops that scanner and starts the next with
+    /// the new parameters; a failed enable of the new one is a failed re-enable, as for any scanner.
     private func startScanner(_ session: Session, info: ControllerInfo,
                               sighting: @escaping @Sendable (Sighting) -> Void) {
-        let scanner = Scanner(controller: session.controller, mode: .control(info), parameters: parameters,
-                              logger: logger)
-        session.scanner = scanner
-        let clock = self.clock
         session.scannerTask = Task {
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    do { try await scanner.run() } catch let e as HCIError {
-                        if e.code != .transportClosed, e.code != .timedOut {
-                            self.post(.stepFailed(.reenableScan, reason: e.description))
-                        }
-                    } catch {}
+            var first = true
+            while !Task.isCancelled {
+                // A stream per scanner (a cancelled iteration ends an AsyncStream for good), in place before the
+                // parameters are read, so a change made meanwhile is either read now or asks for the next restart.
+                let (restarts, restart) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+                restartBox.withLock { $0 = restart }
+                defer { restart.finish() }
+                let scanner = Scanner(controller: session.controller, mode: .control(info), parameters: self.parameters,
+                                      logger: self.logger)
+                session.scanner = scanner
+                let again = await self.runScanner(scanner, restarts: restarts, announce: first, sighting: sighting)
+                let s = scanner.statistics.assembler
+                self.countersBox.withLock {
+                    $0.reports += s.reports
+                    $0.malformedEvents += s.malformedAdvertisingEvents + s.malformedPackets
                 }
+                guard again else { break }
+                first = false
+                self.logger.info("adapter \(self.spec): scanning again with new parameters (\(self.parameters))")
+            }
+        }
+    }
+
+    /// One scanner until it ends, or until a restart is asked for (true). `announce`: post `scanEnabled` (the first
+    /// scanner of a start or recovery step; a parameter change is no recovery).
+    private func runScanner(_ scanner: Scanner, restarts: AsyncStream<Void>, announce: Bool,
+                            sighting: @escaping @Sendable (Sighting) -> Void) async -> Bool {
+        enum Ended { case scanner, enabled, reports, restart, listenerEnded }
+        let clock = self.clock
+        // The scanner runs in a task of its own so a restart can stop it alone: cancelled, it disables scanning and
+        // finishes its reports, which the reports child still delivers — nothing received is dropped.
+        let running = Task {
+            do { try await scanner.run() } catch let e as HCIError {
+                if e.code != .transportClosed, e.code != .timedOut {
+                    self.post(.stepFailed(.reenableScan, reason: e.description))
+                }
+            } catch {}
+        }
+        return await withTaskCancellationHandler {
+            await withTaskGroup(of: Ended.self) { group in
+                group.addTask { await running.value; return .scanner }
                 group.addTask {
                     while scanner.statistics.enables == 0, !Task.isCancelled {
                         try? await clock.sleep(for: .milliseconds(10))
                     }
-                    if !Task.isCancelled { self.post(.scanEnabled) }
+                    if announce, !Task.isCancelled { self.post(.scanEnabled) }
+                    return .enabled
                 }
                 group.addTask {
                     for await r in scanner.reports {
                         sighting(Sighting(scanReport: r))
                         self.noteReport()
                     }
+                    return .reports
                 }
-                await group.next()
-                await group.next()
-                await group.next()
+                group.addTask {
+                    for await _ in restarts { return .restart }
+                    return .listenerEnded
+                }
+                var restart = false
+                var pending: Set<Ended> = [.scanner, .enabled, .reports]
+                while let ended = await group.next() {
+                    pending.remove(ended)
+                    if ended == .restart {
+                        restart = true
+                        running.cancel()
+                    }
+                    // Once the scanner and its reports are done, the other children have nothing left to wait for.
+                    if !pending.contains(.scanner), !pending.contains(.reports) { group.cancelAll() }
+                }
+                return restart && !Task.isCancelled
             }
-            let s = scanner.statistics.assembler
-            self.countersBox.withLock {
-                $0.reports += s.reports
-                $0.malformedEvents += s.malformedAdvertisingEvents + s.malformedPackets
-            }
+        } onCancel: {
+            running.cancel()
         }
     }
 

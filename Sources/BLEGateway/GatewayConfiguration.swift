@@ -1,4 +1,5 @@
 import BLEDomain
+import BLETransport
 
 /// The gateway's configuration: nested `Sendable` structs, every field with its default.
 /// `config/gateway.yaml` shows every key; docs/CONFIG.md documents them.
@@ -126,6 +127,33 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var attTimeoutSeconds = 30.0
     }
 
+    /// How RSSI becomes distance and proximity (`ranging:`): the tunable part of `RangingConfiguration`, whose
+    /// defaults these are. Settable remotely; a change rebuilds the ranging engine (beacons are tracked afresh).
+    public struct Ranging: Sendable, Equatable {
+        public init() {}
+        static let domain = RangingConfiguration()
+
+        /// n in RSSI = P₁ₘ − 10·n·log10(d).
+        public var pathLossExponent = domain.pathLossExponent
+        /// RSSI at 1 m for a beacon that advertises none (or a nonsense one).
+        public var rssiAt1m = domain.defaultRSSIAt1m
+        /// Proximity bands (metres): immediate below the first, near below the second; first < second.
+        public var immediateBelowMeters = domain.immediateBelow
+        public var nearBelowMeters = domain.nearBelow
+        /// Fraction past a band's edge before the proximity changes.
+        public var proximityHysteresis = domain.proximityHysteresis
+        /// Unheard this long: proximity `unknown`; this long: forgotten. unknown_after_s < forget_after_s.
+        public var unknownAfterSeconds = domain.unknownAfter.seconds
+        public var forgetAfterSeconds = domain.forgetAfter.seconds
+        /// The filter's constants (docs/design/ranging.md, "Filter").
+        public var filterSigmaDB = domain.filter.measurementSigmaDB
+        public var filterQuietAcceleration = domain.filter.quietAcceleration
+        public var filterManeuverAcceleration = domain.filter.maneuverAcceleration
+        public var filterManeuverThreshold = domain.filter.maneuverThreshold
+        public var filterInnovationSmoothing = domain.filter.innovationSmoothing
+        public var maxSpeedMetersPerSecond = domain.filter.maximumSpeed
+    }
+
     public var gateway = Gateway()
     public var adapter = Adapter()
     public var scan = Scan()
@@ -140,8 +168,30 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// address, so ranging and regions follow a device across address rotations.
     public var identityKeys: [IdentityResolvingKey] = []
     public var connections = Connections()
+    public var ranging = Ranging()
     /// Peripherals to keep connected (`peripherals:`), with their GATT subscriptions, reads and writable characteristics.
     public var peripherals: [PeripheralIntent] = []
 
     public init() {}
+
+    /// The ranging engine's configuration: `ranging:` over the domain's defaults, one interval per
+    /// `publishing.ranging_interval_s`.
+    public var rangingConfiguration: RangingConfiguration {
+        var r = RangingConfiguration()
+        r.interval = .seconds(publishing.rangingIntervalSeconds)
+        r.pathLossExponent = ranging.pathLossExponent
+        r.defaultRSSIAt1m = ranging.rssiAt1m
+        r.immediateBelow = ranging.immediateBelowMeters
+        r.nearBelow = ranging.nearBelowMeters
+        r.proximityHysteresis = ranging.proximityHysteresis
+        r.unknownAfter = .seconds(ranging.unknownAfterSeconds)
+        r.forgetAfter = .seconds(ranging.forgetAfterSeconds)
+        r.filter.measurementSigmaDB = ranging.filterSigmaDB
+        r.filter.quietAcceleration = ranging.filterQuietAcceleration
+        r.filter.maneuverAcceleration = ranging.filterManeuverAcceleration
+        r.filter.maneuverThreshold = ranging.filterManeuverThreshold
+        r.filter.innovationSmoothing = ranging.filterInnovationSmoothing
+        r.filter.maximumSpeed = ranging.maxSpeedMetersPerSecond
+        return r
+    }
 }

@@ -1,5 +1,6 @@
 import BLEDomain
 import BLEPublishing
+import BLESpool
 import Foundation
 
 /// The running gateway's side of remote configuration: subscribe to the fleet and per-gateway topics, apply what
@@ -8,6 +9,8 @@ extension GatewayRuntime {
     /// Subscribes to both config topics (before the client connects, so the retained documents are the first thing
     /// the broker sends after SUBACK) and follows them until cancelled. Returns the followers' tasks.
     func followRemoteConfiguration() -> [Task<Void, Never>] {
+        // What the stored layers changed from the file (regions, ranging, scan parameters) before the first scan.
+        applyLive(from: configuration, to: effectiveConfiguration, start: true)
         guard configuration.remoteConfig.enabled else { return [] }
         var tasks: [Task<Void, Never>] = []
         for (layer, topic) in [(RemoteConfigController.Layer.fleet, readings.topics.fleetConfig),
@@ -57,10 +60,17 @@ extension GatewayRuntime {
         guard let outcome = remote.receive(layer, payload: payload) else { return }
         if outcome.status != .rejected {
             let c = outcome.effective
-            live.withLock { l in
-                l.configuration = c
-                if let f = try? ScanFilter(parsing: c.scan.filters) { l.filter = f }
+            let before = live.withLock { l in
+                defer {
+                    l.configuration = c
+                    if let f = try? ScanFilter(parsing: c.scan.filters) { l.filter = f }
+                }
+                return l.configuration
             }
+            applyLive(from: before, to: c, start: false)
+            // peripherals: lead wires PeripheralService.update here
+            // (when `before.peripherals != c.peripherals` or `before.connections != c.connections`:
+            //  PeripheralService.update(intents: c.peripherals), with c.connections)
         }
         switch outcome.status {
         case .applied:
@@ -84,9 +94,54 @@ extension GatewayRuntime {
                                          synced: clockSynchronized()))
     }
 
-    /// Scan parameters are set on the controller when the source starts; the source is built once from the local
-    /// file, so changed parameters wait for a restart of the gateway. Filters apply at once (the runtime filters).
+    /// What changed between two configurations in force that is not read per sighting: the region monitor is
+    /// rebuilt (unchanged regions keep their state; new and changed ones start `unknown` and are published so;
+    /// removed ones get a retained `removed` state, docs/TOPICS.md), the ranging engine is rebuilt when its
+    /// parameters changed (beacons are then tracked afresh), and new scan parameters go to the source, which
+    /// restarts only its scanner. `start`: the stored layers over the file, before the first scan.
+    func applyLive(from before: GatewayConfiguration, to c: GatewayConfiguration, start: Bool) {
+        let now = clock.now()
+        let regionsChanged = before.regions != c.regions
+        let rangingChanged = before.ranging != c.ranging
+        guard regionsChanged || rangingChanged || start else { return applyScan(from: before, to: c) }
+        let ts = clock.unixTime()
+        let synced = clockSynchronized()
+        let ids = Set(c.regions.map(\.id))
+        let kept = Set(before.regions.filter { c.regions.contains($0) }.map(\.id))
+        state.withLock { s in
+            // At start the engine was built from the file's interval and the defaults: build it from what is in force.
+            if rangingChanged || start { s.ranging = RangingEngine(configuration: c.rangingConfiguration) }
+            guard regionsChanged else { return }
+            s.regions = s.regions.reconfigured(to: c.regions, at: now)
+            // Recorded under the state lock, so an enter the new monitor reports for a new region (observe takes
+            // the same lock) follows its `unknown` in the seq stream. (A removed region's last event from the old
+            // monitor, taken just before this and published just after, could still follow its `removed`.)
+            for r in c.regions where !kept.contains(r.id) {
+                recordState(readings.region(r.id, state: .unknown, since: ts, event: "determined", beacon: nil, ts: ts,
+                                            synced: synced))
+            }
+            for r in before.regions where !ids.contains(r.id) {
+                recordState(readings.regionRemoved(r.id, ts: ts, synced: synced))
+            }
+        }
+        if regionsChanged {
+            logger.info("regions: \(c.regions.count) in force (\(c.regions.count - kept.count) new or changed)")
+        }
+        applyScan(from: before, to: c)
+    }
+
+    private func applyScan(from before: GatewayConfiguration, to c: GatewayConfiguration) {
+        if before.scan.active != c.scan.active || before.scan.intervalMS != c.scan.intervalMS
+            || before.scan.windowMS != c.scan.windowMS, let source = source as? any ScanParametersUpdatable {
+            source.updateScan(c.scan)
+        }
+    }
+
+    /// Scan parameters are set on the controller when a scanner starts: a source that takes them while running
+    /// (ScanParametersUpdatable: HCISightingSource) restarts its scanner, anything else waits for a restart of the
+    /// gateway. Filters apply at once (the runtime filters).
     func restartRequired(_ effective: GatewayConfiguration) -> [String] {
+        if let s = source as? any ScanParametersUpdatable, s.appliesScanParametersLive { return [] }
         var out: [String] = []
         if effective.scan.active != configuration.scan.active { out.append("scan.active") }
         if effective.scan.intervalMS != configuration.scan.intervalMS { out.append("scan.interval_ms") }
@@ -96,6 +151,20 @@ extension GatewayRuntime {
 
     /// The configuration in force (local file with the remote layers over it).
     public var effectiveConfiguration: GatewayConfiguration { live.withLock { $0.configuration } }
+}
+
+extension GatewayReadings {
+    /// A region no longer configured: its retained topic says so (`state` and `event` `removed`), rather than
+    /// keeping the last state of a region that is not monitored any more.
+    func regionRemoved(_ id: String, ts: Double, synced: Bool) -> Reading {
+        var o = JSONObjectWriter()
+        o.string("region", id)
+        o.string("state", "removed")
+        o.number("since", ts)
+        o.string("event", "removed")
+        return Reading(.state, topic: topics.region(id), body: o.finished, qos: stateQoS, retain: true, ts: ts,
+                       clockSynchronized: synced, run: run)
+    }
 }
 
 extension GatewayRuntime {

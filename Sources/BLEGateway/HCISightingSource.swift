@@ -4,14 +4,24 @@ import BLEHost
 import BLETransport
 import Logging
 
+/// A sighting source that takes new scan parameters while it runs (remote configuration applies them without a
+/// restart of the gateway).
+public protocol ScanParametersUpdatable: Sendable {
+    /// Whether `updateScan` takes effect while running; if not, `config/state` lists the parameters under
+    /// `restart_required`.
+    var appliesScanParametersLive: Bool { get }
+    /// The scan settings in force from now on (filters are the runtime's; active, interval and window count here).
+    func updateScan(_ scan: GatewayConfiguration.Scan)
+}
+
 /// Sightings from an HCI controller: open the transport, bring the controller up (exclusive mode) or
 /// follow the kernel's scan (shared mode), scan, decode. Every way this can fail ends in an adapter
 /// state with a reason; the runtime retries with backoff.
-public final class HCISightingSource: SightingSource, @unchecked Sendable {
+public final class HCISightingSource: SightingSource, ScanParametersUpdatable, @unchecked Sendable {
     let spec: DeviceSpec
     let mode: AdapterMode
     let options: TransportOptions
-    let scan: GatewayConfiguration.Scan
+    private let scanBox: Locked<GatewayConfiguration.Scan>
     let clock: any BLEClock
     let logger: Logger
     /// The recovery ladder's settings; nil: no supervision (any failure ends `run`, the caller retries).
@@ -31,13 +41,29 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
         self.spec = spec
         self.mode = mode
         self.options = options
-        self.scan = scan
+        self.scanBox = Locked(scan)
         self.clock = clock
         self.logger = logger
         self.lifecycle = lifecycle
     }
 
     /// The recovery ladder's counters (nil while the source does not own the controller: shared mode, a capture).
+    /// The scan settings in force (the last `updateScan`).
+    public var scan: GatewayConfiguration.Scan { scanBox.withLock { $0 } }
+
+    /// New scan parameters (active, interval, window) while running, without restarting the adapter: when the
+    /// source supervises the controller (exclusive mode), its scanner is stopped and started again with them
+    /// (AdapterSupervisor.updateScan), and every later start uses them. Thread-safe.
+    public func updateScan(_ new: GatewayConfiguration.Scan) {
+        scanBox.withLock { $0 = new }
+        supervisor.withLock { $0 }?.updateScan(new.parameters)
+    }
+
+    /// Supervised (exclusive mode): the scanner restarts with them. Shared mode or a capture: the host only
+    /// listens, so the parameters are not its to set and nothing waits for a restart. Unsupervised exclusive
+    /// (`lifecycle` nil): they apply when `run` is next called.
+    public var appliesScanParametersLive: Bool { mode == .shared || spec.isCapture || lifecycle != nil }
+
     public var lifecycleStatistics: AdapterLifecycle.Statistics? { supervisor.withLock { $0 }?.statistics }
 
     public var counters: SightingSourceCounters {
@@ -55,9 +81,7 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
         if mode == .exclusive, !spec.isCapture, let lifecycle {
             // The gateway owns the controller: the lifecycle supervises it, recovering in place; this returns only
             // when cancelled.
-            let parameters = ScanParameters(active: scan.active, interval: .milliseconds(Int64(scan.intervalMS)),
-                                            window: .milliseconds(Int64(scan.windowMS)))
-            let s = AdapterSupervisor(spec: spec, mode: mode, options: options, parameters: parameters,
+            let s = AdapterSupervisor(spec: spec, mode: mode, options: options, parameters: scan.parameters,
                                       clock: clock, logger: logger, configuration: lifecycle, role: role)
             supervisor.withLock { $0 = s }
             await s.run(adapter: adapter, sighting: sighting)
@@ -82,8 +106,7 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
         var listenOnly = mode == .shared
         if case .file = spec { listenOnly = true }
         let observer = listenOnly
-        let parameters = ScanParameters(active: scan.active, interval: .milliseconds(Int64(scan.intervalMS)),
-                                        window: .milliseconds(Int64(scan.windowMS)))
+        let parameters = scan.parameters
         // A listener must be subscribed before the controller reads anything, or a capture replayed as fast as
         // possible would be half gone before anyone listened.
         let earlyListener = observer ? Scanner(controller: controller, mode: .observer, parameters: parameters,
@@ -182,6 +205,14 @@ public final class HCISightingSource: SightingSource, @unchecked Sendable {
         case .adapterDown, .closed: .poweredOff
         default: .unknown
         }
+    }
+}
+
+extension GatewayConfiguration.Scan {
+    /// As the controller takes them; microseconds, so 2.5 ms stays 2.5 ms (the controller's unit is 0.625 ms).
+    var parameters: ScanParameters {
+        ScanParameters(active: active, interval: .microseconds(Int64((intervalMS * 1000).rounded())),
+                       window: .microseconds(Int64((windowMS * 1000).rounded())))
     }
 }
 

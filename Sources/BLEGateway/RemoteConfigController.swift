@@ -106,11 +106,10 @@ public final class RemoteConfigController: Sendable {
             var layers = s.layers
             layers[layer] = Stored(payload: payload, overlay: overlay)
             guard let merged = Self.merge(local, layers) else {
-                let c = Self.candidate(local, layers)
-                let why = "with the other layers the scan window (\(c.scan.windowMS) ms) would exceed the interval "
-                    + "(\(c.scan.intervalMS) ms)"
+                let issue = Self.conflict(Self.candidate(local, layers))
+                    ?? ConfigIssue(path: "$", reason: "conflicts with the other layers")
                 return Outcome(status: .rejected, layer: layer, version: overlay.version,
-                               errors: [ConfigIssue(path: "$.scan.window_ms", reason: why)],
+                               errors: [ConfigIssue(path: issue.path, reason: "with the other layers " + issue.reason)],
                                warnings: verdict.warnings, effective: s.effective)
             }
             s.layers = layers
@@ -130,7 +129,17 @@ public final class RemoteConfigController: Sendable {
     /// The layers over the local file, or nil when the result breaks a rule that spans keys.
     static func merge(_ local: GatewayConfiguration, _ layers: [Layer: Stored]) -> GatewayConfiguration? {
         let c = candidate(local, layers)
-        return c.scan.windowMS <= c.scan.intervalMS ? c : nil
+        return conflict(c) == nil ? c : nil
+    }
+
+    /// A rule spanning keys that a merged configuration breaks (each layer may be valid on its own).
+    static func conflict(_ c: GatewayConfiguration) -> ConfigIssue? {
+        if c.scan.windowMS > c.scan.intervalMS {
+            return ConfigIssue(path: "$.scan.window_ms", reason: "the scan window (\(c.scan.windowMS) ms) would exceed "
+                               + "the interval (\(c.scan.intervalMS) ms)")
+        }
+        if let (key, why) = c.ranging.problem { return ConfigIssue(path: "$.ranging.\(key)", reason: why) }
+        return nil
     }
 
     static func path(_ directory: String?, _ layer: Layer) -> String? {

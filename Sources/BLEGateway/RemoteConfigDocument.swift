@@ -1,4 +1,5 @@
 import BLEDomain
+import Yams
 
 /// One problem in a remote configuration document: a JSON path (`$.scan.interval_ms`, `$.scan.filters[2]`) and why.
 public struct ConfigIssue: Sendable, Equatable, CustomStringConvertible {
@@ -23,6 +24,12 @@ public struct RemoteConfigOverlay: Sendable, Equatable {
     public var rawAdvertisements: Bool?
     public var rawMaxPerSecond: Double?
     public var logLevel: String?
+    /// Whole lists: a document that names them replaces the local ones (an empty list means none).
+    public var regions: [Region]?
+    public var peripherals: [PeripheralIntent]?
+    /// The `connections` and `ranging` keys the document gives, by name (ConfigNumberKey tables).
+    public var connections: [String: Double] = [:]
+    public var ranging: [String: Double] = [:]
 
     public init() {}
 
@@ -36,6 +43,10 @@ public struct RemoteConfigOverlay: Sendable, Equatable {
         if let v = rawAdvertisements { c.publishing.rawAdvertisements = v }
         if let v = rawMaxPerSecond { c.publishing.rawMaxPerSecond = v }
         if let v = logLevel { c.log.level = v }
+        if let v = regions { c.regions = v }
+        if let v = peripherals { c.peripherals = v }
+        for key in GatewayConfiguration.Connections.keys { if let v = connections[key.name] { key.set(&c.connections, v) } }
+        for key in GatewayConfiguration.Ranging.keys { if let v = ranging[key.name] { key.set(&c.ranging, v) } }
     }
 }
 
@@ -60,10 +71,11 @@ public enum RemoteConfigDocument {
         "mqtt": "broker, credentials and TLS files are local only",
         "spool": "the spool location and size are local only",
         "remote_config": "remote configuration settings are local only",
+        "identity_keys": "identity resolving keys are local only (they are secrets)",
     ]
 
-    /// Sections other parts of the gateway will own; this version does not read them.
-    static let notYetSupported: Set<String> = ["regions", "ranging", "peripherals"]
+    /// At most this many regions or peripherals in one document: each region is checked per sighting.
+    static let maxListCount = 256
 
     /// - Parameter verifier: when set, only a signed document (ConfigSigning) whose signature verifies is accepted,
     ///   and it must carry a `version`. Without it, a signed document is read with a warning that nothing was checked.
@@ -162,11 +174,32 @@ public enum RemoteConfigDocument {
                         default: warnings.append(ConfigIssue(path: kp, reason: "unknown key, ignored"))
                         }
                     }
+                case "regions":
+                    o.regions = list(value, p) { y, item, path in try y.region(item, path) }
+                    // Duplicate ids: the file reader's rule, over the whole list (its warnings were taken above).
+                    if o.regions != nil, viaFileReader(keepWarnings: false, { try $0.regions(Self.node(value), "regions") }) == nil {
+                        o.regions = nil
+                    }
+                case "peripherals":
+                    o.peripherals = list(value, p) { y, item, path in try y.peripheral(item, path) }
+                    if o.peripherals != nil,
+                       viaFileReader(keepWarnings: false, { try $0.peripherals(Self.node(value), "peripherals") }) == nil {
+                        o.peripherals = nil
+                    }
+                case "connections":
+                    o.connections = numbers(value, p, GatewayConfiguration.Connections.keys)
+                case "ranging":
+                    o.ranging = numbers(value, p, GatewayConfiguration.Ranging.keys)
+                    // The rule that spans keys, when the document gives both of a pair (else after merging the layers).
+                    var r = GatewayConfiguration.Ranging()
+                    for key in GatewayConfiguration.Ranging.keys { if let v = o.ranging[key.name] { key.set(&r, v) } }
+                    let partner = ["near_below_m": "immediate_below_m", "forget_after_s": "unknown_after_s"]
+                    if let (key, why) = r.problem, o.ranging[key] != nil, let other = partner[key], o.ranging[other] != nil {
+                        error("\(p).\(key)", why)
+                    }
                 default:
                     if let why = RemoteConfigDocument.localOnly[key] {
                         error(p, "\(why); set it in the gateway's configuration file")
-                    } else if RemoteConfigDocument.notYetSupported.contains(key) {
-                        warnings.append(ConfigIssue(path: p, reason: "not supported by this gateway version, ignored"))
                     } else {
                         warnings.append(ConfigIssue(path: p, reason: "unknown key, ignored"))
                     }
@@ -176,6 +209,78 @@ public enum RemoteConfigDocument {
                 error("$.scan.window_ms", "the scan window (\(w) ms) must not exceed the interval (\(i) ms)")
             }
             return o
+        }
+
+        /// A list whose items the file's reader builds (regions, peripherals): one rule for both readers. Each item
+        /// is read on its own, so every bad item is reported (the first problem in each). nil when any is bad.
+        mutating func list<T>(_ v: RemoteJSON, _ p: String,
+                              _ item: (inout YAMLConfigurationReader, Node, String) throws -> T) -> [T]? {
+            guard case .array(let items) = v else { error(p, "expected a list, found \(v.typeName)"); return nil }
+            guard items.count <= RemoteConfigDocument.maxListCount else {
+                error(p, "\(items.count) entries; at most \(RemoteConfigDocument.maxListCount)")
+                return nil
+            }
+            var out: [T] = []
+            var bad = false
+            let name = String(p.dropFirst(2))
+            for (n, element) in items.enumerated() {
+                if let t = viaFileReader(keepWarnings: true, { try item(&$0, Self.node(element), "\(name)[\(n)]") }) {
+                    out.append(t)
+                } else {
+                    bad = true
+                }
+            }
+            return bad ? nil : out
+        }
+
+        /// Runs the file's reader over nodes built from JSON; its errors and warnings become JSON-path issues.
+        mutating func viaFileReader<T>(keepWarnings: Bool,
+                                       _ body: (inout YAMLConfigurationReader) throws -> T) -> T? {
+            var y = YAMLConfigurationReader()
+            y.jsonTypes = true
+            defer {
+                if keepWarnings { warnings += y.warnings.map { ConfigIssue(path: "$.\($0.path)", reason: $0.message) } }
+            }
+            do {
+                return try body(&y)
+            } catch let e as ConfigurationError {
+                error("$.\(e.path)", e.message)
+            } catch {
+                self.error("$", "\(error)")
+            }
+            return nil
+        }
+
+        /// A JSON value as the YAML reader's node: strings quoted, everything else plain (YAMLConfigurationReader's
+        /// `jsonTypes` then tells them apart). Depth is bounded by the parser.
+        static func node(_ v: RemoteJSON) -> Node {
+            switch v {
+            case .null: return .scalar(.init("null", .implicit, .plain))
+            case .bool(let b): return .scalar(.init(b ? "true" : "false", .implicit, .plain))
+            case .number(let d, let integer):
+                let text = integer && abs(d) < 1e15 ? String(Int64(d)) : "\(d)"
+                return .scalar(.init(text, .implicit, .plain))
+            case .string(let s): return .scalar(.init(s, .implicit, .doubleQuoted))
+            case .array(let items): return .sequence(.init(items.map(node)))
+            case .object(let pairs):
+                return .mapping(.init(pairs.map { (.scalar(.init($0.0, .implicit, .doubleQuoted)), node($0.1)) }))
+            }
+        }
+
+        /// A section of number-valued keys through its table; unknown keys are warnings.
+        mutating func numbers<S>(_ v: RemoteJSON, _ p: String, _ table: [ConfigNumberKey<S>]) -> [String: Double] {
+            var out: [String: Double] = [:]
+            for (k, value) in object(v, p) {
+                let kp = "\(p).\(k)"
+                guard let key = table.first(where: { $0.name == k }) else {
+                    warnings.append(ConfigIssue(path: kp, reason: "unknown key, ignored"))
+                    continue
+                }
+                let n = key.whole ? int(value, kp, Int(key.range.lowerBound)...Int(key.range.upperBound)).map(Double.init)
+                                  : double(value, kp, key.range)
+                if let n { out[k] = n }
+            }
+            return out
         }
 
         mutating func object(_ v: RemoteJSON, _ p: String) -> [(String, RemoteJSON)] {
@@ -238,10 +343,12 @@ public enum RemoteConfigDocument {
 
 extension GatewayConfiguration {
     /// The keys remote configuration can set, plus the gateway id, as canonical JSON: keys sorted, no spaces,
-    /// numbers with at most three decimals. Its SHA-256 is the `hash` on `config/state`, so two gateways (or a
+    /// numbers with at most three decimals (six for `ranging`), regions and peripherals (and their characteristic
+    /// lists) sorted by their canonical rendering. Its SHA-256 is the `hash` on `config/state`, so two gateways (or a
     /// gateway and `blegateway config get`) agree on it whatever order the documents were written in.
     public var canonicalRemoteJSON: [UInt8] {
         var o = JSONObjectWriter()
+        o.raw("connections", CanonicalJSON.numbers(connections, Connections.keys, digits: 3))
         o.string("gateway", gateway.id)
         o.object("log") { $0.string("level", log.level) }
         o.object("publishing") {
@@ -250,6 +357,10 @@ extension GatewayConfiguration {
             $0.number("raw_max_per_s", publishing.rawMaxPerSecond)
             $0.number("ranging_interval_s", publishing.rangingIntervalSeconds)
         }
+        o.raw("peripherals", CanonicalJSON.set(peripherals.map(CanonicalJSON.peripheral)))
+        // Six decimals: the filter's quiet acceleration is of the order of 1e-5.
+        o.raw("ranging", CanonicalJSON.numbers(ranging, Ranging.keys, digits: 6))
+        o.raw("regions", CanonicalJSON.set(regions.map(CanonicalJSON.region)))
         o.object("scan") {
             $0.bool("active", scan.active)
             var list: [UInt8] = [UInt8(ascii: "[")]

@@ -6,18 +6,35 @@ import Yams
 extension YAMLConfigurationReader {
     mutating func connections(_ node: Node, _ path: String) throws -> GatewayConfiguration.Connections {
         var c = GatewayConfiguration.Connections()
+        try numbers(node, path, GatewayConfiguration.Connections.keys, into: &c)
+        return c
+    }
+
+    /// `ranging:`: the tunable ranging parameters (GatewayConfiguration.Ranging), with the rule that spans keys.
+    mutating func ranging(_ node: Node, _ path: String) throws -> GatewayConfiguration.Ranging {
+        var r = GatewayConfiguration.Ranging()
+        try numbers(node, path, GatewayConfiguration.Ranging.keys, into: &r)
+        if let (key, why) = r.problem {
+            let keyNode = (try? mapping(node, path))?.first { $0.0 == key }?.1 ?? node
+            throw fail(keyNode, "\(path).\(key)", why)
+        }
+        return r
+    }
+
+    /// A mapping of number-valued keys read through their table (ConfigNumberKey).
+    mutating func numbers<S>(_ node: Node, _ path: String, _ table: [ConfigNumberKey<S>], into section: inout S) throws {
         for (k, v) in try mapping(node, path) {
             let p = "\(path).\(k)"
-            switch k {
-            case "max": c.max = try int(v, p, 1...64)
-            case "connect_timeout_s": c.connectTimeoutSeconds = try double(v, p, 0.5...300)
-            case "rssi_interval_s": c.rssiIntervalSeconds = try double(v, p, 0...3600)
-            case "max_backoff_s": c.maxBackoffSeconds = try double(v, p, 1...3600)
-            case "att_timeout_s": c.attTimeoutSeconds = try double(v, p, 1...30)
-            default: unknown(v, p)
+            guard let key = table.first(where: { $0.name == k }) else {
+                unknown(v, p)
+                continue
+            }
+            if key.whole {
+                key.set(&section, Double(try int(v, p, Int(key.range.lowerBound)...Int(key.range.upperBound))))
+            } else {
+                key.set(&section, try double(v, p, key.range))
             }
         }
-        return c
     }
 
     /// A list of `{address | name_prefix | service, name?, address_type?, subscribe?, read?, writable?}`.

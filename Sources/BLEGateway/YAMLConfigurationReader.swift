@@ -5,6 +5,9 @@ import Yams
 /// unknown keys become warnings instead of being silently ignored.
 public struct YAMLConfigurationReader {
     public private(set) var warnings: [ConfigurationError] = []
+    /// Nodes built from a remote JSON document (RemoteConfigDocument): types are JSON's, strict — a string is only
+    /// a quoted scalar, a number or boolean only a plain one — and errors name them as JSON does.
+    var jsonTypes = false
 
     public init() {}
 
@@ -123,6 +126,7 @@ public struct YAMLConfigurationReader {
             case "regions": c.regions = try regions(node, "regions")
             case "identity_keys": c.identityKeys = try identityKeys(node, "identity_keys")
             case "connections": c.connections = try connections(node, "connections")
+            case "ranging": c.ranging = try ranging(node, "ranging")
             case "peripherals": c.peripherals = try peripherals(node, "peripherals")
             default:
                 unknown(node, key)
@@ -159,7 +163,10 @@ public struct YAMLConfigurationReader {
 
     /// A mapping's pairs in file order; duplicate keys are an error (YAML 1.2 §3.2.1.1 requires unique keys).
     func mapping(_ node: Node, _ path: String) throws -> [(String, Node)] {
-        guard case .mapping(let m) = node else { throw fail(node, path, "expected a mapping of keys to values") }
+        guard case .mapping(let m) = node else {
+            throw fail(node, path, jsonTypes ? "expected an object, found \(Self.jsonTypeName(node))"
+                                             : "expected a mapping of keys to values")
+        }
         var seen: Set<String> = []
         var out: [(String, Node)] = []
         for (k, v) in m {
@@ -173,18 +180,45 @@ public struct YAMLConfigurationReader {
     }
 
     func scalar(_ node: Node, _ path: String, _ what: String) throws -> Node.Scalar {
-        guard case .scalar(let s) = node else { throw fail(node, path, "expected \(what)") }
+        guard case .scalar(let s) = node else {
+            throw fail(node, path, jsonTypes ? "expected \(what), found \(Self.jsonTypeName(node))" : "expected \(what)")
+        }
         return s
+    }
+
+    /// What a node built from JSON was: strings are quoted, everything else plain.
+    static func jsonTypeName(_ node: Node) -> String {
+        switch node {
+        case .mapping: return "an object"
+        case .sequence: return "a list"
+        case .scalar(let s):
+            if s.style != .plain { return "a string" }
+            switch s.string {
+            case "true", "false": return "a boolean"
+            case "null": return "null"
+            default: return "a number"
+            }
+        }
+    }
+
+    /// In JSON mode, a scalar of the wrong JSON type.
+    private func checkJSON(_ node: Node, _ path: String, _ s: Node.Scalar, string: Bool, _ what: String) throws {
+        guard jsonTypes else { return }
+        let name = Self.jsonTypeName(node)
+        let ok = string ? name == "a string" : (what == "true or false" ? name == "a boolean" : name == "a number")
+        if !ok { throw fail(node, path, "expected \(what), found \(name)") }
     }
 
     func string(_ node: Node, _ path: String) throws -> String {
         let s = try scalar(node, path, "a string")
+        try checkJSON(node, path, s, string: true, "a string")
         if s.string.isEmpty && s.style == .plain { throw fail(node, path, "expected a string, found nothing") }
         return s.string
     }
 
     func bool(_ node: Node, _ path: String) throws -> Bool {
         let s = try scalar(node, path, "true or false")
+        try checkJSON(node, path, s, string: false, "true or false")
         switch s.string.lowercased() {
         case "true", "yes", "on": return true
         case "false", "no", "off": return false
@@ -194,6 +228,7 @@ public struct YAMLConfigurationReader {
 
     func int(_ node: Node, _ path: String, _ range: ClosedRange<Int>) throws -> Int {
         let s = try scalar(node, path, "a whole number")
+        try checkJSON(node, path, s, string: false, "a whole number")
         guard let v = Int(s.string) else { throw fail(node, path, "expected a whole number, found \"\(s.string)\"") }
         guard range.contains(v) else { throw fail(node, path, "\(v) is out of range \(range.lowerBound)…\(range.upperBound)") }
         return v
@@ -201,6 +236,7 @@ public struct YAMLConfigurationReader {
 
     func double(_ node: Node, _ path: String, _ range: ClosedRange<Double>) throws -> Double {
         let s = try scalar(node, path, "a number")
+        try checkJSON(node, path, s, string: false, "a number")
         guard let v = Double(s.string), v.isFinite else { throw fail(node, path, "expected a number, found \"\(s.string)\"") }
         guard range.contains(v) else { throw fail(node, path, "\(v) is out of range \(range.lowerBound)…\(range.upperBound)") }
         return v
