@@ -68,9 +68,9 @@ extension GatewayRuntime {
                 return l.configuration
             }
             applyLive(from: before, to: c, start: false)
-            // peripherals: lead wires PeripheralService.update here
-            // (when `before.peripherals != c.peripherals` or `before.connections != c.connections`:
-            //  PeripheralService.update(intents: c.peripherals), with c.connections)
+            if before.peripherals != c.peripherals || before.connections != c.connections {
+                peripherals.update(intents: c.peripherals, connections: c.connections)
+            }
         }
         switch outcome.status {
         case .applied:

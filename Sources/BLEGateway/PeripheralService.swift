@@ -78,7 +78,9 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
 
     let clock: any BLEClock
     let logger: Logger
-    let connections: GatewayConfiguration.Connections
+    /// In force now (a remote document may replace it): read when a link starts and by its RSSI loop.
+    var connections: GatewayConfiguration.Connections { connectionsBox.withLock { $0 } }
+    private let connectionsBox: Locked<GatewayConfiguration.Connections>
     let output: Output
     private let manager: Locked<ConnectionManager>
     private let intents: Locked<[PeripheralIntent]>
@@ -91,13 +93,9 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                 logger: Logger, output: Output) {
         self.clock = clock
         self.logger = logger
-        self.connections = connections
+        self.connectionsBox = Locked(connections)
         self.output = output
-        var c = ConnectionManager.Configuration()
-        c.maxConnections = connections.max
-        c.connectTimeout = .seconds(connections.connectTimeoutSeconds)
-        c.maxBackoff = .seconds(connections.maxBackoffSeconds)
-        manager = Locked(ConnectionManager(configuration: c))
+        manager = Locked(ConnectionManager(configuration: Self.managerConfiguration(connections)))
         self.intents = Locked(intents)
     }
 
@@ -141,28 +139,55 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     }
 
     /// Replaces the intents (a remote configuration applied): new ones are wanted, removed ones let go.
-    public func update(intents newIntents: [PeripheralIntent]) {
+    public func update(intents newIntents: [PeripheralIntent], connections newConnections: GatewayConfiguration.Connections) {
+        if newConnections != connections {
+            connectionsBox.withLock { $0 = newConnections }
+            manager.withLock { m in m.configuration = Self.managerConfiguration(newConnections) }
+        }
         let old = intents.withLock { list -> [PeripheralIntent] in
             defer { list = newIntents }
             return list
         }
         guard old != newIntents else { return }
-        let wantedNow = Set(newIntents.compactMap { i -> BDAddress? in
+        let addresses = Set(newIntents.compactMap { i -> BDAddress? in
             if case .address(let a) = i.match { return a } else { return nil }
         })
-        let known = manager.withLock { Array($0.statuses.keys) }
-        let byPattern = matched.withLock { m -> [BDAddress: Int] in
-            // Pattern matches are re-evaluated from the next advertisement.
-            defer { m.removeAll() }
-            return m
+        let statuses = manager.withLock { $0.statuses }
+        let oldMatched = matched.withLock { $0 }
+        var newMatched: [BDAddress: Int] = [:]
+        for (address, status) in statuses {
+            let before: PeripheralIntent? = old.first { $0.match == .address(address) }
+                ?? oldMatched[address].flatMap { $0 < old.count ? old[$0] : nil }
+            let after: PeripheralIntent?
+            if addresses.contains(address) {
+                after = newIntents.first { $0.match == .address(address) }
+            } else if let b = before, let i = newIntents.firstIndex(where: { $0.match == b.match }) {
+                // Still taken by the same name or service match.
+                newMatched[address] = i
+                after = newIntents[i]
+            } else {
+                after = nil
+            }
+            if after == nil {
+                post(.unwant(address))
+            } else if after != before, status.state == .connected, let h = status.handle {
+                // New subscriptions, reads or permissions: the link is made again so its GATT work starts afresh.
+                post(.drop(handle: h, why: "configuration changed"))
+            }
         }
-        for address in known where !wantedNow.contains(address) {
-            if byPattern[address] != nil || !wantedNow.contains(address) { post(.unwant(address)) }
-        }
-        for a in wantedNow {
+        matched.withLock { $0 = newMatched }
+        for a in addresses {
             let type = newIntents.first { $0.match == .address(a) }?.addressType ?? .public
             post(.want(.init(address: a, addressType: type)))
         }
+    }
+
+    static func managerConfiguration(_ connections: GatewayConfiguration.Connections) -> ConnectionManager.Configuration {
+        var c = ConnectionManager.Configuration()
+        c.maxConnections = connections.max
+        c.connectTimeout = .seconds(connections.connectTimeoutSeconds)
+        c.maxBackoff = .seconds(connections.maxBackoffSeconds)
+        return c
     }
 
     func intent(for address: BDAddress) -> PeripheralIntent? {

@@ -153,7 +153,8 @@ public struct ConnectionManager: Sendable {
         var connectedAt: Duration?
     }
 
-    public let configuration: Configuration
+    /// Replaceable at any time (remote configuration); links and attempts in progress keep going.
+    public var configuration: Configuration
     var entries: [BDAddress: Entry] = [:]
     /// The attempt in flight: its peer and deadline; `cancelling` once Cancel was sent.
     var pending: (address: BDAddress, deadline: Duration, cancelling: Bool)?
