@@ -182,7 +182,8 @@ public final class GatewayRuntime: Service, Sendable {
         if let t = followWrites() { following.append(t) }
         let mqtt = Task { try await client.run() }
         let events = Task { await followConnection() }
-        let committer = Task { await spool.run(clock: clock) }
+        // Samples wait for their commit, not for the publisher's next poll as well.
+        let committer = Task { [publisher] in await spool.run(clock: clock, committed: publisher.readingsAvailable) }
         let publishing = Task { await publisher.run() }
         // Remote configuration before the first scan: the broker's retained documents (subscribed before the client
         // starts), within a bounded wait so a gateway without a broker still scans (with what the local store kept).

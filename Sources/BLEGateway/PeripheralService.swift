@@ -111,6 +111,11 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
 
     public var statistics: Statistics {
         var s = stats.withLock { $0 }
+        // Live links' drops: the GATT client's (its reader behind) and the bearers' (the GATT client behind).
+        if let live = session.withLock({ $0 }) {
+            s.droppedValues += live.gatt.withLock { $0.values.reduce(0) { $0 + $1.client.statistics.droppedEvents } }
+            s.droppedValues += live.links.statistics.attPDUsDropped
+        }
         s.connections = manager.withLock { $0.counters }
         s.connected = manager.withLock { m in m.statuses.values.filter { $0.state == .connected }.count }
         // Values a link's GATT client could not buffer (a peripheral notifying faster than the gateway takes them).
@@ -275,6 +280,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         for link in s.gatt.withLock({ Array($0.values) }) {
             link.task?.cancel()
             await link.task?.value
+            keepDrops(of: link)
         }
         post(.adapterDown)
     }
@@ -318,9 +324,17 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         case .linkDown(let handle, _):
             let link = s.gatt.withLock { $0.removeValue(forKey: handle) }
             link?.task?.cancel()
+            if let link { keepDrops(of: link) }
         case .publish:
             break
         }
+    }
+
+    /// Values a link's GATT client dropped (its reader fell behind), kept past the link's end; `statistics` counts
+    /// the live links' itself.
+    private func keepDrops(of link: Link) {
+        let dropped = link.client.statistics.droppedEvents
+        stats.withLock { $0.droppedValues += dropped }
     }
 
     // MARK: - One link

@@ -53,6 +53,31 @@ public struct ACLScheduler: Sendable {
         var head = 0
         var inFlight = 0
         var waiting: Int { queue.count - head }
+
+        /// Mutated in place in `links` (never copied out and back): a copy would share `queue`'s storage and the
+        /// next append would copy every waiting fragment.
+        mutating func append(_ fragments: [H4Packet]) {
+            if head > 0 && head == queue.count {
+                queue.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head >= 64 && head * 2 >= queue.count {
+                // Sent fragments are let go once they are half the queue: amortised O(1), memory bounded.
+                queue.removeFirst(head)
+                head = 0
+            }
+            queue += fragments
+        }
+
+        mutating func take() -> H4Packet {
+            let p = queue[head]
+            head += 1
+            if head == queue.count {
+                queue.removeAll(keepingCapacity: true)
+                head = 0
+            }
+            inFlight += 1
+            return p
+        }
     }
     private var links: [UInt16: Link] = [:]
     /// Handles in the order they take turns; `turn` is the next to be served.
@@ -86,18 +111,15 @@ public struct ACLScheduler: Sendable {
                 handle: h, packetBoundary: start == 0 ? .firstNonFlushable : .continuing, data: frame[start..<end]))
             start = end
         } while start < frame.count
-        var link = links[h] ?? Link()
-        guard link.waiting + fragments.count <= queueLimit else {
+        guard (links[h]?.waiting ?? 0) + fragments.count <= queueLimit else {
             counters.framesRejected += 1
             return .queueFull
         }
-        if links[h] == nil { order.append(h) }
-        if link.head > 0 && link.head == link.queue.count {
-            link.queue.removeAll(keepingCapacity: true)
-            link.head = 0
+        if links[h] == nil {
+            order.append(h)
+            links[h] = Link()
         }
-        link.queue += fragments
-        links[h] = link
+        links[h]!.append(fragments)
         counters.framesQueued += 1
         return .queued(fragments: fragments.count)
     }
@@ -110,19 +132,12 @@ public struct ACLScheduler: Sendable {
             if turn >= order.count { turn = 0 }
             let h = order[turn]
             turn += 1
-            guard var link = links[h], link.waiting > 0 else {
+            guard let waiting = links[h]?.waiting, waiting > 0 else {
                 idle += 1
                 continue
             }
             idle = 0
-            out.append(link.queue[link.head])
-            link.head += 1
-            if link.head == link.queue.count {
-                link.queue.removeAll(keepingCapacity: true)
-                link.head = 0
-            }
-            link.inFlight += 1
-            links[h] = link
+            out.append(links[h]!.take())
             credits -= 1
         }
         counters.sent += out.count

@@ -149,12 +149,13 @@ public final class Spool: @unchecked Sendable {
 
     /// Commits every `commitWindow` until cancelled, then once more. Failures do not stop it: they are counted and
     /// kept in `statistics.lastError`, and the next window retries (recovery when the disk has room again).
-    public func run(clock: any BLEClock) async {
+    /// `committed` is told of each window's readings once they are durable (a publisher waiting for them).
+    public func run(clock: any BLEClock, committed: @Sendable () -> Void = {}) async {
         let window = configuration.effectiveCommitWindow
         var deadline = clock.now() + window
         while !Task.isCancelled {
             do { try await clock.sleep(until: deadline) } catch { break }
-            _ = try? commit()
+            if (try? commit()) != nil { committed() }
             // Windows are counted from the previous deadline, not from the end of the commit, so a slow fsync does
             // not stretch the window; after a long stall, start afresh rather than commit back to back.
             deadline += window
