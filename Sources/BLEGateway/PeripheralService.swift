@@ -118,9 +118,6 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         }
         s.connections = manager.withLock { $0.counters }
         s.connected = manager.withLock { m in m.statuses.values.filter { $0.state == .connected }.count }
-        // Values a link's GATT client could not buffer (a peripheral notifying faster than the gateway takes them).
-        let live = session.withLock { $0 }?.gatt.withLock { Array($0.values) } ?? []
-        s.droppedValues += live.reduce(0) { $0 + $1.client.statistics.droppedEvents }
         return s
     }
 
@@ -365,8 +362,6 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             await group.next()
             group.cancelAll()
         }
-        let dropped = link.client.statistics.droppedEvents
-        stats.withLock { $0.droppedValues += dropped }
     }
 
     /// MTU, discovery, subscriptions and reads; then values until the link ends. Service Changed starts it over.
