@@ -27,8 +27,8 @@ func runPeripheralsBenchmark(args: [String]) async {
     let count = benchmarkOption(args, "--peripherals", 20)
     let commitWindow = benchmarkOption(args, "--commit-window-ms", 100)
     let inflight = benchmarkOption(args, "--inflight", 200)
-    // notify_interval_ms (nil: flood). The scenario takes 10 ms at the least.
-    let steps: [Int?] = [50, 20, 10, nil]
+    // notify_interval_ms (nil: flood). The scenario takes 2 ms at the least.
+    let steps: [Int?] = [50, 20, 10, 5, nil]
     print("peripherals: \(count) connected, 2 notifying characteristics each, \(window) s window per step, "
           + "spool commit window \(commitWindow) ms, MQTT in-flight \(inflight), QoS 1")
     print("step         offered/s  delivered/s  sim drops  spool drops  gatt drops  p50 ms  p99 ms  max ms  rss MB")

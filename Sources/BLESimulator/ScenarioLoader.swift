@@ -325,7 +325,7 @@ struct Reader {
     func link(_ m: Node.Mapping, name: String) throws -> PeripheralLinkSpec {
         let what = "peripheral '\(name)'"
         var l = PeripheralLinkSpec()
-        if let ms = try int(m, "notify_interval_ms", what, range: 10...3_600_000) { l.notifyInterval = Double(ms) / 1000 }
+        if let ms = try int(m, "notify_interval_ms", what, range: 2...3_600_000) { l.notifyInterval = Double(ms) / 1000 }
         l.flood = try bool(m, "flood", what) ?? false
         l.requestConnectionUpdate = try bool(m, "request_connection_update", what) ?? false
         l.securityRequest = try bool(m, "security_request", what) ?? false

@@ -148,9 +148,9 @@ import Testing
             do { _ = try ScenarioLoader.parse(yaml, file: "k.yaml") } catch let e as ScenarioError { return e } catch {}
             return nil
         }
-        let tooFast = error(base.replacingOccurrences(of: "notify_interval_ms: 250", with: "notify_interval_ms: 5"))
+        let tooFast = error(base.replacingOccurrences(of: "notify_interval_ms: 250", with: "notify_interval_ms: 1"))
         #expect(tooFast?.line == 5 && tooFast?.column == 53, "\(String(describing: tooFast))")
-        #expect(tooFast?.message.contains("notify_interval_ms must be an integer in 10...3600000") == true)
+        #expect(tooFast?.message.contains("notify_interval_ms must be an integer in 2...3600000") == true)
         let beacon = error(
             base.replacingOccurrences(of: "peripherals:", with: "beacons:")
                 .replacingOccurrences(of: "{name: p,", with: "{name: p, type: named,"))
