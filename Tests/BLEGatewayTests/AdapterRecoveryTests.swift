@@ -222,7 +222,7 @@ final class LockstepClock: BLEClock, @unchecked Sendable {
 }
 
 /// Whether the process has nothing left to do at this virtual instant: every thread but the caller's asleep (none
-/// running or runnable) and no byte waiting in any socket, twice in a row. A reply in flight is either
+/// running or runnable), no byte waiting in any socket, and the concurrency pool taking new work, twice in a row. A reply in flight is either
 /// unread in a socket, or in the hands of a thread that is running or queued to run, so neither side is cut short
 /// by time moving on. Other tests of the process running at the same time only make this wait longer.
 enum ProcessQuiescence {
@@ -242,9 +242,26 @@ enum ProcessQuiescence {
         let giveUp = Date().addingTimeInterval(seconds)
         var quietInARow = 0
         while quietInARow < 2 {
-            if also() && threadsAsleep() && nothingUnread() { quietInARow += 1 } else { quietInARow = 0 }
+            if also() && threadsAsleep() && nothingUnread() && poolDrained(until: giveUp) {
+                quietInARow += 1
+            } else {
+                quietInARow = 0
+            }
             if Date() > giveUp { return false }
             usleep(quietInARow == 0 ? 200 : 50)
+        }
+        return true
+    }
+
+    /// Whether a job enqueued now on the concurrency pool runs: a job queued behind a pool whose threads are all
+    /// blocked (another test of the process waiting in a blocking call) shows no running thread, but would not get
+    /// past this. Enqueued at low priority, so it runs after the jobs of higher priority already waiting.
+    static func poolDrained(until giveUp: Date) -> Bool {
+        let ran = Locked(false)
+        Task.detached(priority: .low) { ran.withLock { $0 = true } }
+        while !ran.withLock({ $0 }) {
+            if Date() > giveUp { return false }
+            usleep(50)
         }
         return true
     }
