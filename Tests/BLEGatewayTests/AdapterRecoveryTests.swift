@@ -50,6 +50,18 @@ struct AdapterRecoveryTests {
         }.joined(separator: "\n") + "\n"
     }
 
+    /// Whether `task` ends within `seconds` of real time (it is not awaited past that).
+    static func ends(_ task: Task<Void, any Error>, within seconds: Double) async -> Bool {
+        await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
+            let done = Locked(false)
+            let finish: @Sendable (Bool) -> Void = { ended in
+                if done.withLock({ d in defer { d = true }; return !d }) { c.resume(returning: ended) }
+            }
+            Task { _ = await task.result; finish(true) }
+            Task { try? await Task.sleep(for: .seconds(seconds)); finish(false) }
+        }
+    }
+
     final class Observed: @unchecked Sendable {
         let lock = NSLock()
         var reports: [(Double, AdapterReport)] = []
@@ -106,8 +118,10 @@ struct AdapterRecoveryTests {
         let stats = source.lifecycleStatistics
         gateway.cancel()
         sim.cancel()
-        _ = await gateway.result
-        _ = await sim.result
+        // Bounded: a gateway that cannot stop (a deadlock) fails the test instead of hanging the run.
+        let stopped = await Self.ends(gateway, within: 30)
+        #expect(stopped, "the gateway did not stop within 30 s of being cancelled")
+        if stopped { _ = await sim.result }
 
         let (reports, sightings) = seen.lock.withLock { (seen.reports, seen.sightings) }
         let states = reports.map { "\(String(format: "%.2f", $0.0)) \($0.1.state) \($0.1.reason ?? "")" }
