@@ -164,7 +164,9 @@ final class AdvertisingReportSource: SightingSource, @unchecked Sendable {
                 // Deterministic wander of ±8 dB about −70 dBm, different per beacon and round.
                 let rssi = Int8(-70 + Int((UInt64(i &* 7919 &+ round &* 104_729) >> 3) % 17) - 8)
                 guard let e = HCIEvent.parse(event(beacon: i, rssi: rssi)[...]) else { fatalError("bad event") }
-                assembler.handle(.event(e), now: clock.now(), unixTime: clock.unixTime()) { sighting(Sighting(scanReport: $0)) }
+                assembler.handle(.event(e), now: clock.now(), unixTime: clock.unixTime()) {
+                    sighting(Sighting(scanReport: $0))
+                }
             }
             round += 1
             counts.withLock { $0.rounds = round; $0.sightings += beacons }

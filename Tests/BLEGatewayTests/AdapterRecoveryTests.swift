@@ -227,7 +227,8 @@ final class LockstepClock: BLEClock, @unchecked Sendable {
     func advance(to t: Duration) {
         let due: [CheckedContinuation<Void, any Error>] = lock.withLock {
             current = max(current, t)
-            let ready = sleepers.filter { $0.value.deadline <= current }.sorted { $0.value.deadline < $1.value.deadline }
+            let ready = sleepers.filter { $0.value.deadline <= current }
+                .sorted { $0.value.deadline < $1.value.deadline }
             for (id, _) in ready { sleepers.removeValue(forKey: id) }
             return ready.map(\.value.continuation)
         }
@@ -236,9 +237,10 @@ final class LockstepClock: BLEClock, @unchecked Sendable {
 }
 
 /// Whether the process has nothing left to do at this virtual instant: every thread but the caller's asleep (none
-/// running or runnable), no byte waiting in any socket, and the concurrency pool taking new work, twice in a row. A reply in flight is either
-/// unread in a socket, or in the hands of a thread that is running or queued to run, so neither side is cut short
-/// by time moving on. Other tests of the process running at the same time only make this wait longer.
+/// running or runnable), no byte waiting in any socket, and the concurrency pool taking new work, twice in a row.
+/// A reply in flight is either unread in a socket, or in the hands of a thread that is running or queued to run, so
+/// neither side is cut short by time moving on. Other tests of the process running at the same time only make this
+/// wait longer.
 enum ProcessQuiescence {
     /// Runs `body` on a thread of its own, outside the concurrency pool: a driver that waits there with `usleep`
     /// is woken by the kernel, not by another thread of the process that would still be running when it looks.
