@@ -12,6 +12,7 @@ let all: [(String, @Sendable ([String]) async -> Void)] = [
     ("pipeline", { do { try await runPipelineBenchmark(arguments: $0) } catch { print("pipeline benchmark failed: \(error)") } }),
     ("transport", { do { try await runTransportBenchmark(args: $0) } catch { print("transport benchmark failed: \(error)") } }),
     ("links", { runLinksBenchmark(args: $0) }),
+    ("ranging-scale", { await runRangingScaleBenchmark(args: $0) }),
     ("peripherals", { await runPeripheralsBenchmark(args: $0) }),
 ]
 

@@ -70,32 +70,39 @@ public struct RangingEngine: Sendable {
         let i = slot(for: identity, at: t)
         touch(i)
         let j = Int(i)
-        // Fields are updated in place (a whole-track copy costs more than the filter).
-        tracks[j].address = address
-        tracks[j].lastHeard = t
-        tracks[j].samples &+= 1
-        tracks[j].unknownAnnounced = false
         let frame = frameCalibration.map { Int16(($0 * 4).rounded()) } ?? RangingTrack.noFrame
         if !tracks[j].calibrated || frame != tracks[j].frameCalibration
             || (name != nil && hasNameOverrides && tracks[j].calibration != .configuration)
         {
+            // Rare: a new track, or a frame whose calibration changed.
             var track = tracks[j]
             track.frameCalibration = frame
             track.calibrated = true
             calibrate(&track, frame: frameCalibration, name: name)
             tracks[j] = track
         }
-        let a = tracks[j].rssiAt1m
-        guard let rssi else {
-            statistics.samplesWithoutRSSI += 1
-            return tracks[j].filter.map { a - k * log($0.estimate(at: t).distance) }
+        if rssi == nil { statistics.samplesWithoutRSSI += 1 }
+        let k = self.k
+        let c = configuration.filter
+        // The per-reading fields through one pointer: each `tracks[j].x = …` would check the index and the
+        // buffer's uniqueness again, and a whole-track copy costs more than the filter.
+        return tracks.withUnsafeMutableBufferPointer { b -> Double? in
+            let p = b.baseAddress! + j
+            p.pointee.address = address
+            p.pointee.lastHeard = t
+            p.pointee.samples &+= 1
+            p.pointee.unknownAnnounced = false
+            let a = p.pointee.rssiAt1m
+            guard let rssi else {
+                return p.pointee.filter.map { a - k * log($0.estimate(at: t).distance) }
+            }
+            if p.pointee.filter != nil {
+                return p.pointee.filter!.update(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: c)
+            }
+            let f = RangingFilter(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: c)
+            p.pointee.filter = f
+            return a - k * log(f.distance)
         }
-        if tracks[j].filter != nil {
-            return tracks[j].filter!.update(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: configuration.filter)
-        }
-        let f = RangingFilter(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: configuration.filter)
-        tracks[j].filter = f
-        return a - k * log(f.distance)
     }
 
     /// Updates for the interval that ended, if one did by `now` (else none). Beacons silent for
@@ -304,25 +311,40 @@ extension RangingEngine {
     }
 }
 
-/// The index key: a `BeaconIdentity` hashed as two mixed words, so a lookup feeds the (seeded,
-/// flood-resistant) SipHash one word instead of the enum's tag and every field in turn.
+/// The index key: a `BeaconIdentity` folded into one mixed word.
+///
+/// The dictionary asks for `_rawHashValue(seed:)`; answering it directly skips SipHash's
+/// finalisation (about a fifth of a reading's cost). The word is combined with the dictionary's
+/// per-instance seed (random per process) before the SplitMix64 finaliser, a bijection, so
+/// choosing identities that collide still takes knowing the seed (the flood of random addresses
+/// the issue names is also bounded by the capacity and evictions).
 @usableFromInline struct RangingKey: Hashable, Sendable {
     @usableFromInline let identity: BeaconIdentity
 
     @usableFromInline init(_ identity: BeaconIdentity) { self.identity = identity }
 
-    @usableFromInline func hash(into hasher: inout Hasher) {
+    @inlinable var word: UInt64 {
         let m: UInt64 = 0x9E37_79B9_7F4A_7C15
         switch identity {
         case .iBeacon(let u, let major, let minor):
-            hasher.combine(u.high &* m ^ u.low ^ (UInt64(major) << 16 | UInt64(minor)) &* 0xBF58_476D_1CE4_E5B9)
+            return u.high &* m ^ u.low ^ (UInt64(major) << 16 | UInt64(minor)) &* 0xBF58_476D_1CE4_E5B9
         case .eddystone(let h, let l, let i):
-            hasher.combine(h &* m ^ (UInt64(l) << 48 | i) ^ 1)
+            return h &* m ^ (UInt64(l) << 48 | i) ^ 1
         case .altBeacon(let h, let mid, let l):
-            hasher.combine(h &* m ^ mid ^ UInt64(l) &* 0xBF58_476D_1CE4_E5B9 ^ 2)
+            return h &* m ^ mid ^ UInt64(l) &* 0xBF58_476D_1CE4_E5B9 ^ 2
         case .address(let a):
-            hasher.combine(a.rawValue ^ 3 << 56)
+            return a.rawValue ^ 3 << 56
         }
+    }
+
+    @usableFromInline func hash(into hasher: inout Hasher) { hasher.combine(word) }
+
+    @inlinable func _rawHashValue(seed: Int) -> Int {
+        // SplitMix64's finaliser (Steele, Lea, Flood, "Fast splittable pseudorandom number generators", 2014).
+        var z = word ^ UInt64(bitPattern: Int64(seed)) &* 0x9E37_79B9_7F4A_7C15
+        z = (z ^ z >> 30) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ z >> 27) &* 0x94D0_49BB_1331_11EB
+        return Int(bitPattern: UInt(z ^ z >> 31))
     }
 
     @usableFromInline static func == (a: RangingKey, b: RangingKey) -> Bool { a.identity == b.identity }

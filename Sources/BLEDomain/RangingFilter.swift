@@ -57,10 +57,11 @@ public struct RangingFilter: Sendable {
         let dt = t - time
         if dt > 0 {
             // x ← F x, P ← F P Fᵀ + Q with F = [1 dt; 0 1], Q = q [dt³/3 dt²/2; dt²/2 dt].
+            let qdt = q * dt
             distance += speed * dt
-            p00 += dt * (2 * p01 + dt * p11) + q * dt * dt * dt / 3
-            p01 += dt * p11 + q * dt * dt / 2
-            p11 += q * dt
+            p00 += dt * (2 * p01 + dt * p11) + qdt * dt * dt * (1.0 / 3)
+            p01 += dt * p11 + qdt * dt * 0.5
+            p11 += qdt
             time = t
         }
         let d = max(distance, Self.minimumDistance)

@@ -99,6 +99,9 @@ public final class GatewayNode: @unchecked Sendable {
     private func receive(_ packet: H4Packet, from conn: HostConnection) {
         lock.lock()
         defer { lock.unlock() }
+        // A host that was replaced (or unplugged) no longer reaches the controller: its reader may still be
+        // draining bytes it sent before, and a stale HCI_Reset from it would silently stop the new host's scan.
+        guard connection === conn else { return }
         if packet.type == .acl && powered {
             let (events, understood, overflow) = controller.handleACL(
                 packet.payload, now: clock.now().seconds, holdCredits: holdingCredits, silence: gattSilence)
