@@ -57,6 +57,10 @@ public final class HCIController: @unchecked Sendable {
     private var nextSubscriber: UInt64 = 0
     private var ended = false
     private var stats = Statistics()
+    /// Subscribers whose streams ended, noted by `onTermination` under this lock of its own and removed by the next
+    /// broadcast. `onTermination` runs under the stream's own lock; taking `lock` there while `broadcast` holds
+    /// `lock` and yields into that stream (which takes the stream's lock) would deadlock.
+    private let terminated = Locked<Set<UInt64>>([])
 
     public init(transport: any HCITransport, clock: any BLEClock, configuration: Configuration = Configuration()) {
         self.transport = transport
@@ -85,8 +89,7 @@ public final class HCIController: @unchecked Sendable {
         }
         if let id {
             continuation.onTermination = { [weak self] _ in
-                guard let self else { return }
-                _ = self.lock.withLock { self.subscribers.removeValue(forKey: id) }
+                _ = self?.terminated.withLock { $0.insert(id) }
             }
         } else {
             continuation.yield(.transportEnded(nil))
@@ -262,6 +265,11 @@ public final class HCIController: @unchecked Sendable {
 
     /// Called with `lock` held. `yield` never blocks: it buffers or drops.
     private func broadcast(_ event: HCIControllerEvent) {
+        let gone = terminated.withLock { t -> Set<UInt64> in
+            defer { t.removeAll() }
+            return t
+        }
+        for id in gone { subscribers.removeValue(forKey: id) }
         for s in subscribers.values {
             if case .dropped = s.yield(event) { stats.droppedEvents += 1 }
         }
