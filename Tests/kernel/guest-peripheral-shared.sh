@@ -69,7 +69,7 @@ spool:
 remote_config:
   enabled: false
 connections:
-  connect_timeout_s: 10
+  connect_timeout_s: 5
   rssi_interval_s: 5
 peripherals:
   - address: "$addr"
