@@ -9,4 +9,7 @@ import BLEHost
 public protocol ControllerRole: Sendable {
     /// Runs until cancelled or until the controller's transport ends.
     func serve(controller: HCIController, info: ControllerInfo) async
+    /// Shared mode: the kernel owns the controller and L2CAP, so the role works through the kernel's sockets on
+    /// `adapter` ("hci0") instead; runs until cancelled (when the shared-mode session ends).
+    func serve(kernelAdapter adapter: String) async
 }

@@ -26,8 +26,8 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, @
     let logger: Logger
     /// The recovery ladder's settings; nil: no supervision (any failure ends `run`, the caller retries).
     let lifecycle: AdapterLifecycle.Configuration?
-    /// Runs on the controller beside the scanner (peripheral links); exclusive mode only: in shared mode the kernel
-    /// owns the links, and a capture cannot make any.
+    /// Runs beside the scanner (peripheral links): on the controller in exclusive mode, through the kernel's L2CAP
+    /// sockets in shared mode (the kernel owns the links there); a capture cannot make any.
     let role: (any ControllerRole)?
     private let supervisor = Locked<AdapterSupervisor?>(nil)
     private let countersBox = Locked(SightingSourceCounters())
@@ -166,7 +166,20 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, @
                     self.current.withLock { $0 = nil }
                 }
                 if observer {
-                    for await r in scanner.reports { sighting(Sighting(scanReport: r)) }  // its run() is above
+                    if case .kernel(let name) = spec, let role = self.role {
+                        // Shared mode: links through the kernel's sockets, beside the monitor's reports; they end
+                        // with the reports (the role is cancelled when this task group is left).
+                        await withTaskGroup(of: Void.self) { inner in
+                            inner.addTask { await role.serve(kernelAdapter: name) }
+                            inner.addTask {
+                                for await r in scanner.reports { sighting(Sighting(scanReport: r)) }
+                            }
+                            await inner.next()
+                            inner.cancelAll()
+                        }
+                    } else {
+                        for await r in scanner.reports { sighting(Sighting(scanReport: r)) }  // its run() is above
+                    }
                 } else {
                     try await withThrowingTaskGroup(of: Void.self) { inner in
                         inner.addTask { try await scanner.run() }

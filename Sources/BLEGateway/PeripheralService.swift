@@ -6,9 +6,10 @@ import Logging
 
 /// Keeps the configured peripherals connected, runs GATT on every link, and reports it all.
 ///
-/// The policy is `ConnectionManager`'s (a pure state machine, under one lock); this type carries out its actions on
-/// the controller of the current adapter session (`serve`, started and cancelled by the adapter's owner) and feeds
-/// back what the controller said. Intents and their statuses outlive sessions: after a reset, a power cycle or an
+/// The policy is `ConnectionManager`'s (a pure state machine, under one lock); this type carries out its actions
+/// through the link maker of the current session and feeds back what came of them: the controller's HCI commands in
+/// exclusive mode (`serve(controller:info:)`, started and cancelled by the adapter's owner), kernel L2CAP sockets in
+/// shared mode (`serve(kernelAdapter:)`). The GATT work is the same either way, over the link's `ATTBearer`. Intents and their statuses outlive sessions: after a reset, a power cycle or an
 /// unplug every link is reported gone (`adapter lost`) and made again on the next session.
 public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// Where the service's observations go (the runtime turns them into readings).
@@ -58,20 +59,14 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         }
     }
 
-    /// What exists while a controller is served.
+    /// What exists while a session (a controller served, or the kernel's links) lasts.
     final class Session: @unchecked Sendable {
-        let controller: HCIController
-        let links: LELinks
-        /// Scanning uses the extended commands, so connecting must too (Core v5.4, Vol 4, Part E, §3.1.1).
-        let extended: Bool
+        let maker: any PeripheralLinkMaker
         let actions: AsyncStream<ConnectionManager.Action>.Continuation
         /// Links by handle: written by the action loop, read by write commands.
         let gatt = Locked<[UInt16: Link]>([:])
-        init(controller: HCIController, links: LELinks, extended: Bool,
-             actions: AsyncStream<ConnectionManager.Action>.Continuation) {
-            self.controller = controller
-            self.links = links
-            self.extended = extended
+        init(maker: any PeripheralLinkMaker, actions: AsyncStream<ConnectionManager.Action>.Continuation) {
+            self.maker = maker
             self.actions = actions
         }
     }
@@ -88,6 +83,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     private let matched = Locked<[BDAddress: Int]>([:])
     private let session = Locked<Session?>(nil)
     private let stats = Locked(Statistics())
+    /// Kernel link ids, unique for the service's life (across sessions).
+    private let kernelLinkIDs = LinkIDs()
 
     public init(intents: [PeripheralIntent], connections: GatewayConfiguration.Connections, clock: any BLEClock,
                 logger: Logger, output: Output) {
@@ -234,28 +231,23 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     }
 
     public func serve(controller: HCIController, info: ControllerInfo) async {
-        let links = LELinks(controller: controller, buffers: info.leACLBuffers, logger: logger)
+        await serve(HCILinkMaker(controller: controller, info: info, logger: logger) { [self] in post($0) })
+    }
+
+    /// Shared mode: links through the kernel's L2CAP sockets on `adapter` ("hci0"), until cancelled.
+    public func serve(kernelAdapter adapter: String) async {
+        // The manager cancels an attempt after its connect timeout; the socket's own deadline is only a backstop.
+        let timeout = Duration.seconds(connections.connectTimeoutSeconds) + .seconds(5)
+        await serve(KernelLinkMaker(adapter: adapter, clock: clock, logger: logger, connectTimeout: timeout,
+                                    ids: kernelLinkIDs) { [self] in post($0) })
+    }
+
+    func serve(_ maker: any PeripheralLinkMaker) async {
         let (actions, continuation) = AsyncStream.makeStream(of: ConnectionManager.Action.self)
-        let s = Session(controller: controller, links: links, extended: info.supportsExtendedAdvertising,
-                        actions: continuation)
-        let events = controller.events()
+        let s = Session(maker: maker, actions: continuation)
         session.withLock { $0 = s }
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await links.run() }
-            group.addTask { [self] in
-                for await e in events {
-                    switch e {
-                    case .event(.leConnectionComplete(let c)) where c.role == 0:
-                        post(.connectionComplete(status: c.status, handle: c.handle, peer: c.peerAddress))
-                    case .event(.disconnectionComplete(let d)) where d.status.isSuccess:
-                        post(.disconnectionComplete(handle: d.handle, reason: d.reason))
-                    case .transportEnded:
-                        return
-                    default:
-                        continue
-                    }
-                }
-            }
+            group.addTask { await maker.run() }
             group.addTask { [self] in
                 for await action in actions { await perform(action, in: s) }
             }
@@ -266,9 +258,9 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                     post(.tick)
                 }
             }
-            while !links.isListening { await Task.yield() }
+            while !maker.isReady { await Task.yield() }
             post(.adapterUp)
-            // The first to end (the transport's end, or cancellation by the adapter's owner) ends the session.
+            // The first to end (the link layer's end, or cancellation by the adapter's owner) ends the session.
             await group.next()
             group.cancelAll()
         }
@@ -285,39 +277,18 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     func perform(_ action: ConnectionManager.Action, in s: Session) async {
         switch action {
         case .createConnection(let peer, let parameters):
-            let status: HCIStatus
-            do {
-                if s.extended {
-                    try await s.controller.execute(LEExtendedCreateConnectionCommand(
-                        peerAddressType: peer.addressType, peerAddress: peer.address, connection: parameters))
-                } else {
-                    try await s.controller.execute(LECreateConnectionCommand(
-                        peerAddressType: peer.addressType, peerAddress: peer.address, connection: parameters))
-                }
-                status = .success
-            } catch let e as HCIError {
-                status = e.status ?? .unspecifiedError
-            } catch {
-                return
-            }
-            post(.createStatus(status))
+            await s.maker.connect(peer, parameters: parameters)
         case .cancelCreateConnection:
-            // Command Disallowed when nothing is initiating any more: the Connection Complete crossed our Cancel.
-            _ = try? await s.controller.execute(LECreateConnectionCancelCommand())
+            await s.maker.cancelConnect()
         case .disconnect(let handle, let reason):
-            do {
-                try await s.controller.execute(DisconnectCommand(handle: handle, reason: reason))
-            } catch let e as HCIError {
-                if let status = e.status { post(.disconnectStatus(handle: handle, status)) }
-            } catch {}
+            await s.maker.disconnect(handle, reason: reason)
         case .linkUp(let handle, let peer):
-            guard let intent = intent(for: peer.address) else { return }
-            let bearer = s.links.bearer(for: handle)
+            guard let intent = intent(for: peer.address), let bearer = s.maker.bearer(for: handle) else { return }
             let client = GATTClient(bearer: bearer, clock: clock, requestTimeout: .seconds(connections.attTimeoutSeconds),
                                     logger: logger)
             let link = Link(handle: handle, peer: peer, intent: intent, client: client)
             s.gatt.withLock { $0[handle] = link }
-            link.task = Task { await self.run(link, controller: s.controller) }
+            link.task = Task { await self.run(link, maker: s.maker) }
         case .linkDown(let handle, _):
             let link = s.gatt.withLock { $0.removeValue(forKey: handle) }
             link?.task?.cancel()
@@ -336,7 +307,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
 
     // MARK: - One link
 
-    func run(_ link: Link, controller: HCIController) async {
+    func run(_ link: Link, maker: any PeripheralLinkMaker) async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [self] in
                 do {
@@ -348,14 +319,13 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                 }
             }
             group.addTask { [self] in await gatt(link) }
-            if connections.rssiIntervalSeconds > 0 {
+            // Shared mode has no RSSI of a link: HCI Read RSSI needs the controller, which the kernel owns.
+            if connections.rssiIntervalSeconds > 0, maker.readsRSSI {
                 group.addTask { [self] in
                     let every = Duration.seconds(connections.rssiIntervalSeconds)
                     while !Task.isCancelled {
                         do { try await clock.sleep(for: every) } catch { return }
-                        if let r = try? await controller.execute(ReadRSSICommand(handle: link.handle)), r.rssi != 127 {
-                            output.rssi(link.peer.address, r.rssi)
-                        }
+                        if let rssi = await maker.rssi(of: link.handle) { output.rssi(link.peer.address, rssi) }
                     }
                 }
             }

@@ -56,6 +56,9 @@ public struct ConnectionManager: Sendable {
         case gatewayRestarted
         /// The gateway is stopping (a graceful shutdown): it ended the link itself.
         case gatewayStopped
+        /// Shared mode: the kernel made the link and said why it failed or ended, as an errno
+        /// ("ECONNREFUSED, Connection refused (errno 111)"); the kernel maps HCI reasons onto errnos.
+        case kernel(String)
 
         public var description: String {
             switch self {
@@ -66,6 +69,7 @@ public struct ConnectionManager: Sendable {
             case .notWanted: "no longer wanted"
             case .gatewayRestarted: "the gateway restarted and has not met the device since"
             case .gatewayStopped: "the gateway stopped"
+            case .kernel(let why): "kernel: \(why)"
             }
         }
 
@@ -118,6 +122,12 @@ public struct ConnectionManager: Sendable {
         /// Command Status for Disconnect: a failure (unknown handle) means the link is already gone.
         case disconnectStatus(handle: UInt16, HCIStatus)
         case disconnectionComplete(handle: UInt16, reason: HCIStatus)
+        /// Shared mode: the attempt to `peer` ended without a link; nil: it ended because it was cancelled (as
+        /// asked by `.cancelCreateConnection`), the kernel's counterpart of status 0x02 after a Cancel.
+        case connectionFailed(peer: BDAddress, Reason?)
+        /// Shared mode: a link ended, for the kernel's reason (a remote end is ECONNRESET, a supervision timeout
+        /// ETIMEDOUT); after our own `.disconnect` the reason the gateway gave stands.
+        case linkEnded(handle: UInt16, Reason)
         /// The gateway gives up on a link (ATT timeout, protocol error): disconnect it.
         case drop(handle: UInt16, why: String)
         /// The controller is ready (brought up, or back after a recovery).
@@ -272,6 +282,17 @@ public struct ConnectionManager: Sendable {
                 out += set(address, .disconnecting, reason: .notWanted, now: now)
                 out.append(.disconnect(handle: handle, reason: .remoteUserTerminatedConnection))
             }
+        case .connectionFailed(let address, let reason):
+            let cancelled = pending?.address == address && pending?.cancelling == true
+            if pending?.address == address { pending = nil }
+            var why = reason ?? .connectTimeout
+            if stopping { why = .gatewayStopped }
+            if cancelled { counters.cancelledAttempts += 1 }
+            out += failAttempt(address, reason: why, now: now)
+        case .linkEnded(let handle, let reason):
+            guard let address = address(of: handle) else { break }
+            out += linkGone(address, reason: entries[address]?.status.state == .disconnecting
+                                ? entries[address]?.status.reason ?? reason : reason, now: now)
         case .disconnectStatus(let handle, let status):
             // Unknown Connection Identifier: the link was already gone; its Disconnection Complete came or will not.
             guard !status.isSuccess, let address = address(of: handle) else { break }

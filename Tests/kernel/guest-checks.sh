@@ -248,6 +248,10 @@ check lifecycle-adapter-returns-after-btvirt-restart "$r"
 . "$(dirname "$0")/guest-l2cap.sh"
 l2cap_checks
 
+# --- the gateway keeps hci1's peripheral connected in shared mode (see guest-peripheral-shared.sh) --------
+. "$(dirname "$0")/guest-peripheral-shared.sh"
+shared_peripheral_checks
+
 kill $BTVIRT 2>/dev/null
 log "done"
 echo DONE
