@@ -45,6 +45,8 @@ final class KernelLinkMaker: PeripheralLinkMaker, @unchecked Sendable {
 
     var isReady: Bool { ready.withLock { $0 } }
     var readsRSSI: Bool { false }
+    /// The socket's stream is unbounded (the GATT client's own bounded buffer counts its drops): none here.
+    var droppedPDUs: Int { 0 }
     func rssi(of handle: UInt16) async -> Int8? { nil }
 
     func run() async {

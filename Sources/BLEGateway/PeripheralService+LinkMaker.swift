@@ -23,10 +23,16 @@ protocol PeripheralLinkMaker: AnyObject, Sendable {
     func bearer(for handle: UInt16) -> (any ATTBearer)?
     /// Whether `rssi(of:)` can answer: HCI Read RSSI needs the controller, which shared mode does not have.
     var readsRSSI: Bool { get }
+    /// ATT PDUs the bearers dropped because their GATT client fell behind (for the health topic).
+    var droppedPDUs: Int { get }
     func rssi(of handle: UInt16) async -> Int8?
 }
 
 /// Exclusive mode: the gateway's own host stack on the controller of the current adapter session.
+extension PeripheralLinkMaker {
+    var droppedPDUs: Int { 0 }
+}
+
 final class HCILinkMaker: PeripheralLinkMaker, @unchecked Sendable {
     let controller: HCIController
     let links: LELinks
@@ -46,6 +52,7 @@ final class HCILinkMaker: PeripheralLinkMaker, @unchecked Sendable {
     }
 
     var isReady: Bool { links.isListening }
+    var droppedPDUs: Int { links.statistics.attPDUsDropped }
     var readsRSSI: Bool { true }
 
     func run() async {

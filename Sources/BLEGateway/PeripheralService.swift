@@ -111,7 +111,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         // Live links' drops: the GATT client's (its reader behind) and the bearers' (the GATT client behind).
         if let live = session.withLock({ $0 }) {
             s.droppedValues += live.gatt.withLock { $0.values.reduce(0) { $0 + $1.client.statistics.droppedEvents } }
-            s.droppedValues += live.links.statistics.attPDUsDropped
+            s.droppedValues += live.maker.droppedPDUs
         }
         s.connections = manager.withLock { $0.counters }
         s.connected = manager.withLock { m in m.statuses.values.filter { $0.state == .connected }.count }
