@@ -3,148 +3,150 @@ import BLETransport
 import Foundation
 import Testing
 
-/// The gateway's promise, end to end: a real broker, the simulator's office, and the gateway as a real process.
-/// Every reading that became durable reaches the subscriber however the broker and the gateway are treated;
-/// QoS 1 duplicates are allowed, gaps in `seq` are not.
-@Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
-       .timeLimit(.minutes(8)), .serialized)
-struct ZeroLossTests {
-    struct Received: Sendable {
-        var seq: Int
-        var topic: String
-        var payload: String
-    }
+extension EndToEndSuites {
+    /// The gateway's promise, end to end: a real broker, the simulator's office, and the gateway as a real process.
+    /// Every reading that became durable reaches the subscriber however the broker and the gateway are treated;
+    /// QoS 1 duplicates are allowed, gaps in `seq` are not.
+    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+           .timeLimit(.minutes(8)), .serialized)
+    struct ZeroLossTests {
+        struct Received: Sendable {
+            var seq: Int
+            var topic: String
+            var payload: String
+        }
 
-    /// Collects every message under the prefix through a persistent session (so a broker restart loses nothing
-    /// queued for it).
-    final class Subscriber: @unchecked Sendable {
-        let client: MQTTClient
-        private let lock = NSLock()
-        private var received: [Received] = []
-        private var wills = 0
-        private var task: Task<Void, Never>?
-        private var runner: Task<Void, Error>?
+        /// Collects every message under the prefix through a persistent session (so a broker restart loses nothing
+        /// queued for it).
+        final class Subscriber: @unchecked Sendable {
+            let client: MQTTClient
+            private let lock = NSLock()
+            private var received: [Received] = []
+            private var wills = 0
+            private var task: Task<Void, Never>?
+            private var runner: Task<Void, Error>?
 
-        init(port: Int, prefix: String) throws {
-            var c = MQTTConfiguration()
-            c.host = "127.0.0.1"
-            c.port = port
-            c.clientID = "zero-loss-observer"
-            c.session = .persistent(expiry: .seconds(3600))
-            c.reconnect = .init(minDelay: .milliseconds(50), maxDelay: .milliseconds(300), jitter: 0)
-            client = MQTTClient(configuration: c)
-            let stream = try client.subscribe("\(prefix)/#", qos: .atLeastOnce)
-            runner = Task { try await client.run() }
-            task = Task {
-                for await m in stream {
-                    let text = String(decoding: m.payload, as: UTF8.self)
-                    let json = try? JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any]
-                    self.lock.withLock {
-                        if let seq = json?["seq"] as? Int {
-                            self.received.append(Received(seq: seq, topic: m.topic, payload: text))
-                        } else if json?["state"] as? String == "offline" {
-                            self.wills += 1
+            init(port: Int, prefix: String) throws {
+                var c = MQTTConfiguration()
+                c.host = "127.0.0.1"
+                c.port = port
+                c.clientID = "zero-loss-observer"
+                c.session = .persistent(expiry: .seconds(3600))
+                c.reconnect = .init(minDelay: .milliseconds(50), maxDelay: .milliseconds(300), jitter: 0)
+                client = MQTTClient(configuration: c)
+                let stream = try client.subscribe("\(prefix)/#", qos: .atLeastOnce)
+                runner = Task { try await client.run() }
+                task = Task {
+                    for await m in stream {
+                        let text = String(decoding: m.payload, as: UTF8.self)
+                        let json = try? JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any]
+                        self.lock.withLock {
+                            if let seq = json?["seq"] as? Int {
+                                self.received.append(Received(seq: seq, topic: m.topic, payload: text))
+                            } else if json?["state"] as? String == "offline" {
+                                self.wills += 1
+                            }
                         }
                     }
                 }
             }
+
+            var messages: [Received] { lock.withLock { received } }
+            var willCount: Int { lock.withLock { wills } }
+
+            func stop() {
+                runner?.cancel()
+                task?.cancel()
+            }
         }
 
-        var messages: [Received] { lock.withLock { received } }
-        var willCount: Int { lock.withLock { wills } }
-
-        func stop() {
-            runner?.cancel()
-            task?.cancel()
-        }
-    }
-
-    @Test func noDurableReadingIsLostAcrossBrokerRestartsAnOutageAndGatewayKills() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("zeroloss-\(UUID().uuidString.prefix(8))")
-        let simDir = root.appendingPathComponent("sim")
-        try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
-        let broker = try PersistentBroker(directory: root)
-        try broker.start()
-        let bin = BuiltProducts.blegateway
-        let scenario = BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml").path
-        let sim = try Child(bin, ["sim", "--scenario", scenario, "--socket-dir", simDir.path, "--speed", "1",
-                                  "--status-every", "0"], log: root.appendingPathComponent("sim.log").path)
-        defer { sim.stop() }
-        let socket = simDir.appendingPathComponent("gw-lobby.sock").path
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { try await Task.sleep(for: .milliseconds(25)) }
-        let subscriber = try Subscriber(port: broker.port, prefix: "zl")
-        defer { subscriber.stop() }
-        try await Task.sleep(for: .milliseconds(300))
-
-        let gatewayLog = root.appendingPathComponent("gateway.log").path
-        // The backoff is capped at 1 s so the gateway is back within the test's settle time after the outage
-        // (the default cap, 60 s, is for fleets: it would make this test wait up to a minute for no reason).
-        let config = root.appendingPathComponent("gateway.yaml")
-        try "mqtt:\n  reconnect_min_s: 0.2\n  reconnect_max_s: 1\n".write(to: config, atomically: true, encoding: .utf8)
-        func startGateway() throws -> Child {
-            try Child(bin, ["run", "--gateway-id", "gw-lobby", "--device", "unix:\(socket)", "--broker", broker.url,
-                            "--prefix", "zl", "--spool", root.appendingPathComponent("spool.sqlite").path,
-                            "--config", config.path],
-                      log: gatewayLog)
-        }
-        var gateway = try startGateway()
-        var rng = SystemRandomNumberGenerator()
-        try await Task.sleep(for: .seconds(2))
-
-        // 20 SIGKILLs at random moments; each restart finds its spool and goes on from there.
-        for _ in 0..<20 {
-            try await Task.sleep(for: .milliseconds(Int.random(in: 300...1500, using: &rng)))
-            gateway.stop(SIGKILL)
-            gateway = try startGateway()
-        }
-        // 10 broker restarts.
-        for _ in 0..<10 {
-            try await Task.sleep(for: .milliseconds(Int.random(in: 300...1200, using: &rng)))
-            broker.stop()
+        @Test func noDurableReadingIsLostAcrossBrokerRestartsAnOutageAndGatewayKills() async throws {
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("zeroloss-\(UUID().uuidString.prefix(8))")
+            let simDir = root.appendingPathComponent("sim")
+            try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
+            let broker = try PersistentBroker(directory: root)
             try broker.start()
-        }
-        // A minute without a broker: the spool holds everything.
-        try await Task.sleep(for: .seconds(1))
-        broker.stop()
-        try await Task.sleep(for: .seconds(60))
-        try broker.start()
-        try await Task.sleep(for: .seconds(5))
+            let bin = BuiltProducts.blegateway
+            let scenario = BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml").path
+            let sim = try Child(bin, ["sim", "--scenario", scenario, "--socket-dir", simDir.path, "--speed", "1",
+                                      "--status-every", "0"], log: root.appendingPathComponent("sim.log").path)
+            defer { sim.stop() }
+            let socket = simDir.appendingPathComponent("gw-lobby.sock").path
+            for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { try await Task.sleep(for: .milliseconds(25)) }
+            let subscriber = try Subscriber(port: broker.port, prefix: "zl")
+            defer { subscriber.stop() }
+            try await Task.sleep(for: .milliseconds(300))
 
-        // A graceful stop drains what is left and publishes the final offline status: the highest seq.
-        #expect(gateway.stop(SIGTERM, limit: .seconds(20)), "the gateway stops on SIGTERM")
-        try await Task.sleep(for: .seconds(2))
-        let got = subscriber.messages
-        let seqs = Set(got.map(\.seq))
-        let top = seqs.max() ?? 0
-        let missing = (1...max(top, 1)).filter { !seqs.contains($0) }
-        #expect(top > 1000, "the run produced a substantial stream (\(top) readings)")
-        #expect(missing.isEmpty, "seq gaps: \(missing.prefix(20)) (\(missing.count) missing of \(top))")
-        let last = got.filter { $0.seq == top }.first
-        #expect(last?.topic == "zl/gw-lobby/status" && last?.payload.contains("\"offline\"") == true,
-                "the last reading is the retained offline status")
-        #expect(subscriber.willCount >= 1, "a SIGKILLed gateway's last will reached the subscriber")
-        // Every state event of the run: adapter states, online and offline statuses, all present in the sequence.
-        let states = got.filter { $0.topic.hasSuffix("/adapter") || $0.topic.hasSuffix("/status") }
-        #expect(states.count >= 2 * 21, "each of the 21 gateway runs recorded its status and adapter state")
+            let gatewayLog = root.appendingPathComponent("gateway.log").path
+            // The backoff is capped at 1 s so the gateway is back within the test's settle time after the outage
+            // (the default cap, 60 s, is for fleets: it would make this test wait up to a minute for no reason).
+            let config = root.appendingPathComponent("gateway.yaml")
+            try "mqtt:\n  reconnect_min_s: 0.2\n  reconnect_max_s: 1\n".write(to: config, atomically: true, encoding: .utf8)
+            func startGateway() throws -> Child {
+                try Child(bin, ["run", "--gateway-id", "gw-lobby", "--device", "unix:\(socket)", "--broker", broker.url,
+                                "--prefix", "zl", "--spool", root.appendingPathComponent("spool.sqlite").path,
+                                "--config", config.path],
+                          log: gatewayLog)
+            }
+            var gateway = try startGateway()
+            var rng = SystemRandomNumberGenerator()
+            try await Task.sleep(for: .seconds(2))
 
-        // What was published matches the published schemas.
-        let record = root.appendingPathComponent("messages.jsonl")
-        let lines = got.map { r -> String in
-            let obj: [String: Any] = ["topic": r.topic, "payload": r.payload]
-            return String(decoding: try! JSONSerialization.data(withJSONObject: obj), as: UTF8.self)
+            // 20 SIGKILLs at random moments; each restart finds its spool and goes on from there.
+            for _ in 0..<20 {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 300...1500, using: &rng)))
+                gateway.stop(SIGKILL)
+                gateway = try startGateway()
+            }
+            // 10 broker restarts.
+            for _ in 0..<10 {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 300...1200, using: &rng)))
+                broker.stop()
+                try broker.start()
+            }
+            // A minute without a broker: the spool holds everything.
+            try await Task.sleep(for: .seconds(1))
+            broker.stop()
+            try await Task.sleep(for: .seconds(60))
+            try broker.start()
+            try await Task.sleep(for: .seconds(5))
+
+            // A graceful stop drains what is left and publishes the final offline status: the highest seq.
+            #expect(gateway.stop(SIGTERM, limit: .seconds(20)), "the gateway stops on SIGTERM")
+            try await Task.sleep(for: .seconds(2))
+            let got = subscriber.messages
+            let seqs = Set(got.map(\.seq))
+            let top = seqs.max() ?? 0
+            let missing = (1...max(top, 1)).filter { !seqs.contains($0) }
+            #expect(top > 1000, "the run produced a substantial stream (\(top) readings)")
+            #expect(missing.isEmpty, "seq gaps: \(missing.prefix(20)) (\(missing.count) missing of \(top))")
+            let last = got.filter { $0.seq == top }.first
+            #expect(last?.topic == "zl/gw-lobby/status" && last?.payload.contains("\"offline\"") == true,
+                    "the last reading is the retained offline status")
+            #expect(subscriber.willCount >= 1, "a SIGKILLed gateway's last will reached the subscriber")
+            // Every state event of the run: adapter states, online and offline statuses, all present in the sequence.
+            let states = got.filter { $0.topic.hasSuffix("/adapter") || $0.topic.hasSuffix("/status") }
+            #expect(states.count >= 2 * 21, "each of the 21 gateway runs recorded its status and adapter state")
+
+            // What was published matches the published schemas.
+            let record = root.appendingPathComponent("messages.jsonl")
+            let lines = got.map { r -> String in
+                let obj: [String: Any] = ["topic": r.topic, "payload": r.payload]
+                return String(decoding: try! JSONSerialization.data(withJSONObject: obj), as: UTF8.self)
+            }
+            try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
+            let validator = Process()
+            validator.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+            validator.arguments = [BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/validate_payloads.py").path,
+                                   "zl", record.path]
+            let out = Pipe()
+            validator.standardOutput = out
+            validator.standardError = FileHandle.nullDevice
+            try validator.run()
+            validator.waitUntilExit()
+            let report = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(validator.terminationStatus == 0, "schema validation: \(report.suffix(2000))")
+            if missing.isEmpty && validator.terminationStatus == 0 { try? FileManager.default.removeItem(at: root) }
         }
-        try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
-        let validator = Process()
-        validator.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        validator.arguments = [BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/validate_payloads.py").path,
-                               "zl", record.path]
-        let out = Pipe()
-        validator.standardOutput = out
-        validator.standardError = FileHandle.nullDevice
-        try validator.run()
-        validator.waitUntilExit()
-        let report = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(validator.terminationStatus == 0, "schema validation: \(report.suffix(2000))")
-        if missing.isEmpty && validator.terminationStatus == 0 { try? FileManager.default.removeItem(at: root) }
     }
 }
