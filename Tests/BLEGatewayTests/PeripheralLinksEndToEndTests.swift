@@ -204,6 +204,11 @@ extension EndToEndSuites {
             let written = simulator.nodes[0].links.first { $0.peer.topicComponent == Self.addresses[0] }?.gatt.writes ?? []
             #expect(written.contains { $0.value == [0x01] }, "the peripheral saw the write: \(written)")
 
+            // Every payload on the peripheral topics matches its schema (schema/v1/peripheral-*.json).
+            // (The write commands on `…/write` are the operator's, not the gateway's.)
+            let published = observer.lock.withLock { observer.messages.filter { !$0.topic.hasSuffix("/write") } }
+            let problems = try SchemaValidation.problems(published, prefix: f.prefix, directory: f.directory)
+            #expect(problems == nil, "schema validation: \(problems ?? "")")
             let rssi = observer.lock.withLock { observer.messages.filter { $0.topic.hasSuffix("/rssi") }.count }
             #expect(rssi > 10, "connection RSSI every 2 s per link")
         }

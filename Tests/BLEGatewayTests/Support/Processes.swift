@@ -124,3 +124,30 @@ final class PersistentBroker: @unchecked Sendable {
         return Int(UInt16(bigEndian: a.sin_port))
     }
 }
+
+/// Checks published payloads against schema/v1 with Tests/tools/validate_payloads.py (Debian's python3-jsonschema).
+enum SchemaValidation {
+    /// Writes `(topic, payload)` pairs as JSON lines under `directory` and validates them for `prefix`.
+    /// Returns nil when every payload matches its topic's schema, else the validator's report.
+    static func problems(_ published: [(topic: String, json: [String: Any])], prefix: String, directory: URL,
+                         name: String = "published.jsonl") throws -> String? {
+        let record = directory.appendingPathComponent(name)
+        let lines = try published.map { topic, json -> String in
+            let payload = String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self)
+            return String(decoding: try JSONSerialization.data(withJSONObject: ["topic": topic, "payload": payload]),
+                          as: UTF8.self)
+        }
+        try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
+        let validator = Process()
+        validator.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        let script = BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/validate_payloads.py")
+        validator.arguments = [script.path, prefix, record.path]
+        let out = Pipe()
+        validator.standardOutput = out
+        validator.standardError = FileHandle.nullDevice
+        try validator.run()
+        let report = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        validator.waitUntilExit()
+        return validator.terminationStatus == 0 ? nil : String(report.suffix(2000))
+    }
+}
