@@ -122,26 +122,11 @@ extension EndToEndSuites {
             _ = try? await task.value
 
             // What was published matches schema/v1/region.json (and the envelope).
-            let record = f.directory.appendingPathComponent("regions.jsonl")
-            let published = observer.states(topic).map { (topic, $0) }
-                + observer.states(badgeTopic).map { (badgeTopic, $0) }
-            let lines = published.map { t, j -> String in
-                let payload = String(decoding: try! JSONSerialization.data(withJSONObject: j), as: UTF8.self)
-                let obj: [String: Any] = ["topic": t, "payload": payload]
-                return String(decoding: try! JSONSerialization.data(withJSONObject: obj), as: UTF8.self)
-            }
-            try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
-            let validator = Process()
-            validator.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            let script = BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/validate_payloads.py")
-            validator.arguments = [script.path, f.prefix, record.path]
-            let out = Pipe()
-            validator.standardOutput = out
-            validator.standardError = FileHandle.nullDevice
-            try validator.run()
-            validator.waitUntilExit()
-            let report = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(validator.terminationStatus == 0, "schema validation: \(report.suffix(2000))")
+            let published = observer.states(topic).map { (topic: topic, json: $0) }
+                + observer.states(badgeTopic).map { (topic: badgeTopic, json: $0) }
+            let problems = try SchemaValidation.problems(published, prefix: f.prefix, directory: f.directory,
+                                                         name: "regions.jsonl")
+            #expect(problems == nil, "schema validation: \(problems ?? "")")
         }
     }
 }
