@@ -72,7 +72,12 @@ final class PersistentBroker: @unchecked Sendable {
     init(directory: URL) throws {
         self.directory = directory
         port = try Self.freePort()
+        // Run as root, mosquitto drops to the `mosquitto` user, which cannot write its persistence file into a
+        // root-owned temporary directory ("Error saving in-memory database … Permission denied"): messages queued for
+        // a persistent session were then lost at a broker restart, a gap the zero-loss test blamed on the gateway.
+        let user = getuid() == 0 ? "user root" : ""
         let conf = """
+            \(user)
             listener \(port) 127.0.0.1
             allow_anonymous true
             persistence true
