@@ -56,7 +56,15 @@ extension GatewayRuntime {
     }
 
     /// One document from the broker: validated, applied if accepted, reported either way.
+    ///
+    /// The fleet and gateway documents arrive on two subscriptions at once; each verdict, the configuration it puts in
+    /// force and its report happen together, one document at a time, or an older verdict's configuration could
+    /// overwrite a newer one (the gateway's document applied after the fleet's, without it).
     func receiveConfiguration(_ layer: RemoteConfigController.Layer, payload: [UInt8]) {
+        applying.withLock { _ in receiveConfigurationAlone(layer, payload: payload) }
+    }
+
+    private func receiveConfigurationAlone(_ layer: RemoteConfigController.Layer, payload: [UInt8]) {
         guard let outcome = remote.receive(layer, payload: payload) else { return }
         if outcome.status != .rejected {
             let c = outcome.effective

@@ -25,6 +25,8 @@ public final class GatewayRuntime: Service, Sendable {
     /// Fleet and per-gateway documents over the local file (RemoteConfigController); `live` is what is in force.
     let remote: RemoteConfigController
     let live: Locked<Live>
+    /// Held while a remote document is judged, put in force and reported (GatewayRuntime+RemoteConfig.swift).
+    let applying = Locked(())
     /// The peripheral links (configured intents, their GATT work and write commands).
     let peripherals: PeripheralService
     let clockSynchronized: @Sendable () -> Bool
