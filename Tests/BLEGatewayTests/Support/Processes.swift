@@ -37,6 +37,13 @@ final class Child: @unchecked Sendable {
     }
 
     var isRunning: Bool { process.isRunning }
+
+    /// The child is gone or a zombie (exited, not yet reaped).
+    var exited: Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return true }
+        return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
+    }
     var pid: Int32 { process.processIdentifier }
 
     func signal(_ s: Int32) { if process.isRunning { kill(process.processIdentifier, s) } }
@@ -47,8 +54,11 @@ final class Child: @unchecked Sendable {
         guard process.isRunning else { return true }
         kill(process.processIdentifier, s)
         let deadline = ContinuousClock.now + limit
-        while process.isRunning && ContinuousClock.now < deadline { usleep(10_000) }
-        if process.isRunning {
+        // Whether the child has exited, from the kernel (/proc: gone or a zombie), not from Foundation's view, which
+        // learns of the exit only when its own machinery runs: a starved process could SIGKILL a broker that was
+        // still saving its persistence file on SIGTERM (and lose what it had not saved).
+        while !exited && ContinuousClock.now < deadline { usleep(10_000) }
+        if !exited {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             return false
@@ -56,7 +66,7 @@ final class Child: @unchecked Sendable {
         return true
     }
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+    deinit { if process.isRunning && !exited { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
 }
 
 /// A real mosquitto for end-to-end tests: persistence on, so a graceful restart keeps persistent sessions
@@ -101,8 +111,8 @@ final class PersistentBroker: @unchecked Sendable {
         throw POSIXError(.ETIMEDOUT)
     }
 
-    /// SIGTERM: the broker saves its state and exits, like `systemctl restart mosquitto`.
-    func stop() { child?.stop(SIGTERM) }
+    /// SIGTERM: the broker saves its state and exits, like `systemctl restart mosquitto` (which waits 90 s).
+    func stop() { child?.stop(SIGTERM, limit: .seconds(30)) }
 
     static func accepts(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
