@@ -76,6 +76,9 @@ public struct AdapterLifecycle: Sendable {
         case stepFailed(Step, reason: String)
         /// An advertising report arrived.
         case reportReceived
+        /// Scanning was stopped or started on purpose while the adapter stays usable (with two adapters the other
+        /// one may scan): no silence is counted until reports flow again.
+        case scanDutyChanged
         /// HCI_Hardware_Error (Core v5.4, Vol 4, Part E, §7.7.16): "the Host should reset the Controller".
         case hardwareError(code: UInt8)
         /// A command got no answer within the controller's bound.
@@ -219,6 +222,10 @@ extension AdapterLifecycle {
             everReported = true
             silenceFactor = 1
             noteStable(since: since, now: now)
+        case .scanDutyChanged:
+            everReported = false
+            lastReport = nil
+            silenceFactor = 1
         case .transportFailed(let failure, let reason):
             openFailed(failure, reason: reason, now: now, &out)
         case .bringUpFailed(let reason, let leUnsupported):

@@ -106,6 +106,24 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
         #expect(h.machine.statistics.climbs == 0)
     }
 
+    @Test func scanningHandedToTheOtherAdapterIsNoSilenceUntilReportsFlowAgain() {
+        var h = LifecycleHarness { $0.silenceTimeout = .seconds(10) }
+        h.world = healthy
+        h.send(.start)
+        h.send(.reportReceived)
+        h.advance(to: .seconds(5))
+        h.send(.scanDutyChanged)  // the other adapter scans now
+        h.advance(to: .seconds(600))
+        #expect(h.steps.isEmpty)
+        // Scanning here again, reports flow, then stop: the watchdog counts from then.
+        h.send(.scanDutyChanged)
+        h.send(.reportReceived)
+        h.advance(to: .seconds(609))
+        #expect(h.steps.isEmpty)
+        h.advance(to: .seconds(611))
+        #expect(h.steps == [.reenableScan])
+    }
+
     @Test func silenceThatPersistsIsRecheckedAtAGrowingBoundNotEveryTimeout() {
         var h = LifecycleHarness { $0.silenceTimeout = .seconds(10) }
         h.world = healthy
