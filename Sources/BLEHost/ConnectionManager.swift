@@ -56,6 +56,8 @@ public struct ConnectionManager: Sendable {
         case gatewayRestarted
         /// The gateway is stopping (a graceful shutdown): it ended the link itself.
         case gatewayStopped
+        /// Two adapters: the links move to the other adapter; the gateway ended this one itself to make it there.
+        case handedOver
         /// Shared mode: the kernel made the link and said why it failed or ended, as an errno
         /// ("ECONNREFUSED, Connection refused (errno 111)"); the kernel maps HCI reasons onto errnos.
         case kernel(String)
@@ -69,6 +71,7 @@ public struct ConnectionManager: Sendable {
             case .notWanted: "no longer wanted"
             case .gatewayRestarted: "the gateway restarted and has not met the device since"
             case .gatewayStopped: "the gateway stopped"
+            case .handedOver: "handed over to the other adapter"
             case .kernel(let why): "kernel: \(why)"
             }
         }
@@ -137,6 +140,10 @@ public struct ConnectionManager: Sendable {
         /// The gateway is stopping: end every link (Disconnect, reason 0x15 Remote Device Terminated Connection due
         /// to Power Off), cancel the attempt in flight, make no new one.
         case shutdown
+        /// Two adapters: the connections move to the other one. End every link on this controller (Disconnect,
+        /// reason 0x13 Remote User Terminated Connection), cancel the attempt in flight, make no new one here; the
+        /// next `adapterUp` (on the other controller, after this one's `adapterDown`) makes them again.
+        case handOver
         case tick
     }
 
@@ -171,6 +178,8 @@ public struct ConnectionManager: Sendable {
     var adapterReady = false
     /// After `.shutdown`: no more attempts, and links that end are the gateway's doing.
     var stopping = false
+    /// After `.handOver`, until `.adapterDown`: this controller's links are being ended for the other adapter.
+    var releasing = false
     /// Lowered when the controller says Connection Limit Exceeded / Memory Capacity Exceeded.
     var learnedLimit: Int?
     public private(set) var counters = Counters()
@@ -261,7 +270,7 @@ public struct ConnectionManager: Sendable {
             guard status.isSuccess else {
                 // 0x02 after our Cancel (§7.8.13) is the connect timeout; anything else is the controller's reason.
                 var reason: Reason = cancelled && status == .unknownConnectionIdentifier ? .connectTimeout : .hci(status)
-            if stopping { reason = .gatewayStopped }
+            if stopping { reason = .gatewayStopped } else if releasing { reason = .handedOver }
                 if cancelled { counters.cancelledAttempts += 1 }
                 out += failAttempt(address, reason: reason, now: now)
                 break
@@ -274,6 +283,12 @@ public struct ConnectionManager: Sendable {
                 // Made while the gateway stops (the Cancel crossed it): ended at once, never used.
                 out += set(address, .disconnecting, reason: .gatewayStopped, now: now)
                 out.append(.disconnect(handle: handle, reason: .remoteTerminatedPowerOff))
+                break
+            }
+            if releasing {
+                // Made while the links move to the other adapter (the Cancel crossed it): ended at once, never used.
+                out += set(address, .disconnecting, reason: .handedOver, now: now)
+                out.append(.disconnect(handle: handle, reason: .remoteUserTerminatedConnection))
                 break
             }
             out += set(address, .connected, reason: nil, now: now)
@@ -309,10 +324,13 @@ public struct ConnectionManager: Sendable {
             adapterReady = true
         case .adapterDown:
             adapterReady = false
+            releasing = false
             pending = nil
             learnedLimit = nil
             for (address, e) in entries where e.status.state != .disconnected {
-                out += linkGone(address, reason: stopping ? .gatewayStopped : .adapterLost, now: now)
+                let handedOver = e.status.state == .disconnecting && e.status.reason == .handedOver
+                out += linkGone(address, reason: stopping ? .gatewayStopped : handedOver ? .handedOver : .adapterLost,
+                                now: now)
             }
         case .shutdown:
             stopping = true
@@ -325,6 +343,17 @@ public struct ConnectionManager: Sendable {
                 out += set(address, .disconnecting, reason: .gatewayStopped, now: now)
                 out.append(.disconnect(handle: h, reason: .remoteTerminatedPowerOff))
             }
+        case .handOver:
+            releasing = true
+            if let p = pending, !p.cancelling {
+                pending!.cancelling = true
+                out.append(.cancelCreateConnection)
+            }
+            for (address, e) in entries where e.status.state == .connected {
+                guard let h = e.status.handle else { continue }
+                out += set(address, .disconnecting, reason: .handedOver, now: now)
+                out.append(.disconnect(handle: h, reason: .remoteUserTerminatedConnection))
+            }
         case .tick:
             break
         }
@@ -334,7 +363,7 @@ public struct ConnectionManager: Sendable {
 
     /// Timers and the next attempt.
     mutating func step(now: Duration) -> [Action] {
-        guard adapterReady, !stopping else { return [] }
+        guard adapterReady, !stopping, !releasing else { return [] }
         if let p = pending {
             if !p.cancelling, now >= p.deadline {
                 pending!.cancelling = true
@@ -381,7 +410,8 @@ public struct ConnectionManager: Sendable {
             counters.disconnections += 1
             out.append(.linkDown(handle: h, e.peer))
         }
-        if let up = e.connectedAt, now - up >= configuration.stableLink {
+        if let up = e.connectedAt, now - up >= configuration.stableLink || reason == .handedOver {
+            // Stable, or ended by the gateway to move it: no penalty, the next attempt may come at once.
             e.backoff = configuration.initialBackoff
             e.notBefore = .zero
             e.status.attempts = 0

@@ -176,4 +176,28 @@ import Testing
         _ = on(.adapterDown)
         #expect(m.status(of: Self.b.address)?.reason == .gatewayStopped)
     }
+
+    @Test mutating func aHandOverEndsEveryLinkHereWithoutPenaltyAndTheOtherAdapterConnectsAtOnce() {
+        _ = on(.adapterUp)
+        _ = on(.want(Self.a))
+        _ = on(.want(Self.b))
+        _ = on(.advertised(Self.a))
+        _ = on(.connectionComplete(status: .success, handle: 0x40, peer: Self.a.address), after: .seconds(1))
+        _ = on(.advertised(Self.b))
+        let release = on(.handOver, after: .seconds(2))
+        #expect(release.contains(.disconnect(handle: 0x40, reason: .remoteUserTerminatedConnection)))
+        #expect(release.contains(.cancelCreateConnection), "b's attempt in flight")
+        #expect(Self.creates(on(.advertised(Self.a), after: .seconds(1))).isEmpty, "no new attempt on this controller")
+        // The Cancel crossed b's link: ended at once for the other adapter, never reported connected here.
+        let late = on(.connectionComplete(status: .success, handle: 0x41, peer: Self.b.address))
+        #expect(late.contains(.disconnect(handle: 0x41, reason: .remoteUserTerminatedConnection)))
+        #expect(!late.contains(.linkUp(handle: 0x41, Self.b)))
+        _ = on(.disconnectionComplete(handle: 0x40, reason: .connectionTerminatedByLocalHost))
+        #expect(m.status(of: Self.a.address)?.reason == .handedOver)
+        _ = on(.adapterDown)
+        #expect(m.status(of: Self.b.address)?.reason == .handedOver)
+        // The other adapter: a was up for 3 s only, yet the gateway ended it: no backoff, it goes first at once.
+        _ = on(.advertised(Self.a))
+        #expect(Self.creates(on(.adapterUp)) == [Self.a.address])
+    }
 }
