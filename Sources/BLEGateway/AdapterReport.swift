@@ -28,6 +28,18 @@ public struct AdapterReport: Sendable, Equatable {
     /// "legacy", "extended", "observer" (shared mode: the kernel scans) or "off".
     public var scanning: String
     public var reason: String?
+    /// With two adapters: which one this is ("primary" scans, "secondary" connects, when both are usable) and the
+    /// duties it carries now ("scan", "connect"). Nil with one adapter.
+    public var slot: String?
+    public var roles: [String]?
+    /// The gateway's adapter topic (`…/adapter`: the adapter that scans) or, with two adapters, this adapter's own
+    /// (`…/adapters/<slot>`).
+    public var scope: Scope = .gateway
+
+    public enum Scope: Sendable, Equatable {
+        case gateway
+        case slot
+    }
 
     public init(state: State, device: String, mode: String, address: String? = nil, hciVersion: Int? = nil,
                 manufacturer: Int? = nil, scanning: String = "off", reason: String? = nil) {

@@ -20,6 +20,14 @@ final class AdapterSupervisor: @unchecked Sendable {
     let logger: Logger
     let configuration: L.Configuration
     let role: (any ControllerRole)?
+    /// What this adapter carries: both duties alone; with two adapters, what `AdapterRoles` gives it (`assign`).
+    private let duties: Locked<AdapterRoles.Duties>
+    /// Held while a session's scanner or role is started or stopped: a recovery step and a duty change take turns.
+    private let gate = AsyncGate()
+    /// The sighting sink of the running `run`, for scanners started by a duty change.
+    private let sightingBox = Locked<(@Sendable (Sighting) -> Void)?>(nil)
+    /// Whether the lifecycle last published poweredOn.
+    private let usable = Locked(false)
 
     /// One open transport and what runs on it.
     final class Session: @unchecked Sendable {
@@ -52,8 +60,10 @@ final class AdapterSupervisor: @unchecked Sendable {
     private let rfkillIndex = Locked<UInt32?>(nil)
 
     init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions, parameters: ScanParameters,
-         clock: any BLEClock, logger: Logger, configuration: L.Configuration, role: (any ControllerRole)? = nil) {
+         clock: any BLEClock, logger: Logger, configuration: L.Configuration, role: (any ControllerRole)? = nil,
+         duties: AdapterRoles.Duties = .both) {
         self.role = role
+        self.duties = Locked(duties)
         self.spec = spec
         self.mode = mode
         self.options = options
@@ -98,6 +108,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         var machine = L(configuration: configuration)
         let device = spec.description
         let modeName = mode.rawValue
+        sightingBox.withLock { $0 = sighting }
         defer { tearDown() }
         await withTaskGroup(of: Void.self) { group in
             var timer: Task<Void, Never>?
@@ -111,6 +122,7 @@ final class AdapterSupervisor: @unchecked Sendable {
                 for action in actions {
                     switch action {
                     case .publish(let status, let reason):
+                        usable.withLock { $0 = status == .poweredOn }
                         if status != .poweredOn {
                             logger.warning("adapter \(device): \(status)\(reason.map { " (\($0))" } ?? "")")
                         }
@@ -206,16 +218,25 @@ final class AdapterSupervisor: @unchecked Sendable {
                 post(.stepFailed(step, reason: "no open controller to re-enable scanning on"))
                 return
             }
-            await stopScanner(session)
-            startScanner(session, info: info, sighting: sighting)
+            await gate.withGate {
+                guard self.duties.withLock({ $0 }).contains(.scan) else {
+                    self.post(.scanEnabled)  // the other adapter scans: this one is usable, nothing to re-enable
+                    return
+                }
+                await self.stopScanner(session)
+                self.startScanner(session, info: info, announce: true, sighting: sighting)
+            }
         case .resetController:
             guard let session else {
                 post(.stepFailed(step, reason: "no open transport to reset the controller on"))
                 return
             }
-            await stopScanner(session)
-            // HCI Reset ends every link (Vol 4, Part E, §7.3.2): the role starts afresh after the bring-up.
-            await stopRole(session)
+            await gate.withGate {
+                session.info = nil  // a duty change meanwhile waits for the bring-up
+                await self.stopScanner(session)
+                // HCI Reset ends every link (Vol 4, Part E, §7.3.2): the role starts afresh after the bring-up.
+                await self.stopRole(session)
+            }
             await bringUpAndScan(session, sighting: sighting)
         case .powerCycle:
             // Closing the transport powers the controller off as far as the host can: the kernel closes the
@@ -244,12 +265,10 @@ final class AdapterSupervisor: @unchecked Sendable {
     private func bringUpAndScan(_ session: Session, sighting: @escaping @Sendable (Sighting) -> Void) async {
         do {
             let info = try await ControllerBringUp.run(session.controller, logger: logger)
-            session.info = info
             post(.bringUpSucceeded)
-            startScanner(session, info: info, sighting: sighting)
-            if let role, session.roleTask == nil {
-                let controller = session.controller
-                session.roleTask = Task { await role.serve(controller: controller, info: info) }
+            await gate.withGate {
+                session.info = info
+                await self.applyDuties(session, info: info, announce: true, sighting: sighting)
             }
         } catch is CancellationError {
             return
@@ -264,13 +283,55 @@ final class AdapterSupervisor: @unchecked Sendable {
         }
     }
 
+    /// With two adapters: the duties this one carries from now on. On an open controller the scanner and the role
+    /// are started or stopped at once; otherwise they apply at the next bring-up. Safe from any task.
+    func assign(_ new: AdapterRoles.Duties) async {
+        let changed = duties.withLock { d -> Bool in
+            defer { d = new }
+            return d != new
+        }
+        guard changed, let sighting = sightingBox.withLock({ $0 }) else { return }
+        await gate.withGate {
+            guard let session = self.sessionBox.withLock({ $0 }), let info = session.info else { return }
+            await self.applyDuties(session, info: info, announce: false, sighting: sighting)
+        }
+    }
+
+    /// Makes the session's scanner and role match the duties (called holding the gate). `announce`: a bring-up
+    /// waits for `scanEnabled` — from the scanner, or at once when this adapter is not to scan.
+    private func applyDuties(_ session: Session, info: ControllerInfo, announce: Bool,
+                             sighting: @escaping @Sendable (Sighting) -> Void) async {
+        guard sessionBox.withLock({ $0 === session }) else { return }  // torn down meanwhile
+        let d = duties.withLock { $0 }
+        if d.contains(.scan), session.scannerTask == nil {
+            startScanner(session, info: info, announce: announce, sighting: sighting)
+            if !announce { post(.scanDutyChanged) }
+        } else if !d.contains(.scan) {
+            if session.scannerTask != nil {
+                await stopScanner(session)
+                post(.scanDutyChanged)
+            }
+            if announce { post(.scanEnabled) }
+        }
+        if d.contains(.connect), let role, session.roleTask == nil {
+            let controller = session.controller
+            session.roleTask = Task { await role.serve(controller: controller, info: info) }
+        } else if !d.contains(.connect), let role, session.roleTask != nil {
+            // The links move to the other adapter: ended here first, so the peripherals advertise for it — unless
+            // this adapter is failing (that is why the duty moves), when they are lost with it.
+            if usable.withLock({ $0 }) { await role.handOver() }
+            await stopRole(session)
+        }
+    }
+
     /// Starts the scanner task: a scanner with the parameters in force; `scanEnabled` once its enable commands were
-    /// answered (its `enables` counter moved). On `updateScan` the task stops that scanner and starts the next with
-    /// the new parameters; a failed enable of the new one is a failed re-enable, as for any scanner.
-    private func startScanner(_ session: Session, info: ControllerInfo,
+    /// answered (its `enables` counter moved) when `announce`. On `updateScan` the task stops that scanner and
+    /// starts the next with the new parameters; a failed enable of the new one is a failed re-enable, as for any
+    /// scanner.
+    private func startScanner(_ session: Session, info: ControllerInfo, announce: Bool,
                               sighting: @escaping @Sendable (Sighting) -> Void) {
         session.scannerTask = Task {
-            var first = true
+            var first = announce
             while !Task.isCancelled {
                 // A stream per scanner (a cancelled iteration ends an AsyncStream for good), in place before the
                 // parameters are read, so a change made meanwhile is either read now or asks for the next restart.

@@ -12,4 +12,7 @@ public protocol ControllerRole: Sendable {
     /// Shared mode: the kernel owns the controller and L2CAP, so the role works through the kernel's sockets on
     /// `adapter` ("hci0") instead; runs until cancelled (when the shared-mode session ends).
     func serve(kernelAdapter adapter: String) async
+    /// Two adapters: the role is about to move to the other controller (its `serve` here is cancelled next). Ends
+    /// the links on this one itself, so the peripherals advertise again for the other; bounded.
+    func handOver() async
 }

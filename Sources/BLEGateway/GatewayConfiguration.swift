@@ -18,6 +18,29 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var device = "hci0"
         /// `exclusive` owns the controller (HCI_CHANNEL_USER); `shared` scans beside bluetoothd.
         public var mode = "exclusive"
+        /// Bind by address (`AA:BB:CC:DD:EE:FF`): a kernel adapter that comes back under another index is followed.
+        public var address: String?
+        /// A second adapter (exclusive mode): it makes the peripheral connections while `device` scans; when one is
+        /// not usable the other carries both, until it has been back for `handback_s`.
+        public var secondDevice: String?
+        public var secondAddress: String?
+        public var handbackSeconds = 10.0
+        /// The recovery ladder (docs/ADAPTER.md): the silence watchdog, the longest wait between attempts, and the two
+        /// steps that need policy.
+        public var silenceTimeoutSeconds = 60.0
+        public var maxBackoffSeconds = 30.0
+        public var allowRfkillUnblock = false
+        public var allowUSBReset = false
+
+        /// The ladder's settings from these keys, over its defaults.
+        public var lifecycle: AdapterLifecycle.Configuration {
+            var l = AdapterLifecycle.Configuration()
+            l.silenceTimeout = .milliseconds(Int64((silenceTimeoutSeconds * 1000).rounded()))
+            l.maxBackoff = .milliseconds(Int64((maxBackoffSeconds * 1000).rounded()))
+            l.allowRfkillUnblock = allowRfkillUnblock
+            l.allowUSBReset = allowUSBReset
+            return l
+        }
     }
 
     public struct Scan: Sendable, Equatable {

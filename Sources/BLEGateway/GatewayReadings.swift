@@ -58,7 +58,10 @@ struct GatewayReadings: Sendable {
         if let m = a.manufacturer { o.int("manufacturer", m) }
         o.string("scanning", a.scanning)
         if let r = a.reason { o.string("reason", r) }
-        return Reading(.state, topic: topics.adapter, body: o.finished, qos: stateQoS, retain: true, ts: ts,
+        if let slot = a.slot { o.string("slot", slot) }
+        if let roles = a.roles { o.strings("roles", roles) }
+        let topic = a.scope == .slot ? topics.adapterSlot(a.slot ?? "primary") : topics.adapter
+        return Reading(.state, topic: topic, body: o.finished, qos: stateQoS, retain: true, ts: ts,
                        clockSynchronized: synced, run: run)
     }
 
@@ -75,12 +78,29 @@ struct GatewayReadings: Sendable {
         var residentBytes: Int
         /// The recovery ladder's counters, when the gateway owns the controller.
         var adapter: AdapterLifecycle.Statistics? = nil
+        /// With two adapters: each one's counters and the handovers between them.
+        var adapterSlots: AdapterSlotsStatistics? = nil
         /// Peripheral links, when any are configured.
         var peripherals: PeripheralService.Statistics? = nil
         /// Private-address resolution, when identity keys are configured: (resolutions, AES blocks, cache resets).
         var identity: (resolutions: Int, hashComputations: Int, cacheResets: Int)? = nil
         /// Configured regions and how many are `inside` now.
         var regions: (count: Int, inside: Int)? = nil
+    }
+
+    /// One recovery ladder's counters (schema/v1/health.json, `adapter`).
+    static func ladder(_ a: AdapterLifecycle.Statistics, into j: inout JSONObjectWriter) {
+        j.int("climbs", a.climbs)
+        j.int("exhausted", a.exhausted)
+        j.int("silences", a.silences)
+        j.object("recoveries") { r in
+            for step in AdapterLifecycle.Step.allCases { r.int(step.rawValue, a.recoveries[step] ?? 0) }
+        }
+        j.object("attempts") { r in
+            for step in AdapterLifecycle.Step.allCases { r.int(step.rawValue, a.attempts[step] ?? 0) }
+        }
+        if let t = a.lastTimeToRecover { j.number("last_time_to_recover_s", t.seconds, digits: 3) }
+        j.number("total_time_to_recover_s", a.totalTimeToRecover.seconds, digits: 3)
     }
 
     func health(_ h: Health, ts: Double, synced: Bool) -> Reading {
@@ -108,19 +128,11 @@ struct GatewayReadings: Sendable {
             s.int("evicted_beacons", h.evictedBeacons)
         }
         o.object("memory") { m in m.int("rss_bytes", h.residentBytes) }
-        if let a = h.adapter {
-            o.object("adapter") { j in
-                j.int("climbs", a.climbs)
-                j.int("exhausted", a.exhausted)
-                j.int("silences", a.silences)
-                j.object("recoveries") { r in
-                    for step in AdapterLifecycle.Step.allCases { r.int(step.rawValue, a.recoveries[step] ?? 0) }
-                }
-                j.object("attempts") { r in
-                    for step in AdapterLifecycle.Step.allCases { r.int(step.rawValue, a.attempts[step] ?? 0) }
-                }
-                if let t = a.lastTimeToRecover { j.number("last_time_to_recover_s", t.seconds, digits: 3) }
-                j.number("total_time_to_recover_s", a.totalTimeToRecover.seconds, digits: 3)
+        if let a = h.adapter { o.object("adapter") { Self.ladder(a, into: &$0) } }
+        if let s = h.adapterSlots {
+            o.object("adapters") { j in
+                j.int("handovers", s.handovers)
+                for (slot, a) in s.slots { j.object(slot) { Self.ladder(a, into: &$0) } }
             }
         }
         if let i = h.identity {

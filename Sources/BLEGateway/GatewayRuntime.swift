@@ -39,6 +39,8 @@ public final class GatewayRuntime: Service, Sendable {
         var resolver: PrivateAddressResolver
         var adapter: AdapterReport?
         var adapterSince = 0.0
+        /// With two adapters: each one's last report and since when it is in that state.
+        var adapterSlots: [String: (report: AdapterReport, since: Double)] = [:]
         var reconnects = 0
         var connectedOnce = false
         var rawTokens = 0.0
@@ -304,6 +306,18 @@ public final class GatewayRuntime: Service, Sendable {
 
     func adapterChanged(_ report: AdapterReport) {
         let now = clock.unixTime()
+        if report.scope == .slot {
+            // One of two adapters: its own retained topic; the gateway's `…/adapter` (the one that scans) follows.
+            let slot = report.slot ?? "primary"
+            let since: Double? = state.withLock { s in
+                guard s.adapterSlots[slot]?.report != report else { return nil }
+                let since = s.adapterSlots[slot]?.report.state == report.state ? s.adapterSlots[slot]!.since : now
+                s.adapterSlots[slot] = (report, since)
+                return since
+            }
+            if let since { recordState(readings.adapter(report, since: since, ts: now, synced: clockSynchronized())) }
+            return
+        }
         let (changed, regionEvents): (Double?, [RegionEvent]) = state.withLock { s in
             guard s.adapter != report else { return (nil, []) }
             var events: [RegionEvent] = []
@@ -393,7 +407,8 @@ public final class GatewayRuntime: Service, Sendable {
                     uptime: (now - started).seconds, spool: spool.statistics, publish: stats, publishRate: rate,
                     reconnects: reconnects, reports: counters.reports, malformedEvents: counters.malformedEvents,
                     trackedBeacons: tracked, evictedBeacons: evicted, residentBytes: SystemFacts.residentBytes(),
-                    adapter: (source as? HCISightingSource)?.lifecycleStatistics,
+                    adapter: (source as? any AdapterLifecycleReporting)?.lifecycleStatistics,
+                    adapterSlots: (source as? any AdapterLifecycleReporting)?.adapterSlots,
                     peripherals: configuration.peripherals.isEmpty && live.withLock({ $0.configuration.peripherals.isEmpty })
                         ? nil : peripherals.statistics,
                     identity: identity, regions: regions)

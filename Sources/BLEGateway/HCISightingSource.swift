@@ -17,7 +17,9 @@ public protocol ScanParametersUpdatable: Sendable {
 /// Sightings from an HCI controller: open the transport, bring the controller up (exclusive mode) or
 /// follow the kernel's scan (shared mode), scan, decode. Every way this can fail ends in an adapter
 /// state with a reason; the runtime retries with backoff.
-public final class HCISightingSource: SightingSource, ScanParametersUpdatable, @unchecked Sendable {
+public final class HCISightingSource: SightingSource, ScanParametersUpdatable, AdapterLifecycleReporting,
+    @unchecked Sendable
+{
     let spec: DeviceSpec
     let mode: AdapterMode
     let options: TransportOptions
@@ -65,6 +67,9 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, @
     public var appliesScanParametersLive: Bool { mode == .shared || spec.isCapture || lifecycle != nil }
 
     public var lifecycleStatistics: AdapterLifecycle.Statistics? { supervisor.withLock { $0 }?.statistics }
+
+    /// One adapter: no slots.
+    public var adapterSlots: AdapterSlotsStatistics? { nil }
 
     public var counters: SightingSourceCounters {
         if let s = supervisor.withLock({ $0 }) { return s.counters }

@@ -44,6 +44,17 @@ struct JSONObjectWriter {
         bytes.append(contentsOf: inner.finished)
     }
 
+    /// An array of strings.
+    mutating func strings(_ k: String, _ v: [String]) {
+        key(k)
+        bytes.append(UInt8(ascii: "["))
+        for (i, e) in v.enumerated() {
+            if i > 0 { bytes.append(UInt8(ascii: ",")) }
+            JSONWriter.appendString(e, to: &bytes)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
     /// A value already rendered as JSON.
     mutating func raw(_ k: String, _ json: [UInt8]) {
         key(k)

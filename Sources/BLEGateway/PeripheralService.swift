@@ -82,6 +82,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// Devices taken by a name-prefix or service intent: address → index in `intents`.
     private let matched = Locked<[BDAddress: Int]>([:])
     private let session = Locked<Session?>(nil)
+    private let serving = AsyncGate()
     private let stats = Locked(Statistics())
     /// Kernel link ids, unique for the service's life (across sessions).
     private let kernelLinkIDs = LinkIDs()
@@ -196,14 +197,30 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         return nil
     }
 
+    /// Two adapters: the links move to the other controller. Each is ended by the gateway (Disconnect 0x13) and
+    /// reported `disconnected` "handed over to the other adapter"; waits up to `limit` for the controller to confirm.
+    /// The next session (the other controller's `serve`) makes them again, without backoff.
+    public func handOver() async {
+        post(.handOver)
+        // An attempt in flight too: its Cancel must be answered here, or the link could be made on this controller
+        // after its role has stopped listening.
+        await linksEnded(within: .seconds(2), orAttempts: true)
+    }
+
     /// A graceful stop, before the adapter's session ends: every link is ended by the gateway (Disconnect 0x15)
     /// and reported `disconnected` with the reason "the gateway stopped"; waits up to `limit` for the controller
     /// to confirm. No new attempt is made after this.
     public func stop(limit: Duration = .seconds(2)) async {
         post(.shutdown)
+        await linksEnded(within: limit)
+    }
+
+    /// Waits until no link is up or ending (nor being made, with `orAttempts`), or `limit` passed.
+    private func linksEnded(within limit: Duration, orAttempts: Bool = false) async {
         let deadline = clock.now() + limit
-        while clock.now() < deadline,
-              manager.withLock({ m in m.statuses.values.contains { $0.state == .connected || $0.state == .disconnecting } }) {
+        let busy: Set<ConnectionManager.LinkState> = orAttempts ? [.connected, .disconnecting, .connecting]
+            : [.connected, .disconnecting]
+        while clock.now() < deadline, manager.withLock({ m in m.statuses.values.contains { busy.contains($0.state) } }) {
             do { try await clock.sleep(for: .milliseconds(20)) } catch { return }
         }
     }
@@ -243,6 +260,15 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     }
 
     func serve(_ maker: any PeripheralLinkMaker) async {
+        // One session at a time: with two adapters the role moves between controllers, and the one that was lost
+        // may still be unwinding (its links reported gone) when the other starts.
+        await serving.withGate {
+            guard !Task.isCancelled else { return }
+            await serveSession(maker)
+        }
+    }
+
+    private func serveSession(_ maker: any PeripheralLinkMaker) async {
         let (actions, continuation) = AsyncStream.makeStream(of: ConnectionManager.Action.self)
         let s = Session(maker: maker, actions: continuation)
         session.withLock { $0 = s }
@@ -258,7 +284,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                     post(.tick)
                 }
             }
-            while !maker.isReady { await Task.yield() }
+            while !maker.isReady, !Task.isCancelled { await Task.yield() }
             post(.adapterUp)
             // The first to end (the link layer's end, or cancellation by the adapter's owner) ends the session.
             await group.next()

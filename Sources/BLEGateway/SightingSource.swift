@@ -22,3 +22,17 @@ public struct SightingSourceCounters: Sendable, Equatable {
         self.malformedEvents = malformedEvents
     }
 }
+
+/// A source that supervises its adapters (exclusive mode): the recovery ladders' counters for the health topic.
+public protocol AdapterLifecycleReporting: Sendable {
+    /// All ladders' counters together (nil while nothing is supervised: shared mode, a capture).
+    var lifecycleStatistics: AdapterLifecycle.Statistics? { get }
+    /// With two adapters: each one's counters, and how often a duty moved between them.
+    var adapterSlots: AdapterSlotsStatistics? { get }
+}
+
+public struct AdapterSlotsStatistics: Sendable {
+    public var handovers: Int
+    /// ("primary", …), ("secondary", …), in that order.
+    public var slots: [(String, AdapterLifecycle.Statistics)]
+}

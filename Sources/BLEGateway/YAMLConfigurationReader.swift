@@ -30,14 +30,7 @@ public struct YAMLConfigurationReader {
                     default: unknown(v, "gateway.\(k)")
                     }
                 }
-            case "adapter":
-                for (k, v) in try mapping(node, "adapter") {
-                    switch k {
-                    case "device": c.adapter.device = try string(v, "adapter.device")
-                    case "mode": c.adapter.mode = try oneOf(v, "adapter.mode", ["exclusive", "shared"])
-                    default: unknown(v, "adapter.\(k)")
-                    }
-                }
+            case "adapter": c.adapter = try adapter(node, "adapter")
             case "scan":
                 for (k, v) in try mapping(node, "scan") {
                     switch k {

@@ -50,6 +50,8 @@ public struct Topics: Sendable, Hashable {
     public var status: String { "\(base)/status" }
     /// Retained adapter state.
     public var adapter: String { "\(base)/adapter" }
+    /// With two adapters: each one's retained state; `slot` is `primary` or `secondary`.
+    public func adapterSlot(_ slot: String) -> String { "\(base)/adapters/\(slot)" }
     /// Periodic health.
     public var health: String { "\(base)/health" }
     /// Ranging for one beacon; `beaconID` comes from `BeaconIdentity` (`[a-z0-9-]`).

@@ -260,7 +260,14 @@ final class PlugSwitch: @unchecked Sendable {
 
     func setPlugged(_ on: Bool) {
         lock.withLock { plugged = on }
-        if !on { node.detach() }
+        // A dongle pulled out loses its power with its host: its links end (the peers' supervision timeouts) and it
+        // comes back from power-on defaults.
+        if on {
+            node.powerOn()
+        } else {
+            node.detach()
+            node.powerOff(hardwareError: nil)
+        }
     }
 
     private let finished = DispatchSemaphore(value: 0)

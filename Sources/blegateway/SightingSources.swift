@@ -2,14 +2,23 @@ import BLEGateway
 import BLETransport
 import Logging
 
-/// The sighting source for a configuration: its device, opened in its mode.
-/// `role` runs on the controller beside the scanner in exclusive mode (the peripheral links).
+/// The sighting source for a configuration: its device (or two), opened in its mode, supervised with the
+/// configured recovery ladder. `role` runs beside the scanner (the peripheral links).
 func makeSightingSource(_ c: GatewayConfiguration, capture: String?, clock: any BLEClock, logger: Logger,
                         role: (any ControllerRole)? = nil) throws -> any SightingSource {
     let spec = try DeviceSpec(parsing: c.adapter.device)
     let mode: AdapterMode = c.adapter.mode == "shared" ? .shared : .exclusive
     var options = TransportOptions()
     options.capturePath = capture
+    if let second = c.adapter.secondDevice {
+        var secondOptions = TransportOptions()
+        // One capture file per adapter: the second's beside the first's.
+        secondOptions.capturePath = capture.map { "\($0).secondary" }
+        return DualAdapterSource(
+            primary: spec, secondary: try DeviceSpec(parsing: second),
+            options: [.primary: options, .secondary: secondOptions], scan: c.scan, clock: clock, logger: logger,
+            lifecycle: c.adapter.lifecycle, role: role, handback: .milliseconds(Int64(c.adapter.handbackSeconds * 1000)))
+    }
     return HCISightingSource(spec: spec, mode: mode, options: options, scan: c.scan, clock: clock, logger: logger,
-                             role: role)
+                             lifecycle: c.adapter.lifecycle, role: role)
 }
