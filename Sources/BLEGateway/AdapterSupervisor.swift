@@ -28,6 +28,8 @@ final class AdapterSupervisor: @unchecked Sendable {
     private let sightingBox = Locked<(@Sendable (Sighting) -> Void)?>(nil)
     /// Whether the lifecycle last published poweredOn.
     private let usable = Locked(false)
+    /// When the latest open or ladder step began.
+    private let operationBegan = Locked<Duration?>(nil)
 
     /// One open transport and what runs on it.
     final class Session: @unchecked Sendable {
@@ -134,8 +136,10 @@ final class AdapterSupervisor: @unchecked Sendable {
                             scanning: info.map { $0.supportsExtendedAdvertising ? "extended" : "legacy" } ?? "off",
                             reason: reason))
                     case .open:
+                        operationBegan.withLock { $0 = clock.now() }
                         group.addTask { await self.open(sighting: sighting) }
                     case .run(let step, let attempt, let bound):
+                        operationBegan.withLock { $0 = clock.now() }
                         logger.warning("adapter \(device): recovery step \(step) (attempt \(attempt) of \(bound))")
                         group.addTask { await self.perform(step, sighting: sighting) }
                     case .recovered(let step, let after):
@@ -444,7 +448,13 @@ final class AdapterSupervisor: @unchecked Sendable {
                 switch e {
                 case .event(.hardwareError(let code)):
                     self.post(.hardwareError(code: code))
-                case .commandTimedOut(let opcode, let after):
+                case .commandTimedOut(let opcode, let after, let sentAt):
+                    // Sent before the latest step began (a Reset of the attempt before): that attempt's business,
+                    // already settled; counting it against this one would climb the ladder for nothing.
+                    if let began = self.operationBegan.withLock({ $0 }), sentAt < began {
+                        self.logger.debug("adapter \(self.spec): \(opcode) from before the current step timed out; ignored")
+                        continue
+                    }
                     self.post(.commandTimedOut(reason: "\(opcode) got no answer within \(after): the controller is stuck"))
                 case .transportEnded(let error):
                     // Only the live session's end matters; a session torn down on purpose is not a fault.

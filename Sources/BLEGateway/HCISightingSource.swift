@@ -131,7 +131,7 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                         let why = "Hardware Error event (code 0x\(String(code, radix: 16)))"
                         report(.resetting, why)
                         throw SourceStopped(description: why)
-                    case .commandTimedOut(let opcode, let after):
+                    case .commandTimedOut(let opcode, let after, _):
                         let why = "\(opcode) got no answer within \(after): the controller is stuck"
                         report(.resetting, why)
                         throw SourceStopped(description: why)

@@ -35,7 +35,7 @@ public struct HCICommandFlow: Sendable {
         /// The request failed without an answer (timeout, transport closed, send failed).
         case fail(RequestID, HCIError)
         /// A command went unanswered for `after`: the controller may be stuck. Reported once per command.
-        case reportTimeout(HCIOpcode, after: Duration)
+        case reportTimeout(HCIOpcode, after: Duration, sentAt: Duration)
     }
 
     /// Counters for metrics.
@@ -135,7 +135,7 @@ public struct HCICommandFlow: Sendable {
         while let i = outstanding.firstIndex(where: { now - $0.sentAt >= timeout }) {
             let r = outstanding.remove(at: i)
             counters.timedOut += 1
-            actions.append(.reportTimeout(r.opcode, after: timeout))
+            actions.append(.reportTimeout(r.opcode, after: timeout, sentAt: r.sentAt))
             if !r.abandoned { actions.append(.fail(r.id, .timedOut(r.opcode, after: timeout))) }
             // The controller will not give this credit back; take one so the queue moves (the next command
             // either gets answered or times out in turn, so a dead controller is reported every `timeout`).

@@ -11,8 +11,9 @@ public enum HCIControllerEvent: Sendable {
     case acl(ACLDataPacket)
     /// A packet that did not parse; kept for counting and for logs.
     case malformed(H4Packet)
-    /// A command got no answer within the bound: the controller may be stuck.
-    case commandTimedOut(HCIOpcode, after: Duration)
+    /// A command got no answer within the bound: the controller may be stuck. `sentAt`: when it went out (a
+    /// supervisor ignores the timeout of a command sent before its latest recovery step began).
+    case commandTimedOut(HCIOpcode, after: Duration, sentAt: Duration)
     /// The transport ended (nil: end of input; otherwise the error). The stream finishes after this.
     case transportEnded((any Error)?)
 }
@@ -256,8 +257,8 @@ public final class HCIController: @unchecked Sendable {
                 if let c = waiters.removeValue(forKey: id) { resumes.append { c.resume(returning: outcome) } }
             case .fail(let id, let error):
                 if let c = waiters.removeValue(forKey: id) { resumes.append { c.resume(throwing: error) } }
-            case .reportTimeout(let opcode, let after):
-                broadcast(.commandTimedOut(opcode, after: after))
+            case .reportTimeout(let opcode, let after, let sentAt):
+                broadcast(.commandTimedOut(opcode, after: after, sentAt: sentAt))
             }
         }
         return resumes

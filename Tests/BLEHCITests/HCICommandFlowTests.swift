@@ -93,7 +93,8 @@ import Testing
         var failed = false
         for action in a {
             switch action {
-            case .reportTimeout(let op, let after): reported = op == .leSetScanEnable && after == .seconds(2)
+            case .reportTimeout(let op, let after, let sentAt):
+                reported = op == .leSetScanEnable && after == .seconds(2) && sentAt == .seconds(10)
             case .fail(let got, let e): failed = got == id && e.code == .timedOut
             default: break
             }

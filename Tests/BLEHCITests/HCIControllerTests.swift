@@ -56,7 +56,7 @@ func eventually(_ condition: () -> Bool) async -> Bool {
         let runner = Task { try await controller.run() }
         let call = Task { try await controller.execute(ResetCommand()) }
         let watcher = Task { () -> HCIOpcode? in
-            for await e in events { if case .commandTimedOut(let op, _) = e { return op } }
+            for await e in events { if case .commandTimedOut(let op, _, _) = e { return op } }
             return nil
         }
         #expect(await eventually { t.sent.count == 1 })
