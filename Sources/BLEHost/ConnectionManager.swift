@@ -334,30 +334,30 @@ public struct ConnectionManager: Sendable {
             }
         case .shutdown:
             stopping = true
-            if let p = pending, !p.cancelling {
-                pending!.cancelling = true
-                out.append(.cancelCreateConnection)
-            }
-            for (address, e) in entries where e.status.state == .connected {
-                guard let h = e.status.handle else { continue }
-                out += set(address, .disconnecting, reason: .gatewayStopped, now: now)
-                out.append(.disconnect(handle: h, reason: .remoteTerminatedPowerOff))
-            }
+            out += endEveryLink(.gatewayStopped, code: .remoteTerminatedPowerOff, now: now)
         case .handOver:
             releasing = true
-            if let p = pending, !p.cancelling {
-                pending!.cancelling = true
-                out.append(.cancelCreateConnection)
-            }
-            for (address, e) in entries where e.status.state == .connected {
-                guard let h = e.status.handle else { continue }
-                out += set(address, .disconnecting, reason: .handedOver, now: now)
-                out.append(.disconnect(handle: h, reason: .remoteUserTerminatedConnection))
-            }
+            out += endEveryLink(.handedOver, code: .remoteUserTerminatedConnection, now: now)
         case .tick:
             break
         }
         out += step(now: now)
+        return out
+    }
+
+    /// The gateway ends every link itself (a stop, a hand-over): the attempt in flight is cancelled, each link
+    /// disconnected with `code` and reported `disconnecting` for `reason`.
+    mutating func endEveryLink(_ reason: Reason, code: HCIStatus, now: Duration) -> [Action] {
+        var out: [Action] = []
+        if let p = pending, !p.cancelling {
+            pending!.cancelling = true
+            out.append(.cancelCreateConnection)
+        }
+        for (address, e) in entries where e.status.state == .connected {
+            guard let h = e.status.handle else { continue }
+            out += set(address, .disconnecting, reason: reason, now: now)
+            out.append(.disconnect(handle: h, reason: code))
+        }
         return out
     }
 
