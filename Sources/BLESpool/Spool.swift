@@ -17,6 +17,8 @@ public final class Spool: @unchecked Sendable {
     private var buffer = ReadingBuffer()
     private var acknowledged: Set<UInt64> = []
     private var droppedInMemorySinceCommit: UInt64 = 0
+    /// Wakes `run` before its window ends: an urgent reading is waiting.
+    private let urgent = WakeSignal()
 
     // Guarded by databaseLock.
     private let databaseLock = NSLock()
@@ -99,14 +101,19 @@ public final class Spool: @unchecked Sendable {
     ///
     /// Returns false only for a state event refused because the buffer already holds `maxBufferedStates` states
     /// (commits have been failing); a sample is always taken, the bound dropping the oldest buffered sample instead.
+    ///
+    /// `urgent`: someone waits for this one (a peripheral's value): `run` commits it within the urgent commit window
+    /// (5 ms by default) instead of at the end of the commit window, with whatever else is buffered by then.
     @discardableResult
-    public func append(_ reading: Reading) -> Bool {
-        bufferLock.withLock {
+    public func append(_ reading: Reading, urgent: Bool = false) -> Bool {
+        let taken = bufferLock.withLock {
             if reading.readingClass == .state, buffer.states >= configuration.maxBufferedStates { return false }
             let removed = buffer.append(reading, maxSamples: configuration.maxBufferedSamples)
             droppedInMemorySinceCommit += UInt64(removed)
             return true
         }
+        if urgent, taken { self.urgent.signal() }
+        return taken
     }
 
     /// Appends and commits at once (with every reading buffered before it, so order is kept); returns its seq.
@@ -147,14 +154,24 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
-    /// Commits every `commitWindow` until cancelled, then once more. Failures do not stop it: they are counted and
-    /// kept in `statistics.lastError`, and the next window retries (recovery when the disk has room again).
-    /// `committed` is told of each window's readings once they are durable (a publisher waiting for them).
+    /// Commits every `commitWindow` until cancelled, then once more — and, between, within `urgentCommitWindow` of
+    /// an urgent reading. Failures do not stop it: they are counted and kept in `statistics.lastError`, and the next
+    /// window retries (recovery when the disk has room again). `committed` is told of each window's readings once
+    /// they are durable (a publisher waiting for them).
     public func run(clock: any BLEClock, committed: @Sendable () -> Void = {}) async {
         let window = configuration.effectiveCommitWindow
         var deadline = clock.now() + window
         while !Task.isCancelled {
-            do { try await clock.sleep(until: deadline) } catch { break }
+            await urgent.wait(upTo: deadline - clock.now(), clock: clock)
+            if Task.isCancelled { break }
+            if clock.now() < deadline {
+                // Woken by an urgent reading: gather what comes with it for the urgent window, commit, and keep the
+                // regular windows' schedule.
+                let gather = min(clock.now() + configuration.effectiveUrgentCommitWindow, deadline)
+                do { try await clock.sleep(until: gather) } catch { break }
+                if (try? commit()) != nil { committed() }
+                if clock.now() < deadline { continue }
+            }
             if (try? commit()) != nil { committed() }
             // Windows are counted from the previous deadline, not from the end of the commit, so a slow fsync does
             // not stretch the window; after a long stall, start afresh rather than commit back to back.

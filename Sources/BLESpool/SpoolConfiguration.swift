@@ -21,6 +21,9 @@ public struct SpoolConfiguration: Sendable, Hashable {
     /// How long appended readings wait in memory before `run(clock:)` commits them; at most 100 ms (the crash
     /// window for samples), larger values are clamped. Longer windows mean fewer, larger writes. Default 100 ms.
     public var commitWindow: Duration
+    /// How long an urgent reading (`append(_:urgent:)`: a peripheral's value, which someone waits for) waits before
+    /// `run(clock:)` commits it, gathering what else arrives meanwhile; at most `commitWindow`. Default 5 ms.
+    public var urgentCommitWindow: Duration
     /// Downsampling keeps one sample in `keepOneSampleIn` per topic, oldest first, before any sample is dropped.
     /// 1 disables downsampling. Default 2.
     public var keepOneSampleIn: Int
@@ -40,13 +43,14 @@ public struct SpoolConfiguration: Sendable, Hashable {
 
     public init(
         path: String, maxBytes: Int = 64 << 20, trimFraction: Double = 0.9, commitWindow: Duration = .milliseconds(100),
-        keepOneSampleIn: Int = 2, maxBufferedSamples: Int = 50_000, maxBufferedStates: Int = 10_000,
+        urgentCommitWindow: Duration = .milliseconds(5), keepOneSampleIn: Int = 2, maxBufferedSamples: Int = 50_000, maxBufferedStates: Int = 10_000,
         durability: Durability = .full, verifyOnOpen: Bool = true, maxPageCount: Int? = nil
     ) {
         self.path = path
         self.maxBytes = maxBytes
         self.trimFraction = trimFraction
         self.commitWindow = commitWindow
+        self.urgentCommitWindow = urgentCommitWindow
         self.keepOneSampleIn = keepOneSampleIn
         self.maxBufferedSamples = maxBufferedSamples
         self.maxBufferedStates = maxBufferedStates
@@ -57,4 +61,6 @@ public struct SpoolConfiguration: Sendable, Hashable {
 
     /// The commit window actually used: never above 100 ms.
     var effectiveCommitWindow: Duration { min(commitWindow, .milliseconds(100)) }
+    /// The urgent window actually used: never above the commit window.
+    var effectiveUrgentCommitWindow: Duration { max(.zero, min(urgentCommitWindow, effectiveCommitWindow)) }
 }

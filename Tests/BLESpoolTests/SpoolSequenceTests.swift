@@ -135,4 +135,35 @@ struct SpoolSequenceTests {
         await service.value
         #expect(try spool.everything().map(\.seq) == [1, 2], "shutdown commits what was still buffered")
     }
+
+    @Test func anUrgentReadingIsCommittedWithinTheUrgentWindowWithWhatWasBufferedBeforeIt() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath, commitWindow: .milliseconds(100),
+                                                                urgentCommitWindow: .milliseconds(5)))
+        let clock = ManualClock()
+        let service = Task { await spool.run(clock: clock) }
+        defer { service.cancel() }
+        while clock.sleeperCount == 0 { await Task.yield() }
+        // Virtual time moves a millisecond at a time; the real pause lets the service react between steps.
+        func step(to ms: Int) async throws {
+            while clock.now() < .milliseconds(ms) {
+                clock.advance(by: .milliseconds(1))
+                try await Task.sleep(for: .milliseconds(3))
+            }
+        }
+        spool.append(sample(1))
+        try await step(to: 50)
+        #expect(spool.statistics.commits == 0, "a sample waits for the end of the commit window")
+        spool.append(sample(2), urgent: true)
+        var committedAfter: Int?
+        for ms in 51...99 {
+            try await step(to: ms)
+            if spool.statistics.commits > 0 { committedAfter = ms - 50; break }
+        }
+        // Within the urgent window (5 ms; the bound leaves room for a slow wake-up), long before the window's end.
+        #expect(committedAfter.map { $0 <= 20 } == true, "committed \(committedAfter.map { "\($0) ms" } ?? "not at all") after")
+        #expect(try spool.everything().map(\.seq) == [1, 2], "with the sample buffered before it, in order")
+    }
 }
+

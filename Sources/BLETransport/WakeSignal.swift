@@ -1,15 +1,17 @@
 import Foundation
-import BLETransport
 
-/// Wakes one waiting task early: the publisher sleeps until new readings are durable, an
-/// acknowledgement frees room in the window, or the connection changes — or its poll interval passes.
-/// A signal posted while nobody waits is remembered, so no wake-up is lost between a check and a wait.
-final class WakeSignal: @unchecked Sendable {
+/// Wakes one waiting task early: the publisher sleeps until new readings are durable, an acknowledgement frees room
+/// in the window, or the connection changes — or its poll interval passes; the spool sleeps until its commit window
+/// ends or an urgent reading arrives. A signal posted while nobody waits is remembered, so no wake-up is lost between
+/// a check and a wait.
+public final class WakeSignal: @unchecked Sendable {
     private let lock = NSLock()
     private var pending = false
     private var waiter: CheckedContinuation<Void, Never>?
 
-    func signal() {
+    public init() {}
+
+    public func signal() {
         let w: CheckedContinuation<Void, Never>? = lock.withLock {
             if let w = waiter {
                 waiter = nil
@@ -22,7 +24,7 @@ final class WakeSignal: @unchecked Sendable {
     }
 
     /// Returns on a signal (or one already pending), after `timeout`, or when the task is cancelled.
-    func wait(upTo timeout: Duration, clock: any BLEClock) async {
+    public func wait(upTo timeout: Duration, clock: any BLEClock) async {
         if lock.withLock({ let p = pending; pending = false; return p }) { return }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.waitForSignal() }
