@@ -20,23 +20,26 @@ import Logging
 /// Every peripheral subscribes to both notifying characteristics of the simulated sensor (Temperature 0x2A6E,
 /// Humidity 0x2A6F), so `notify_interval_ms` 10 offers 2 × 100/s per peripheral.
 ///
-/// usage: blegateway-bench peripherals [-- --window 10 --peripherals 20 --commit-window-ms 100 --inflight 200]
+/// usage: blegateway-bench peripherals [-- --window 10 --peripherals 20 --commit-window-ms 100 --value-window-ms 5
+///        --inflight 200]
 func runPeripheralsBenchmark(args: [String]) async {
     signal(SIGPIPE, SIG_IGN)
     let window = benchmarkOption(args, "--window", 10)
     let count = benchmarkOption(args, "--peripherals", 20)
     let commitWindow = benchmarkOption(args, "--commit-window-ms", 100)
+    let valueWindow = benchmarkOption(args, "--value-window-ms", 5)
     let inflight = benchmarkOption(args, "--inflight", 200)
     // notify_interval_ms (nil: flood). The scenario takes 2 ms at the least.
     let steps: [Int?] = [50, 20, 10, 5, nil]
     print("peripherals: \(count) connected, 2 notifying characteristics each, \(window) s window per step, "
-          + "spool commit window \(commitWindow) ms, MQTT in-flight \(inflight), QoS 1")
+          + "spool commit window \(commitWindow) ms (values \(valueWindow) ms), MQTT in-flight \(inflight), QoS 1")
     print("step         offered/s  delivered/s  sim drops  spool drops  gatt drops  p50 ms  p99 ms  max ms  rss MB")
     for step in steps {
         let name = step.map { "notify \($0)ms" } ?? "flood"
         do {
             let r = try await measurePeripherals(count: count, notifyMS: step, window: window,
-                                                 commitWindowMS: commitWindow, inflight: inflight)
+                                                 commitWindowMS: commitWindow, valueWindowMS: valueWindow,
+                                                 inflight: inflight)
             let row = String(format: " %9.0f  %11.0f  %9d  %11d  %10d  %6.2f  %6.2f  %6.2f  %6.1f",
                              r.offered, r.delivered, r.simDrops, r.spoolDrops, r.gattDrops,
                              r.p50 * 1000, r.p99 * 1000, r.max * 1000, Double(r.rss) / 1_048_576)
@@ -66,7 +69,7 @@ private final class PeripheralArrivals: @unchecked Sendable {
     var health: [UInt8] = []
 }
 
-private func measurePeripherals(count: Int, notifyMS: Int?, window: Int, commitWindowMS: Int,
+private func measurePeripherals(count: Int, notifyMS: Int?, window: Int, commitWindowMS: Int, valueWindowMS: Int,
                                 inflight: Int) async throws -> PeripheralsResult {
     let work = FileManager.default.temporaryDirectory.appendingPathComponent("peripherals-bench-\(getpid())")
     try? FileManager.default.removeItem(at: work)
@@ -115,6 +118,7 @@ private func measurePeripherals(count: Int, notifyMS: Int?, window: Int, commitW
     c.mqtt.reconnectMaxSeconds = 0.5
     c.spool.path = work.appendingPathComponent("spool.sqlite").path
     c.spool.commitWindowMS = Double(commitWindowMS)
+    c.spool.valueCommitWindowMS = Double(valueWindowMS)
     c.publishing.healthIntervalSeconds = 1
     c.remoteConfig.enabled = false
     var reader = YAMLConfigurationReader()

@@ -100,6 +100,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var maxMegabytes = 64.0
         /// Readings are committed together at most this often (≤ 100 ms), to spare SD cards.
         public var commitWindowMS = 100.0
+        /// A peripheral's values (someone waits for them) are committed within this window instead (≤ the commit
+        /// window): latency for them, batching for beacon samples.
+        public var valueCommitWindowMS = 5.0
     }
 
     public struct Publishing: Sendable, Equatable {

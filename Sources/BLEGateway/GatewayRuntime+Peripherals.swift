@@ -11,7 +11,7 @@ import Logging
 /// topic.
 extension GatewayRuntime {
     /// The service, wired to readings that go through the spool like every other: states durably, values and RSSI
-    /// as samples. Built before `self` exists (the source needs it), so it captures the pieces, not the runtime.
+    /// as samples (values urgently: within `spool.value_commit_window_ms`). Built before `self` exists (the source needs it), so it captures the pieces, not the runtime.
     static func makePeripherals(configuration: GatewayConfiguration, readings: GatewayReadings, spool: Spool,
                                 publisher: SpoolPublisher, clock: any BLEClock, logger: Logger,
                                 synced: @escaping @Sendable () -> Bool) -> PeripheralService {
@@ -39,7 +39,8 @@ extension GatewayRuntime {
                 let reading = readings.characteristicValue(
                     address, service: service, characteristic: characteristic, value: value, via: via,
                     decoded: decoded, ts: clock.unixTime(), synced: synced())
-                _ = spool.append(reading)
+                // Someone waits for a value: committed within the value window, not the samples' longer one.
+                _ = spool.append(reading, urgent: true)
             },
             gatt: { address, mtu, database in
                 record(readings.peripheralGATT(address, mtu: mtu, database: database, ts: clock.unixTime(),

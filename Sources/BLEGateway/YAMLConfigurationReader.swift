@@ -84,6 +84,7 @@ public struct YAMLConfigurationReader {
                     case "path": c.spool.path = try string(v, p)
                     case "max_mb": c.spool.maxMegabytes = try double(v, p, 1...1_000_000)
                     case "commit_window_ms": c.spool.commitWindowMS = try double(v, p, 1...100)
+                    case "value_commit_window_ms": c.spool.valueCommitWindowMS = try double(v, p, 1...100)
                     default: unknown(v, p)
                     }
                 }
