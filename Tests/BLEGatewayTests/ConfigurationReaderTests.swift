@@ -51,6 +51,13 @@ import Testing
         #expect(r.warnings.map(\.path) == ["scan.actve"])
     }
 
+    @Test func theValueCommitWindowIsReadAndBounded() throws {
+        var r = YAMLConfigurationReader()
+        #expect(try r.read("spool:\n  value_commit_window_ms: 2\n").spool.valueCommitWindowMS == 2)
+        #expect(GatewayConfiguration().spool.valueCommitWindowMS == 5)
+        #expect(throws: ConfigurationError.self) { try r.read("spool:\n  value_commit_window_ms: 0\n") }
+    }
+
     @Test func aScanWindowLongerThanTheIntervalIsRefused() {
         var r = YAMLConfigurationReader()
         #expect(throws: ConfigurationError.self) { try r.read("scan:\n  interval_ms: 50\n  window_ms: 100\n") }
