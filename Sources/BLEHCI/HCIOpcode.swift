@@ -50,6 +50,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leClearFilterAcceptList = HCIOpcode(ogf: 0x08, ocf: 0x0010)
     public static let leConnectionUpdate = HCIOpcode(ogf: 0x08, ocf: 0x0013)
     public static let leReadRemoteFeatures = HCIOpcode(ogf: 0x08, ocf: 0x0016)
+    public static let leRemoteConnectionParameterRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x0020)
+    public static let leRemoteConnectionParameterRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x0021)
     public static let leSetDataLength = HCIOpcode(ogf: 0x08, ocf: 0x0022)
     public static let leReadMaximumDataLength = HCIOpcode(ogf: 0x08, ocf: 0x002F)
     public static let leReadMaximumAdvertisingDataLength = HCIOpcode(ogf: 0x08, ocf: 0x003A)
@@ -90,6 +92,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         .leClearFilterAcceptList: "LE Clear Filter Accept List",
         .leConnectionUpdate: "LE Connection Update",
         .leReadRemoteFeatures: "LE Read Remote Features",
+        .leRemoteConnectionParameterRequestReply: "LE Remote Connection Parameter Request Reply",
+        .leRemoteConnectionParameterRequestNegativeReply: "LE Remote Connection Parameter Request Negative Reply",
         .leSetDataLength: "LE Set Data Length",
         .leReadMaximumDataLength: "LE Read Maximum Data Length",
         .leReadMaximumAdvertisingDataLength: "LE Read Maximum Advertising Data Length",
