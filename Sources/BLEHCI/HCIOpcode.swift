@@ -109,14 +109,15 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     /// "LE Set Scan Enable (0x200C)", or "OGF 0x08 OCF 0x0099 (0x2099)" when unknown.
     public var description: String {
-        let number = "0x" + hex(rawValue, digits: 4)
+        let number = "0x" + upperHex(rawValue, digits: 4)
         if let name { return "\(name) (\(number))" }
-        return "OGF 0x\(hex(UInt16(ogf), digits: 2)) OCF 0x\(hex(ocf, digits: 4)) (\(number))"
+        return "OGF 0x\(upperHex(UInt16(ogf), digits: 2)) OCF 0x\(upperHex(ocf, digits: 4)) (\(number))"
     }
 }
 
-/// Upper-case hex, zero-padded: the form the specification and btmon print.
-@usableFromInline func hex<T: BinaryInteger>(_ v: T, digits: Int) -> String {
+/// Upper-case hex, zero-padded to `digits` (longer values are not cut): the form the specification and btmon
+/// print, as in "0x0C". Package-wide so the layers above print codes the same way.
+package func upperHex<T: BinaryInteger>(_ v: T, digits: Int) -> String {
     let s = String(v, radix: 16, uppercase: true)
     return s.count >= digits ? s : String(repeating: "0", count: digits - s.count) + s
 }
