@@ -1,3 +1,5 @@
+import BLEHCI
+
 /// The adapter's life, as a pure state machine: what happened to the adapter goes in (`Event`), what the caller
 /// must do comes out (`Action`): publish a state, open the adapter, run one step of the recovery ladder, or call
 /// back at a time. Time is injected (`now` on every event), so tests run the whole ladder in virtual time.
@@ -238,9 +240,7 @@ extension AdapterLifecycle {
         case .stepFailed(_, let reason):
             fault(reason, cure: .resetController, now: now, &out)
         case .hardwareError(let code):
-            let hex = String(code, radix: 16, uppercase: true)
-            fault("Hardware Error event (code 0x\(code < 16 ? "0" : "")\(hex))", cure: .resetController,
-                  now: now, &out)
+            fault("Hardware Error event (code 0x\(upperHex(code, digits: 2)))", cure: .resetController, now: now, &out)
         case .commandTimedOut(let reason):
             fault(reason, cure: .resetController, now: now, &out)
         case .transportEnded(let reason):

@@ -16,13 +16,7 @@ extension GatewayRuntime {
                                 publisher: SpoolPublisher, clock: any BLEClock, logger: Logger,
                                 synced: @escaping @Sendable () -> Bool) -> PeripheralService {
         let record: @Sendable (Reading) -> Void = { reading in
-            do {
-                _ = try spool.appendDurably(reading)
-            } catch {
-                logger.error("spool: \(error)")
-                _ = spool.append(reading)
-            }
-            publisher.readingsAvailable()
+            recordDurably(reading, spool: spool, publisher: publisher, logger: logger)
         }
         let output = PeripheralService.Output(
             state: { address, name, status in

@@ -271,6 +271,11 @@ public final class GatewayRuntime: Service, Sendable {
 
     /// A state event: committed before this returns, then published without waiting for the poll.
     func recordState(_ reading: Reading) {
+        Self.recordDurably(reading, spool: spool, publisher: publisher, logger: logger)
+    }
+
+    /// `recordState` for the parts built before `self` (the peripheral service): the same steps, given the pieces.
+    static func recordDurably(_ reading: Reading, spool: Spool, publisher: SpoolPublisher, logger: Logger) {
         do {
             _ = try spool.appendDurably(reading)
         } catch {

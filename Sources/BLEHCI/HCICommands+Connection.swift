@@ -35,7 +35,8 @@ public struct ReadRSSICommand: HCICommand {
     }
 }
 
-/// Connection parameters shared by LE Create Connection and LE Connection Update (§7.8.12, §7.8.18).
+/// Connection parameters shared by LE Create Connection, LE Connection Update and LE Remote Connection Parameter
+/// Request Reply (§7.8.12, §7.8.18, §7.8.31).
 public struct LEConnectionParameters: Hashable, Sendable {
     /// 1.25 ms units, 0x0006…0x0C80.
     public var intervalMin: UInt16
@@ -131,6 +132,49 @@ public struct LEConnectionUpdateCommand: HCICommand {
         w.le16(handle & 0x0FFF)
         parameters.write(to: &w)
     }
+}
+
+/// §7.8.31 HCI_LE_Remote_Connection_Parameter_Request_Reply. Command parameters: Connection_Handle (2),
+/// Interval_Min (2), Interval_Max (2), Max_Latency (2), Timeout (2), Min_CE_Length (2), Max_CE_Length (2).
+/// Return parameters: Status (1), Connection_Handle (2). Accepts the parameters a peripheral asked for in the
+/// LE Remote Connection Parameter Request event (§7.7.65.6).
+public struct LERemoteConnectionParameterRequestReplyCommand: HCICommand {
+    public static let opcode = HCIOpcode.leRemoteConnectionParameterRequestReply
+    public var handle: UInt16
+    public var parameters: LEConnectionParameters
+
+    public init(handle: UInt16, parameters: LEConnectionParameters) {
+        self.handle = handle
+        self.parameters = parameters
+    }
+
+    public func writeParameters(to w: inout ByteWriter) {
+        w.le16(handle & 0x0FFF)
+        parameters.write(to: &w)
+    }
+
+    public static func parseReturnParameters(_ c: inout ByteCursor) -> UInt16? { c.readLE16().map { $0 & 0x0FFF } }
+}
+
+/// §7.8.32 HCI_LE_Remote_Connection_Parameter_Request_Negative_Reply. Command parameters: Connection_Handle (2),
+/// Reason (1). Return parameters: Status (1), Connection_Handle (2).
+public struct LERemoteConnectionParameterRequestNegativeReplyCommand: HCICommand {
+    public static let opcode = HCIOpcode.leRemoteConnectionParameterRequestNegativeReply
+    public var handle: UInt16
+    /// Usually 0x3B Unacceptable Connection Parameters (Vol 1, Part F).
+    public var reason: HCIStatus
+
+    public init(handle: UInt16, reason: HCIStatus = .unacceptableConnectionParameters) {
+        self.handle = handle
+        self.reason = reason
+    }
+
+    public func writeParameters(to w: inout ByteWriter) {
+        w.le16(handle & 0x0FFF)
+        w.u8(reason.rawValue)
+    }
+
+    public static func parseReturnParameters(_ c: inout ByteCursor) -> UInt16? { c.readLE16().map { $0 & 0x0FFF } }
 }
 
 /// §7.8.66 HCI_LE_Extended_Create_Connection [v1]. Command parameters: Initiator_Filter_Policy (1),

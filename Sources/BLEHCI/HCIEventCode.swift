@@ -32,7 +32,7 @@ public struct HCIEventCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     public var name: String? { Self.names[rawValue] }
 
     public var description: String {
-        let number = "0x" + hex(rawValue, digits: 2)
+        let number = "0x" + upperHex(rawValue, digits: 2)
         return name.map { "\($0) (\(number))" } ?? "event \(number)"
     }
 }
@@ -79,7 +79,7 @@ public struct LEMetaSubevent: RawRepresentable, Hashable, Sendable, CustomString
     public var name: String? { Self.names[rawValue] }
 
     public var description: String {
-        let number = "0x" + hex(rawValue, digits: 2)
+        let number = "0x" + upperHex(rawValue, digits: 2)
         return name.map { "\($0) (\(number))" } ?? "LE subevent \(number)"
     }
 }

@@ -50,6 +50,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leClearFilterAcceptList = HCIOpcode(ogf: 0x08, ocf: 0x0010)
     public static let leConnectionUpdate = HCIOpcode(ogf: 0x08, ocf: 0x0013)
     public static let leReadRemoteFeatures = HCIOpcode(ogf: 0x08, ocf: 0x0016)
+    public static let leRemoteConnectionParameterRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x0020)
+    public static let leRemoteConnectionParameterRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x0021)
     public static let leSetDataLength = HCIOpcode(ogf: 0x08, ocf: 0x0022)
     public static let leReadMaximumDataLength = HCIOpcode(ogf: 0x08, ocf: 0x002F)
     public static let leReadMaximumAdvertisingDataLength = HCIOpcode(ogf: 0x08, ocf: 0x003A)
@@ -90,6 +92,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         .leClearFilterAcceptList: "LE Clear Filter Accept List",
         .leConnectionUpdate: "LE Connection Update",
         .leReadRemoteFeatures: "LE Read Remote Features",
+        .leRemoteConnectionParameterRequestReply: "LE Remote Connection Parameter Request Reply",
+        .leRemoteConnectionParameterRequestNegativeReply: "LE Remote Connection Parameter Request Negative Reply",
         .leSetDataLength: "LE Set Data Length",
         .leReadMaximumDataLength: "LE Read Maximum Data Length",
         .leReadMaximumAdvertisingDataLength: "LE Read Maximum Advertising Data Length",
@@ -105,14 +109,15 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     /// "LE Set Scan Enable (0x200C)", or "OGF 0x08 OCF 0x0099 (0x2099)" when unknown.
     public var description: String {
-        let number = "0x" + hex(rawValue, digits: 4)
+        let number = "0x" + upperHex(rawValue, digits: 4)
         if let name { return "\(name) (\(number))" }
-        return "OGF 0x\(hex(UInt16(ogf), digits: 2)) OCF 0x\(hex(ocf, digits: 4)) (\(number))"
+        return "OGF 0x\(upperHex(UInt16(ogf), digits: 2)) OCF 0x\(upperHex(ocf, digits: 4)) (\(number))"
     }
 }
 
-/// Upper-case hex, zero-padded: the form the specification and btmon print.
-@usableFromInline func hex<T: BinaryInteger>(_ v: T, digits: Int) -> String {
+/// Upper-case hex, zero-padded to `digits` (longer values are not cut): the form the specification and btmon
+/// print, as in "0x0C". Package-wide so the layers above print codes the same way.
+package func upperHex<T: BinaryInteger>(_ v: T, digits: Int) -> String {
     let s = String(v, radix: 16, uppercase: true)
     return s.count >= digits ? s : String(repeating: "0", count: digits - s.count) + s
 }

@@ -124,7 +124,7 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     /// "HCI status 0x0C Command Disallowed"; "HCI status 0x99" when the code has no name.
     public var description: String {
-        let number = "HCI status 0x" + hex(rawValue, digits: 2)
+        let number = "HCI status 0x" + upperHex(rawValue, digits: 2)
         return name.map { "\(number) \($0)" } ?? number
     }
 }

@@ -93,4 +93,4 @@ public final class ScriptedHCITransport: HCITransport, @unchecked Sendable {
     }
 }
 
-func hexString(_ bytes: [UInt8]) -> String { bytes.map { hex($0, digits: 2) }.joined(separator: " ") }
+func hexString(_ bytes: [UInt8]) -> String { bytes.map { upperHex($0, digits: 2) }.joined(separator: " ") }

@@ -64,7 +64,7 @@ public struct ConnectionManager: Sendable {
 
         public var description: String {
             switch self {
-            case .hci(let s): "HCI 0x\(twoHexDigits(s.rawValue)) \(s.name ?? "unknown status")"
+            case .hci(let s): "HCI 0x\(upperHex(s.rawValue, digits: 2)) \(s.name ?? "unknown status")"
             case .adapterLost: "adapter lost"
             case .connectTimeout: "connection attempt timed out"
             case .dropped(let why): "dropped by the gateway: \(why)"
@@ -450,9 +450,4 @@ public struct ConnectionManager: Sendable {
     func address(of handle: UInt16) -> BDAddress? {
         entries.first { $0.value.status.handle == handle }?.key
     }
-}
-
-private func twoHexDigits(_ v: UInt8) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return s.count == 1 ? "0" + s : s
 }

@@ -1,3 +1,4 @@
+import BLEHCI
 import BLETransport
 
 /// An L2CAP channel identifier (Core v5.4, Vol 3, Part A, §2.1). An open set: unknown values print by number.
@@ -11,7 +12,7 @@ public struct L2CAPChannelID: RawRepresentable, Hashable, Sendable, CustomString
     public static let securityManager = L2CAPChannelID(rawValue: 0x0006)
 
     public var description: String {
-        let hex = "0x" + String(rawValue, radix: 16, uppercase: true).leftPadded(to: 4)
+        let hex = "0x" + upperHex(rawValue, digits: 4)
         switch self {
         case .att: return "\(hex) ATT"
         case .leSignaling: return "\(hex) LE signaling"
@@ -19,10 +20,6 @@ public struct L2CAPChannelID: RawRepresentable, Hashable, Sendable, CustomString
         default: return hex
         }
     }
-}
-
-fileprivate extension String {
-    func leftPadded(to n: Int) -> String { count >= n ? self : String(repeating: "0", count: n - count) + self }
 }
 
 /// An L2CAP basic frame, B-frame (Vol 3, Part A, §3.1): Length (2) | Channel ID (2) | Information payload,

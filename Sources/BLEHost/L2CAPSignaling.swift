@@ -31,7 +31,7 @@ public struct L2CAPSignalingCode: RawRepresentable, Hashable, Sendable, CustomSt
         case .connectionParameterUpdateResponse: "Connection Parameter Update Response"
         default: nil
         }
-        let hex = "0x" + (rawValue < 0x10 ? "0" : "") + String(rawValue, radix: 16, uppercase: true)
+        let hex = "0x" + upperHex(rawValue, digits: 2)
         return name.map { "\(hex) \($0)" } ?? hex
     }
 }

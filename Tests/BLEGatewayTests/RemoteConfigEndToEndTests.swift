@@ -229,25 +229,11 @@ extension EndToEndSuites {
             }
             #expect(runtime.effectiveConfiguration == good)
             // Every verdict matches schema/v1/config-state.json.
-            let record = f.directory.appendingPathComponent("states.jsonl")
-            let lines = try observer.states(f.stateTopic).map { json -> String in
-                let payload = String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self)
-                return String(decoding: try JSONSerialization.data(withJSONObject: ["topic": f.stateTopic, "payload": payload]),
-                              as: UTF8.self)
-            }
-            try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
-            let validator = Process()
-            validator.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            validator.arguments = [BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/validate_payloads.py").path,
-                                   f.prefix, record.path]
-            let out = Pipe()
-            validator.standardOutput = out
-            validator.standardError = FileHandle.nullDevice
-            try validator.run()
-            validator.waitUntilExit()
-            let report = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(validator.terminationStatus == 0, "schema validation: \(report.suffix(2000))")
-            #expect(lines.count >= RemoteConfigDocumentTests.malformed.count)
+            let verdicts = observer.states(f.stateTopic)
+            let problems = try SchemaValidation.problems(verdicts.map { (topic: f.stateTopic, json: $0) },
+                                                         prefix: f.prefix, directory: f.directory, name: "states.jsonl")
+            #expect(problems == nil, "schema validation: \(problems ?? "")")
+            #expect(verdicts.count >= RemoteConfigDocumentTests.malformed.count)
             let lastSeq = observer.seqs.max() ?? 0
             try await Self.waitFor("still publishing") { !observer.beacons(after: lastSeq).isEmpty }
             task.cancel()

@@ -129,24 +129,10 @@ extension EndToEndSuites {
             #expect(states.count >= 2 * 21, "each of the 21 gateway runs recorded its status and adapter state")
 
             // What was published matches the published schemas.
-            let record = root.appendingPathComponent("messages.jsonl")
-            let lines = got.map { r -> String in
-                let obj: [String: Any] = ["topic": r.topic, "payload": r.payload]
-                return String(decoding: try! JSONSerialization.data(withJSONObject: obj), as: UTF8.self)
-            }
-            try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
-            let validator = Process()
-            validator.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-            validator.arguments = [BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/validate_payloads.py").path,
-                                   "zl", record.path]
-            let out = Pipe()
-            validator.standardOutput = out
-            validator.standardError = FileHandle.nullDevice
-            try validator.run()
-            validator.waitUntilExit()
-            let report = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            #expect(validator.terminationStatus == 0, "schema validation: \(report.suffix(2000))")
-            if missing.isEmpty && validator.terminationStatus == 0 { try? FileManager.default.removeItem(at: root) }
+            let published = got.map { (topic: $0.topic, payload: $0.payload) }
+            let problems = try SchemaValidation.problems(published, prefix: "zl", directory: root, name: "messages.jsonl")
+            #expect(problems == nil, "schema validation: \(problems ?? "")")
+            if missing.isEmpty && problems == nil { try? FileManager.default.removeItem(at: root) }
         }
     }
 }

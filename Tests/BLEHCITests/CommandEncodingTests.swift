@@ -95,6 +95,29 @@ import Testing
         ])
     }
 
+    @Test func remoteParameterRequestReplyIsHandleThenSixParameterFields() {
+        // §7.8.31, opcode 0x2020: Connection_Handle, Interval_Min, Interval_Max, Max_Latency, Timeout,
+        // Min_CE_Length, Max_CE_Length, two octets each (14). Every field distinct so a swap shows.
+        let c = LERemoteConnectionParameterRequestReplyCommand(handle: 0x0040, parameters: LEConnectionParameters(
+            intervalMin: 0x0010, intervalMax: 0x0020, maxLatency: 0x0004, supervisionTimeout: 0x0100,
+            minCELength: 0x0002, maxCELength: 0x0003))
+        #expect(c.packet.h4Bytes == [
+            0x01, 0x20, 0x20, 0x0E, 0x40, 0x00, 0x10, 0x00, 0x20, 0x00, 0x04, 0x00, 0x00, 0x01, 0x02, 0x00, 0x03, 0x00,
+        ])
+        // Return parameters: Status (1), Connection_Handle (2).
+        let response = LERemoteConnectionParameterRequestReplyCommand.parseResponse([0x00, 0x40, 0x00][...])
+        #expect((try? response?.get()) == 0x0040)
+    }
+
+    @Test func remoteParameterRequestNegativeReplyIsHandleThenReason() {
+        // §7.8.32, opcode 0x2021: Connection_Handle (2), Reason (1) = 0x3B Unacceptable Connection Parameters.
+        #expect(LERemoteConnectionParameterRequestNegativeReplyCommand(handle: 0x0040).packet.h4Bytes == [
+            0x01, 0x21, 0x20, 0x03, 0x40, 0x00, 0x3B,
+        ])
+        let response = LERemoteConnectionParameterRequestNegativeReplyCommand.parseResponse([0x00, 0x40, 0x00][...])
+        #expect((try? response?.get()) == 0x0040)
+    }
+
     @Test func commandPacketParsesBackWhatWasBuilt() {
         let bytes = LESetScanEnableCommand(enable: true).packet.payload
         let p = HCICommandPacket.parse(bytes[...])

@@ -146,11 +146,19 @@ enum SchemaValidation {
     /// Returns nil when every payload matches its topic's schema, else the validator's report.
     static func problems(_ published: [(topic: String, json: [String: Any])], prefix: String, directory: URL,
                          name: String = "published.jsonl") throws -> String? {
+        let texts = try published.map { topic, json in
+            (topic: topic, payload: String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self))
+        }
+        return try problems(texts, prefix: prefix, directory: directory, name: name)
+    }
+
+    /// The same for payloads as received, text unchanged (a payload that is not JSON is reported, not dropped).
+    static func problems(_ published: [(topic: String, payload: String)], prefix: String, directory: URL,
+                         name: String = "published.jsonl") throws -> String? {
         let record = directory.appendingPathComponent(name)
-        let lines = try published.map { topic, json -> String in
-            let payload = String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self)
-            return String(decoding: try JSONSerialization.data(withJSONObject: ["topic": topic, "payload": payload]),
-                          as: UTF8.self)
+        let lines = try published.map { topic, payload in
+            String(decoding: try JSONSerialization.data(withJSONObject: ["topic": topic, "payload": payload]),
+                   as: UTF8.self)
         }
         try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
         let validator = Process()
