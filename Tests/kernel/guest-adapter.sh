@@ -31,7 +31,7 @@ adapter_exclusive_checks() {
     [ -n "$rf" ] || r="hci0 has no rfkill switch in sysfs"
     if [ "$r" = ok ]; then
         echo 1 > "/sys/class/rfkill/$rf/soft"
-        timeout 40 "$BIN" scan --device hci0 --mode exclusive --json --duration 10 \
+        timeout 40 "$BIN" scan --device hci0 --mode exclusive --json --duration 9 \
             > "$OUT/rfkill-outside.json" 2> "$OUT/rfkill-outside.err" &
         pid=$!
         sleep 3
@@ -52,7 +52,7 @@ adapter_exclusive_checks() {
     [ -n "$rf" ] || r="hci0 has no rfkill switch in sysfs"
     if [ "$r" = ok ]; then
         echo 1 > "/sys/class/rfkill/$rf/soft"
-        timeout 40 "$BIN" scan --device hci0 --mode exclusive --json --duration 8 --allow-rfkill-unblock \
+        timeout 40 "$BIN" scan --device hci0 --mode exclusive --json --duration 7 --allow-rfkill-unblock \
             > "$OUT/rfkill-self.json" 2> "$OUT/rfkill-self.err" &
         pid=$!
         sleep 2
@@ -98,15 +98,15 @@ adapter_exclusive_checks() {
     r=ok
     [ -n "$addr" ] || r="cannot read hci1's address"
     if [ "$r" = ok ]; then
-        timeout 60 "$BIN" scan --device hci0 --address "$addr" --mode exclusive --json --duration 24 \
+        timeout 60 "$BIN" scan --device hci0 --address "$addr" --mode exclusive --json --duration 20 \
             > "$OUT/bind.json" 2> "$OUT/bind.err" &
         pid=$!
         t0=$(date +%s)
         sleep 3
-        advertise_ibeacon_on_hci2; sleep 1; advertise_ibeacon_on_hci2
+        advertise_ibeacon_on_hci2; advertise_ibeacon_on_hci2
         # The bound adapter goes away: the gateway looks for the address, and leaves hci0 alone.
         kill $BTVIRT 2>/dev/null; wait $BTVIRT 2>/dev/null
-        sleep 3
+        sleep 1
         timeout 10 "$BIN" hci-dump --device hci0 --mode exclusive --send $RESET --duration 1 \
             > "$OUT/bind-hci0.txt" 2> "$OUT/bind-hci0.err"; free=$?
         btvirt -l2 > "$OUT/btvirt-bound2.log" 2>&1 &
@@ -120,6 +120,10 @@ adapter_exclusive_checks() {
         [ "$r" != ok ] || [ "$(ibeacons_since "$OUT/bind.json" "$t0")" -ge 1 ] ||
             r="no iBeacon from hci2's radio: hci1 was not opened for $addr"
         [ "$r" != ok ] || grep -q "$addr is hci1 now; opening hci1" "$OUT/bind.err" || r="no note that $addr is hci1"
+        # rfkill is followed on the adapter opened (hci1), not the one configured (hci0, still there): hci1's switch
+        # going away is the adapter's removal.
+        [ "$r" != ok ] || grep -q "adapter hci0: absent (the adapter was removed" "$OUT/bind.err" ||
+            r="hci1's removal was not seen through rfkill: $(grep adapter "$OUT/bind.err" | tail -n 1)"
         [ "$r" != ok ] || [ $free -eq 0 ] || r="hci0 was taken while $addr was gone: $(tail -n 1 "$OUT/bind-hci0.err")"
         [ "$r" != ok ] || [ "$(ibeacons_since "$OUT/bind.json" "$t1")" -ge 1 ] ||
             r="no iBeacon after $addr came back: $(grep adapter "$OUT/bind.err" | tail -n 2 | tr '\n' ' ')"
