@@ -18,13 +18,17 @@ extension AdapterSupervisor {
     }
 
     /// The kernel adapter that is (or will be) opened for `configured`: bound by address, the adapter that has the
-    /// address now, else the last one opened; otherwise the configured name.
-    func kernelAdapter(configured: String) -> String {
-        if options.adapterAddress != nil,
-           let now = try? KernelAdapters.resolve(adapter: configured, address: options.adapterAddress) {
-            return now
-        }
-        return boundAdapter.withLock { $0 } ?? configured
+    /// address now, else the last one opened, else none (the configured name's adapter does not have the address);
+    /// otherwise the configured name.
+    func kernelAdapter(configured: String) -> String? {
+        guard options.adapterAddress != nil else { return configured }
+        if let now = try? KernelAdapters.resolve(adapter: configured, address: options.adapterAddress) { return now }
+        return boundAdapter.withLock { $0 }
+    }
+
+    /// The rfkill switch of that adapter (nil: no such adapter now, or it has no switch).
+    func rfkillSwitch(configured: String) -> UInt32? {
+        kernelAdapter(configured: configured).flatMap { RfkillDevice.index(ofAdapter: $0) }
     }
 
     /// Ladder step `usbReset`: USBDEVFS_RESET on the adapter's USB device. btusb is unbound and bound again, so the
@@ -36,7 +40,11 @@ extension AdapterSupervisor {
             post(.stepFailed(.usbReset, reason: "USB device reset: \(spec) is not a kernel adapter"))
             return
         }
-        let name = kernelAdapter(configured: configured)
+        guard let name = kernelAdapter(configured: configured) else {
+            let address = options.adapterAddress ?? ""
+            post(.stepFailed(.usbReset, reason: "USB device reset: no adapter with address \(address)"))
+            return
+        }
         let node: USBDeviceNode
         do {
             node = try USBDeviceNode.of(adapter: name)

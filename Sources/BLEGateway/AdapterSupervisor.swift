@@ -158,7 +158,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         rfkill.withLock { $0 = device }
         do {
             for try await e in device.events where e.kind == .bluetooth {
-                let mine: UInt32? = RfkillDevice.index(ofAdapter: kernelAdapter(configured: name))
+                let mine: UInt32? = rfkillSwitch(configured: name)
                 let known = rfkillIndex.withLock { $0 }
                 switch e.operation {
                 case .add where e.index == mine:
@@ -166,6 +166,10 @@ final class AdapterSupervisor: @unchecked Sendable {
                     post(.rfkillChanged(soft: e.soft, hard: e.hard))
                     // The first add is the device's greeting on open; a later one is the adapter coming back.
                     if known != nil { post(.adapterAdded) }
+                case .add where mine == nil && options.adapterAddress != nil:
+                    // Bound by address and our adapter is not to be found: a new switch may be it, back under another
+                    // index with its address not read yet. The open finds out (and backs off if it is not).
+                    post(.adapterAdded)
                 case .change where e.index == mine || e.index == known:
                     post(.rfkillChanged(soft: e.soft, hard: e.hard))
                 case .delete where e.index == known:
@@ -227,8 +231,7 @@ final class AdapterSupervisor: @unchecked Sendable {
             await open(sighting: sighting)
         case .rfkillUnblock:
             guard case .kernel(let name) = spec, let device = rfkill.withLock({ $0 }),
-                  let index = RfkillDevice.index(ofAdapter: kernelAdapter(configured: name))
-                    ?? rfkillIndex.withLock({ $0 }) else {
+                  let index = rfkillSwitch(configured: name) ?? rfkillIndex.withLock({ $0 }) else {
                 post(.stepFailed(step, reason: "no rfkill switch to unblock for \(spec)"))
                 return
             }

@@ -11,7 +11,9 @@ import Testing
     init() throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("usbreset-\(UUID().uuidString)").path
         let fm = FileManager.default
-        func dir(_ p: String) throws { try fm.createDirectory(atPath: "\(root)/sys/\(p)", withIntermediateDirectories: true) }
+        func dir(_ p: String) throws {
+            try fm.createDirectory(atPath: "\(root)/sys/\(p)", withIntermediateDirectories: true)
+        }
         func link(_ p: String, _ target: String) throws {
             try fm.createSymbolicLink(atPath: "\(root)/sys/\(p)", withDestinationPath: target)
         }

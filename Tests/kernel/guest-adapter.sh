@@ -13,7 +13,9 @@ rfkill_of() { ls "/sys/class/bluetooth/$1" 2>/dev/null | grep '^rfkill' | head -
 wait_present() { for i in $(seq 1 20); do [ -e "/sys/class/bluetooth/$1" ] && return 0; sleep 0.5; done; return 1; }
 wait_gone() { for i in $(seq 1 20); do [ -e "/sys/class/bluetooth/$1" ] || return 0; sleep 0.5; done; return 1; }
 # Sightings of the iBeacon in a scan's JSON lines stamped at or after epoch second $2.
-ibeacons_since() { grep -i e2c56db5 "$1" 2>/dev/null | sed -n 's/^{"ts":\([0-9]*\).*/\1/p' | awk -v t="$2" '$1 >= t' | wc -l; }
+ibeacons_since() {
+    grep -i e2c56db5 "$1" 2>/dev/null | sed -n 's/^{"ts":\([0-9]*\).*/\1/p' | awk -v t="$2" '$1 >= t' | wc -l
+}
 
 # Legacy advertising (the iBeacon) from any adapter of the running btvirt through its user channel.
 advertise_ibeacon_on() {
@@ -75,8 +77,10 @@ adapter_exclusive_checks() {
         > /dev/null 2> "$OUT/usb-reset.err"; rc=$?
     kill -CONT $BTVIRT
     r=ok
-    grep -q "recovery step usb_reset" "$OUT/usb-reset.err" || r="the ladder never reached usb_reset (exit $rc): $(tail -n 1 "$OUT/usb-reset.err")"
-    [ "$r" != ok ] || grep -q "not a USB device.*virtual" "$OUT/usb-reset.err" || r="usb_reset did not say 'not a USB device (virtual)'"
+    grep -q "recovery step usb_reset" "$OUT/usb-reset.err" ||
+        r="the ladder never reached usb_reset (exit $rc): $(tail -n 1 "$OUT/usb-reset.err")"
+    [ "$r" != ok ] || grep -q "not a USB device.*virtual" "$OUT/usb-reset.err" ||
+        r="usb_reset did not say 'not a USB device (virtual)'"
     [ "$r" != ok ] || grep -q "waiting for the adapter to return, next try in 30 s" "$OUT/usb-reset.err" ||
         r="no wait for the adapter after usb_reset: $(tail -n 1 "$OUT/usb-reset.err")"
     if [ "$r" = ok ] && { [ $rc -lt 1 ] || [ $rc -ge 124 ]; }; then
@@ -158,7 +162,8 @@ adapter_shared_checks() {
     sleep 3
     echo 1 > "/sys/class/rfkill/$rf/soft"
     sleep 2
-    timeout 5 btmgmt -i hci0 info 2>/dev/null | grep -q "current settings: powered" && r="hci0 stayed powered under the block"
+    timeout 5 btmgmt -i hci0 info 2>/dev/null | grep -q "current settings: powered" &&
+        r="hci0 stayed powered under the block"
     echo 0 > "/sys/class/rfkill/$rf/soft"
     t1=$(date +%s)
     # bluetoothd powers an adapter again when its radio is unblocked; give it a moment, then do it if it did not.
