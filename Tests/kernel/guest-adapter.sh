@@ -11,6 +11,8 @@
 hci_address() { hciconfig "$1" 2>/dev/null | grep -o 'BD Address: [0-9A-F:]*' | cut -d' ' -f3; }
 rfkill_of() { ls "/sys/class/bluetooth/$1" 2>/dev/null | grep '^rfkill' | head -n 1; }
 wait_present() { for i in $(seq 1 20); do [ -e "/sys/class/bluetooth/$1" ] && return 0; sleep 0.5; done; return 1; }
+# Waits (up to $3 s) for a line matching $1 in file $2: a slow or loaded host starts the gateway late.
+wait_log() { for i in $(seq 1 $(($3 * 2))); do grep -q "$1" "$2" 2>/dev/null && return 0; sleep 0.5; done; return 1; }
 wait_gone() { for i in $(seq 1 20); do [ -e "/sys/class/bluetooth/$1" ] || return 0; sleep 0.5; done; return 1; }
 # Sightings of the iBeacon in a scan's JSON lines stamped at or after epoch second $2.
 ibeacons_since() {
@@ -33,11 +35,10 @@ adapter_exclusive_checks() {
     [ -n "$rf" ] || r="hci0 has no rfkill switch in sysfs"
     if [ "$r" = ok ]; then
         echo 1 > "/sys/class/rfkill/$rf/soft"
-        timeout 40 "$BIN" scan --device hci0 --mode exclusive --json --duration 9 \
+        timeout 40 "$BIN" scan --device hci0 --mode exclusive --json --duration 12 \
             > "$OUT/rfkill-outside.json" 2> "$OUT/rfkill-outside.err" &
         pid=$!
-        sleep 3
-        grep -q "adapter hci0: blocked" "$OUT/rfkill-outside.err" ||
+        wait_log "adapter hci0: blocked" "$OUT/rfkill-outside.err" 8 ||
             r="no blocked state while the radio was blocked: $(tail -n 1 "$OUT/rfkill-outside.err")"
         echo 0 > "/sys/class/rfkill/$rf/soft"
         keep_advertising advertise_legacy_on_hci1 $pid
@@ -54,10 +55,10 @@ adapter_exclusive_checks() {
     [ -n "$rf" ] || r="hci0 has no rfkill switch in sysfs"
     if [ "$r" = ok ]; then
         echo 1 > "/sys/class/rfkill/$rf/soft"
-        timeout 40 "$BIN" scan --device hci0 --mode exclusive --json --duration 7 --allow-rfkill-unblock \
+        timeout 40 "$BIN" scan --device hci0 --mode exclusive --json --duration 10 --allow-rfkill-unblock \
             > "$OUT/rfkill-self.json" 2> "$OUT/rfkill-self.err" &
         pid=$!
-        sleep 2
+        wait_log "recovery step rfkill_unblock" "$OUT/rfkill-self.err" 8
         keep_advertising advertise_legacy_on_hci1 $pid
         wait $pid; rc=$?
         soft=$(cat "/sys/class/rfkill/$rf/soft")
@@ -102,11 +103,12 @@ adapter_exclusive_checks() {
     r=ok
     [ -n "$addr" ] || r="cannot read hci1's address"
     if [ "$r" = ok ]; then
-        timeout 60 "$BIN" scan --device hci0 --address "$addr" --mode exclusive --json --duration 20 \
+        timeout 60 "$BIN" scan --device hci0 --address "$addr" --mode exclusive --json --duration 24 \
             > "$OUT/bind.json" 2> "$OUT/bind.err" &
         pid=$!
         t0=$(date +%s)
-        sleep 3
+        wait_log "is hci1 now; opening hci1" "$OUT/bind.err" 8
+        sleep 1
         advertise_ibeacon_on_hci2; advertise_ibeacon_on_hci2
         # The bound adapter goes away: the gateway looks for the address, and leaves hci0 alone.
         kill $BTVIRT 2>/dev/null; wait $BTVIRT 2>/dev/null
