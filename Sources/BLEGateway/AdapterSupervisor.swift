@@ -58,8 +58,11 @@ final class AdapterSupervisor: @unchecked Sendable {
     private let inboxContinuation: AsyncStream<L.Event>.Continuation
     private let lastReportForwarded = Locked<Duration?>(nil)
     /// /dev/rfkill, for a kernel adapter when it can be opened; the last rfkill index seen for our adapter.
-    private let rfkill = Locked<RfkillDevice?>(nil)
+    let rfkill = Locked<RfkillDevice?>(nil)
     private let rfkillIndex = Locked<UInt32?>(nil)
+    /// The kernel adapter last resolved for opening (bound by address it may differ from the spec's; see
+    /// AdapterSupervisor+KernelAdapter.swift).
+    let boundAdapter = Locked<String?>(nil)
 
     init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions, parameters: ScanParameters,
          clock: any BLEClock, logger: Logger, configuration: L.Configuration, role: (any ControllerRole)? = nil,
@@ -171,7 +174,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         rfkill.withLock { $0 = device }
         do {
             for try await e in device.events where e.kind == .bluetooth {
-                let mine: UInt32? = RfkillDevice.index(ofAdapter: name)
+                let mine: UInt32? = rfkillSwitch(configured: name)
                 let known = rfkillIndex.withLock { $0 }
                 switch e.operation {
                 case .add where e.index == mine:
@@ -179,6 +182,10 @@ final class AdapterSupervisor: @unchecked Sendable {
                     post(.rfkillChanged(soft: e.soft, hard: e.hard))
                     // The first add is the device's greeting on open; a later one is the adapter coming back.
                     if known != nil { post(.adapterAdded) }
+                case .add where mine == nil && options.adapterAddress != nil:
+                    // Bound by address and our adapter is not to be found: a new switch may be it, back under another
+                    // index with its address not read yet. The open finds out (and backs off if it is not).
+                    post(.adapterAdded)
                 case .change where e.index == mine || e.index == known:
                     post(.rfkillChanged(soft: e.soft, hard: e.hard))
                 case .delete where e.index == known:
@@ -199,7 +206,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         tearDown()
         let transport: any HCITransport
         do {
-            transport = try openTransport(spec, mode: mode, clock: clock, options: options)
+            transport = try openTransport(try resolveKernelAdapter(), mode: mode, clock: clock, options: options)
         } catch let e as TransportError {
             post(.transportFailed(Self.failure(for: e), reason: e.message))
             return
@@ -249,7 +256,7 @@ final class AdapterSupervisor: @unchecked Sendable {
             await open(sighting: sighting)
         case .rfkillUnblock:
             guard case .kernel(let name) = spec, let device = rfkill.withLock({ $0 }),
-                  let index = RfkillDevice.index(ofAdapter: name) ?? rfkillIndex.withLock({ $0 }) else {
+                  let index = rfkillSwitch(configured: name) ?? rfkillIndex.withLock({ $0 }) else {
                 post(.stepFailed(step, reason: "no rfkill switch to unblock for \(spec)"))
                 return
             }
@@ -260,7 +267,7 @@ final class AdapterSupervisor: @unchecked Sendable {
                 post(.stepFailed(step, reason: "rfkill unblock: \(error)"))
             }
         case .usbReset:
-            post(.stepFailed(step, reason: "USB device reset is not permitted here"))
+            await resetUSBDevice(sighting: sighting)
         case .awaitAdapter:
             await open(sighting: sighting)
         }
@@ -467,7 +474,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         })
     }
 
-    private func tearDown() {
+    func tearDown() {
         guard let session = sessionBox.withLock({ s -> Session? in defer { s = nil }; return s }) else { return }
         session.scannerTask?.cancel()
         session.roleTask?.cancel()

@@ -104,6 +104,10 @@ public struct TransportOptions: Sendable {
     public var capturePath: String?
     /// Exclusive mode: close the adapter with HCIDEVDOWN when the kernel says it is busy.
     public var bringDownIfUp = false
+    /// Kernel adapters: the public address ("AA:BB:CC:DD:EE:FF") of the adapter to open. The named adapter is
+    /// used when it has this address, otherwise whichever adapter has it now; none has it: `.noSuchAdapter`.
+    /// Check it where it is configured with `KernelAdapters.normalizedAddress`.
+    public var adapterAddress: String?
 
     public init() {}
 }
@@ -125,7 +129,8 @@ public func openTransport(_ spec: DeviceSpec, mode: AdapterMode = .exclusive, cl
 private func openBareTransport(_ spec: DeviceSpec, mode: AdapterMode, clock: any BLEClock,
                                options: TransportOptions) throws -> any HCITransport {
     switch spec {
-    case .kernel(let adapter):
+    case .kernel(let configured):
+        let adapter = try KernelAdapters.resolve(adapter: configured, address: options.adapterAddress)
         switch mode {
         case .exclusive: return try KernelExclusive.open(adapter: adapter, bringDownIfUp: options.bringDownIfUp)
         case .shared:

@@ -125,3 +125,9 @@ int cbt_hci_dev_address(int index, uint8_t *address) {
     memcpy(address, &info.bdaddr, 6);
     return 0;
 }
+
+/* USBDEVFS_RESET is _IO('U', 20) (linux/usbdevice_fs.h). */
+
+#include <linux/usbdevice_fs.h>
+
+int cbt_usb_reset(int fd) { return ioctl(fd, USBDEVFS_RESET, 0); }

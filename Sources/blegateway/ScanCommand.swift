@@ -39,6 +39,15 @@ struct ScanCommand: AsyncParsableCommand {
     @Flag(help: "Replay a file: capture in recorded time instead of as fast as possible.")
     var realtime = false
 
+    @Option(help: "For hciN: the adapter's public address (AA:BB:CC:DD:EE:FF); opens whichever adapter has it now.")
+    var address: String?
+
+    @Flag(help: "Exclusive mode: the recovery may clear an rfkill soft block on the adapter's radio.")
+    var allowRfkillUnblock = false
+
+    @Flag(help: "Exclusive mode: the recovery may reset the adapter's USB device (USBDEVFS_RESET).")
+    var allowUsbReset = false
+
     func run() async throws {
         guard let adapterMode = AdapterMode(rawValue: mode) else {
             throw ValidationError("--mode must be exclusive or shared, not \(mode)")
@@ -47,6 +56,13 @@ struct ScanCommand: AsyncParsableCommand {
         do { filter = try ScanFilter(parsing: filters) } catch { throw ValidationError("\(error)") }
         let spec: DeviceSpec
         do { spec = try DeviceSpec(parsing: device) } catch { throw ValidationError("\(error)") }
+        var adapterAddress: String?
+        if let address {
+            guard case .kernel = spec else { throw ValidationError("--address applies to kernel adapters (hciN)") }
+            do { adapterAddress = try KernelAdapters.normalizedAddress(address) } catch {
+                throw ValidationError("\(error)")
+            }
+        }
 
         LoggingSystem.bootstrap { label in
             var h = StreamLogHandler.standardError(label: label)
@@ -58,11 +74,15 @@ struct ScanCommand: AsyncParsableCommand {
         options.capturePath = capture
         options.bringDownIfUp = forceDown
         options.replayPacing = realtime ? .recorded : .asFastAsPossible
+        options.adapterAddress = adapterAddress
+        var lifecycle = AdapterLifecycle.Configuration()
+        lifecycle.allowRfkillUnblock = allowRfkillUnblock
+        lifecycle.allowUSBReset = allowUsbReset
         var scan = GatewayConfiguration.Scan()
         scan.active = active
         let clock = SystemClock()
         let source = HCISightingSource(spec: spec, mode: adapterMode, options: options, scan: scan, clock: clock,
-                                       logger: logger)
+                                       logger: logger, lifecycle: lifecycle)
         let asJSON = json || isatty(STDOUT_FILENO) != 1
         let table = LockedTable()
         let failure = Locked(StartFailure())
@@ -179,8 +199,11 @@ struct StartFailure: Sendable {
         hasRun = true
         report = nil
     }
-    /// The adapter's failure while it has never been powered on; `resetting` is recovery, not a failure.
-    var beforeFirstRun: AdapterReport? { hasRun || report?.state == .resetting ? nil : report }
+    /// The adapter's failure while it has never been powered on. `resetting` is recovery, not a failure; `blocked`
+    /// waits for rfkill (someone may unblock the radio while the scan waits, or the recovery may).
+    var beforeFirstRun: AdapterReport? {
+        hasRun || report?.state == .resetting || report?.state == .blocked ? nil : report
+    }
 }
 
 /// Buffered stdout for JSON lines: one write per 64 KiB, flushed at the end.

@@ -112,6 +112,11 @@ accept_scan() {  # $1 = mode, $2 = function that makes hci1 advertise
 }
 accept_scan exclusive advertise_legacy_on_hci1
 
+# --- adapter lifecycle: rfkill, bind by address, USB reset on a virtual adapter (see guest-adapter.sh) --------
+# Before bluetoothd: the gateway owns the adapters; btvirt is restarted on the way (BTVIRT follows).
+. "$(dirname "$0")/guest-adapter.sh"
+adapter_exclusive_checks
+
 # --- bluetoothd takes the adapters ------------------------------------------------------------------------
 log "starting dbus-daemon and bluetoothd"
 mkdir -p /run/dbus
@@ -207,6 +212,7 @@ kill -0 $BLUETOOTHD 2>/dev/null || r="bluetoothd died"
 check shared-leaves-bluetoothd-running "$r"
 
 accept_scan shared advertise_with_btmgmt
+adapter_shared_checks
 
 # --- exclusive with --force-down takes the adapter from bluetoothd (HCIDEVDOWN, then the user channel) -----
 timeout 10 "$BIN" hci-dump --device hci0 --mode exclusive --force-down --send $RESET --duration 1 \

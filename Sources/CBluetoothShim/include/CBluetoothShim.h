@@ -56,4 +56,7 @@ int cbt_socket_error(int fd, int *error);
 /// The adapter's public address by index (HCIGETDEVINFO), whether or not it is up.
 int cbt_hci_dev_address(int index, uint8_t *address);
 
+/// ioctl(fd, USBDEVFS_RESET) on an open usbfs node (/dev/bus/usb/BBB/DDD). Returns -1 with errno set on failure.
+int cbt_usb_reset(int fd);
+
 #endif

@@ -1,0 +1,181 @@
+# Adapter lifecycle checks (#5), sourced by guest-checks.sh: rfkill blocks and unblocks, binding an adapter by its
+# public address, and the USB reset step on an adapter that is not USB. Uses BIN, OUT, BTVIRT, check, log and the
+# advertising helpers of guest-checks.sh.
+#
+# btvirt's addresses are 00:AA:01:<slot>:<index hi>:<index lo> — the slot in its own process, the index the kernel
+# gave the vhci controller (BlueZ emulator/vhci.c passes the kernel's index to btdev_create, btdev.c get_bdaddr
+# puts it in the low bytes) — so a btvirt controller never has the same address under another index. What can be
+# shown: an address configured with another index's name (hci0) opens the adapter that has it (hci1), the named
+# adapter is left alone while the address is gone, and the adapter is opened again when its address returns.
+
+hci_address() { hciconfig "$1" 2>/dev/null | grep -o 'BD Address: [0-9A-F:]*' | cut -d' ' -f3; }
+rfkill_of() { ls "/sys/class/bluetooth/$1" 2>/dev/null | grep '^rfkill' | head -n 1; }
+wait_present() { for i in $(seq 1 20); do [ -e "/sys/class/bluetooth/$1" ] && return 0; sleep 0.5; done; return 1; }
+# Waits (up to $3 s) for a line matching $1 in file $2: a slow or loaded host starts the gateway late.
+wait_log() { for i in $(seq 1 $(($3 * 2))); do grep -q "$1" "$2" 2>/dev/null && return 0; sleep 0.5; done; return 1; }
+wait_gone() { for i in $(seq 1 20); do [ -e "/sys/class/bluetooth/$1" ] || return 0; sleep 0.5; done; return 1; }
+# Sightings of the iBeacon in a scan's JSON lines stamped at or after epoch second $2.
+ibeacons_since() {
+    grep -i e2c56db5 "$1" 2>/dev/null | sed -n 's/^{"ts":\([0-9]*\).*/\1/p' | awk -v t="$2" '$1 >= t' | wc -l
+}
+
+# Legacy advertising (the iBeacon) from any adapter of the running btvirt through its user channel.
+advertise_ibeacon_on() {
+    timeout 15 "$BIN" hci-dump --device "$1" --send $RESET --send $ADV_PARAMS --send "$(set_adv_data $IB_DATA)" \
+        --send $ADV_ON --duration 1 > "$OUT/adv-$1.txt" 2> "$OUT/adv-$1.err"
+}
+advertise_ibeacon_on_hci2() { advertise_ibeacon_on hci2; }
+
+# Exclusive mode, no bluetoothd; btvirt -l2 ($BTVIRT) gives hci0 and hci1, and is running again afterwards.
+adapter_exclusive_checks() {
+    # --- (a) blocked before the scan starts: the state is blocked; unblocked from outside, the gateway opens it --
+    log "adapter: rfkill block before an exclusive scan"
+    rf=$(rfkill_of hci0)
+    r=ok
+    [ -n "$rf" ] || r="hci0 has no rfkill switch in sysfs"
+    if [ "$r" = ok ]; then
+        echo 1 > "/sys/class/rfkill/$rf/soft"
+        timeout 40 "$BIN" scan --device hci0 --mode exclusive --json --duration 12 \
+            > "$OUT/rfkill-outside.json" 2> "$OUT/rfkill-outside.err" &
+        pid=$!
+        wait_log "adapter hci0: blocked" "$OUT/rfkill-outside.err" 8 ||
+            r="no blocked state while the radio was blocked: $(tail -n 1 "$OUT/rfkill-outside.err")"
+        echo 0 > "/sys/class/rfkill/$rf/soft"
+        keep_advertising advertise_legacy_on_hci1 $pid
+        wait $pid; rc=$?
+        [ "$r" != ok ] || [ $rc -eq 0 ] || r="scan exited $rc: $(tail -n 1 "$OUT/rfkill-outside.err")"
+        [ "$r" != ok ] || grep -qi e2c56db5 "$OUT/rfkill-outside.json" ||
+            r="no iBeacon after the radio was unblocked: $(tail -n 2 "$OUT/rfkill-outside.err" | tr '\n' ' ')"
+    fi
+    check rfkill-blocked-before-scan-then-unblocked "$r"
+
+    # --- (b) the same with --allow-rfkill-unblock: the gateway clears the soft block itself ------------------------
+    log "adapter: rfkill block, the gateway unblocks"
+    r=ok
+    [ -n "$rf" ] || r="hci0 has no rfkill switch in sysfs"
+    if [ "$r" = ok ]; then
+        echo 1 > "/sys/class/rfkill/$rf/soft"
+        timeout 40 "$BIN" scan --device hci0 --mode exclusive --json --duration 10 --allow-rfkill-unblock \
+            > "$OUT/rfkill-self.json" 2> "$OUT/rfkill-self.err" &
+        pid=$!
+        wait_log "recovery step rfkill_unblock" "$OUT/rfkill-self.err" 8
+        keep_advertising advertise_legacy_on_hci1 $pid
+        wait $pid; rc=$?
+        soft=$(cat "/sys/class/rfkill/$rf/soft")
+        [ "$soft" = 0 ] || { r="the radio is still soft-blocked"; echo 0 > "/sys/class/rfkill/$rf/soft"; }
+        [ "$r" != ok ] || [ $rc -eq 0 ] || r="scan exited $rc: $(tail -n 1 "$OUT/rfkill-self.err")"
+        [ "$r" != ok ] || grep -q "recovery step rfkill_unblock" "$OUT/rfkill-self.err" ||
+            r="no rfkill_unblock step logged: $(tail -n 1 "$OUT/rfkill-self.err")"
+        [ "$r" != ok ] || grep -qi e2c56db5 "$OUT/rfkill-self.json" || r="no iBeacon after the gateway unblocked"
+    fi
+    check rfkill-unblocked-by-the-gateway "$r"
+
+    # --- the USB reset step on a vhci adapter: "not a USB device", then the ladder waits for the adapter ----------
+    # btvirt stopped: every command times out, and the ladder climbs reset → power cycle → USB reset → await.
+    log "adapter: USB reset step on a virtual adapter"
+    kill -STOP $BTVIRT
+    timeout 60 "$BIN" scan --device hci0 --mode exclusive --json --duration 40 --allow-usb-reset \
+        > /dev/null 2> "$OUT/usb-reset.err"; rc=$?
+    kill -CONT $BTVIRT
+    r=ok
+    grep -q "recovery step usb_reset" "$OUT/usb-reset.err" ||
+        r="the ladder never reached usb_reset (exit $rc): $(tail -n 1 "$OUT/usb-reset.err")"
+    [ "$r" != ok ] || grep -q "not a USB device.*virtual" "$OUT/usb-reset.err" ||
+        r="usb_reset did not say 'not a USB device (virtual)'"
+    [ "$r" != ok ] || grep -q "waiting for the adapter to return, next try in 30 s" "$OUT/usb-reset.err" ||
+        r="no wait for the adapter after usb_reset: $(tail -n 1 "$OUT/usb-reset.err")"
+    if [ "$r" = ok ] && { [ $rc -lt 1 ] || [ $rc -ge 124 ]; }; then
+        r="exit status $rc (expected the plain failure of a scan that never ran)"
+    fi
+    check usb-reset-step-on-vhci-says-not-usb-and-waits "$r"
+
+    # --- bind by address: configured as hci0 with hci1's address ------------------------------------------------
+    log "adapter: bind by address"
+    kill $BTVIRT 2>/dev/null; wait $BTVIRT 2>/dev/null
+    wait_gone hci1
+    btvirt -l1 > "$OUT/btvirt-other.log" 2>&1 &
+    OTHER=$!                       # hci0, a radio of its own
+    wait_present hci0
+    btvirt -l2 > "$OUT/btvirt-bound.log" 2>&1 &
+    BTVIRT=$!                      # hci1 (the bound adapter) and hci2 (its advertiser)
+    wait_present hci2
+    addr=$(hci_address hci1)
+    r=ok
+    [ -n "$addr" ] || r="cannot read hci1's address"
+    if [ "$r" = ok ]; then
+        timeout 60 "$BIN" scan --device hci0 --address "$addr" --mode exclusive --json --duration 24 \
+            > "$OUT/bind.json" 2> "$OUT/bind.err" &
+        pid=$!
+        t0=$(date +%s)
+        wait_log "is hci1 now; opening hci1" "$OUT/bind.err" 8
+        sleep 1
+        advertise_ibeacon_on_hci2; advertise_ibeacon_on_hci2
+        # The bound adapter goes away: the gateway looks for the address, and leaves hci0 alone.
+        kill $BTVIRT 2>/dev/null; wait $BTVIRT 2>/dev/null
+        sleep 1
+        timeout 10 "$BIN" hci-dump --device hci0 --mode exclusive --send $RESET --duration 1 \
+            > "$OUT/bind-hci0.txt" 2> "$OUT/bind-hci0.err"; free=$?
+        btvirt -l2 > "$OUT/btvirt-bound2.log" 2>&1 &
+        BTVIRT=$!
+        wait_present hci2
+        t1=$(date +%s)
+        [ "$(hci_address hci1)" = "$addr" ] || r="hci1 came back with another address: $(hci_address hci1)"
+        keep_advertising advertise_ibeacon_on_hci2 $pid
+        wait $pid; rc=$?
+        [ "$r" != ok ] || [ $rc -eq 0 ] || r="scan exited $rc: $(tail -n 1 "$OUT/bind.err")"
+        [ "$r" != ok ] || [ "$(ibeacons_since "$OUT/bind.json" "$t0")" -ge 1 ] ||
+            r="no iBeacon from hci2's radio: hci1 was not opened for $addr"
+        [ "$r" != ok ] || grep -q "$addr is hci1 now; opening hci1" "$OUT/bind.err" || r="no note that $addr is hci1"
+        # rfkill is followed on the adapter opened (hci1), not the one configured (hci0, still there): hci1's switch
+        # going away is the adapter's removal.
+        [ "$r" != ok ] || grep -q "adapter hci0: absent (the adapter was removed" "$OUT/bind.err" ||
+            r="hci1's removal was not seen through rfkill: $(grep adapter "$OUT/bind.err" | tail -n 1)"
+        [ "$r" != ok ] || [ $free -eq 0 ] || r="hci0 was taken while $addr was gone: $(tail -n 1 "$OUT/bind-hci0.err")"
+        [ "$r" != ok ] || [ "$(ibeacons_since "$OUT/bind.json" "$t1")" -ge 1 ] ||
+            r="no iBeacon after $addr came back: $(grep adapter "$OUT/bind.err" | tail -n 2 | tr '\n' ' ')"
+    fi
+    check bind-by-address-opens-and-follows-the-address "$r"
+    # An address no adapter has: absent, named in the error (a scan that never ran exits 3 on absent).
+    timeout 20 "$BIN" scan --device hci0 --address 00:AA:01:0F:00:0F --json --duration 5 > /dev/null \
+        2> "$OUT/bind-none.err"; rc=$?
+    r=ok
+    [ $rc -eq 3 ] || r="exit status $rc (expected 3, absent): $(tail -n 1 "$OUT/bind-none.err")"
+    grep -q "^error: no Bluetooth adapter with address 00:AA:01:0F:00:0F" "$OUT/bind-none.err" ||
+        r="the error does not name the address: $(grep error "$OUT/bind-none.err" | head -n 1)"
+    timeout 10 "$BIN" scan --device hci0 --address 00:AA:01:0F:00 --duration 1 > /dev/null 2> "$OUT/bind-bad.err"
+    grep -q "bad adapter address \"00:AA:01:0F:00\"" "$OUT/bind-bad.err" || r="a malformed --address was not refused"
+    check bind-by-address-none-has-it-names-the-address "$r"
+    kill $BTVIRT $OTHER 2>/dev/null; wait $BTVIRT 2>/dev/null; wait $OTHER 2>/dev/null
+    wait_gone hci0; wait_gone hci2
+    btvirt -l2 > "$OUT/btvirt-again.log" 2>&1 &
+    BTVIRT=$!
+    wait_present hci1
+}
+
+# Shared mode beside bluetoothd: the radio is blocked while scanning and unblocked; reports come again.
+adapter_shared_checks() {
+    log "adapter: rfkill block under a shared scan"
+    rf=$(rfkill_of hci0)
+    r=ok
+    [ -n "$rf" ] || { check rfkill-shared-reports-again-after-unblock "hci0 has no rfkill switch"; return; }
+    timeout 40 "$BIN" scan --device hci0 --mode shared --json --duration 14 \
+        > "$OUT/rfkill-shared.json" 2> "$OUT/rfkill-shared.err" &
+    pid=$!
+    sleep 3
+    echo 1 > "/sys/class/rfkill/$rf/soft"
+    sleep 2
+    timeout 5 btmgmt -i hci0 info 2>/dev/null | grep -q "current settings: powered" &&
+        r="hci0 stayed powered under the block"
+    echo 0 > "/sys/class/rfkill/$rf/soft"
+    t1=$(date +%s)
+    # bluetoothd powers an adapter again when its radio is unblocked; give it a moment, then do it if it did not.
+    sleep 2
+    timeout 5 btmgmt -i hci0 info 2>/dev/null | grep -q "current settings: powered" ||
+        { log "bluetoothd did not power hci0 after the unblock"; timeout 5 btmgmt -i hci0 power on > /dev/null 2>&1; }
+    advertise_with_btmgmt
+    wait $pid; rc=$?
+    [ "$r" != ok ] || [ $rc -eq 0 ] || r="scan exited $rc: $(tail -n 1 "$OUT/rfkill-shared.err")"
+    [ "$r" != ok ] || [ "$(ibeacons_since "$OUT/rfkill-shared.json" "$t1")" -ge 1 ] ||
+        r="no iBeacon after the unblock: $(tail -n 2 "$OUT/rfkill-shared.err" | tr '\n' ' ')"
+    check rfkill-shared-reports-again-after-unblock "$r"
+}
