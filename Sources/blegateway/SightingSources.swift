@@ -10,10 +10,12 @@ func makeSightingSource(_ c: GatewayConfiguration, capture: String?, clock: any 
     let mode: AdapterMode = c.adapter.mode == "shared" ? .shared : .exclusive
     var options = TransportOptions()
     options.capturePath = capture
+    options.adapterAddress = c.adapter.address
     if let second = c.adapter.secondDevice {
         var secondOptions = TransportOptions()
         // One capture file per adapter: the second's beside the first's.
         secondOptions.capturePath = capture.map { "\($0).secondary" }
+        secondOptions.adapterAddress = c.adapter.secondAddress
         return DualAdapterSource(
             primary: spec, secondary: try DeviceSpec(parsing: second),
             options: [.primary: options, .secondary: secondOptions], scan: c.scan, clock: clock, logger: logger,

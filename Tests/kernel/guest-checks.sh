@@ -229,7 +229,10 @@ kill $BLUETOOTHD 2>/dev/null; wait $BLUETOOTHD 2>/dev/null
 log "adapter lifecycle: btvirt restart under scan"
 timeout 60 "$BIN" scan --device hci0 --mode exclusive --json --duration 40 > "$OUT/lifecycle.json" 2> "$OUT/lifecycle.err" &
 SCANNER=$!
+# The adapter must be the scan's before it vanishes (a loaded host starts the scan late). Binding the user channel
+# takes the index away from the management interface, so wait (bounded) until btmgmt no longer lists hci0.
 sleep 3
+for i in $(seq 1 20); do timeout 5 btmgmt info 2>/dev/null | grep -q '^hci0:' || break; sleep 0.5; done
 kill $BTVIRT 2>/dev/null; wait $BTVIRT 2>/dev/null
 sleep 3
 btvirt -l2 > "$OUT/btvirt2.log" 2>&1 &
