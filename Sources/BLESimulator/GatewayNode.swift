@@ -7,6 +7,8 @@ public struct GatewayStats: Sendable, Hashable {
     public var connectionsAccepted = 0
     public var commands = 0
     public var unknownCommands = 0
+    /// Commands refused by a `command_errors` or `le_unsupported` fault.
+    public var commandsRefused = 0
     /// Commands that arrived while the previous command's response was still unsent (no credit).
     public var commandsWithoutCredit = 0
     /// Commands dropped because the adapter was powered off by a fault.
@@ -120,9 +122,10 @@ public final class GatewayNode: @unchecked Sendable {
             _stats.commandsWhilePoweredOff += 1
             return
         }
-        let before = controller.unknownCommands
+        let before = (controller.unknownCommands, controller.commandsRefused)
         let events = controller.handle(command: packet.payload, now: clock.now())
-        _stats.unknownCommands += controller.unknownCommands - before
+        _stats.unknownCommands += controller.unknownCommands - before.0
+        _stats.commandsRefused += controller.commandsRefused - before.1
         if conn.enqueueResponse(events) { _stats.commandsWithoutCredit += 1 }
     }
 
@@ -300,6 +303,19 @@ public final class GatewayNode: @unchecked Sendable {
     }
 
     func setSilenced(_ on: Bool) { lock.withLock { silenced = on } }
+
+    /// `command_errors` starts (the status every command is refused with) or ends (nil). What the host set before
+    /// stays as it was: a scan enabled before keeps reporting.
+    func setCommandErrors(_ status: SimStatus?) { lock.withLock { controller.faults.commandErrors = status } }
+
+    /// `le_unsupported` starts or ends: as if the dongle were swapped for one with (or without) LE, the controller
+    /// comes up from power-on defaults, its links ended silently.
+    func setLEUnsupported(_ on: Bool) {
+        lock.withLock {
+            controller.faults.leUnsupported = on
+            controller.reset()
+        }
+    }
 
     func setConnectionFailure(_ on: Bool) { lock.withLock { failingConnections = on } }
 

@@ -155,6 +155,13 @@ public struct FaultSpec: Sendable {
         /// to it ends in a supervision timeout (Disconnection Complete 0x08); at the end it advertises again.
         /// Needs `peripheral:`; its `gateway` is only where the fault is logged in the truth file.
         case peripheralOff = "peripheral_off"
+        /// The controller refuses every command with an error status (`status`, default 0x03 Hardware Failure), in
+        /// the event that answers that command (Command Complete or Command Status), and does none of them.
+        case commandErrors = "command_errors"
+        /// A BR/EDR-only controller: LE commands (OGF 0x08) are Unknown HCI Command (0x01), and Read Local
+        /// Supported Features / Commands show no LE (Vol 2, Part C, §3.3 bit 38 "LE Supported (Controller)" clear).
+        /// Starting or ending, the controller comes up from power-on defaults, as a swapped dongle would.
+        case leUnsupported = "le_unsupported"
     }
     public var at: Double
     public var gateway: String
@@ -162,6 +169,8 @@ public struct FaultSpec: Sendable {
     /// nil: until the end of the run.
     public var duration: Double?
     public var hardwareCode: UInt8 = 0x00
+    /// `command_errors` only: the HCI status every command is refused with (Vol 1, Part F, §1.3).
+    public var status: UInt8 = 0x03
     /// `gatt_silence` only: the peripheral (by name) that goes silent; nil: all of the gateway's peers.
     public var peripheral: String?
 

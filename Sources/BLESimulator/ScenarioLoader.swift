@@ -373,7 +373,7 @@ struct Reader {
     }
 
     func fault(_ n: Node) throws -> FaultSpec {
-        let m = try mapping(n, "a fault", allowed: ["at_s", "gateway", "type", "duration_s", "hardware_code", "peripheral"])
+        let m = try mapping(n, "a fault", allowed: ["at_s", "gateway", "type", "duration_s", "hardware_code", "peripheral", "status"])
         guard let at = try double(m, "at_s", "fault") else { throw fail(n, "a fault needs 'at_s'") }
         let gw = try requireString(m, "gateway", "fault", at: n)
         let typeText = try requireString(m, "type", "fault", at: n)
@@ -390,6 +390,10 @@ struct Reader {
             f.peripheral = p
         } else if kind == .peripheralOff {
             throw fail(n, "a peripheral_off fault needs 'peripheral' (the peripheral's name)")
+        }
+        if let status = try int(m, "status", "fault", range: 1...255) {
+            guard kind == .commandErrors else { throw fail(m["status"], "fault.status applies to command_errors only") }
+            f.status = UInt8(status)
         }
         return f
     }

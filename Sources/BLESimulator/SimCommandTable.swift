@@ -5,9 +5,15 @@ import BLEHCI
 /// (Core v5.4, Vol 4, Part E, §6.27), so Read Local Supported Commands is derived from this table
 /// and can never claim a command the simulator does not answer.
 public struct SimCommandEntry: Sendable {
+    /// Which event answers the command (§4.4, §7.7.14, §7.7.15): Command Complete for commands that finish at
+    /// once, Command Status for those whose outcome follows in an event of its own. A refusal comes in the same
+    /// event (`command_errors`), as a host waiting for it expects.
+    public enum Answer: Sendable { case commandComplete, commandStatus }
+
     public let name: String
     public let supportedOctet: Int
     public let supportedBit: Int
+    public let answer: Answer
     let handler: @Sendable (inout VirtualController, inout ByteCursor, SimOpcode, Duration) -> [[UInt8]]
 }
 
@@ -19,10 +25,10 @@ public enum SimCommandTable {
     }
 
     private static func entry(
-        _ op: SimOpcode, _ name: String, octet: Int, bit: Int,
+        _ op: SimOpcode, _ name: String, octet: Int, bit: Int, answer: SimCommandEntry.Answer = .commandComplete,
         _ handler: @escaping @Sendable (inout VirtualController, inout ByteCursor, SimOpcode, Duration) -> [[UInt8]]
     ) -> (SimOpcode, SimCommandEntry) {
-        (op, SimCommandEntry(name: name, supportedOctet: octet, supportedBit: bit, handler: handler))
+        (op, SimCommandEntry(name: name, supportedOctet: octet, supportedBit: bit, answer: answer, handler: handler))
     }
 
     /// Units of Scan_Interval / Scan_Window: 0.625 ms (§7.8.10).
@@ -31,7 +37,7 @@ public enum SimCommandTable {
     public static let entries: [SimOpcode: SimCommandEntry] = Dictionary(uniqueKeysWithValues: [
         // §7.1.6 HCI_Disconnect: Connection_Handle(2) Reason(1) → Command Status, then
         // HCI_Disconnection_Complete with the reason "Connection Terminated by Local Host".
-        entry(.disconnect, "Disconnect", octet: 0, bit: 5) { c, p, op, _ in
+        entry(.disconnect, "Disconnect", octet: 0, bit: 5, answer: .commandStatus) { c, p, op, _ in
             guard let h = p.readLE16(), p.readU8() != nil else { return [SimEvents.commandStatus(.invalidParameters, op)] }
             guard c.connections.removeValue(forKey: h & 0x0FFF) != nil else {
                 return [SimEvents.commandStatus(.unknownConnection, op)]
@@ -53,7 +59,7 @@ public enum SimCommandTable {
         // §7.1.23 HCI_Read_Remote_Version_Information: Connection_Handle(2) → Command Status, then
         // HCI_Read_Remote_Version_Information_Complete (§7.7.12): Status Handle(2) Version(1)
         // Company_Identifier(2) Subversion(2). Simulated peers say Core 5.0, company 0xFFFF (none).
-        entry(.readRemoteVersion, "Read Remote Version Information", octet: 2, bit: 7) { c, p, op, _ in
+        entry(.readRemoteVersion, "Read Remote Version Information", octet: 2, bit: 7, answer: .commandStatus) { c, p, op, _ in
             guard let h = p.readLE16() else { return [SimEvents.commandStatus(.invalidParameters, op)] }
             guard c.connections[h & 0x0FFF] != nil else { return [SimEvents.commandStatus(.unknownConnection, op)] }
             var out = [SimEvents.commandStatus(.success, op)]
@@ -94,13 +100,15 @@ public enum SimCommandTable {
             return complete(op, .success, w.bytes)
         },
         // §7.4.2 HCI_Read_Local_Supported_Commands → Status Supported_Commands(64).
-        entry(.readLocalSupportedCommands, "Read Local Supported Commands", octet: 14, bit: 4) { _, _, op, _ in
-            complete(op, .success, supportedCommands)
+        // A BR/EDR-only controller (`le_unsupported`) sets no bit of a command it lacks.
+        entry(.readLocalSupportedCommands, "Read Local Supported Commands", octet: 14, bit: 4) { c, _, op, _ in
+            complete(op, .success, c.faults.leUnsupported ? supportedCommandsWithoutLE : supportedCommands)
         },
         // §7.4.3 HCI_Read_Local_Supported_Features → Status LMP_Features(8). Vol 2, Part C, §3.3:
-        // bit 37 "BR/EDR Not Supported" and bit 38 "LE Supported (Controller)", both in octet 4.
-        entry(.readLocalSupportedFeatures, "Read Local Supported Features", octet: 14, bit: 5) { _, _, op, _ in
-            complete(op, .success, [0, 0, 0, 0, 0x60, 0, 0, 0])
+        // bit 37 "BR/EDR Not Supported" and bit 38 "LE Supported (Controller)", both in octet 4. A BR/EDR-only
+        // controller (`le_unsupported`) clears both: it does BR/EDR, and no LE.
+        entry(.readLocalSupportedFeatures, "Read Local Supported Features", octet: 14, bit: 5) { c, _, op, _ in
+            complete(op, .success, [0, 0, 0, 0, c.faults.leUnsupported ? 0x00 : 0x60, 0, 0, 0])
         },
         // §7.4.5 HCI_Read_Buffer_Size → Status ACL_Data_Packet_Length(2) Synchronous_Data_Packet_Length(1)
         // Total_Num_ACL_Data_Packets(2) Total_Num_Synchronous_Data_Packets(2).
@@ -167,7 +175,7 @@ public enum SimCommandTable {
         // Connection_Interval_Max(2) Max_Latency(2) Supervision_Timeout(2) Min_CE_Length(2) Max_CE_Length(2).
         // Answered with Command Status; LE Connection Complete follows when the peer is next heard
         // advertising connectably (it never comes if the peer is out of range: the host cancels).
-        entry(.leCreateConnection, "LE Create Connection", octet: 26, bit: 4) { c, p, op, _ in
+        entry(.leCreateConnection, "LE Create Connection", octet: 26, bit: 4, answer: .commandStatus) { c, p, op, _ in
             guard c.use(.legacy) else { return [SimEvents.commandStatus(.commandDisallowed, op)] }
             guard p.skip(4), let policy = p.readU8(), let peerType = p.readU8(), let peer = BDAddress.read(from: &p),
                 let own = p.readU8(), let minI = p.readLE16(), let maxI = p.readLE16(), let latency = p.readLE16(),
@@ -182,7 +190,7 @@ public enum SimCommandTable {
         // 1 LE 2M, 2 LE Coded): Scan_Interval(2) Scan_Window(2) Connection_Interval_Min(2)
         // Connection_Interval_Max(2) Max_Latency(2) Supervision_Timeout(2) Min_CE_Length(2) Max_CE_Length(2).
         // The first PHY's parameters are used; the link is made on LE 1M.
-        entry(.leExtendedCreateConnection, "LE Extended Create Connection", octet: 37, bit: 7) { c, p, op, _ in
+        entry(.leExtendedCreateConnection, "LE Extended Create Connection", octet: 37, bit: 7, answer: .commandStatus) { c, p, op, _ in
             guard c.use(.extended) else { return [SimEvents.commandStatus(.commandDisallowed, op)] }
             guard let policy = p.readU8(), let own = p.readU8(), let peerType = p.readU8(),
                 let peer = BDAddress.read(from: &p), let phys = p.readU8(), own <= 3, phys != 0, phys & ~0x07 == 0
@@ -239,7 +247,7 @@ public enum SimCommandTable {
         // §7.8.18 HCI_LE_Connection_Update: Connection_Handle(2) Connection_Interval_Min(2) Max(2)
         // Max_Latency(2) Supervision_Timeout(2) Min_CE_Length(2) Max_CE_Length(2) → Command Status, then
         // LE Connection Update Complete with the maximum interval granted (the peer always accepts).
-        entry(.leConnectionUpdate, "LE Connection Update", octet: 27, bit: 2) { c, p, op, _ in
+        entry(.leConnectionUpdate, "LE Connection Update", octet: 27, bit: 2, answer: .commandStatus) { c, p, op, _ in
             guard let h = p.readLE16(), let minI = p.readLE16(), let maxI = p.readLE16(), let latency = p.readLE16(),
                 let timeout = p.readLE16(), p.skip(4),
                 (6...0x0C80).contains(minI), (6...0x0C80).contains(maxI), minI <= maxI, latency <= 0x01F3,
@@ -268,7 +276,7 @@ public enum SimCommandTable {
         // §7.8.21 HCI_LE_Read_Remote_Features: Connection_Handle(2) → Command Status, then
         // HCI_LE_Read_Remote_Features_Complete (§7.7.65.4): Status Handle(2) LE_Features(8).
         // Simulated sensors report LE Data Packet Length Extension (bit 5) only.
-        entry(.leReadRemoteFeatures, "LE Read Remote Features", octet: 27, bit: 5) { c, p, op, _ in
+        entry(.leReadRemoteFeatures, "LE Read Remote Features", octet: 27, bit: 5, answer: .commandStatus) { c, p, op, _ in
             guard let h = p.readLE16() else { return [SimEvents.commandStatus(.invalidParameters, op)] }
             guard c.connections[h & 0x0FFF] != nil else { return [SimEvents.commandStatus(.unknownConnection, op)] }
             var out = [SimEvents.commandStatus(.success, op)]

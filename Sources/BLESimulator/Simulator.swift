@@ -198,6 +198,8 @@ public final class Simulator: Sendable {
         case (.bufferExhaustion, let on): node.setBufferExhaustion(on)
         case (.gattSilence, let on): node.setGATTSilence(on, peer: s.peer)
         case (.peripheralOff, _): break  // the radio engine's (see the run loop)
+        case (.commandErrors, let on): node.setCommandErrors(on ? SimStatus(rawValue: s.status) : nil)
+        case (.leUnsupported, let on): node.setLEUnsupported(on)
         }
     }
 
@@ -221,6 +223,8 @@ struct FaultTimeline {
         var kind: FaultSpec.Kind
         var start: Bool
         var hardwareCode: UInt8
+        /// `command_errors`: the status commands are refused with.
+        var status: UInt8 = 0x03
         /// `gatt_silence` for one peripheral: its address.
         var peer: BDAddress?
     }
@@ -231,10 +235,11 @@ struct FaultTimeline {
         for f in scenario.faults {
             guard let g = index[f.gateway] else { continue }
             let peer = f.peripheral.flatMap { name in scenario.emitters.first { $0.name == name }?.address }
-            steps.append(Step(t: f.at, gateway: g, kind: f.kind, start: true, hardwareCode: f.hardwareCode, peer: peer))
+            steps.append(Step(t: f.at, gateway: g, kind: f.kind, start: true, hardwareCode: f.hardwareCode,
+                              status: f.status, peer: peer))
             if let d = f.duration {
-                steps.append(
-                    Step(t: f.at + d, gateway: g, kind: f.kind, start: false, hardwareCode: f.hardwareCode, peer: peer))
+                steps.append(Step(t: f.at + d, gateway: g, kind: f.kind, start: false, hardwareCode: f.hardwareCode,
+                                  status: f.status, peer: peer))
             }
         }
         steps.sort { ($0.t, $0.start ? 1 : 0) < ($1.t, $1.start ? 1 : 0) }

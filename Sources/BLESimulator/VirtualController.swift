@@ -76,8 +76,13 @@ public struct VirtualController: Sendable {
     /// otherwise a packet leaves at once). A Reset or power loss flushes them.
     var heldACL: [[UInt8]] = []
 
+    /// The chip's own faults (`command_errors`, `le_unsupported`); kept over Reset and power loss.
+    public var faults = SimControllerFaults()
+
     public private(set) var commandsHandled = 0
     public private(set) var unknownCommands = 0
+    /// Commands refused because of `faults`.
+    public private(set) var commandsRefused = 0
 
     public init(address: BDAddress) { self.address = address }
 
@@ -96,6 +101,10 @@ public struct VirtualController: Sendable {
             unknownCommands += 1
             return [SimEvents.commandStatus(.unknownCommand, opcode)]
         }
+        if let refused = refusal(of: opcode, entry) {
+            commandsRefused += 1
+            return refused
+        }
         var p = ByteCursor(parameters)
         return entry.handler(&self, &p, opcode, now)
     }
@@ -107,9 +116,9 @@ public struct VirtualController: Sendable {
 
     /// Back to power-on defaults (HCI_Reset, §7.3.2, or a power cycle).
     public mutating func reset() {
-        let limit = maxConnections
+        let (limit, chip) = (maxConnections, faults)
         self = VirtualController(address: address)
-        maxConnections = limit
+        (maxConnections, faults) = (limit, chip)
     }
 
     mutating func refreshReportMask() {

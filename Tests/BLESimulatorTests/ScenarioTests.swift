@@ -29,15 +29,18 @@ import Testing
         #expect(Set(s.emitters.map(\.address)).count == 5000)
     }
 
-    /// fault-drill.yaml drills the adapter lifecycle, connection-faults.yaml the link layer;
-    /// between them every kind of fault is scheduled.
+    /// fault-drill.yaml drills the adapter lifecycle, connection-faults.yaml the link layer,
+    /// bad-adapters.yaml the controllers that cannot be used; between them every kind of fault is scheduled.
     @Test func theFaultScenariosScheduleEveryKindOfFault() throws {
         let s = try ScenarioLoader.load(path: Self.scenarios + "/fault-drill.yaml")
         let link = try ScenarioLoader.load(path: Self.scenarios + "/connection-faults.yaml")
+        let bad = try ScenarioLoader.load(path: Self.scenarios + "/bad-adapters.yaml")
+        #expect(Set(bad.faults.map(\.kind)) == [.leUnsupported, .commandErrors])
+        #expect(bad.faults.filter { $0.kind == .commandErrors }.map(\.status) == [0x03, 0x0C])
         #expect(Set(s.faults.map(\.kind)) == [.powerOff, .hardwareError, .unplug, .silence])
         #expect(Set(link.faults.map(\.kind)) == [.connectionFailure, .bufferExhaustion, .gattSilence, .peripheralOff])
         #expect(link.faults.first { $0.kind == .gattSilence }?.peripheral == "sensor-link")
-        #expect(Set(s.faults.map(\.kind) + link.faults.map(\.kind)) == Set(FaultSpec.Kind.allCases))
+        #expect(Set((s.faults + link.faults + bad.faults).map(\.kind)) == Set(FaultSpec.Kind.allCases))
         #expect(s.faults.first { $0.kind == .hardwareError }?.hardwareCode == 0x01)
     }
 
