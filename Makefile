@@ -66,7 +66,9 @@ demo: deps
 	deploy/demo.sh "$$($(SWIFT) build --show-bin-path)/blegateway"
 
 bench: deps
-	$(SWIFT) build -c release --product blegateway-bench --product blegateway
+	# One product per build: given two --product options, swift build builds only the last.
+	$(SWIFT) build -c release --product blegateway-bench
+	$(SWIFT) build -c release --product blegateway
 	"$$($(SWIFT) build -c release --show-bin-path)/blegateway-bench" $(BENCH_ARGS)
 
 # Bounded libFuzzer run over the H4/HCI/AD parsers (FUZZ_SECONDS, default 60).

@@ -180,6 +180,7 @@ public struct AdapterLifecycle: Sendable {
     private(set) var phase: Phase = .idle
     /// The last published status, so the same state is not published twice.
     private(set) var published: Status?
+    private var publishedReason: String?
     private var climb: Climb?
     private var lastClimbStart: Duration?
     private var climbBackoff: Duration = .zero
@@ -492,9 +493,12 @@ extension AdapterLifecycle {
     }
 
     private mutating func publish(_ status: Status, _ reason: String?, _ out: inout [Action]) {
-        // Resetting is published on every step (each names its step); other states once per change.
-        if status == published, status != .resetting { return }
+        // Resetting is published on every step (each names its step); other states when they or their reason change
+        // (a waiting state names its next try, whose delay grows with the backoff: the topic must not say "1 s" for
+        // 30 s). At most once per retry, so bounded by the backoff.
+        if status == published, status != .resetting, reason == publishedReason { return }
         published = status
+        publishedReason = reason
         out.append(.publish(status, reason: reason))
     }
 

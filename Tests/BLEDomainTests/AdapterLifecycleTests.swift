@@ -233,6 +233,18 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
         #expect(h.opens == 2)
     }
 
+    @Test func anAbsentAdaptersPublishedNextTryFollowsTheBackoffAndThenStaysStill() {
+        var h = LifecycleHarness { $0.maxBackoff = .seconds(30) }
+        h.world = { a in a == .open ? [.transportFailed(.absent, reason: "no Bluetooth adapter hci0")] : [] }
+        h.send(.start)
+        h.advance(to: .seconds(600))
+        let reasons = h.published.filter { $0.0 == .absent }.compactMap(\.1)
+        // 1, 2, 4, 8, 16, then 30 s for good: each delay published once, never a stale one.
+        #expect(reasons.map { $0.components(separatedBy: "next try in ").last ?? "" }
+                == ["1 s", "2 s", "4 s", "8 s", "16 s", "30 s"])
+        #expect(h.opens > 20, "retried all along")
+    }
+
     @Test func unplugPowerCyclesThenWaitsForTheAdapterAndScansAsSoonAsItReturns() {
         var present = true
         var h = LifecycleHarness()
