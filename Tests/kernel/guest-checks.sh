@@ -3,15 +3,7 @@
 # btvirt -l2 gives two virtual LE controllers on one virtual radio: hci0 is the gateway's, hci1 advertises.
 # Each check appends one line to $OUT/checks: "PASS name", "FAIL name: why" or "SKIP name: why".
 # Everything is bounded by `timeout`; the whole VM is bounded again by run.sh.
-BIN=$1
-OUT=$2
-CHECKS=$OUT/checks
-: > "$CHECKS"
-pass() { echo "PASS $1" >> "$CHECKS"; }
-fail() { echo "FAIL $1: $2" >> "$CHECKS"; }
-skip() { echo "SKIP $1: $2" >> "$CHECKS"; }
-check() { if [ "$2" = ok ]; then pass "$1"; else fail "$1" "$2"; fi; }
-log() { echo "[guest $(cut -d' ' -f1 /proc/uptime)s] $*"; }
+. "$(dirname "$0")/guest-lib.sh"
 
 # --- advertising payloads (AD structures, Core Supplement Part A §1) ---------------------------------
 # iBeacon: Flags, then Manufacturer Specific Data (Apple 0x004C, type 0x02, length 0x15, UUID, major 1, minor 2, TX -59).
@@ -54,13 +46,7 @@ keep_advertising() {
 reports_with() { grep -c "^043e.*$2" "$1" 2>/dev/null || true; }
 
 log "starting btvirt"
-btvirt -l2 > "$OUT/btvirt.log" 2>&1 &
-BTVIRT=$!
-for i in 1 2 3 4 5 6 7 8 9 10; do [ -e /sys/class/bluetooth/hci1 ] && break; sleep 0.5; done
-if [ ! -e /sys/class/bluetooth/hci1 ]; then
-    fail btvirt "hci0/hci1 did not appear"
-    echo DONE; exit 0
-fi
+start_btvirt || { echo DONE; exit 0; }
 
 # --- (a) exclusive mode: legacy advertising reports arrive on hci0 --------------------------------------
 log "exclusive scan"
