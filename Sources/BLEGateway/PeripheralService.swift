@@ -201,6 +201,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// reported `disconnected` "handed over to the other adapter"; waits up to `limit` for the controller to confirm.
     /// The next session (the other controller's `serve`) makes them again, without backoff.
     public func handOver() async {
+        // Only a session that is up has links to hand over (one cancelled before it came up has none).
+        guard session.withLock({ $0 }) != nil else { return }
         post(.handOver)
         // An attempt in flight too: its Cancel must be answered here, or the link could be made on this controller
         // after its role has stopped listening.

@@ -322,6 +322,9 @@ public struct ConnectionManager: Sendable {
             out.append(.disconnect(handle: handle, reason: .remoteUserTerminatedConnection))
         case .adapterUp:
             adapterReady = true
+            // A new controller session: a hand-over asked of an earlier one (which may have ended before it ever
+            // came up, so without its `adapterDown`) is not this one's.
+            releasing = false
         case .adapterDown:
             adapterReady = false
             releasing = false

@@ -107,6 +107,8 @@ extension EndToEndSuites {
                     && last("peripherals/\(Self.sensor)/state")?["state"] as? String == "connected"
             }
             #expect(linked(1) && !linked(0), "the link is the secondary's")
+            #expect(states().first { $0.state == "connected" }.map { $0.t < 10 } == true,
+                    "connected at the start, not only when a fault moved the duty: \(text())")
             #expect(last("adapter")?["slot"] as? String == "primary")
 
             // gw-2 pulled out at 20.3: the primary takes the connections; the link is made again through it.

@@ -200,4 +200,12 @@ import Testing
         _ = on(.advertised(Self.a))
         #expect(Self.creates(on(.adapterUp)) == [Self.a.address])
     }
+
+    @Test mutating func aHandOverAskedOfASessionThatNeverCameUpDoesNotHoldBackTheNextOne() {
+        _ = on(.want(Self.a))
+        _ = on(.advertised(Self.a))
+        // The role was moved away before its first session came up: no adapterDown follows.
+        _ = on(.handOver)
+        #expect(Self.creates(on(.adapterUp, after: .milliseconds(10))) == [Self.a.address])
+    }
 }
