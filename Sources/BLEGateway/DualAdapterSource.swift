@@ -24,7 +24,6 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
     private let reports = Locked<[Slot: AdapterReport]>([:])
     /// Held while reports are composed and handed on, so the runtime never gets an older picture after a newer one.
     private let emitting = Locked(())
-    private let scanBox: Locked<GatewayConfiguration.Scan>
     private let inbox: AsyncStream<AdapterRoles.Event>
     private let inboxContinuation: AsyncStream<AdapterRoles.Event>.Continuation
 
@@ -40,7 +39,6 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
         specs = [.primary: primary, .secondary: secondary]
         self.clock = clock
         self.logger = logger
-        scanBox = Locked(scan)
         roles = Locked(AdapterRoles(handback: handback))
         var supervisors: [Slot: AdapterSupervisor] = [:]
         for (slot, spec) in [(Slot.primary, primary), (.secondary, secondary)] {
@@ -140,7 +138,6 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
     public var appliesScanParametersLive: Bool { true }
 
     public func updateScan(_ new: GatewayConfiguration.Scan) {
-        scanBox.withLock { $0 = new }
         for s in supervisors.values { s.updateScan(new.parameters) }
     }
 
