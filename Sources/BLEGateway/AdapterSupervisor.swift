@@ -370,7 +370,6 @@ final class AdapterSupervisor: @unchecked Sendable {
     private func runScanner(_ scanner: Scanner, restarts: AsyncStream<Void>, announce: Bool,
                             sighting: @escaping @Sendable (Sighting) -> Void) async -> Bool {
         enum Ended { case scanner, enabled, reports, restart, listenerEnded }
-        let clock = self.clock
         // The scanner runs in a task of its own so a restart can stop it alone: cancelled, it disables scanning and
         // finishes its reports, which the reports child still delivers — nothing received is dropped.
         let running = Task {
@@ -384,17 +383,19 @@ final class AdapterSupervisor: @unchecked Sendable {
             await withTaskGroup(of: Ended.self) { group in
                 group.addTask { await running.value; return .scanner }
                 group.addTask {
-                    while scanner.statistics.enables == 0, !Task.isCancelled {
-                        try? await clock.sleep(for: .milliseconds(10))
+                    for await _ in scanner.enabled {
+                        if announce, !Task.isCancelled { self.post(.scanEnabled) }
+                        break
                     }
-                    if announce, !Task.isCancelled { self.post(.scanEnabled) }
                     return .enabled
                 }
                 group.addTask {
-                    for await r in scanner.reports {
-                        sighting(Sighting(scanReport: r))
-                        self.noteReport()
-                    }
+                    do {
+                        for try await r in scanner.reports {
+                            sighting(Sighting(scanReport: r))
+                            self.noteReport()
+                        }
+                    } catch {}
                     return .reports
                 }
                 group.addTask {
@@ -451,7 +452,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         let controller = session.controller
         session.tasks.append(Task { try? await controller.run() })
         session.tasks.append(Task {
-            for await e in faults {
+            for await e in faults.ignoringErrors {
                 switch e {
                 case .event(.hardwareError(let code)):
                     self.post(.hardwareError(code: code))

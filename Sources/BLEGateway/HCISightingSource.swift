@@ -117,15 +117,13 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
         let earlyListener = observer ? Scanner(controller: controller, mode: .observer, parameters: parameters,
                                                logger: logger) : nil
         try await withThrowingTaskGroup(of: Void.self) { group in
-            if let earlyListener {
-                group.addTask { try await earlyListener.run() }
-                while !earlyListener.isListening { await Task.yield() }
-            }
+            // The scanner subscribed to the controller when it was made, before `controller.run()` reads anything.
+            if let earlyListener { group.addTask { try await earlyListener.run() } }
             group.addTask { try await controller.run() }
             // Faults the scanner does not stop for: the controller must be brought up again.
             let faults = controller.events()
             group.addTask {
-                for await e in faults {
+                for await e in faults.ignoringErrors {
                     switch e {
                     case .event(.hardwareError(let code)):
                         let why = "Hardware Error event (code 0x\(String(code, radix: 16)))"
@@ -177,13 +175,13 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                         await withTaskGroup(of: Void.self) { inner in
                             inner.addTask { await role.serve(kernelAdapter: name) }
                             inner.addTask {
-                                for await r in scanner.reports { sighting(Sighting(scanReport: r)) }
+                                try? await Self.deliver(scanner.reports, to: sighting)
                             }
                             await inner.next()
                             inner.cancelAll()
                         }
                     } else {
-                        for await r in scanner.reports { sighting(Sighting(scanReport: r)) }  // its run() is above
+                        try? await Self.deliver(scanner.reports, to: sighting)  // its run() is above
                     }
                 } else {
                     try await withThrowingTaskGroup(of: Void.self) { inner in
@@ -192,7 +190,7 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                             inner.addTask { await role.serve(controller: controller, info: info) }
                         }
                         inner.addTask {
-                            for await r in scanner.reports { sighting(Sighting(scanReport: r)) }
+                            try? await Self.deliver(scanner.reports, to: sighting)
                         }
                         try await inner.waitForAll()
                     }
@@ -208,6 +206,11 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
             defer { group.cancelAll() }
             while try await group.next() != nil {}
         }
+    }
+
+    /// Hands every report to the sighting sink until the scanner finishes them (or the task is cancelled).
+    static func deliver(_ reports: StageQueue<ScanReport>, to sighting: @Sendable (Sighting) -> Void) async throws {
+        for try await r in reports { sighting(Sighting(scanReport: r)) }
     }
 
     /// Why a source stopped without an error of a lower layer.

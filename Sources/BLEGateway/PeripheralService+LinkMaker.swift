@@ -39,7 +39,7 @@ final class HCILinkMaker: PeripheralLinkMaker, @unchecked Sendable {
     /// Scanning uses the extended commands, so connecting must too (Core v5.4, Vol 4, Part E, §3.1.1).
     let extended: Bool
     let post: @Sendable (ConnectionManager.Event) -> Void
-    private let events: AsyncStream<HCIControllerEvent>
+    private let events: StageQueue<HCIControllerEvent>
 
     init(controller: HCIController, info: ControllerInfo, logger: Logger,
          post: @escaping @Sendable (ConnectionManager.Event) -> Void) {
@@ -59,7 +59,7 @@ final class HCILinkMaker: PeripheralLinkMaker, @unchecked Sendable {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { [links] in await links.run() }
             group.addTask { [self] in
-                for await e in events {
+                for await e in events.ignoringErrors {
                     switch e {
                     case .event(.leConnectionComplete(let c)) where c.role == 0:
                         post(.connectionComplete(status: c.status, handle: c.handle, peer: c.peerAddress))

@@ -30,8 +30,10 @@ public final class HCIController: @unchecked Sendable {
         /// Bound on the wait for Command Complete/Status (BlueZ: 2 s). A stuck controller is reported
         /// within `commandTimeout + commandTimeout / 4`.
         public var commandTimeout: Duration = .seconds(2)
-        /// Events each subscriber may have waiting; older ones are dropped (and counted) beyond it.
-        public var subscriberBuffer: Int = 4096
+        /// Advertising reports each subscriber may have waiting. Beyond it the controller waits for the subscriber
+        /// when its transport can wait (a capture, a socket), and drops and counts the report when it cannot (a
+        /// live radio). Every other event is always queued: the host's state depends on each.
+        public var subscriberBuffer: Int = StageQueue<HCIControllerEvent>.defaultCapacity
         public init() {}
     }
 
@@ -39,7 +41,7 @@ public final class HCIController: @unchecked Sendable {
     public struct Statistics: Sendable, Hashable {
         public var packetsReceived = 0
         public var malformedPackets = 0
-        /// Events dropped because a subscriber fell behind.
+        /// Advertising reports dropped because a subscriber fell behind (live sources only).
         public var droppedEvents = 0
         public var commands = HCICommandFlow.Counters()
         public init() {}
@@ -54,14 +56,15 @@ public final class HCIController: @unchecked Sendable {
     private var flow: HCICommandFlow
     private var waiters: [HCICommandFlow.RequestID: CheckedContinuation<HCICommandFlow.Outcome, any Error>] = [:]
     private var cancelledEarly: Set<HCICommandFlow.RequestID> = []
-    private var subscribers: [UInt64: AsyncStream<HCIControllerEvent>.Continuation] = [:]
-    private var nextSubscriber: UInt64 = 0
+    private var subscribers: [Subscriber] = []
     private var ended = false
     private var stats = Statistics()
-    /// Subscribers whose streams ended, noted by `onTermination` under this lock of its own and removed by the next
-    /// broadcast. `onTermination` runs under the stream's own lock; taking `lock` there while `broadcast` holds
-    /// `lock` and yields into that stream (which takes the stream's lock) would deadlock.
-    private let terminated = Locked<Set<UInt64>>([])
+
+    /// One `events(includingReports:)` queue. Advertising reports go only to those that asked for them.
+    struct Subscriber {
+        let queue: StageQueue<HCIControllerEvent>
+        let wantsReports: Bool
+    }
 
     public init(transport: any HCITransport, clock: any BLEClock, configuration: Configuration = Configuration()) {
         self.transport = transport
@@ -78,25 +81,29 @@ public final class HCIController: @unchecked Sendable {
         }
     }
 
-    /// A new stream of events from now on. Subscribe before sending the command whose events you await.
-    public func events() -> AsyncStream<HCIControllerEvent> {
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: HCIControllerEvent.self, bufferingPolicy: .bufferingNewest(configuration.subscriberBuffer))
-        let id: UInt64? = lock.withLock {
-            if ended { return nil }
-            nextSubscriber += 1
-            subscribers[nextSubscriber] = continuation
-            return nextSubscriber
+    /// A new queue of events from now on. Subscribe before sending the command whose events you await.
+    /// - Parameter includingReports: advertising reports (and malformed packets) too; only a scanner wants them. A
+    ///   subscriber that takes them must keep reading or leave (cancel its iteration): when the transport can wait,
+    ///   the controller waits for it.
+    public func events(includingReports: Bool = false) -> StageQueue<HCIControllerEvent> {
+        let queue = StageQueue<HCIControllerEvent>(capacity: configuration.subscriberBuffer,
+                                                   whenFull: transport.incoming.whenFull)
+        let subscribed: Bool = lock.withLock {
+            if ended { return false }
+            subscribers.append(Subscriber(queue: queue, wantsReports: includingReports))
+            return true
         }
-        if let id {
-            continuation.onTermination = { [weak self] _ in
-                _ = self?.terminated.withLock { $0.insert(id) }
+        if subscribed {
+            // Runs outside the queue's lock (StageQueue.cancel), so taking ours here cannot deadlock with a send.
+            queue.setOnTermination { [weak self, weak queue] in
+                guard let self else { return }
+                self.lock.withLock { self.subscribers.removeAll { $0.queue === queue } }
             }
         } else {
-            continuation.yield(.transportEnded(nil))
-            continuation.finish()
+            queue.offer(HCIControllerEvent.transportEnded(nil), essential: true)
+            queue.finish()
         }
-        return stream
+        return queue
     }
 
     /// Sends a command and waits for its answer.
@@ -177,7 +184,7 @@ public final class HCIController: @unchecked Sendable {
                     }
                 }
                 group.addTask {
-                    for try await packet in self.transport.incoming { self.handle(packet) }
+                    for try await packet in self.transport.incoming { await self.handle(packet) }
                 }
                 // Whichever ends first (the reader, normally) ends the other.
                 defer { group.cancelAll() }
@@ -190,37 +197,53 @@ public final class HCIController: @unchecked Sendable {
         if let failure, !(failure is CancellationError) { throw failure }
     }
 
-    func handle(_ packet: H4Packet) {
+    /// One packet from the transport: a command's answer goes to the command flow; anything else to the subscribers,
+    /// outside the lock, waiting for room when the transport can wait.
+    func handle(_ packet: H4Packet) async {
         var resumes: [() -> Void] = []
-        lock.withLock {
+        let delivery: (HCIControllerEvent, isReport: Bool, [Subscriber])? = lock.withLock {
             stats.packetsReceived += 1
+            let event: HCIControllerEvent
             switch packet.type {
             case .event:
-                guard let event = HCIEvent.parse(packet.payload[...]) else {
+                guard let parsed = HCIEvent.parse(packet.payload[...]) else {
                     stats.malformedPackets += 1
-                    broadcast(.malformed(packet))
-                    return
+                    return (.malformed(packet), packet.isAdvertisingReport, subscribers)
                 }
-                switch event {
+                switch parsed {
                 case .commandComplete, .commandStatus:
-                    resumes = perform(flow.receive(event, now: clock.now()))
+                    resumes = perform(flow.receive(parsed, now: clock.now()))
+                    return nil
+                case .leAdvertisingReport, .leExtendedAdvertisingReport:
+                    return (.event(parsed), true, subscribers)
                 default:
-                    broadcast(.event(event))
+                    event = .event(parsed)
                 }
             case .acl:
                 guard let acl = ACLDataPacket.parse(packet.payload[...]) else {
                     stats.malformedPackets += 1
-                    broadcast(.malformed(packet))
-                    return
+                    return (.malformed(packet), false, subscribers)
                 }
-                broadcast(.acl(acl))
+                event = .acl(acl)
             default:
                 // SCO and ISO are not used; commands never come from a controller.
                 stats.malformedPackets += 1
-                broadcast(.malformed(packet))
+                event = .malformed(packet)
             }
+            return (event, false, subscribers)
         }
         for r in resumes { r() }
+        guard let (event, isReport, targets) = delivery else { return }
+        var dropped = 0
+        for s in targets {
+            if isReport {
+                guard s.wantsReports else { continue }
+                if await s.queue.send(event) == .dropped { dropped += 1 }
+            } else {
+                s.queue.offer(event, essential: true)
+            }
+        }
+        if dropped > 0 { lock.withLock { stats.droppedEvents += dropped } }
     }
 
     func finish(_ error: (any Error)?) {
@@ -229,14 +252,16 @@ public final class HCIController: @unchecked Sendable {
             let detail = error.map { "\($0)" }
             let reason = HCIError(code: .transportClosed, opcode: nil, detail: detail)
             let r = perform(flow.close(reason))
-            broadcast(.transportEnded(error is CancellationError ? nil : error))
-            let s = Array(subscribers.values)
+            let s = subscribers.map(\.queue)
             subscribers.removeAll()
             return (r, s)
         }
         for r in resumes { r() }
-        // Outside the lock: `finish` runs the stream's `onTermination`, which takes the lock.
-        for s in streams { s.finish() }
+        let end = HCIControllerEvent.transportEnded(error is CancellationError ? nil : error)
+        for s in streams {
+            s.offer(end, essential: true)
+            s.finish()
+        }
     }
 
     /// Carries out the flow's actions. Called with `lock` held: sending under the lock keeps packets in
@@ -264,15 +289,8 @@ public final class HCIController: @unchecked Sendable {
         return resumes
     }
 
-    /// Called with `lock` held. `yield` never blocks: it buffers or drops.
+    /// Called with `lock` held: a fault every subscriber hears (never dropped, never waits).
     private func broadcast(_ event: HCIControllerEvent) {
-        let gone = terminated.withLock { t -> Set<UInt64> in
-            defer { t.removeAll() }
-            return t
-        }
-        for id in gone { subscribers.removeValue(forKey: id) }
-        for s in subscribers.values {
-            if case .dropped = s.yield(event) { stats.droppedEvents += 1 }
-        }
+        for s in subscribers { s.queue.offer(event, essential: true) }
     }
 }

@@ -19,8 +19,8 @@ public final class ScriptedHCITransport: HCITransport, @unchecked Sendable {
     }
 
     public let name: String
-    public let incoming: AsyncThrowingStream<H4Packet, any Error>
-    private let continuation: AsyncThrowingStream<H4Packet, any Error>.Continuation
+    /// A live controller's queue: advertising reports beyond `queueCapacity` are dropped and counted.
+    public let incoming: StageQueue<H4Packet>
     private let lock = NSLock()
     private var script: [Exchange]
     private var deframer = H4Deframer()
@@ -34,12 +34,12 @@ public final class ScriptedHCITransport: HCITransport, @unchecked Sendable {
     ///   - sendSupported: false models a shared-mode transport, whose `send` throws `.unsupported`.
     ///   - feedOneByteAtATime: hand the deframer replies one byte at a time, as a slow UART would.
     public init(name: String = "scripted", script: [Exchange], sendSupported: Bool = true,
-                feedOneByteAtATime: Bool = false) {
+                feedOneByteAtATime: Bool = false, queueCapacity: Int = StageQueue<H4Packet>.defaultCapacity) {
         self.name = name
         self.script = script
         self.sendSupported = sendSupported
         self.feedOneByteAtATime = feedOneByteAtATime
-        (incoming, continuation) = AsyncThrowingStream.makeStream(of: H4Packet.self)
+        incoming = StageQueue(capacity: queueCapacity, whenFull: .drop)
     }
 
     /// Every packet the host sent, as H4 bytes.
@@ -75,21 +75,21 @@ public final class ScriptedHCITransport: HCITransport, @unchecked Sendable {
             if feedOneByteAtATime {
                 for b in bytes {
                     deframer.append(CollectionOfOne(b))
-                    while let p = deframer.next() { continuation.yield(p) }
+                    while let p = deframer.next() { incoming.offer(p, essential: !p.isAdvertisingReport) }
                 }
             } else {
                 deframer.append(bytes)
-                while let p = deframer.next() { continuation.yield(p) }
+                while let p = deframer.next() { incoming.offer(p, essential: !p.isAdvertisingReport) }
             }
         }
     }
 
     /// Ends input, as an unplugged controller does; with an error, as a failed read does.
-    public func end(throwing error: (any Error)? = nil) { continuation.finish(throwing: error) }
+    public func end(throwing error: (any Error)? = nil) { incoming.finish(throwing: error) }
 
     public func close() {
         lock.withLock { closed = true }
-        continuation.finish()
+        incoming.finish()
     }
 }
 

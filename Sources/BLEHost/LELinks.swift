@@ -143,7 +143,7 @@ public final class LELinks: @unchecked Sendable {
         lock.withLock { listening = true }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.runCommands() }
-            for await event in events {
+            for await event in events.ignoringErrors {
                 if case .transportEnded = event { break }
                 handle(event)
             }

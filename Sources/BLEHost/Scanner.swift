@@ -18,7 +18,7 @@ public final class Scanner: @unchecked Sendable {
 
     public struct Statistics: Sendable, Hashable {
         public var assembler = ScanReportAssembler.Counters()
-        /// Reports dropped because the consumer fell behind.
+        /// Reports dropped because the consumer fell behind (live sources only: a source that can wait is waited for).
         public var droppedReports = 0
         /// Times scanning was (re)enabled.
         public var enables = 0
@@ -27,33 +27,38 @@ public final class Scanner: @unchecked Sendable {
     public let controller: HCIController
     public let mode: Mode
     public let parameters: ScanParameters
-    public let reports: AsyncStream<ScanReport>
-    private let continuation: AsyncStream<ScanReport>.Continuation
+    /// The reports, in order. Bounded like the stage before it: when the transport can wait, the scanner waits for
+    /// the consumer; when it cannot, reports beyond the bound are dropped and counted (`droppedReports`).
+    public let reports: StageQueue<ScanReport>
+    /// The controller's events, subscribed at init: a scanner created before the controller reads misses nothing.
+    private let events: StageQueue<HCIControllerEvent>
     private let clock: any BLEClock
     private let logger: Logger
     private let lock = NSLock()
     private var assembler = ScanReportAssembler()
-    private var dropped = 0
     private var enables = 0
-    private var listening = false
+    private let enabledContinuation: AsyncStream<Void>.Continuation
 
-    /// True once `run()` has subscribed to the controller's events.
-    public var isListening: Bool { lock.withLock { listening } }
+    /// Yields once scanning is enabled (each time the enable commands were answered), and finishes when `run` ends:
+    /// a supervisor awaits this instead of watching a counter.
+    public let enabled: AsyncStream<Void>
 
-    /// - Parameter bufferSize: reports that may wait for the consumer; older ones are dropped beyond it.
+    /// - Parameter bufferSize: reports that may wait for the consumer.
     public init(controller: HCIController, mode: Mode, parameters: ScanParameters = ScanParameters(),
-                bufferSize: Int = 4096, logger: Logger = Logger(label: "ble.host.scanner")) {
+                bufferSize: Int = StageQueue<ScanReport>.defaultCapacity,
+                logger: Logger = Logger(label: "ble.host.scanner")) {
         self.controller = controller
         self.mode = mode
         self.parameters = parameters
         self.clock = controller.clock
         self.logger = logger
-        (reports, continuation) = AsyncStream.makeStream(
-            of: ScanReport.self, bufferingPolicy: .bufferingNewest(bufferSize))
+        reports = StageQueue(capacity: bufferSize, whenFull: controller.transport.incoming.whenFull)
+        events = controller.events(includingReports: true)
+        (enabled, enabledContinuation) = AsyncStream.makeStream(of: Void.self)
     }
 
     public var statistics: Statistics {
-        lock.withLock { Statistics(assembler: assembler.counters, droppedReports: dropped, enables: enables) }
+        lock.withLock { Statistics(assembler: assembler.counters, droppedReports: reports.dropped, enables: enables) }
     }
 
     /// Whether scanning uses the extended commands.
@@ -65,22 +70,28 @@ public final class Scanner: @unchecked Sendable {
     /// Starts scanning and delivers reports until the task is cancelled or the transport ends; then stops
     /// scanning (best effort) and finishes `reports`. Throws the `HCIError` of a failed enable.
     public func run() async throws {
-        defer { continuation.finish() }
-        let events = controller.events()  // subscribe before enabling, so no report is missed
-        lock.withLock { listening = true }
+        defer {
+            reports.finish()
+            enabledContinuation.finish()
+            events.cancel()  // the controller stops delivering (and, for a source that waits, waiting) for us
+        }
         if case .control(let info) = mode {
             try await enable(info)
         }
-        for await event in events {
+        // Reports of one event, reused: the consumer is awaited outside the lock.
+        var batch: [ScanReport] = []
+        while let event = try? await events.next() {
             if case .transportEnded = event { break }
             let now = clock.now()
             let unix = clock.unixTime()
             lock.withLock {
-                assembler.handle(event, now: now, unixTime: unix) { report in
-                    if case .dropped = continuation.yield(report) { dropped += 1 }
-                }
+                assembler.handle(event, now: now, unixTime: unix) { batch.append($0) }
             }
+            for r in batch { await reports.send(r) }
+            batch.removeAll(keepingCapacity: true)
+            if Task.isCancelled { break }
         }
+        events.cancel()
         if case .control = mode {
             // Cancelled or ended: tell the controller to stop. Our task may be cancelled, and its children
             // would be too, so the stop runs in a task of its own, which is awaited (bounded by the command timeout).
@@ -105,6 +116,7 @@ public final class Scanner: @unchecked Sendable {
             }
         }
         lock.withLock { enables += 1 }
+        enabledContinuation.yield()
         logger.info(
             """
             scanner: scanning (\(info.supportsExtendedAdvertising ? "extended" : "legacy"), \

@@ -60,7 +60,8 @@ public final class CapturingTransport: HCITransport, @unchecked Sendable {
     public let inner: any HCITransport
     public let writer: BtsnoopFileWriter
     public var name: String { inner.name }
-    public let incoming: AsyncThrowingStream<H4Packet, any Error>
+    /// The inner transport's packets, with its `whenFull`: recording adds no loss of its own.
+    public let incoming: StageQueue<H4Packet>
     private let clock: any BLEClock
     private let lock = NSLock()
     private var failures = 0
@@ -73,23 +74,23 @@ public final class CapturingTransport: HCITransport, @unchecked Sendable {
         self.inner = inner
         self.writer = writer
         self.clock = clock
-        let (stream, continuation) = AsyncThrowingStream.makeStream(of: H4Packet.self, bufferingPolicy: .unbounded)
-        incoming = stream
         let source = inner.incoming
+        let queue = StageQueue<H4Packet>(capacity: source.capacity, whenFull: source.whenFull)
+        incoming = queue
         let task = Task { [weak self, writer, clock] in
             do {
                 for try await p in source {
                     do { try writer.append(p, direction: .received, unixTime: clock.unixTime()) } catch {
                         self?.countFailure()
                     }
-                    continuation.yield(p)
+                    if await queue.send(p, essential: !p.isAdvertisingReport) == .terminated { break }
                 }
-                continuation.finish()
+                queue.finish()
             } catch {
-                continuation.finish(throwing: error)
+                queue.finish(throwing: error)
             }
         }
-        continuation.onTermination = { _ in task.cancel(); inner.close() }
+        queue.setOnTermination { task.cancel(); inner.close() }
         forwarder = task
     }
 

@@ -5,27 +5,36 @@ import Foundation
 /// reader, which then closes the descriptor and finishes the stream.
 ///
 /// Used for H4 byte streams (Unix, TCP, serial) and the kernel's exclusive HCI user channel.
+///
+/// `whenFull` says what the source can afford when the host falls behind: a socket whose peer waits (the simulator,
+/// an H4 bridge) is `.wait` — the reader stops reading, the peer's writes block, nothing is lost; a live controller
+/// (the kernel's sockets, a UART) is `.drop` — advertising reports beyond the queue's bound are counted and dropped
+/// (`statistics.droppedReports`), everything else is kept.
 public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     public let name: String
-    public let incoming: AsyncThrowingStream<H4Packet, any Error>
+    public let incoming: StageQueue<H4Packet>
 
     private let descriptor: OwnedDescriptor
-    private let continuation: AsyncThrowingStream<H4Packet, any Error>.Continuation
     private let lock = NSLock()
     private var stats = TransportStatistics()
     private let acceptsSend: Bool
 
     /// Link counters, including the deframer's garbage counts.
-    public var statistics: TransportStatistics { lock.withLock { stats } }
+    public var statistics: TransportStatistics {
+        var s = lock.withLock { stats }
+        s.droppedReports = incoming.dropped
+        return s
+    }
 
     /// Takes ownership of `fd` and starts the reader thread.
     init(name: String, fd: Int32, framer: some PacketFramer & Sendable, acceptsSend: Bool = true,
-         readBufferSize: Int = 4096) throws {
+         readBufferSize: Int = 4096, whenFull: StageQueue<H4Packet>.WhenFull,
+         queueCapacity: Int = StageQueue<H4Packet>.defaultCapacity) throws {
         self.name = name
         self.descriptor = try OwnedDescriptor(fd)
         self.acceptsSend = acceptsSend
-        (incoming, continuation) = AsyncThrowingStream.makeStream(of: H4Packet.self, bufferingPolicy: .unbounded)
-        continuation.onTermination = { [descriptor] _ in descriptor.close() }
+        incoming = StageQueue(capacity: queueCapacity, whenFull: whenFull)
+        incoming.setOnTermination { [descriptor] in descriptor.close() }
         let thread = Thread { [self] in self.readLoop(framer: framer, bufferSize: readBufferSize) }
         thread.name = "hci-reader \(name)"
         thread.start()
@@ -51,11 +60,13 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
                     stats.garbageBytes = framer.garbageBytes
                     stats.oversizedHeaders = framer.oversizedHeaders
                 }
-                for p in packets { continuation.yield(p) }
+                for p in packets {
+                    if incoming.sendBlocking(p, essential: !p.isAdvertisingReport) == .terminated { break }
+                }
             }
-            continuation.finish()
+            incoming.finish()
         } catch {
-            continuation.finish(throwing: error)
+            incoming.finish(throwing: error)
         }
     }
 

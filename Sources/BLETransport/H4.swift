@@ -42,3 +42,24 @@ public struct H4Packet: Hashable, Sendable {
         return out
     }
 }
+
+extension H4Packet {
+    /// Whether a live source may drop this packet when the host falls behind: only advertising reports, which are
+    /// samples of a radio that keeps sending. Everything else (command answers, connection events, Number Of
+    /// Completed Packets, Hardware Error, ACL data) carries the host's state and is never dropped.
+    ///
+    /// The codes are the HCI layer's (Core v5.4, Vol 4, Part E, §7.7.65): LE Meta event 0x3E with subevent LE
+    /// Advertising Report 0x02, LE Directed Advertising Report 0x0B or LE Extended Advertising Report 0x0D. They are
+    /// repeated here, below that layer, because the transport's reader must decide before anything parses.
+    @inlinable public var isAdvertisingReport: Bool {
+        guard type == .event, payload.count >= 3, payload[0] == Self.leMetaEventCode else { return false }
+        let sub = payload[2]
+        return sub == Self.leAdvertisingReport || sub == Self.leDirectedAdvertisingReport
+            || sub == Self.leExtendedAdvertisingReport
+    }
+
+    @usableFromInline static let leMetaEventCode: UInt8 = 0x3E
+    @usableFromInline static let leAdvertisingReport: UInt8 = 0x02
+    @usableFromInline static let leDirectedAdvertisingReport: UInt8 = 0x0B
+    @usableFromInline static let leExtendedAdvertisingReport: UInt8 = 0x0D
+}

@@ -30,7 +30,7 @@ public enum H4Stream {
             _ = Glibc.close(fd)
             throw connectError(e, "connect to unix:\(path)")
         }
-        return try FileDescriptorTransport(name: "unix:\(path)", fd: fd, framer: H4StreamFramer())
+        return try FileDescriptorTransport(name: "unix:\(path)", fd: fd, framer: H4StreamFramer(), whenFull: .wait)
     }
 
     /// Connects to `host:port` over TCP (IPv4 or IPv6, first address that answers), with Nagle off
@@ -53,7 +53,8 @@ public enum H4Stream {
                 if connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 {
                     var one: Int32 = 1
                     _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                    return try FileDescriptorTransport(name: "tcp:\(host):\(port)", fd: fd, framer: H4StreamFramer())
+                    return try FileDescriptorTransport(name: "tcp:\(host):\(port)", fd: fd, framer: H4StreamFramer(),
+                                                       whenFull: .wait)
                 }
                 lastErrno = errno
                 _ = Glibc.close(fd)
@@ -102,7 +103,9 @@ public enum H4Stream {
             throw TransportError.fromErrno(e, "configure \(path) (tcsetattr)")
         }
         _ = tcflush(fd, TCIOFLUSH)
-        return try FileDescriptorTransport(name: "serial:\(path)@\(baud)", fd: fd, framer: H4StreamFramer())
+        // A UART cannot be paused: a controller on it is a live radio.
+        return try FileDescriptorTransport(name: "serial:\(path)@\(baud)", fd: fd, framer: H4StreamFramer(),
+                                           whenFull: .drop)
     }
 
     static func baudConstant(_ baud: Int) -> speed_t? {

@@ -8,9 +8,10 @@ public protocol HCITransport: AnyObject, Sendable {
     /// A human-readable name for logs ("hci0 (exclusive)", "unix:/tmp/gw.sock").
     var name: String { get }
 
-    /// Packets from the controller, in order. The stream finishes on end of input (unplug, end of
-    /// capture) and throws a `TransportError` on an I/O failure. It may be iterated once.
-    var incoming: AsyncThrowingStream<H4Packet, any Error> { get }
+    /// Packets from the controller, in order. The queue finishes on end of input (unplug, end of
+    /// capture) and throws a `TransportError` on an I/O failure. It may be iterated once. Its `whenFull` says
+    /// whether the source waits for the host (a capture, a socket) or drops advertising reports (a live radio).
+    var incoming: StageQueue<H4Packet> { get }
 
     /// Sends one packet to the controller. Throws a `TransportError` when the link is gone.
     func send(_ packet: H4Packet) throws

@@ -123,6 +123,6 @@ public enum KernelExclusive {
             fd = try KernelHCISocket.open(device: index, channel: Int32(CBT_HCI_CHANNEL_USER), adapterName: adapter)
         }
         return try FileDescriptorTransport(name: "\(adapter) (exclusive)", fd: fd, framer: H4DatagramFramer(),
-                                           readBufferSize: 65536 + 8)
+                                           readBufferSize: 65536 + 8, whenFull: .drop)
     }
 }

@@ -13,7 +13,7 @@ import Foundation
 /// Receive-only: `send` throws `.unsupported`.
 public final class KernelSharedTransport: HCITransport, @unchecked Sendable {
     public let name: String
-    public var incoming: AsyncThrowingStream<H4Packet, any Error> { monitor.incoming }
+    public var incoming: StageQueue<H4Packet> { monitor.incoming }
 
     private let monitor: FileDescriptorTransport
     private let control: OwnedDescriptor
@@ -45,7 +45,7 @@ public final class KernelSharedTransport: HCITransport, @unchecked Sendable {
         let monitorFD = try KernelHCISocket.open(device: KernelHCISocket.noDevice,
                                                  channel: Int32(CBT_HCI_CHANNEL_MONITOR), adapterName: adapter)
         self.monitor = try FileDescriptorTransport(name: name, fd: monitorFD, framer: MonitorFramer(index: index),
-                                                   acceptsSend: false, readBufferSize: 65536 + 16)
+                                                   acceptsSend: false, readBufferSize: 65536 + 16, whenFull: .drop)
         do {
             let controlFD = try KernelHCISocket.open(device: KernelHCISocket.noDevice,
                                                      channel: Int32(CBT_HCI_CHANNEL_CONTROL), adapterName: adapter)

@@ -49,6 +49,8 @@ public struct TransportStatistics: Sendable, Hashable {
     public var oversizedHeaders = 0
     /// Records skipped in a capture (truncated final record) or packets the source reported lost.
     public var droppedRecords = 0
+    /// Advertising reports a live source dropped because the host fell behind (the queue after the reader was full).
+    public var droppedReports = 0
 
     public init() {}
 }

@@ -56,7 +56,7 @@ func eventually(_ condition: () -> Bool) async -> Bool {
         let runner = Task { try await controller.run() }
         let call = Task { try await controller.execute(ResetCommand()) }
         let watcher = Task { () -> HCIOpcode? in
-            for await e in events { if case .commandTimedOut(let op, _, _) = e { return op } }
+            for await e in events.ignoringErrors { if case .commandTimedOut(let op, _, _) = e { return op } }
             return nil
         }
         #expect(await eventually { t.sent.count == 1 })
@@ -80,26 +80,31 @@ func eventually(_ condition: () -> Bool) async -> Bool {
         try? await runner.value
     }
 
-    @Test func otherEventsGoToSubscribersAndMalformedOnesAreCounted() async throws {
+    @Test func otherEventsGoToSubscribersAndReportsOnlyToThoseThatAskedForThem() async throws {
         let t = ScriptedHCITransport(script: [])
         let controller = HCIController(transport: t, clock: ManualClock())
-        let events = controller.events()
+        let events = controller.events(includingReports: true)
+        let stateOnly = controller.events()
         let runner = Task { try await controller.run() }
         t.inject([0x04, 0x10, 0x01, 0x03])  // Hardware Error
         t.inject([0x04, 0x3E, 0x03, 0x02, 0x01, 0x00])  // advertising report cut short
         t.inject([0x04, 0x05, 0x04, 0x00, 0x40, 0x00, 0x13])  // Disconnection Complete
         t.end()
-        var kinds: [String] = []
-        for await e in events {
-            switch e {
-            case .event(.hardwareError(let code)): kinds.append("hw\(code)")
-            case .event(.disconnectionComplete(let d)): kinds.append("disc\(d.reason.rawValue)")
-            case .malformed: kinds.append("malformed")
-            case .transportEnded(let err): kinds.append(err == nil ? "end" : "error")
-            default: kinds.append("other")
+        func kinds(_ q: StageQueue<HCIControllerEvent>) async -> [String] {
+            var kinds: [String] = []
+            for await e in q.ignoringErrors {
+                switch e {
+                case .event(.hardwareError(let code)): kinds.append("hw\(code)")
+                case .event(.disconnectionComplete(let d)): kinds.append("disc\(d.reason.rawValue)")
+                case .malformed: kinds.append("malformed")
+                case .transportEnded(let err): kinds.append(err == nil ? "end" : "error")
+                default: kinds.append("other")
+                }
             }
+            return kinds
         }
-        #expect(kinds == ["hw3", "malformed", "disc19", "end"])
+        #expect(await kinds(events) == ["hw3", "malformed", "disc19", "end"])
+        #expect(await kinds(stateOnly) == ["hw3", "disc19", "end"])
         try await runner.value
         #expect(controller.statistics.malformedPackets == 1)
     }

@@ -278,7 +278,7 @@ struct LELinksSimulatorTests {
             _ = try await controller.execute(LECreateConnectionCommand(
                 peerAddressType: .public, peerAddress: BDAddress("00:1B:DC:10:00:01")!))
             await advance(seconds: 1)
-            for await e in events {
+            for await e in events.ignoringErrors {
                 if case .event(.leConnectionComplete(let cc)) = e {
                     #expect(cc.status.isSuccess)
                     return cc.handle

@@ -36,7 +36,7 @@ import Testing
     @Test func streamDeliversPacketsSplitAndMergedAcrossWrites() async throws {
         let (mine, peer) = try socketPair()
         defer { Glibc.close(peer) }
-        let t = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer())
+        let t = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer(), whenFull: .wait)
         var it = t.incoming.makeAsyncIterator()
         let all = resetComplete + report
         write(peer, Array(all[0..<3]))
@@ -52,7 +52,7 @@ import Testing
     @Test func sendWritesTheWholeH4Packet() throws {
         let (mine, peer) = try socketPair()
         defer { Glibc.close(peer) }
-        let t = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer())
+        let t = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer(), whenFull: .wait)
         try t.send(H4Packet(type: .command, payload: [0x03, 0x0C, 0x00]))
         #expect(read(peer, count: 4) == resetBytes)
         #expect(t.statistics.packetsSent == 1)
@@ -62,7 +62,7 @@ import Testing
     @Test func garbageOnTheLineIsCountedInStatistics() async throws {
         let (mine, peer) = try socketPair()
         defer { Glibc.close(peer) }
-        let t = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer())
+        let t = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer(), whenFull: .wait)
         write(peer, [0xFF, 0x00] + resetComplete)
         var it = t.incoming.makeAsyncIterator()
         #expect(try await it.next()?.h4Bytes == resetComplete)
@@ -72,7 +72,7 @@ import Testing
 
     @Test func peerClosingFinishesTheStream() async throws {
         let (mine, peer) = try socketPair()
-        let t = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer())
+        let t = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer(), whenFull: .wait)
         write(peer, resetComplete)
         Glibc.close(peer)
         var got: [H4Packet] = []
@@ -83,7 +83,7 @@ import Testing
     @Test func closeIsIdempotentAndLaterSendsFailAsClosed() async throws {
         let (mine, peer) = try socketPair()
         defer { Glibc.close(peer) }
-        let t = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer())
+        let t = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer(), whenFull: .wait)
         t.close()
         t.close()
         for try await _ in t.incoming {}
@@ -96,7 +96,7 @@ import Testing
         // SOCK_SEQPACKET keeps message boundaries like the kernel's HCI user channel.
         let (mine, peer) = try socketPair(Int32(SOCK_SEQPACKET.rawValue))
         defer { Glibc.close(peer) }
-        let t = try FileDescriptorTransport(name: "user", fd: mine, framer: H4DatagramFramer())
+        let t = try FileDescriptorTransport(name: "user", fd: mine, framer: H4DatagramFramer(), whenFull: .drop)
         write(peer, resetComplete)
         write(peer, [0x04])  // too short to be a packet: counted, not delivered
         write(peer, report)
@@ -144,7 +144,7 @@ import Testing
         let path = NSTemporaryDirectory() + "blegw-capture-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).btsnoop"
         defer { unlink(path) }
         let clock = ManualClock()
-        let inner = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer())
+        let inner = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer(), whenFull: .wait)
         let t = CapturingTransport(wrapping: inner, writer: try BtsnoopFileWriter(path: path), clock: clock)
         try t.send(H4Packet(type: .command, payload: [0x03, 0x0C, 0x00]))
         #expect(read(peer, count: 4) == resetBytes)
