@@ -99,10 +99,7 @@ final class AdapterSupervisor: @unchecked Sendable {
 
     var counters: SightingSourceCounters {
         var c = countersBox.withLock { $0 }
-        if let s = sessionBox.withLock({ $0?.scanner })?.statistics.assembler {
-            c.reports += s.reports
-            c.malformedEvents += s.malformedAdvertisingEvents + s.malformedPackets
-        }
+        if let s = sessionBox.withLock({ $0?.scanner }) { c.add(session: s) }
         return c
     }
 
@@ -353,11 +350,7 @@ final class AdapterSupervisor: @unchecked Sendable {
                                       logger: self.logger)
                 session.scanner = scanner
                 let again = await self.runScanner(scanner, restarts: restarts, announce: first, sighting: sighting)
-                let s = scanner.statistics.assembler
-                self.countersBox.withLock {
-                    $0.reports += s.reports
-                    $0.malformedEvents += s.malformedAdvertisingEvents + s.malformedPackets
-                }
+                self.countersBox.withLock { $0.add(session: scanner) }
                 guard again else { break }
                 first = false
                 self.logger.info("adapter \(self.spec): scanning again with new parameters (\(self.parameters))")

@@ -57,10 +57,7 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
     // MARK: SightingSource
 
     public var counters: SightingSourceCounters {
-        supervisors.values.reduce(into: SightingSourceCounters()) { c, s in
-            c.reports += s.counters.reports
-            c.malformedEvents += s.counters.malformedEvents
-        }
+        supervisors.values.reduce(SightingSourceCounters()) { $0 + $1.counters }
     }
 
     public func run(adapter: @escaping @Sendable (AdapterReport) -> Void,

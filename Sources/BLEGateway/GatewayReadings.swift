@@ -72,7 +72,10 @@ struct GatewayReadings: Sendable {
         var publishRate: Double
         var reconnects: Int
         var reports: Int
+        /// Reports per second over the last health interval.
+        var reportRate: Double = 0
         var malformedEvents: Int
+        var dropped = DroppedReports()
         var trackedBeacons: Int
         var evictedBeacons: Int
         var residentBytes: Int
@@ -123,6 +126,13 @@ struct GatewayReadings: Sendable {
         }
         o.object("scan") { s in
             s.int("reports", h.reports)
+            s.number("reports_per_s", h.reportRate, digits: 1)
+            s.int("dropped_reports", h.dropped.total)
+            s.object("dropped") { d in
+                d.int("transport", h.dropped.transport)
+                d.int("controller", h.dropped.controller)
+                d.int("scanner", h.dropped.scanner)
+            }
             s.int("malformed_events", h.malformedEvents)
             s.int("tracked_beacons", h.trackedBeacons)
             s.int("evicted_beacons", h.evictedBeacons)

@@ -375,6 +375,7 @@ public final class GatewayRuntime: Service, Sendable {
         var next = clock.now() + interval
         var nextHealth = clock.now() + .seconds(min(5, publishing.healthIntervalSeconds))
         var lastAck: UInt64 = 0
+        var lastReports = 0
         var lastHealthTime = clock.now()
         while !Task.isCancelled {
             // Wake at least every 250 ms so a remote change of the intervals takes effect within that, not at the
@@ -402,6 +403,9 @@ public final class GatewayRuntime: Service, Sendable {
                 lastAck = stats.acknowledged
                 lastHealthTime = now
                 let counters = source.counters
+                // A new session's counters start again; a count that went down is a restart, not a negative rate.
+                let reportRate = Double(max(0, counters.reports - lastReports)) / elapsed
+                lastReports = counters.reports
                 let (tracked, evicted, reconnects, identity, regions) = state.withLock { s in
                     let ids = s.regions.regions.map(\.id)
                     return (s.ranging.trackedCount, s.ranging.statistics.evictions, s.reconnects,
@@ -411,7 +415,8 @@ public final class GatewayRuntime: Service, Sendable {
                 }
                 let health = GatewayReadings.Health(
                     uptime: (now - started).seconds, spool: spool.statistics, publish: stats, publishRate: rate,
-                    reconnects: reconnects, reports: counters.reports, malformedEvents: counters.malformedEvents,
+                    reconnects: reconnects, reports: counters.reports, reportRate: reportRate,
+                    malformedEvents: counters.malformedEvents, dropped: counters.dropped,
                     trackedBeacons: tracked, evictedBeacons: evicted, residentBytes: SystemFacts.residentBytes(),
                     adapter: (source as? any AdapterLifecycleReporting)?.lifecycleStatistics,
                     adapterSlots: (source as? any AdapterLifecycleReporting)?.adapterSlots,

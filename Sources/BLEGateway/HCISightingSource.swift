@@ -74,10 +74,7 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
     public var counters: SightingSourceCounters {
         if let s = supervisor.withLock({ $0 }) { return s.counters }
         var c = countersBox.withLock { $0 }
-        if let s = current.withLock({ $0 })?.statistics.assembler {
-            c.reports += s.reports
-            c.malformedEvents += s.malformedAdvertisingEvents + s.malformedPackets
-        }
+        if let s = current.withLock({ $0 }) { c.add(session: s) }
         return c
     }
 
@@ -128,11 +125,11 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                     case .event(.hardwareError(let code)):
                         let why = "Hardware Error event (code 0x\(String(code, radix: 16)))"
                         report(.resetting, why)
-                        throw SourceStopped(description: why)
+                        throw SourceStopped(.controllerFault, why)
                     case .commandTimedOut(let opcode, let after, _):
                         let why = "\(opcode) got no answer within \(after): the controller is stuck"
                         report(.resetting, why)
-                        throw SourceStopped(description: why)
+                        throw SourceStopped(.controllerFault, why)
                     default:
                         continue
                     }
@@ -161,11 +158,7 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                 }
                 self.current.withLock { $0 = scanner }
                 defer {
-                    let s = scanner.statistics.assembler
-                    self.countersBox.withLock {
-                        $0.reports += s.reports
-                        $0.malformedEvents += s.malformedAdvertisingEvents + s.malformedPackets
-                    }
+                    self.countersBox.withLock { $0.add(session: scanner) }
                     self.current.withLock { $0 = nil }
                 }
                 if observer {
@@ -197,10 +190,14 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                 }
                 try Task.checkCancellation()
                 // The reports ended without cancellation: the transport is gone (unplugged, end of a capture).
-                let why: String
-                if case .file = spec { why = "end of the capture" } else { why = "the controller's transport ended" }
+                if case .file(let path) = spec {
+                    let why = "end of the capture"
+                    report(.poweredOff, why)
+                    throw SourceStopped(.endOfCapture, why, damage: Self.damage(of: transport, path: path))
+                }
+                let why = "the controller's transport ended"
                 report(.poweredOff, why)
-                throw SourceStopped(description: why)
+                throw SourceStopped(.transportEnded, why)
             }
             // The first to fail ends the others: a dead transport ends the scan, a fault restarts everything.
             defer { group.cancelAll() }
@@ -215,7 +212,35 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
 
     /// Why a source stopped without an error of a lower layer.
     public struct SourceStopped: Error, CustomStringConvertible, Sendable {
+        public enum Kind: Sendable, Hashable {
+            /// A replayed capture delivered its last packet: the normal end of `scan --device file:…`.
+            case endOfCapture
+            /// The controller's transport ended (unplugged, the peer closed the socket).
+            case transportEnded
+            /// A Hardware Error or an unanswered command: the controller must be brought up again.
+            case controllerFault
+        }
+        public var kind: Kind
         public var description: String
+        /// For `.endOfCapture`: what the file lacked (a record cut short, bytes that were no packet), if anything.
+        public var damage: String?
+
+        public init(_ kind: Kind, _ description: String, damage: String? = nil) {
+            self.kind = kind
+            self.description = description
+            self.damage = damage
+        }
+    }
+
+    /// What a replayed capture lacked, said for a person: nil when it was whole.
+    static func damage(of transport: any HCITransport, path: String) -> String? {
+        guard let s = (transport as? any TransportStatisticsProviding)?.statistics else { return nil }
+        var parts: [String] = []
+        if s.droppedRecords > 0 { parts.append("it ends in the middle of a record (\(s.droppedRecords) cut short, not replayed)") }
+        if s.garbageBytes > 0 { parts.append("\(s.garbageBytes) bytes were no HCI packet and were skipped") }
+        guard !parts.isEmpty else { return nil }
+        return "capture \(path): " + parts.joined(separator: "; ")
+            + "; every packet before the damage was replayed"
     }
 
     static func state(for e: TransportError) -> AdapterReport.State {

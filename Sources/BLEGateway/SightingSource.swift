@@ -1,4 +1,6 @@
 import BLEDomain
+import BLEHost
+import BLETransport
 
 /// Where the gateway's sightings come from: an adapter being brought up, scanned and watched.
 /// `run` returns or throws when the adapter is lost; the runtime reports that and runs it again.
@@ -17,9 +19,48 @@ public protocol SightingSource: Sendable {
 public struct SightingSourceCounters: Sendable, Equatable {
     public var reports = 0
     public var malformedEvents = 0
-    public init(reports: Int = 0, malformedEvents: Int = 0) {
+    /// Advertising reports a live source dropped because the host fell behind, by the stage whose queue was full
+    /// (a source that can wait — a capture, a socket — is waited for and drops nothing).
+    public var dropped = DroppedReports()
+
+    public init(reports: Int = 0, malformedEvents: Int = 0, dropped: DroppedReports = DroppedReports()) {
         self.reports = reports
         self.malformedEvents = malformedEvents
+        self.dropped = dropped
+    }
+
+    /// What one scanning session (transport, controller, scanner) counted, added to these.
+    mutating func add(session scanner: Scanner) {
+        let s = scanner.statistics
+        reports += s.assembler.reports
+        malformedEvents += s.assembler.malformedAdvertisingEvents + s.assembler.malformedPackets
+        dropped.scanner += s.droppedReports
+        dropped.controller += scanner.controller.statistics.droppedEvents
+        dropped.transport += (scanner.controller.transport as? any TransportStatisticsProviding)?
+            .statistics.droppedReports ?? 0
+    }
+
+    static func + (a: Self, b: Self) -> Self {
+        Self(reports: a.reports + b.reports, malformedEvents: a.malformedEvents + b.malformedEvents,
+             dropped: DroppedReports(transport: a.dropped.transport + b.dropped.transport,
+                                     controller: a.dropped.controller + b.dropped.controller,
+                                     scanner: a.dropped.scanner + b.dropped.scanner))
+    }
+}
+
+/// Reports dropped between the fd and the sighting sink, per stage (schema/v1/health.json, `scan.dropped`).
+public struct DroppedReports: Sendable, Equatable {
+    /// The transport's reader found the queue to the controller full.
+    public var transport = 0
+    /// The controller found the scanner's queue full.
+    public var controller = 0
+    /// The scanner found the consumer's queue full.
+    public var scanner = 0
+    public var total: Int { transport + controller + scanner }
+    public init(transport: Int = 0, controller: Int = 0, scanner: Int = 0) {
+        self.transport = transport
+        self.controller = controller
+        self.scanner = scanner
     }
 }
 

@@ -85,69 +85,82 @@ struct ScanCommand: AsyncParsableCommand {
                                        logger: logger, lifecycle: lifecycle)
         let asJSON = json || isatty(STDOUT_FILENO) != 1
         let table = LockedTable()
-        let failure = Locked(StartFailure())
-        let output = LineWriter()
+        // A reader on a pipe (`| jq`) sees each line as it is made; a file gets 64 KiB writes.
+        let output = LineWriter(lineAtATime: StandardOutput.isPipeOrTerminal)
+        // Adapter states, in order, for the watcher below: it decides whether a failure is the user's to fix.
+        let (adapterReports, adapterSink) = AsyncStream.makeStream(of: AdapterReport.self)
+        let captureDamage = Locked<String?>(nil)
 
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
+        let run: @Sendable () async throws -> Void = {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    defer { adapterSink.finish() }
+                    do {
+                        try await source.run(
+                            adapter: { adapterSink.yield($0) },
+                            sighting: { s in
+                                guard filter.matches(s) else { return }
+                                if asJSON { output.writeLine { s.appendJSON(to: &$0) } } else { table.add(s) }
+                            })
+                    } catch let stop as HCISightingSource.SourceStopped where stop.kind == .endOfCapture {
+                        captureDamage.withLock { $0 = stop.damage }
+                    }
+                }
+                // Until the adapter has run once, a failure is the user's to fix (no such adapter, no permission,
+                // busy): say so and exit. Once it has run, the lifecycle's recovery takes over (unplug, reset, …).
+                group.addTask {
+                    var start = StartFailure()
+                    for await report in adapterReports {
+                        if report.state == .poweredOn { start.running() } else { start.set(report) }
+                        if let failed = start.beforeFirstRun {
+                            throw ScanFailure(report: failed, error: ScanFailure.AdapterUnusable(), spec: spec)
+                        }
+                    }
+                }
+                if let duration {
+                    group.addTask {
+                        try await Task.sleep(for: .seconds(duration))
+                        throw CancellationError()
+                    }
+                }
+                if !asJSON {
+                    group.addTask {
+                        // A screen is redrawn on a period; nothing waits on this.
+                        while true {
+                            try await Task.sleep(for: .milliseconds(500))
+                            output.write(Array(("\u{1B}[H\u{1B}[2J" + table.render(device: device)).utf8))
+                        }
+                    }
+                }
+                defer { group.cancelAll() }
                 do {
-                    try await source.run(
-                        adapter: { report in
-                            failure.withLock { if report.state == .poweredOn { $0.running() } else { $0.set(report) } }
-                        },
-                        sighting: { s in
-                            guard filter.matches(s) else { return }
-                            if asJSON {
-                                var line: [UInt8] = []
-                                s.appendJSON(to: &line)
-                                line.append(UInt8(ascii: "\n"))
-                                output.write(line)
-                            } else {
-                                table.add(s)
-                            }
-                        })
-                } catch is CancellationError {
-                } catch {
-                    if case .file = spec, "\(error)" == "end of the capture" { return }
-                    throw ScanFailure(report: failure.withLock { $0.report }, error: error, spec: spec)
-                }
+                    // The source's end (a capture replayed whole) or the first failure ends the scan.
+                    try await group.next()
+                } catch is CancellationError {}
             }
-            // Until the adapter has run once, a failure is the user's to fix (no such adapter, no permission,
-            // busy): say so and exit. Once it has run, the lifecycle's recovery takes over (unplug, reset, …).
-            group.addTask {
-                while true {
-                    try await Task.sleep(for: .milliseconds(100))
-                    if let report = failure.withLock({ $0.beforeFirstRun }) {
-                        throw ScanFailure(report: report, error: ScanFailure.AdapterUnusable(), spec: spec)
-                    }
-                }
-            }
-            if let duration {
-                group.addTask {
-                    try await Task.sleep(for: .seconds(duration))
-                    throw CancellationError()
-                }
-            }
-            if !asJSON {
-                group.addTask {
-                    while true {
-                        try await Task.sleep(for: .milliseconds(500))
-                        output.write(Array(("\u{1B}[H\u{1B}[2J" + table.render(device: device)).utf8))
-                    }
-                }
-            }
-            do {
-                try await group.next()
-            } catch is CancellationError {
-            } catch let e as ScanFailure {
-                group.cancelAll()
-                FileHandle.standardError.write(Data("error: \(e.message)\n".utf8))
-                throw ExitCode(e.exitCode)
-            }
-            group.cancelAll()
+        }
+        do {
+            try await cancellingOnSignals(run)
+        } catch let e as ScanFailure {
+            output.flush()
+            FileHandle.standardError.write(Data("error: \(e.message)\n".utf8))
+            throw ExitCode(e.exitCode)
+        } catch {
+            output.flush()
+            let e = ScanFailure(report: nil, error: error, spec: spec)
+            FileHandle.standardError.write(Data("error: \(e.message)\n".utf8))
+            throw ExitCode(e.exitCode)
         }
         output.flush()
         if !asJSON { print(table.render(device: device)) }
+        let counters = source.counters
+        var summary = "scan: \(counters.reports) reports, \(counters.dropped.total) dropped"
+        if counters.dropped.total > 0 {
+            summary += " (the host fell behind the radio: \(counters.dropped.transport) at the transport, "
+                + "\(counters.dropped.controller) at the controller, \(counters.dropped.scanner) at the scanner)"
+        }
+        if let damage = captureDamage.withLock({ $0 }) { summary += "\nwarning: \(damage)" }
+        FileHandle.standardError.write(Data((summary + "\n").utf8))
     }
 }
 
@@ -206,17 +219,36 @@ struct StartFailure: Sendable {
     }
 }
 
-/// Buffered stdout for JSON lines: one write per 64 KiB, flushed at the end.
+/// Stdout for JSON lines: one write per 64 KiB into a file, or a line at a time for a reader on a pipe; flushed at
+/// the end, on every way out (`cancellingOnSignals`).
 final class LineWriter: @unchecked Sendable {
     private let lock = NSLock()
     private var buffer: [UInt8] = []
+    private let lineAtATime: Bool
+
+    init(lineAtATime: Bool) {
+        self.lineAtATime = lineAtATime
+        buffer.reserveCapacity(65536 + 4096)
+    }
+
+    /// One line, written in place by `body` (no array of its own), and its newline.
+    func writeLine(_ body: (inout [UInt8]) -> Void) {
+        lock.withLock {
+            body(&buffer)
+            buffer.append(UInt8(ascii: "\n"))
+            if lineAtATime || buffer.count >= 65536 { flushLocked() }
+        }
+    }
+
     func write(_ bytes: [UInt8]) {
         lock.withLock {
             buffer.append(contentsOf: bytes)
-            if buffer.count >= 65536 || bytes.first == 0x1B { flushLocked() }
+            if lineAtATime || buffer.count >= 65536 || bytes.first == 0x1B { flushLocked() }
         }
     }
+
     func flush() { lock.withLock { flushLocked() } }
+
     private func flushLocked() {
         guard !buffer.isEmpty else { return }
         StandardOutput.write(buffer)
@@ -255,14 +287,15 @@ final class LockedTable: @unchecked Sendable {
         let now = Date().timeIntervalSince1970
         return lock.withLock {
             var out = "blegateway scan \(device) — \(rows.count) devices\n\n"
-            out += "ADDRESS            NAME                  KIND            RSSI   LAST SEEN  COUNT\n"
+            out += "ADDRESS            NAME                  KIND            RSSI   LAST SEEN    COUNT\n"
             for (address, r) in rows.sorted(by: { ($0.value.rssi ?? -128) > ($1.value.rssi ?? -128) }).prefix(limit) {
                 let printable = String(r.name.unicodeScalars.map { $0.properties.isWhitespace || $0.value >= 0x20 ? Character($0) : "?" })
                 out += address.padding(toLength: 19, withPad: " ", startingAt: 0)
                 out += String(printable.prefix(20)).padding(toLength: 22, withPad: " ", startingAt: 0)
                 out += r.kind.padding(toLength: 16, withPad: " ", startingAt: 0)
                 out += (r.rssi.map { "\($0)" } ?? "n/a").padding(toLength: 7, withPad: " ", startingAt: 0)
-                out += String(format: "%6.1fs ago", max(0, now - r.lastSeen)).padding(toLength: 11, withPad: " ", startingAt: 0)
+                // "%6.1fs ago" is 11 characters: two more keep COUNT clear of it.
+                out += String(format: "%6.1fs ago", max(0, now - r.lastSeen)).padding(toLength: 13, withPad: " ", startingAt: 0)
                 out += "\(r.count)\n"
             }
             if rows.count > limit { out += "… \(rows.count - limit) more\n" }

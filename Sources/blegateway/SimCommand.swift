@@ -60,16 +60,6 @@ struct SimCommand: AsyncParsableCommand {
         }
         say("sim: \(loaded.emitters.count) advertisers, speed \(speed), seed \(seed)")
 
-        let runTask = Task { try await sim.run() }
-        // SIGINT/SIGTERM end the run cleanly (sockets removed, truth flushed).
-        let signals = [SIGINT, SIGTERM].map { sig in
-            signal(sig, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler { runTask.cancel() }
-            source.resume()
-            return source
-        }
-        defer { signals.forEach { $0.cancel() } }
         let status = Task {
             guard statusEvery > 0 else { return }
             while !Task.isCancelled {
@@ -87,11 +77,8 @@ struct SimCommand: AsyncParsableCommand {
             }
         }
         defer { status.cancel() }
-        do {
-            try await runTask.value
-        } catch is CancellationError {
-            say("sim: stopped")
-        }
+        // SIGINT/SIGTERM end the run cleanly (sockets removed, truth flushed).
+        if try await cancellingOnSignals({ try await sim.run() }) { say("sim: stopped") }
     }
 }
 

@@ -21,4 +21,13 @@ enum StandardOutput {
     }
 
     static func write(_ text: String) { write(Array(text.utf8)) }
+
+    /// Whether a person or another program reads stdout as it comes (a terminal, a pipe, a socket), rather than a
+    /// file or /dev/null.
+    static var isPipeOrTerminal: Bool {
+        var st = stat()
+        guard fstat(STDOUT_FILENO, &st) == 0 else { return false }
+        let kind = st.st_mode & S_IFMT
+        return kind == S_IFIFO || kind == S_IFSOCK || isatty(STDOUT_FILENO) == 1
+    }
 }
