@@ -65,7 +65,14 @@ demo: deps
 	$(SWIFT) build --product blegateway
 	deploy/demo.sh "$$($(SWIFT) build --show-bin-path)/blegateway"
 
+# The peer measured beside the replay benchmark: Home Assistant's advertisement parser, in a venv kept outside the clone.
+BENCH_VENV   ?= /var/cache/blegateway-bench-venv
+BENCH_PEER   := bluetooth-data-tools==1.29.24
+
 bench: deps
+	$(call apt_install,valgrind binutils python3-venv)
+	@[ -x $(BENCH_VENV)/bin/python3 ] && $(BENCH_VENV)/bin/pip show -q bluetooth-data-tools >/dev/null 2>&1 || \
+	  { python3 -m venv $(BENCH_VENV) && $(BENCH_VENV)/bin/pip install -q $(BENCH_PEER); }
 	# One product per build: given two --product options, swift build builds only the last.
 	$(SWIFT) build -c release --product blegateway-bench
 	$(SWIFT) build -c release --product blegateway

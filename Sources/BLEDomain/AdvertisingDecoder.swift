@@ -109,8 +109,9 @@ public struct Advertisement: Sendable {
         }
     }
 
-    /// The local name's raw octets (complete preferred over shortened), without decoding them.
-    @inlinable public var nameBytes: ArraySlice<UInt8>? { nameRange.map { data[$0] } }
+    /// The local name's raw octets (complete preferred over shortened), without decoding them, up to the first NUL:
+    /// devices pad names with NULs (a fixed-size buffer sent whole), and BlueZ and tshark read the name as a C string.
+    @inlinable public var nameBytes: ArraySlice<UInt8>? { nameRange.map { data[$0].prefix { $0 != 0 } } }
 
     /// Whether `name` is the Complete Local Name (0x09) rather than the Shortened one (0x08).
     @inlinable public var nameIsComplete: Bool { nameIsCompleteFlag }

@@ -40,12 +40,15 @@ extension GatewayRuntime {
         guard configuration.remoteConfig.enabled, configuration.remoteConfig.startupWaitSeconds > 0 else { return }
         let deadline = clock.now() + .seconds(configuration.remoteConfig.startupWaitSeconds)
         var connectedAt: Duration?
+        // Woken by the connection and by each document (`configurationProgress`); the deadlines bound the wait.
         while clock.now() < deadline, !Task.isCancelled {
             if connectedAt == nil, state.withLock({ $0.connectedOnce }) { connectedAt = clock.now() }
+            var until = deadline
             if let at = connectedAt {
                 if remote.seenLayers.count == 2 || clock.now() - at >= .milliseconds(500) { break }
+                until = min(until, at + .milliseconds(500))
             }
-            do { try await clock.sleep(for: .milliseconds(20)) } catch { return }
+            await configurationProgress.wait(upTo: until - clock.now(), clock: clock)
         }
         if connectedAt == nil {
             let wait = configuration.remoteConfig.startupWaitSeconds
@@ -65,6 +68,7 @@ extension GatewayRuntime {
     }
 
     private func receiveConfigurationAlone(_ layer: RemoteConfigController.Layer, payload: [UInt8]) {
+        defer { configurationProgress.signal() }
         guard let outcome = remote.receive(layer, payload: payload) else { return }
         if outcome.status != .rejected {
             let c = outcome.effective

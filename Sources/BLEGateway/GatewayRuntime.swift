@@ -31,6 +31,9 @@ public final class GatewayRuntime: Service, Sendable {
     let peripherals: PeripheralService
     let clockSynchronized: @Sendable () -> Bool
     let state: Locked<RuntimeState>
+    /// Signalled when the broker accepts the connection and when a remote document arrives: the start-up wait for the
+    /// retained configuration waits on it.
+    let configurationProgress = WakeSignal()
 
     struct RuntimeState: Sendable {
         var ranging: RangingEngine
@@ -196,9 +199,15 @@ public final class GatewayRuntime: Service, Sendable {
         let ticker = Task { await tick(started: started) }
         let scanning = Task { await scan() }
 
-        // Wait for graceful shutdown (SIGTERM/SIGINT through the service group) or cancellation; only a graceful
-        // shutdown waits for the broker to drain the spool.
-        try? await gracefulShutdown()
+        // Wait for graceful shutdown (SIGTERM/SIGINT through the service group), the end of a replayed capture (the
+        // scan returns: nothing more will come), or cancellation; only a graceful shutdown (or the capture's end)
+        // waits for the broker to drain the spool.
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { try? await gracefulShutdown() }
+            group.addTask { await scanning.value }
+            await group.next()
+            group.cancelAll()
+        }
         let graceful = !Task.isCancelled
 
         // 1. End the peripheral links (their GATT work with them), then stop scanning.
@@ -218,11 +227,7 @@ public final class GatewayRuntime: Service, Sendable {
         _ = try? spool.commit()
         publisher.readingsAvailable()
         // 3. Drain what the broker can take in a few seconds; the rest stays in the spool for the next start.
-        let deadline = clock.now() + .seconds(3)
-        while graceful, clock.now() < deadline, publisher.statistics.connected,
-              spool.statistics.depth > 0 || publisher.statistics.inFlight > 0 {
-            try? await clock.sleep(for: .milliseconds(20))
-        }
+        if graceful { _ = await publisher.drain(within: .seconds(3)) }
         publishing.cancel()
         await publishing.value
         committer.cancel()
@@ -252,6 +257,7 @@ public final class GatewayRuntime: Service, Sendable {
                 recordState(readings.status(online: true, reason: first ? nil : "reconnected", ts: clock.unixTime(),
                                             synced: clockSynchronized()))
                 publisher.connectionChanged(connected: true)
+                configurationProgress.signal()
             case .disconnected(let error):
                 if let error { logger.warning("broker connection lost: \(error)") }
                 publisher.connectionChanged(connected: false)
@@ -288,6 +294,8 @@ public final class GatewayRuntime: Service, Sendable {
 
     /// The scanning side: runs the source, reporting adapter states, until cancelled; after a failure it waits with
     /// exponential backoff (1 s … 30 s) and tries again, so a missing adapter is a published state, not a crash loop.
+    /// Returns at the end of a replayed capture: the gateway then stops as on SIGTERM, once, with every report of
+    /// the file through.
     func scan() async {
         var delay: Duration = .seconds(1)
         while !Task.isCancelled {
@@ -297,6 +305,12 @@ public final class GatewayRuntime: Service, Sendable {
                 delay = .seconds(1)
             } catch is CancellationError {
                 break
+            } catch let stop as HCISightingSource.SourceStopped where stop.kind == .endOfCapture {
+                let c = source.counters
+                logger.notice(
+                    "\(configuration.adapter.device): end of the capture: \(c.reports) reports, \(c.dropped.total) dropped; stopping")
+                if let damage = stop.damage { logger.warning("\(damage)") }
+                return
             } catch {
                 logger.error("adapter \(configuration.adapter.device): \(error)")
                 if state.withLock({ $0.adapter?.state }) == .poweredOn || state.withLock({ $0.adapter == nil }) {

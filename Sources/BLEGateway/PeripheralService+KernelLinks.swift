@@ -22,7 +22,6 @@ final class KernelLinkMaker: PeripheralLinkMaker, @unchecked Sendable {
 
     /// Link relays, run in `run()`'s task group so that each ends with the session.
     private let (jobs, submit) = AsyncStream.makeStream(of: (@Sendable () async -> Void).self)
-    private let ready = Locked(false)
     private let state = Locked(State())
 
     struct State {
@@ -43,7 +42,6 @@ final class KernelLinkMaker: PeripheralLinkMaker, @unchecked Sendable {
         self.post = post
     }
 
-    var isReady: Bool { ready.withLock { $0 } }
     var readsRSSI: Bool { false }
     /// The socket's stream is unbounded (the GATT client's own bounded buffer counts its drops): none here.
     var droppedPDUs: Int { 0 }
@@ -51,7 +49,6 @@ final class KernelLinkMaker: PeripheralLinkMaker, @unchecked Sendable {
 
     func run() async {
         await withTaskGroup(of: Void.self) { group in
-            ready.withLock { $0 = true }
             // Ends when the service cancels the session.
             for await job in jobs { group.addTask { await job() } }
             let (attempt, sockets) = state.withLock { s -> (Task<Void, Never>?, [L2CAPSocket]) in

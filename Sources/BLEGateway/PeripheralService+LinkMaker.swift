@@ -11,8 +11,6 @@ protocol PeripheralLinkMaker: AnyObject, Sendable {
     /// The maker's own I/O (events from the controller, link ends) until the session ends: the link layer's
     /// end, or cancellation by the service.
     func run() async
-    /// True once actions may be taken (the event listeners are subscribed).
-    var isReady: Bool { get }
     /// Starts an attempt; its outcome comes back as `.createStatus`/`.connectionComplete` or `.connectionFailed`.
     func connect(_ peer: ConnectionManager.Peer, parameters: LEConnectionParameters) async
     /// Cancels the attempt in flight, if there still is one.
@@ -51,7 +49,6 @@ final class HCILinkMaker: PeripheralLinkMaker, @unchecked Sendable {
         self.events = controller.events()
     }
 
-    var isReady: Bool { links.isListening }
     var droppedPDUs: Int { links.statistics.attPDUsDropped }
     var readsRSSI: Bool { true }
 

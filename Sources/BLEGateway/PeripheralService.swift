@@ -286,7 +286,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                     post(.tick)
                 }
             }
-            while !maker.isReady, !Task.isCancelled { await Task.yield() }
+            // The maker's listeners were subscribed when it was made (LELinks at init; the kernel maker's jobs are
+            // queued until `run` takes them), so actions may be taken at once.
             post(.adapterUp)
             // The first to end (the link layer's end, or cancellation by the adapter's owner) ends the session.
             await group.next()

@@ -88,8 +88,10 @@ public final class LELinks: @unchecked Sendable {
     private var signaling = L2CAPLESignaling()
     private var smp = SMPResponder()
     private var stats = Statistics()
-    private var listening = false
     private var ended = false
+    /// The controller's events (no advertising reports), subscribed at init: links made before `run()` reads are
+    /// heard.
+    private let events: StageQueue<HCIControllerEvent>
 
     /// - Parameter buffers: the controller's LE ACL buffers (`ControllerInfo.leACLBuffers`): the most octets of
     ///   L2CAP data per ACL packet, and how many packets the controller holds.
@@ -103,10 +105,8 @@ public final class LELinks: @unchecked Sendable {
             bufferLength: max(1, buffers.length), bufferCount: max(1, buffers.count),
             queueLimit: configuration.queueLimit)
         (inbox, inboxContinuation) = AsyncStream.makeStream(of: Command.self)
+        events = controller.events()
     }
-
-    /// True once `run()` has subscribed to the controller's events.
-    public var isListening: Bool { lock.withLock { listening } }
 
     public var statistics: Statistics {
         lock.withLock {
@@ -139,8 +139,6 @@ public final class LELinks: @unchecked Sendable {
     /// Handles the controller's events until the transport ends or the task is cancelled; then every bearer's
     /// `incoming` finishes and later sends throw.
     public func run() async {
-        let events = controller.events()
-        lock.withLock { listening = true }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.runCommands() }
             for await event in events.ignoringErrors {

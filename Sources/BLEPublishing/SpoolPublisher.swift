@@ -28,9 +28,12 @@ public final class SpoolPublisher: Sendable {
     let client: MQTTClient
     let window: Int
     let clock: any BLEClock
-    let pollInterval: Duration
+    /// After a failed spool read, the next try (a retry delay; nothing else is waited for by time).
+    let retryInterval: Duration
     let onRejected: @Sendable (SpooledReading, MQTTError) -> Void
     let wake = WakeSignal()
+    /// Signalled on every acknowledgement and connection change: `drain` waits on it.
+    let progress = WakeSignal()
     var refillThreshold: Int { max(1, window / 4) }
     let state = Locked(State())
 
@@ -44,10 +47,11 @@ public final class SpoolPublisher: Sendable {
 
     /// - Parameters:
     ///   - window: readings handed to the client at once (≤ the client's `maxInFlight`).
-    ///   - pollInterval: how often to look for readings committed by the spool's batch window; state events and
-    ///     acknowledgements wake the publisher at once through `readingsAvailable()`.
+    ///   - retryInterval: the wait before reading the spool again after a read failed. Otherwise the publisher waits
+    ///     for an event: the spool's committer and every state event call `readingsAvailable()`, acknowledgements
+    ///     and connection changes wake it too.
     public init(
-        spool: Spool, client: MQTTClient, window: Int, clock: any BLEClock, pollInterval: Duration = .milliseconds(20),
+        spool: Spool, client: MQTTClient, window: Int, clock: any BLEClock, retryInterval: Duration = .milliseconds(100),
         onRejected: @escaping @Sendable (SpooledReading, MQTTError) -> Void = { _, _ in }
     ) {
         precondition(window > 0)
@@ -55,7 +59,7 @@ public final class SpoolPublisher: Sendable {
         self.client = client
         self.window = window
         self.clock = clock
-        self.pollInterval = pollInterval
+        self.retryInterval = retryInterval
         self.onRejected = onRejected
     }
 
@@ -70,12 +74,13 @@ public final class SpoolPublisher: Sendable {
             $0.rewind = true
         }
         wake.signal()
+        progress.signal()
     }
 
-    /// New durable readings exist (a state event was committed): publish without waiting for the poll.
+    /// New durable readings exist (the committer committed a batch, or a state event was committed): publish them.
     public func readingsAvailable() { wake.signal() }
 
-    /// Runs until cancelled. Never throws: spool read errors are retried after the poll interval.
+    /// Runs until cancelled. Never throws: spool read errors are retried after `retryInterval`.
     public func run() async {
         var cursor: UInt64 = 0
         var generation = -1
@@ -90,14 +95,16 @@ public final class SpoolPublisher: Sendable {
                 cursor = 0
             }
             guard connected else {
-                await wake.wait(upTo: .seconds(1), clock: clock)
+                await wake.wait()  // connectionChanged signals
                 continue
             }
             let room = window - inFlight
             var handed = 0
+            var readFailed = false
             // Refill in batches, not one slot per acknowledgement: a query per ack would cap replay at the rate of
             // SQLite round trips. A quarter of the window free (or an empty window) is worth a query.
-            if room > 0, room >= refillThreshold || inFlight == 0, let batch = try? spool.pending(after: cursor, limit: room) {
+            if room > 0, room >= refillThreshold || inFlight == 0,
+               let batch = Self.read(spool, after: cursor, limit: room, failed: &readFailed) {
                 let busy = state.withLock { $0.inFlight }
                 for r in batch where !busy.contains(r.seq) {
                     state.withLock {
@@ -110,8 +117,33 @@ public final class SpoolPublisher: Sendable {
                 }
                 if let last = batch.last { cursor = max(cursor, last.seq) }
             }
-            if handed == 0 { await wake.wait(upTo: pollInterval, clock: clock) }
+            if handed == 0 {
+                if readFailed { await wake.wait(upTo: retryInterval, clock: clock) } else { await wake.wait() }
+            }
         }
+    }
+
+    private static func read(_ spool: Spool, after cursor: UInt64, limit: Int, failed: inout Bool)
+        -> [SpooledReading]?
+    {
+        do { return try spool.pending(after: cursor, limit: limit) } catch {
+            failed = true
+            return nil
+        }
+    }
+
+    /// Waits until everything in the spool is acknowledged, the connection is lost, or `timeout` passes — woken by
+    /// each acknowledgement, not by a timer. Returns whether the spool was drained.
+    public func drain(within timeout: Duration) async -> Bool {
+        let deadline = clock.now() + timeout
+        while !Task.isCancelled {
+            let (connected, inFlight) = state.withLock { ($0.stats.connected, $0.inFlight.count) }
+            if spool.statistics.depth == 0 && inFlight == 0 { return true }
+            let left = deadline - clock.now()
+            guard connected, left > .zero else { return false }
+            await progress.wait(upTo: left, clock: clock)
+        }
+        return false
     }
 
     func resolved(_ r: SpooledReading, _ result: Result<MQTTPublishID, MQTTError>) {
@@ -133,6 +165,7 @@ public final class SpoolPublisher: Sendable {
             }
         }
         wake.signal()
+        progress.signal()
     }
 
     private func finish(_ seq: UInt64, _ count: (inout Statistics) -> Void) {

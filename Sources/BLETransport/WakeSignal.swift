@@ -1,9 +1,8 @@
 import Foundation
 
-/// Wakes one waiting task early: the publisher sleeps until new readings are durable, an acknowledgement frees room
-/// in the window, or the connection changes — or its poll interval passes; the spool sleeps until its commit window
-/// ends or an urgent reading arrives. A signal posted while nobody waits is remembered, so no wake-up is lost between
-/// a check and a wait.
+/// Wakes one waiting task: the publisher sleeps until new readings are durable, an acknowledgement frees room in the
+/// window, or the connection changes; the spool sleeps until its commit window ends or an urgent reading arrives. A
+/// signal posted while nobody waits is remembered, so no wake-up is lost between a check and a wait.
 public final class WakeSignal: @unchecked Sendable {
     private let lock = NSLock()
     private var pending = false
@@ -21,6 +20,12 @@ public final class WakeSignal: @unchecked Sendable {
             return nil
         }
         w?.resume()
+    }
+
+    /// Returns on a signal (or one already pending), or when the task is cancelled.
+    public func wait() async {
+        if lock.withLock({ let p = pending; pending = false; return p }) { return }
+        await waitForSignal()
     }
 
     /// Returns on a signal (or one already pending), after `timeout`, or when the task is cancelled.

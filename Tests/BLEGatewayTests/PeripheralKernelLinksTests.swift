@@ -48,7 +48,6 @@ final class ScriptedKernelLinks: PeripheralLinkMaker, @unchecked Sendable {
         state.withLock { $0.outcomes = outcomes }
     }
 
-    var isReady: Bool { true }
     var readsRSSI: Bool { false }
     var connects: Int { state.withLock { $0.connects } }
     var live: [UInt16: SimGATTBearer] { state.withLock { $0.links } }

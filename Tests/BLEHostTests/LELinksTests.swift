@@ -30,7 +30,6 @@ final class ScriptedLinks {
         links = LELinks(controller: controller, buffers: buffers)
         let l = links
         running = Task { await l.run() }
-        _ = await eventually { l.isListening }
         transport.inject(connectionComplete0x40)
         _ = await eventually { l.statistics.openLinks == 1 }
     }
@@ -302,7 +301,6 @@ struct LELinksSimulatorTests {
         #expect(info.leACLBuffers.length == 251 && info.leACLBuffers.count == 8)
         let links = LELinks(controller: rig.controller, buffers: info.leACLBuffers)
         let running = Task { await links.run() }
-        #expect(await eventually { links.isListening })
         let handle = try await rig.connect()
         let bearer = links.bearer(for: handle)
         var incoming = bearer.incoming.makeAsyncIterator()
@@ -328,7 +326,6 @@ struct LELinksSimulatorTests {
         let info = try await ControllerBringUp.run(rig.controller)
         let links = LELinks(controller: rig.controller, buffers: info.leACLBuffers)
         let running = Task { await links.run() }
-        #expect(await eventually { links.isListening })
         let handle = try await rig.connect()
         let bearer = links.bearer(for: handle)
         await rig.advance(seconds: 1)  // the fault starts at 2 s

@@ -38,7 +38,8 @@ struct SpoolPublisherTests {
                     }
                 }
             }
-            group.addTask { await spool.run(clock: SystemClock()) }
+            // As the gateway wires them: each commit wakes the publisher (it waits for events, not a timer).
+            group.addTask { await spool.run(clock: SystemClock(), committed: publisher.readingsAvailable) }
             group.addTask { await publisher.run() }
             try await body(client, publisher)
             group.cancelAll()
@@ -175,7 +176,8 @@ struct OversizedPayloadTests {
                     if case .disconnected = e { publisher.connectionChanged(connected: false) }
                 }
             }
-            group.addTask { await spool.run(clock: SystemClock()) }
+            // As the gateway wires them: each commit wakes the publisher (it waits for events, not a timer).
+            group.addTask { await spool.run(clock: SystemClock(), committed: publisher.readingsAvailable) }
             group.addTask { await publisher.run() }
             for _ in 0..<500 where publisher.statistics.acknowledged + publisher.statistics.rejected < 3 {
                 try await Task.sleep(for: .milliseconds(20))
