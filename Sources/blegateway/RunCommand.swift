@@ -93,7 +93,8 @@ struct RunCommand: AsyncParsableCommand {
             clock: clock, logger: logger, clockSynchronized: synchronized)
         logger.info("gateway \(c.gateway.id): \(c.adapter.device) (\(c.adapter.mode)) → \(c.mqtt.broker) under \(c.mqtt.prefix)/")
         let group = ServiceGroup(configuration: .init(
-            services: [.init(service: runtime)],
+            // The runtime returns by itself only at the end of a replayed capture: a normal end, not a failure.
+            services: [.init(service: runtime, successTerminationBehavior: .gracefullyShutdownGroup)],
             gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger))
         try await group.run()
