@@ -61,7 +61,7 @@ let package = Package(
         // Benchmarks are an executable, run by `make bench`, never by `make test`.
         .executableTarget(name: "blegateway-bench", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing", "BLESimulator", "BLEGateway",
-        ], path: "Benchmarks", exclude: ["c"]),
+        ], path: "Benchmarks", exclude: ["c", "peer_bluetooth_data_tools.py"]),
 
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETransport"]),

@@ -76,7 +76,8 @@ func runReplayBenchmark(args: [String]) async throws {
     try FileManager.default.createDirectory(atPath: "\(work)/spool", withIntermediateDirectories: true)
     let run = try measure(gateway, ["run", "--config", config], stderrPath: "\(work)/run.log")
     let log = (try? String(contentsOfFile: "\(work)/run.log", encoding: .utf8)) ?? ""
-    let end = log.split(separator: "\n").first { $0.contains("end of the capture") }.map(String.init) ?? "(no end line)"
+    let end = log.split(separator: "\n").first { $0.contains("end of the capture:") }
+        .map { String($0[($0.range(of: "end of the capture:")?.lowerBound ?? $0.startIndex)...]) } ?? "(no end line)"
     print(String(format: "  run --device file:CORPUS: %.2f s wall, %.2f s CPU, %.0f sightings/s by wall, "
                  + "peak RSS %.1f MB; %@", run.wall, run.cpu, Double(reports) / run.wall,
                  Double(run.maxRSSKB) / 1024, end as NSString))
@@ -88,6 +89,7 @@ func runReplayBenchmark(args: [String]) async throws {
         try FileManager.default.copyItem(atPath: gateway, toPath: stripped)
         _ = try captureOutput("/usr/bin/strip", [stripped])
         var counts: [Int: Int] = [:]
+        var valgrindFailure = ""
         for n in [1000, 3000] {
             let small = "\(work)/corpus-\(n).btsnoop"
             try writeCorpus(packets, count: n, to: small)
@@ -95,12 +97,16 @@ func runReplayBenchmark(args: [String]) async throws {
                                         ["--tool=callgrind", "--callgrind-out-file=/dev/null", stripped, "scan",
                                          "--device", "file:\(small)", "--json"], stderrToo: true)
             counts[n] = collectedInstructions(out)
+            if counts[n] == 0 {
+                valgrindFailure = out.split(separator: "\n").first { $0.contains("impossible") || $0.contains("error") }
+                    .map(String.init) ?? "no Collected line"
+            }
         }
         if let a = counts[1000], let b = counts[3000], a > 0, b > 0 {
             print("  callgrind, whole scan --json process: \(a) instructions for 1,000 reports, \(b) for 3,000: "
                   + "\((b - a) / 2000) instructions/report")
         } else {
-            print("  callgrind: no count read")
+            print("  callgrind: no count (valgrind did not finish the run: \(valgrindFailure))")
         }
     }
 }
