@@ -29,6 +29,8 @@ public final class GatewayRuntime: Service, Sendable {
     let applying = Locked(())
     /// The peripheral links (configured intents, their GATT work and write commands).
     let peripherals: PeripheralService
+    /// Home Assistant discovery (GatewayRuntime+HomeAssistant.swift).
+    let homeAssistant: Locked<HomeAssistantLink>
     let clockSynchronized: @Sendable () -> Bool
     let state: Locked<RuntimeState>
 
@@ -136,6 +138,7 @@ public final class GatewayRuntime: Service, Sendable {
         peripherals = Self.makePeripherals(configuration: effective, readings: readings, spool: spool,
                                            publisher: publisher, clock: clock, logger: logger,
                                            synced: clockSynchronized)
+        homeAssistant = Locked(HomeAssistantLink(announcer: HomeAssistantAnnouncer(topics: topics, version: Self.version)))
         source = try makeSource(peripherals)
     }
 
@@ -181,6 +184,8 @@ public final class GatewayRuntime: Service, Sendable {
         }
         // Every configured peripheral starts disconnected: overwrite whatever a previous run left retained.
         peripherals.announce()
+        // Home Assistant's discovery documents (retained, through the spool): they wait for it if it is not there.
+        announceToHomeAssistant(effectiveConfiguration)
         // Long-lived parts, each with one run(); kept as handles so shutdown can stop them in order.
         var following = followRemoteConfiguration()
         if let t = correctStalePeripheralStates() { following.append(t) }
@@ -233,6 +238,7 @@ public final class GatewayRuntime: Service, Sendable {
         events.cancel()
         await events.value
         for f in following { f.cancel(); await f.value }
+        await stopFollowingHomeAssistant()
         logger.info("stopped; \(spool.statistics.depth) readings remain in the spool")
     }
 
@@ -417,7 +423,7 @@ public final class GatewayRuntime: Service, Sendable {
                     adapterSlots: (source as? any AdapterLifecycleReporting)?.adapterSlots,
                     peripherals: configuration.peripherals.isEmpty && live.withLock({ $0.configuration.peripherals.isEmpty })
                         ? nil : peripherals.statistics,
-                    identity: identity, regions: regions)
+                    identity: identity, regions: regions, homeAssistant: homeAssistantCounts)
                 _ = spool.append(readings.health(health, ts: clock.unixTime(), synced: clockSynchronized()))
                 nextHealth += healthEvery
                 if nextHealth < now { nextHealth = now + healthEvery }
