@@ -45,12 +45,39 @@ extension GatewayRuntime {
                 logger.error("homeassistant: cannot subscribe to \(topic): \(error)")
                 return
             }
+            // What earlier runs left retained under this prefix: the broker sends it once, on subscribing.
+            let documents: AsyncStream<MQTTMessage>?
+            do {
+                documents = try client.subscribe("\(prefix)/device/+/config", qos: .atLeastOnce)
+            } catch {
+                logger.error("homeassistant: cannot subscribe to \(prefix)/device/+/config: \(error)")
+                documents = nil
+            }
             h.followers[prefix] = Task { [self] in
-                for await message in stream where message.topic == topic && message.payload == Array("online".utf8) {
-                    homeAssistant.withLock { h in
-                        guard h.announcer.prefix == prefix else { return }
-                        logger.info("homeassistant: Home Assistant is online; discovery published again")
-                        record(h.announcer.homeAssistantOnline())
+                await withTaskGroup(of: Void.self) { group in
+                    group.addTask { [self] in
+                        for await message in stream where message.topic == topic
+                            && message.payload == Array("online".utf8) {
+                            homeAssistant.withLock { h in
+                                guard h.announcer.prefix == prefix else { return }
+                                logger.info("homeassistant: Home Assistant is online; discovery published again")
+                                record(h.announcer.homeAssistantOnline())
+                            }
+                        }
+                    }
+                    if let documents {
+                        group.addTask { [self] in
+                            for await message in documents where message.retain {
+                                homeAssistant.withLock { h in
+                                    let stale = h.announcer.retainedDocument(topic: message.topic,
+                                                                             payload: message.payload)
+                                    if !stale.isEmpty {
+                                        logger.info("homeassistant: \(message.topic) from an earlier run removed")
+                                    }
+                                    record(stale)
+                                }
+                            }
+                        }
                     }
                 }
             }

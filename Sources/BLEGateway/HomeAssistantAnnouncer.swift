@@ -9,6 +9,8 @@ import BLEPublishing
 ///   changes, get an empty retained payload, which removes them from Home Assistant.
 /// - `homeAssistantOnline`: Home Assistant (re)started and subscribed afresh: every document again.
 ///
+/// - `retainedDocument`: a document an earlier run left retained, for a device not announced now, is removed.
+///
 /// At most `max_devices` devices are announced; the others are counted (`refusedDevices`) and wait for room.
 struct HomeAssistantAnnouncer: Sendable {
     /// One retained message: a discovery document, or an empty payload that removes one.
@@ -94,6 +96,23 @@ struct HomeAssistantAnnouncer: Sendable {
         }
         state = .announcing(prefix: settings.discoveryPrefix, published: next)
         return out
+    }
+
+    /// A retained document the broker holds under the prefix, seen when subscribing to `<prefix>/device/+/config`:
+    /// one of this gateway's from an earlier run (its device is this gateway, or `via_device` this gateway) that is
+    /// not announced now — configuration removed it while the gateway was stopped — is removed.
+    func retainedDocument(topic: String, payload: [UInt8]) -> [Message] {
+        guard case .announcing(let prefix, let published) = state, published[topic] == nil, !payload.isEmpty,
+              topic.hasPrefix("\(prefix)/device/"), topic.hasSuffix("/config"),
+              case .object(let fields)? = try? RemoteJSONParser.parse(payload),
+              case .object(let dev)? = fields.first(where: { $0.0 == "dev" })?.1 else { return [] }
+        let gateway = "blegateway_\(HomeAssistantDiscovery.objectID(topics.gatewayID))"
+        let identifiers: [RemoteJSON] = dev.first(where: { $0.0 == "identifiers" }).flatMap {
+            if case .array(let a) = $0.1 { return a } else { return nil }
+        } ?? []
+        let via = dev.first(where: { $0.0 == "via_device" })?.1
+        guard identifiers.contains(.string(gateway)) || via == .string(gateway) else { return [] }
+        return [Message(topic: topic, payload: [])]
     }
 
     /// Home Assistant said `online` on `<prefix>/status`: it may have lost what it knew, so everything again.

@@ -127,7 +127,7 @@ struct HomeAssistantDiscovery: Sendable {
         if remoteConfig {
             cmps.append(entity("config", "sensor", "\(id)_config", "Configuration") {
                 $0.string("device_class", "enum")
-                $0.strings("options", ["applied", "rejected", "cleared"])
+                $0.strings("options", ["applied", "rejected"])
                 $0.string("entity_category", "diagnostic")
                 $0.string("state_topic", topics.configState)
                 $0.string("value_template", "{{ value_json.status }}")

@@ -178,6 +178,22 @@ import Testing
         #expect(Self.messages(a.homeAssistantOnline()) == ["publish \(gatewayTopic)"])
     }
 
+    @Test func aDocumentAnEarlierRunLeftForADeviceNoLongerConfiguredIsRemoved() throws {
+        var a = HomeAssistantAnnouncer(topics: Self.topics, version: "0.1.0")
+        let c = try Self.configuration(Self.thermometer)
+        _ = a.configure(c)
+        let old = "homeassistant/device/blegateway_gw-1_c0ffee000009/config"
+        let ours = Array(#"{"dev":{"identifiers":["blegateway_gw-1_c0ffee000009"],"via_device":"blegateway_gw-1"}}"#.utf8)
+        #expect(a.retainedDocument(topic: old, payload: ours) == [.init(topic: old, payload: [])])
+        // Another gateway's device, one announced now, an empty one, or under another prefix: left alone.
+        let theirs = Array(#"{"dev":{"identifiers":["blegateway_gw-1_x"],"via_device":"blegateway_gw-2"}}"#.utf8)
+        #expect(a.retainedDocument(topic: old, payload: theirs).isEmpty)
+        let current = "homeassistant/device/blegateway_gw-1_c0ffee000002/config"
+        #expect(a.retainedDocument(topic: current, payload: ours).isEmpty)
+        #expect(a.retainedDocument(topic: old, payload: []).isEmpty)
+        #expect(a.retainedDocument(topic: "ha/device/blegateway_gw-1_c0ffee000009/config", payload: ours).isEmpty)
+    }
+
     @Test func turningDiscoveryOffOrMovingThePrefixRemovesTheOldDocuments() throws {
         var a = HomeAssistantAnnouncer(topics: Self.topics, version: "0.1.0")
         var c = try Self.configuration(Self.thermometer)
