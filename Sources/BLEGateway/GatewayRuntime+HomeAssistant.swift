@@ -84,6 +84,13 @@ extension GatewayRuntime {
         }
     }
 
+    /// After a reconnection: every document again. A broker that restarted without persistence (or a failover to
+    /// another) has lost the retained documents, and Home Assistant's birth message may have come before the
+    /// gateway subscribed again; without this, Home Assistant's next restart would find nothing to discover.
+    func republishToHomeAssistant() {
+        homeAssistant.withLock { h in record(h.announcer.homeAssistantOnline()) }
+    }
+
     private func record(_ messages: [HomeAssistantAnnouncer.Message]) {
         guard !messages.isEmpty else { return }
         let ts = clock.unixTime()

@@ -258,6 +258,7 @@ public final class GatewayRuntime: Service, Sendable {
                 recordState(readings.status(online: true, reason: first ? nil : "reconnected", ts: clock.unixTime(),
                                             synced: clockSynchronized()))
                 publisher.connectionChanged(connected: true)
+                if !first { republishToHomeAssistant() }
             case .disconnected(let error):
                 if let error { logger.warning("broker connection lost: \(error)") }
                 publisher.connectionChanged(connected: false)

@@ -280,7 +280,8 @@ async def main(binary, venv):
     os.makedirs(sim_dir)
     sim = Process("sim", [binary, "sim", "--scenario", os.path.join(HERE, "scenario.yaml"), "--socket-dir", sim_dir],
                   work)
-    gateway = Process("gateway", [binary, "run", "--config", os.path.join(sim_dir, "gateway-config.yaml"),
+    config_path = os.path.join(work, "gateway.yaml")
+    gateway = Process("gateway", [binary, "run", "--config", config_path,
                                   "--gateway-id", GW, "--device", f"unix:{sim_dir}/{GW}.sock",
                                   "--broker", f"mqtt://127.0.0.1:{mqtt_port}", "--prefix", PREFIX,
                                   "--spool", os.path.join(work, "spool.sqlite")], work)
@@ -291,18 +292,37 @@ async def main(binary, venv):
     try:
         mosquitto.start()
         sim.start()
-        check("Home Assistant starts", await ha.start())
-        check("onboarding through the REST API", await ha.onboard())
-        ok, answer = await ha.configure_mqtt()
-        check("MQTT config entry through the config-entry flow", ok, json.dumps(answer)[:300])
 
         async def socket_ready():
             return os.path.exists(f"{sim_dir}/{GW}.sock") and os.path.exists(f"{sim_dir}/gateway-config.yaml")
         check("simulator up", await until("the simulator's socket", socket_ready, timeout=15))
+        # The gateway's configuration as the simulator wrote it, kept apart so the check can change it later.
+        shutil.copy(os.path.join(sim_dir, "gateway-config.yaml"), config_path)
         gateway.start()
-        watcher.connect("127.0.0.1", mqtt_port)
+
+        async def broker_up():
+            try:
+                watcher.connect("127.0.0.1", mqtt_port)
+                return True
+            except OSError:
+                return False
+        await until("the broker", broker_up, timeout=10)
         watcher.subscribe(f"{PREFIX}/{GW}/peripherals/+/write/result", qos=1)
+        watcher.subscribe("homeassistant/device/+/config", qos=1)
         watcher.loop_start()
+
+        # Home Assistant is not there yet: the documents wait on the broker, retained.
+        async def retained_documents():
+            topics = {t for t, _ in list(results_seen)}
+            return {f"homeassistant/device/{GW_DEVICE}/config",
+                    f"homeassistant/device/{PERIPHERAL_DEVICE}/config"} <= topics
+        check("discovery documents retained on the broker before Home Assistant exists",
+              await until("the retained discovery documents", retained_documents))
+
+        check("Home Assistant starts", await ha.start())
+        check("onboarding through the REST API", await ha.onboard())
+        ok, answer = await ha.configure_mqtt()
+        check("MQTT config entry through the config-entry flow", ok, json.dumps(answer)[:300])
 
         # Devices and entities, as Home Assistant's registries hold them.
         async def both_devices():
@@ -370,6 +390,8 @@ async def main(binary, venv):
 
         async def write_result():
             for topic, payload in list(results_seen):
+                if not topic.endswith("/write/result"):
+                    continue
                 body = json.loads(payload)
                 if body.get("id") == "homeassistant-write_2a06":
                     return body
@@ -409,14 +431,30 @@ async def main(binary, venv):
         check("after the broker's restart: connectivity on",
               await state_is(CONNECTIVITY, lambda s: s["state"] == "on"))
 
-        # Remote configuration removes the peripheral and the region: Home Assistant forgets them.
-        watcher.publish(f"{PREFIX}/{GW}/config", json.dumps({"peripherals": [], "regions": []}), qos=1, retain=True)
+        # A remote document removes the region while the gateway runs: Home Assistant forgets the entity.
+        watcher.publish(f"{PREFIX}/{GW}/config", json.dumps({"regions": []}), qos=1, retain=True)
 
-        async def removed():
+        async def region_removed():
             devices, registry = await ha.registries()
-            return PERIPHERAL_DEVICE not in devices and REGION not in registry and GW_DEVICE in devices
-        check("removed from configuration: the peripheral device and the region are gone from Home Assistant",
-              await until("the removal", removed))
+            return REGION not in registry and PERIPHERAL_DEVICE in devices and GW_DEVICE in devices
+        check("a region removed by remote configuration is gone from Home Assistant",
+              await until("the region's removal", region_removed))
+
+        # The peripheral is taken out of the local file while the gateway is stopped: at its next start the document
+        # its earlier run left retained is removed, and Home Assistant forgets the device.
+        gateway.stop(signal.SIGTERM)
+        with open(config_path) as f:
+            text = f.read()
+        with open(config_path, "w") as f:
+            # An unknown key is only a warning: the old list stays in the file, read by nobody.
+            f.write(text.replace("\nperipherals:", "\nperipherals: []\nunused_peripherals:", 1))
+
+        async def peripheral_removed():
+            devices, _ = await ha.registries()
+            return PERIPHERAL_DEVICE not in devices and GW_DEVICE in devices
+        gateway.start()
+        check("a peripheral removed from the file while the gateway was stopped is gone from Home Assistant",
+              await until("the peripheral's removal", peripheral_removed))
         check("the gateway's own entities stay", await state_is(UPTIME, lambda s: is_number(s["state"])))
     finally:
         watcher.loop_stop()
