@@ -48,7 +48,9 @@ extension GatewayConfiguration {
                 if level.utf8.count > 64 { return "a level longer than 64 characters" }
                 for b in level.utf8 where !(b.isASCIIAlphanumeric || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
                                              || b == UInt8(ascii: ".")) {
-                    if b == UInt8(ascii: "+") || b == UInt8(ascii: "#") { return "MQTT wildcards (+, #) are not allowed" }
+                    if b == UInt8(ascii: "+") || b == UInt8(ascii: "#") {
+                        return "MQTT wildcards (+, #) are not allowed"
+                    }
                     return "only letters, digits, '-', '_' and '.' are allowed in a level"
                 }
             }

@@ -96,8 +96,8 @@ extension GatewayRuntime {
         let ts = clock.unixTime()
         let synced = clockSynchronized()
         for m in messages {
-            recordState(Reading(.state, topic: m.topic, body: PayloadEnvelope.verbatim(m.payload), qos: readings.stateQoS,
-                                retain: true, ts: ts, clockSynchronized: synced, run: readings.run))
+            recordState(Reading(.state, topic: m.topic, body: PayloadEnvelope.verbatim(m.payload),
+                                qos: readings.stateQoS, retain: true, ts: ts, clockSynchronized: synced, run: readings.run))
         }
     }
 

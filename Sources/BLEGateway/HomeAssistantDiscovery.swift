@@ -210,7 +210,8 @@ struct HomeAssistantDiscovery: Sendable {
                       diagnostic: true),
         0x2A6E: .init(name: "Temperature", key: "temperature_c", deviceClass: "temperature", unit: "°C",
                       stateClass: "measurement"),
-        0x2A6F: .init(name: "Humidity", key: "humidity_pct", deviceClass: "humidity", unit: "%", stateClass: "measurement"),
+        0x2A6F: .init(name: "Humidity", key: "humidity_pct", deviceClass: "humidity", unit: "%",
+                      stateClass: "measurement"),
         0x2A1C: .init(name: "Thermometer", key: "temperature_c", deviceClass: "temperature", unit: "°C",
                       stateClass: "measurement"),
         0x2A37: .init(name: "Heart rate", key: "heart_rate_bpm", unit: "bpm", stateClass: "measurement"),
@@ -253,7 +254,8 @@ struct HomeAssistantDiscovery: Sendable {
     /// is known (Alert Level: 0 no alert, 1 mild, 2 high; GATT Specification Supplement §3.7).
     func controlSettings(for ref: PeripheralIntent.CharacteristicRef) -> GatewayConfiguration.HomeAssistant.Control? {
         if let c = settings.controls.first(where: {
-            $0.characteristic == ref.characteristic && ($0.service == nil || ref.service == nil || $0.service == ref.service)
+            $0.characteristic == ref.characteristic
+                && ($0.service == nil || ref.service == nil || $0.service == ref.service)
         }) {
             return c
         }

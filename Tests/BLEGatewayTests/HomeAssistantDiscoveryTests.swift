@@ -44,7 +44,8 @@ import Testing
             + #""o":{"name":"blegateway","sw":"0.1.0","url":"https://github.com/blegateway/blegateway"},"cmps":{"#
             + #""connectivity":{"p":"binary_sensor","unique_id":"blegateway_gw-1_connectivity","#
             + #""object_id":"blegateway_gw-1_connectivity","name":"Connectivity","device_class":"connectivity","#
-            + #""entity_category":"diagnostic","state_topic":"ble/gw-1/status","value_template":"{{ value_json.state }}","#
+            + #""entity_category":"diagnostic","state_topic":"ble/gw-1/status","#
+            + #""value_template":"{{ value_json.state }}","#
             + #""payload_on":"online","payload_off":"offline"},"#
             + #""adapter":{"p":"sensor","unique_id":"blegateway_gw-1_adapter","object_id":"blegateway_gw-1_adapter","#
             + #""name":"Adapter","availability":\#(availability),"entity_category":"diagnostic","#
@@ -62,7 +63,8 @@ import Testing
             + #""entity_category":"diagnostic","state_topic":"ble/gw-1/health","#
             + #""value_template":"{{ value_json.publish.rate_per_s }}"},"#
             + #""dropped_samples":{"p":"sensor","unique_id":"blegateway_gw-1_dropped_samples","#
-            + #""object_id":"blegateway_gw-1_dropped_samples","name":"Dropped samples","availability":\#(availability),"#
+            + #""object_id":"blegateway_gw-1_dropped_samples","name":"Dropped samples","#
+            + #""availability":\#(availability),"#
             + #""state_class":"total_increasing","unit_of_measurement":"samples","entity_category":"diagnostic","#
             + #""state_topic":"ble/gw-1/health","value_template":"{{ value_json.spool.dropped_samples }}"},"#
             + #""uptime":{"p":"sensor","unique_id":"blegateway_gw-1_uptime","object_id":"blegateway_gw-1_uptime","#
@@ -94,11 +96,13 @@ import Testing
             + #""connections":[["bluetooth","C0:FF:EE:00:00:02"]],"name":"thermo","via_device":"blegateway_gw-1"}"#)
         #expect(p.components.map(\.id) == ["link", "rssi", "char_2a6e", "write_2a06"])
         let temperature = try #require(p.components.first { $0.id == "char_2a6e" })
-        #expect(Self.text(temperature.options) == #"{"p":"sensor","unique_id":"blegateway_gw-1_c0ffee000002_char_2a6e","#
+        #expect(Self.text(temperature.options)
+            == #"{"p":"sensor","unique_id":"blegateway_gw-1_c0ffee000002_char_2a6e","#
             + #""object_id":"blegateway_gw-1_c0ffee000002_char_2a6e","name":"Temperature","#
             + #""availability":[{"topic":"ble/gw-1/status","value_template":"{{ value_json.state }}","#
             + #""payload_available":"online","payload_not_available":"offline"}],"device_class":"temperature","#
-            + #""state_class":"measurement","unit_of_measurement":"°C","state_topic":"ble/gw-1/peripherals/c0ffee000002/char/2a6e","#
+            + #""state_class":"measurement","unit_of_measurement":"°C","#
+            + #""state_topic":"ble/gw-1/peripherals/c0ffee000002/char/2a6e","#
             + #""value_template":"{{ value_json.get('value', {}).get('temperature_c') }}"}"#)
         // Alert Level is a number 0…2 sending the write command (docs/TOPICS.md) with the value as one hex byte.
         let alert = try #require(p.components.first { $0.id == "write_2a06" })
@@ -131,7 +135,8 @@ import Testing
         let number = Self.text(p.components.first { $0.id == "write_fff3" }!.options)
         #expect(number.contains(#"{{ '%02x%02x' % ((value | int) % 256, (value | int) // 256) }}"#), "\(number)")
         let button = Self.text(p.components.first { $0.id == "write_fff1" }!.options)
-        #expect(button.contains(#""payload_press":"{\"characteristic\":\"fff1\",\"value\":\"01\",\"id\":\"homeassistant-write_fff1\"}""#),
+        #expect(button.contains(#""payload_press":"{\"characteristic\":\"fff1\",\"value\":\"01\","#
+                                + #"\"id\":\"homeassistant-write_fff1\"}""#),
                 "\(button)")
     }
 
@@ -183,7 +188,8 @@ import Testing
         let c = try Self.configuration(Self.thermometer)
         _ = a.configure(c)
         let old = "homeassistant/device/blegateway_gw-1_c0ffee000009/config"
-        let ours = Array(#"{"dev":{"identifiers":["blegateway_gw-1_c0ffee000009"],"via_device":"blegateway_gw-1"}}"#.utf8)
+        let ours = Array(
+            #"{"dev":{"identifiers":["blegateway_gw-1_c0ffee000009"],"via_device":"blegateway_gw-1"}}"#.utf8)
         #expect(a.retainedDocument(topic: old, payload: ours) == [.init(topic: old, payload: [])])
         // Another gateway's device, one announced now, an empty one, or under another prefix: left alone.
         let theirs = Array(#"{"dev":{"identifiers":["blegateway_gw-1_x"],"via_device":"blegateway_gw-2"}}"#.utf8)
@@ -242,7 +248,8 @@ import Testing
     }
 
     @Test func aRemoteDocumentSetsTheSectionAndMovesTheHash() throws {
-        let v = RemoteConfigDocument.read(Array(#"{"homeassistant": {"enabled": true, "discovery_prefix": "ha2"}}"#.utf8))
+        let document = #"{"homeassistant": {"enabled": true, "discovery_prefix": "ha2"}}"#
+        let v = RemoteConfigDocument.read(Array(document.utf8))
         #expect(v.errors == [])
         var c = GatewayConfiguration()
         try #require(v.overlay).apply(to: &c)
@@ -253,7 +260,8 @@ import Testing
     }
 
     @Test func aVerbatimBodyIsPublishedWithoutTheEnvelopeAndMayBeEmpty() {
-        let empty = PayloadEnvelope.render(run: "ab", seq: 7, ts: 1, clockSynced: true, body: PayloadEnvelope.verbatim([]))
+        let empty = PayloadEnvelope.render(run: "ab", seq: 7, ts: 1, clockSynced: true,
+                                           body: PayloadEnvelope.verbatim([]))
         #expect(empty == [])
         let doc = Array(#"{"dev":{}}"#.utf8)
         #expect(PayloadEnvelope.render(run: "ab", seq: 7, ts: 1, clockSynced: true, body: PayloadEnvelope.verbatim(doc))

@@ -359,7 +359,8 @@ async def main(binary, venv):
                       f"{a.get('device_class')} {a.get('unit_of_measurement')}")
                 r = registry.get(entity_id, {})
                 check(f"{entity_id}: {'diagnostic' if diagnostic else 'primary'} entity",
-                      r.get("entity_category") == ("diagnostic" if diagnostic else None), repr(r.get("entity_category")))
+                      r.get("entity_category") == ("diagnostic" if diagnostic else None),
+                      repr(r.get("entity_category")))
 
         # States, as they come from the gateway's topics.
         async def state_is(entity_id, test):
@@ -374,7 +375,8 @@ async def main(binary, venv):
         check("version 0.1.0", await state_is(entity("sensor", "version"), lambda s: s["state"] == "0.1.0"))
         check("configuration applied", await state_is(entity("sensor", "config"), lambda s: s["state"] == "applied"))
         check("uptime is a number of seconds", await state_is(UPTIME, lambda s: is_number(s["state"])))
-        check("spool depth is a number", await state_is(entity("sensor", "spool_depth"), lambda s: is_number(s["state"])))
+        check("spool depth is a number",
+              await state_is(entity("sensor", "spool_depth"), lambda s: is_number(s["state"])))
         check("link connected", await state_is(LINK, lambda s: s["state"] == "connected"))
         check("temperature in °C from the sensor's notifications",
               await state_is(TEMPERATURE, lambda s: is_number(s["state"]) and -40 < float(s["state"]) < 85))
