@@ -363,7 +363,10 @@ struct HomeAssistantDiscovery: Sendable {
                 || scalar == "\u{FFFD}" {
                 continue
             }
-            if space { out.unicodeScalars.append(" "); space = false }
+            if space {
+                out.unicodeScalars.append(" ")
+                space = false
+            }
             out.unicodeScalars.append(scalar)
         }
         guard !out.isEmpty else { return nil }
