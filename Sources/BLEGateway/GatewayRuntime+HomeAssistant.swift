@@ -1,3 +1,4 @@
+import BLEHCI
 import BLEPublishing
 import BLESpool
 import BLETransport
@@ -82,6 +83,14 @@ extension GatewayRuntime {
                 }
             }
         }
+    }
+
+    /// A peripheral's link state changed: a device taken by a name or service entry becomes a device in Home
+    /// Assistant the first time (the announcer ignores the ones it knows).
+    func peripheralSeen(_ address: BDAddress) {
+        guard let intent = peripherals.intent(for: address) else { return }
+        if case .address = intent.match { return }
+        homeAssistant.withLock { h in record(h.announcer.deviceFound(address, intent: intent)) }
     }
 
     /// After a reconnection: every document again. A broker that restarted without persistence (or a failover to

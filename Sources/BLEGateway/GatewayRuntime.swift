@@ -135,11 +135,14 @@ public final class GatewayRuntime: Service, Sendable {
         publisher = SpoolPublisher(
             spool: spool, client: client, window: configuration.mqtt.inflight, clock: clock,
             onRejected: { r, e in log.error("broker refused reading seq \(r.seq) on \(r.reading.topic): \(e); dropped") })
+        // Set once `self` exists: a device found for a name or service entry is announced to Home Assistant.
+        let seen = Locked<(@Sendable (BDAddress) -> Void)?>(nil)
         peripherals = Self.makePeripherals(configuration: effective, readings: readings, spool: spool,
                                            publisher: publisher, clock: clock, logger: logger,
-                                           synced: clockSynchronized)
+                                           synced: clockSynchronized, stateSeen: { a in seen.withLock { $0 }?(a) })
         homeAssistant = Locked(HomeAssistantLink(announcer: HomeAssistantAnnouncer(topics: topics, version: Self.version)))
         source = try makeSource(peripherals)
+        seen.withLock { $0 = { [weak self] a in self?.peripheralSeen(a) } }
     }
 
     static func mqttConfiguration(_ c: GatewayConfiguration, readings: GatewayReadings, clock: any BLEClock,

@@ -1,3 +1,5 @@
+import BLEDomain
+import BLEHCI
 import BLEPublishing
 
 /// When Home Assistant's discovery documents are published and removed: a pure state machine over the configuration
@@ -39,6 +41,9 @@ struct HomeAssistantAnnouncer: Sendable {
     /// The documents in force (for `homeAssistantOnline`).
     private var current: [(topic: String, device: HomeAssistantDiscovery.Device)] = []
     private var discovery: HomeAssistantDiscovery?
+    /// The configuration last given, and the devices found for entries without an address (`deviceFound`).
+    private var configuration: GatewayConfiguration?
+    private var found: [HomeAssistantDiscovery.Found] = []
 
     init(topics: Topics, version: String) {
         self.topics = topics
@@ -51,7 +56,21 @@ struct HomeAssistantAnnouncer: Sendable {
         return nil
     }
 
+    /// A device taken by a `name_prefix` or `service` entry was heard (its link state changed): announced from now
+    /// on, while its entry stays configured.
+    mutating func deviceFound(_ address: BDAddress, intent: PeripheralIntent) -> [Message] {
+        guard case .announcing = state, let c = configuration else { return [] }
+        if case .address = intent.match { return [] }
+        let f = HomeAssistantDiscovery.Found(address: address, intent: intent)
+        guard !found.contains(f) else { return [] }
+        found.removeAll { $0.address == address }
+        found.append(f)
+        return configure(c)
+    }
+
     mutating func configure(_ c: GatewayConfiguration) -> [Message] {
+        configuration = c
+        found.removeAll { !c.peripherals.contains($0.intent) }
         var out: [Message] = []
         let settings = c.homeAssistant
         var published: [String: Published] = [:]
@@ -75,7 +94,7 @@ struct HomeAssistantAnnouncer: Sendable {
             return out
         }
         let d = HomeAssistantDiscovery(settings: settings, topics: topics, version: version)
-        let devices = d.devices(for: c)
+        let devices = d.devices(for: c, found: found)
         let kept = Array(devices.prefix(settings.maxDevices))
         announcedDevices = kept.count
         refusedDevices = devices.count - kept.count

@@ -44,11 +44,21 @@ struct HomeAssistantDiscovery: Sendable {
     /// `<discovery_prefix>/device/<object_id>/config`.
     func topic(for objectID: String) -> String { "\(settings.discoveryPrefix)/device/\(objectID)/config" }
 
-    /// Every device to announce for `c`, the gateway first, in configuration order.
-    func devices(for c: GatewayConfiguration) -> [Device] {
+    /// A device a `name_prefix` or `service` entry took: known only once heard, by its address.
+    struct Found: Sendable, Equatable {
+        var address: BDAddress
+        var intent: PeripheralIntent
+    }
+
+    /// Every device to announce for `c`, the gateway first, then the peripherals in configuration order, then the
+    /// devices found for entries without an address (those whose entry is still configured), in the order found.
+    func devices(for c: GatewayConfiguration, found: [Found] = []) -> [Device] {
         var out = [gatewayDevice(regions: c.regions, remoteConfig: c.remoteConfig.enabled)]
         for intent in c.peripherals {
             if let d = peripheralDevice(intent) { out.append(d) }
+        }
+        for f in found where c.peripherals.contains(f.intent) {
+            if let d = peripheralDevice(f.intent, address: f.address) { out.append(d) }
         }
         return out
     }
@@ -153,16 +163,28 @@ struct HomeAssistantDiscovery: Sendable {
 
     // MARK: - Peripherals
 
-    /// A configured peripheral with an address: a device of its own, `via_device` this gateway. Intents that
-    /// match by name or service have no address until a device is found, and are not announced (yet).
-    func peripheralDevice(_ intent: PeripheralIntent) -> Device? {
-        guard case .address(let address) = intent.match else { return nil }
+    /// A configured peripheral: a device of its own, `via_device` this gateway. An entry with an address is announced
+    /// from the start; one that matches by name or service once a device is found (`found`: its address), named
+    /// by the entry's name and the address, since one entry may take several devices.
+    func peripheralDevice(_ intent: PeripheralIntent, address found: BDAddress? = nil) -> Device? {
+        let address: BDAddress
+        let name: String
+        switch (intent.match, found) {
+        case (.address(let a), _):
+            address = a
+            name = intent.name.flatMap(Self.displayName) ?? "BLE \(a.description)"
+        case (_, let a?):
+            address = a
+            name = Self.displayName("\(intent.name ?? "BLE") \(a.description)") ?? "BLE \(a.description)"
+        default:
+            return nil
+        }
         let hex = address.description.lowercased().replacingOccurrences(of: ":", with: "")
         let id = "\(gatewayDeviceID)_\(hex)"
         var dev = JSONObjectWriter()
         dev.strings("identifiers", [id])
         dev.raw("connections", Array(#"[["bluetooth","\#(address.description)"]]"#.utf8))
-        dev.string("name", intent.name.flatMap(Self.displayName) ?? "BLE \(address.description)")
+        dev.string("name", name)
         dev.string("via_device", gatewayDeviceID)
         var cmps: [Component] = []
         cmps.append(entity("link", "sensor", "\(id)_link", "Link") {

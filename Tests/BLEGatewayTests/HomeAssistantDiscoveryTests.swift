@@ -200,6 +200,26 @@ import Testing
         #expect(a.retainedDocument(topic: "ha/device/blegateway_gw-1_c0ffee000009/config", payload: ours).isEmpty)
     }
 
+    @Test func aDeviceFoundByNameIsAnnouncedOnceWhileItsEntryStays() throws {
+        var a = HomeAssistantAnnouncer(topics: Self.topics, version: "0.1.0")
+        var c = try Self.configuration("""
+            homeassistant: {enabled: true}
+            peripherals:
+              - {name_prefix: "Thermo", name: thermo, subscribe: [{characteristic: "2A6E"}]}
+            """)
+        #expect(Self.messages(a.configure(c)) == ["publish homeassistant/device/blegateway_gw-1/config"])
+        let address = try #require(BDAddress("C0:FF:EE:00:00:05"))
+        let topic = "homeassistant/device/blegateway_gw-1_c0ffee000005/config"
+        let first = a.deviceFound(address, intent: c.peripherals[0])
+        #expect(Self.messages(first) == ["publish \(topic)"])
+        #expect(Self.text(first[0].payload)
+            .contains(#""name":"thermo C0:FF:EE:00:00:05","via_device":"blegateway_gw-1""#))
+        #expect(a.deviceFound(address, intent: c.peripherals[0]).isEmpty)
+        #expect(Self.messages(a.homeAssistantOnline()).contains("publish \(topic)"))
+        c.peripherals = []
+        #expect(Self.messages(a.configure(c)) == ["remove \(topic)"])
+    }
+
     @Test func turningDiscoveryOffOrMovingThePrefixRemovesTheOldDocuments() throws {
         var a = HomeAssistantAnnouncer(topics: Self.topics, version: "0.1.0")
         var c = try Self.configuration(Self.thermometer)

@@ -30,6 +30,8 @@ ADDRESS = "00:1B:DC:10:00:71"
 HEX = ADDRESS.replace(":", "").lower()
 GW_DEVICE = "blegateway_gw-ha"
 PERIPHERAL_DEVICE = f"blegateway_gw-ha_{HEX}"
+FOUND_ADDRESS = "00:1B:DC:10:00:72"
+FOUND_DEVICE = "blegateway_gw-ha_001bdc100072"
 # The gateway cuts names to 64 characters after dropping control characters and collapsing white space.
 PERIPHERAL_NAME = "Thermo lobby with a name far longer than anyone would want to read in a list of devices"[:64]
 # Each wait has its own bound; Home Assistant itself starts in under 10 s.
@@ -251,6 +253,7 @@ PERIPHERAL_ENTITIES = {
     entity("sensor", "char_2a19", PERIPHERAL_DEVICE): ("Battery", "battery", "%", True),
     entity("number", "write_2a06", PERIPHERAL_DEVICE): ("Alert level", None, None, False),
 }
+FOUND_TEMPERATURE = entity("sensor", "char_2a6e", FOUND_DEVICE)
 UPTIME = entity("sensor", "uptime")
 CONNECTIVITY = entity("binary_sensor", "connectivity")
 TEMPERATURE = entity("sensor", "char_2a6e", PERIPHERAL_DEVICE)
@@ -387,6 +390,17 @@ async def main(binary, venv):
         check("region presence on (the badge is beside the gateway)",
               await state_is(REGION, lambda s: s["state"] == "on"))
 
+        # A device taken by a name_prefix entry appears once found, named by the entry and its address.
+        async def found_device():
+            devices, _ = await ha.registries()
+            return devices.get(FOUND_DEVICE)
+        found = await until("the device found by name", found_device)
+        check("a device found by a name_prefix entry is a device via the gateway",
+              found is not None and found["name"] == f"found {FOUND_ADDRESS}"
+              and devices is not None and found["via_device_id"] == devices[GW_DEVICE]["id"], json.dumps(found))
+        check("its temperature in °C", await state_is(FOUND_TEMPERATURE, lambda s: is_number(s["state"])
+                                                       and s["attributes"].get("unit_of_measurement") == "°C"))
+
         # A write from Home Assistant reaches the peripheral: the number entity sends the write command.
         status = await ha.call("number", "set_value", {"entity_id": ALERT, "value": 2})
 
@@ -453,9 +467,9 @@ async def main(binary, venv):
 
         async def peripheral_removed():
             devices, _ = await ha.registries()
-            return PERIPHERAL_DEVICE not in devices and GW_DEVICE in devices
+            return PERIPHERAL_DEVICE not in devices and FOUND_DEVICE not in devices and GW_DEVICE in devices
         gateway.start()
-        check("a peripheral removed from the file while the gateway was stopped is gone from Home Assistant",
+        check("peripherals removed from the file while the gateway was stopped are gone from Home Assistant",
               await until("the peripheral's removal", peripheral_removed))
         check("the gateway's own entities stay", await state_is(UPTIME, lambda s: is_number(s["state"])))
     finally:
