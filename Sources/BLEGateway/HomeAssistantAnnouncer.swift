@@ -119,9 +119,15 @@ struct HomeAssistantAnnouncer: Sendable {
 
     /// A retained document the broker holds under the prefix, seen when subscribing to `<prefix>/device/+/config`:
     /// one of this gateway's from an earlier run (its device is this gateway, or `via_device` this gateway) that is
-    /// not announced now — configuration removed it while the gateway was stopped — is removed.
+    /// not announced now — configuration removed it while the gateway was stopped — is removed. Not while a
+    /// `name_prefix` or `service` entry is configured: its devices are announced only once heard again, and removing
+    /// them at every start would make Home Assistant forget and re-create them.
     func retainedDocument(topic: String, payload: [UInt8]) -> [Message] {
-        guard case .announcing(let prefix, let published) = state, published[topic] == nil, !payload.isEmpty,
+        let byAddressOnly = configuration?.peripherals.allSatisfy {
+            if case .address = $0.match { true } else { false }
+        } ?? true
+        guard byAddressOnly, case .announcing(let prefix, let published) = state, published[topic] == nil,
+              !payload.isEmpty,
               topic.hasPrefix("\(prefix)/device/"), topic.hasSuffix("/config"),
               case .object(let fields)? = try? RemoteJSONParser.parse(payload),
               case .object(let dev)? = fields.first(where: { $0.0 == "dev" })?.1 else { return [] }

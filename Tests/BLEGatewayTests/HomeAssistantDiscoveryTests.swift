@@ -198,6 +198,11 @@ import Testing
         #expect(a.retainedDocument(topic: current, payload: ours).isEmpty)
         #expect(a.retainedDocument(topic: old, payload: []).isEmpty)
         #expect(a.retainedDocument(topic: "ha/device/blegateway_gw-1_c0ffee000009/config", payload: ours).isEmpty)
+        // With an entry that takes devices by name, an unknown address may be one of them, not yet heard: kept.
+        var byName = c
+        byName.peripherals.append(PeripheralIntent(match: .namePrefix("Thermo")))
+        _ = a.configure(byName)
+        #expect(a.retainedDocument(topic: old, payload: ours).isEmpty)
     }
 
     @Test func aDeviceFoundByNameIsAnnouncedOnceWhileItsEntryStays() throws {
@@ -265,6 +270,23 @@ import Testing
         }
         let c = try Self.configuration("homeassistant: {enabled: true, discovery_prefix: site-1/ha, max_devices: 20}")
         #expect(c.homeAssistant.discoveryPrefix == "site-1/ha" && c.homeAssistant.maxDevices == 20)
+    }
+
+    @Test func theShippedExampleWithItsControlsUncommentedIsValid() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
+            .appendingPathComponent("../../config/gateway.yaml")
+        let lines = try String(contentsOf: url, encoding: .utf8)
+            .split(separator: "\n", omittingEmptySubsequences: false)
+        let start = try #require(lines.firstIndex { $0 == "homeassistant:" })
+        let end = try #require(lines[start...].firstIndex { $0.isEmpty })
+        let example = lines[start..<end].map { $0.hasPrefix("  # ") ? "  " + $0.dropFirst(4) : String($0) }
+            .joined(separator: "\n")
+        var reader = YAMLConfigurationReader()
+        let c = try reader.read(example)
+        #expect(reader.warnings.isEmpty, "\(reader.warnings)")
+        #expect(!c.homeAssistant.enabled && c.homeAssistant.discoveryPrefix == "homeassistant")
+        #expect(c.homeAssistant.controls.map(\.kind) == [.button, .switch, .number])
+        #expect(c.homeAssistant.controls[1].on == [0x01] && c.homeAssistant.controls[2].max == 1000)
     }
 
     @Test func aRemoteDocumentSetsTheSectionAndMovesTheHash() throws {
