@@ -64,7 +64,11 @@ endif
 # Home Assistant discovery checked by a real Home Assistant Core (docs/HOMEASSISTANT.md). The first run installs it
 # into a cached venv (/var/cache/blegateway-ha-venv, pyenv's Python 3.13; minutes, ~0.8 GB); each run after that
 # takes about 30 s. Prints its own closing count.
+# Two of Home Assistant's requirements (pymicro-vad, pyspeex-noise) build from source: a C++ compiler.
+PKGS_HA      := g++
+
 test-homeassistant: deps
+	$(call apt_install,$(PKGS_HA))
 	$(SWIFT) build --product blegateway
 	Tests/homeassistant/run.sh "$$($(SWIFT) build --show-bin-path)/blegateway"
 
