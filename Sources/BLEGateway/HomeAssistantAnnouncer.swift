@@ -9,8 +9,9 @@ import BLEPublishing
 ///   published (a component gone from a device goes once as a tombstone: its platform alone); a device no longer
 ///   configured, every device when discovery is turned off, and every device under the old prefix when the prefix
 ///   changes, get an empty retained payload, which removes them from Home Assistant.
-/// - `homeAssistantOnline`: Home Assistant (re)started and subscribed afresh: every document again.
-///
+/// - `homeAssistantOnline`: Home Assistant (re)started and subscribed afresh (or the gateway reconnected): every
+///   document again.
+/// - `deviceFound`: a device taken by a name or service entry was heard: announced from then on.
 /// - `retainedDocument`: a document an earlier run left retained, for a device not announced now, is removed.
 ///
 /// At most `max_devices` devices are announced; the others are counted (`refusedDevices`) and wait for room.
