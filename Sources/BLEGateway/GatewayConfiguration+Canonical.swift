@@ -112,3 +112,27 @@ enum CanonicalJSON {
         })
     }
 }
+
+extension CanonicalJSON {
+    /// `homeassistant`: its keys, controls as a set (their order carries no meaning).
+    static func homeAssistant(_ h: GatewayConfiguration.HomeAssistant) -> Value {
+        let controls = h.controls.map { c -> Value in
+            object([
+                ("characteristic", string(c.characteristic.shortDescription)),
+                ("service", c.service.map { string($0.shortDescription) }),
+                ("entity", string(c.kind.rawValue)),
+                ("press", c.kind == .button ? string(ConfigDigest.hex(c.press)) : nil),
+                ("on", c.kind == .switch ? string(ConfigDigest.hex(c.on)) : nil),
+                ("off", c.kind == .switch ? string(ConfigDigest.hex(c.off)) : nil),
+                ("min", c.kind == .number ? int(c.min) : nil),
+                ("max", c.kind == .number ? int(c.max) : nil),
+            ])
+        }
+        return object([
+            ("enabled", Array((h.enabled ? "true" : "false").utf8)),
+            ("discovery_prefix", string(h.discoveryPrefix)),
+            ("max_devices", int(h.maxDevices)),
+            ("controls", set(controls)),
+        ])
+    }
+}

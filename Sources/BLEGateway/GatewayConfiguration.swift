@@ -197,6 +197,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var ranging = Ranging()
     /// Peripherals to keep connected (`peripherals:`), with their GATT subscriptions, reads and writable characteristics.
     public var peripherals: [PeripheralIntent] = []
+    /// Home Assistant MQTT discovery (`homeassistant:`), off unless enabled.
+    public var homeAssistant = HomeAssistant()
 
     public init() {}
 

@@ -89,6 +89,8 @@ struct GatewayReadings: Sendable {
         var identity: (resolutions: Int, hashComputations: Int, cacheResets: Int)? = nil
         /// Configured regions and how many are `inside` now.
         var regions: (count: Int, inside: Int)? = nil
+        /// Home Assistant discovery, while on: devices announced and devices left out by `max_devices`.
+        var homeAssistant: (devices: Int, refused: Int)? = nil
     }
 
     /// One recovery ladder's counters (schema/v1/health.json, `adapter`).
@@ -156,6 +158,12 @@ struct GatewayReadings: Sendable {
             o.object("regions") { j in
                 j.int("count", r.count)
                 j.int("inside", r.inside)
+            }
+        }
+        if let ha = h.homeAssistant {
+            o.object("homeassistant") { j in
+                j.int("devices", ha.devices)
+                j.int("refused_devices", ha.refused)
             }
         }
         if let p = h.peripherals {

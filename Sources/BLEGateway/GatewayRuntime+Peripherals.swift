@@ -14,7 +14,8 @@ extension GatewayRuntime {
     /// as samples (values urgently: within `spool.value_commit_window_ms`). Built before `self` exists (the source needs it), so it captures the pieces, not the runtime.
     static func makePeripherals(configuration: GatewayConfiguration, readings: GatewayReadings, spool: Spool,
                                 publisher: SpoolPublisher, clock: any BLEClock, logger: Logger,
-                                synced: @escaping @Sendable () -> Bool) -> PeripheralService {
+                                synced: @escaping @Sendable () -> Bool,
+                                stateSeen: @escaping @Sendable (BDAddress) -> Void = { _ in }) -> PeripheralService {
         let record: @Sendable (Reading) -> Void = { reading in
             recordDurably(reading, spool: spool, publisher: publisher, logger: logger)
         }
@@ -24,6 +25,7 @@ extension GatewayRuntime {
                 let ts = clock.unixTime()
                 record(readings.peripheralState(address, name: name, status: status,
                                                 since: ts - (now - status.since).seconds, ts: ts, synced: synced()))
+                stateSeen(address)
             },
             rssi: { address, rssi in
                 _ = spool.append(readings.peripheralRSSI(address, rssi: rssi, ts: clock.unixTime(), synced: synced()))

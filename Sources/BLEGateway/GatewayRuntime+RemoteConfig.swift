@@ -83,6 +83,8 @@ extension GatewayRuntime {
             if before.peripherals != c.peripherals || before.connections != c.connections {
                 peripherals.update(intents: c.peripherals, connections: c.connections)
             }
+            // Regions, peripherals or the section itself may have changed what Home Assistant is told.
+            announceToHomeAssistant(c)
         }
         switch outcome.status {
         case .applied:

@@ -29,6 +29,8 @@ public final class GatewayRuntime: Service, Sendable {
     let applying = Locked(())
     /// The peripheral links (configured intents, their GATT work and write commands).
     let peripherals: PeripheralService
+    /// Home Assistant discovery (GatewayRuntime+HomeAssistant.swift).
+    let homeAssistant: Locked<HomeAssistantLink>
     let clockSynchronized: @Sendable () -> Bool
     let state: Locked<RuntimeState>
     /// Signalled when the broker accepts the connection and when a remote document arrives: the start-up wait for the
@@ -136,10 +138,14 @@ public final class GatewayRuntime: Service, Sendable {
         publisher = SpoolPublisher(
             spool: spool, client: client, window: configuration.mqtt.inflight, clock: clock,
             onRejected: { r, e in log.error("broker refused reading seq \(r.seq) on \(r.reading.topic): \(e); dropped") })
+        // Set once `self` exists: a device found for a name or service entry is announced to Home Assistant.
+        let seen = Locked<(@Sendable (BDAddress) -> Void)?>(nil)
         peripherals = Self.makePeripherals(configuration: effective, readings: readings, spool: spool,
                                            publisher: publisher, clock: clock, logger: logger,
-                                           synced: clockSynchronized)
+                                           synced: clockSynchronized, stateSeen: { a in seen.withLock { $0 }?(a) })
+        homeAssistant = Locked(HomeAssistantLink(announcer: HomeAssistantAnnouncer(topics: topics, version: Self.version)))
         source = try makeSource(peripherals)
+        seen.withLock { $0 = { [weak self] a in self?.peripheralSeen(a) } }
     }
 
     static func mqttConfiguration(_ c: GatewayConfiguration, readings: GatewayReadings, clock: any BLEClock,
@@ -184,6 +190,8 @@ public final class GatewayRuntime: Service, Sendable {
         }
         // Every configured peripheral starts disconnected: overwrite whatever a previous run left retained.
         peripherals.announce()
+        // Home Assistant's discovery documents (retained, through the spool): they wait for it if it is not there.
+        announceToHomeAssistant(effectiveConfiguration)
         // Long-lived parts, each with one run(); kept as handles so shutdown can stop them in order.
         var following = followRemoteConfiguration()
         if let t = correctStalePeripheralStates() { following.append(t) }
@@ -238,6 +246,7 @@ public final class GatewayRuntime: Service, Sendable {
         events.cancel()
         await events.value
         for f in following { f.cancel(); await f.value }
+        await stopFollowingHomeAssistant()
         logger.info("stopped; \(spool.statistics.depth) readings remain in the spool")
     }
 
@@ -258,6 +267,7 @@ public final class GatewayRuntime: Service, Sendable {
                                             synced: clockSynchronized()))
                 publisher.connectionChanged(connected: true)
                 configurationProgress.signal()
+                if !first { republishToHomeAssistant() }
             case .disconnected(let error):
                 if let error { logger.warning("broker connection lost: \(error)") }
                 publisher.connectionChanged(connected: false)
@@ -436,7 +446,7 @@ public final class GatewayRuntime: Service, Sendable {
                     adapterSlots: (source as? any AdapterLifecycleReporting)?.adapterSlots,
                     peripherals: configuration.peripherals.isEmpty && live.withLock({ $0.configuration.peripherals.isEmpty })
                         ? nil : peripherals.statistics,
-                    identity: identity, regions: regions)
+                    identity: identity, regions: regions, homeAssistant: homeAssistantCounts)
                 _ = spool.append(readings.health(health, ts: clock.unixTime(), synced: clockSynchronized()))
                 nextHealth += healthEvery
                 if nextHealth < now { nextHealth = now + healthEvery }

@@ -27,6 +27,8 @@ public struct RemoteConfigOverlay: Sendable, Equatable {
     /// Whole lists: a document that names them replaces the local ones (an empty list means none).
     public var regions: [Region]?
     public var peripherals: [PeripheralIntent]?
+    /// The whole `homeassistant` section: a document that names it replaces the local one.
+    public var homeAssistant: GatewayConfiguration.HomeAssistant?
     /// The `connections` and `ranging` keys the document gives, by name (ConfigNumberKey tables).
     public var connections: [String: Double] = [:]
     public var ranging: [String: Double] = [:]
@@ -45,6 +47,7 @@ public struct RemoteConfigOverlay: Sendable, Equatable {
         if let v = logLevel { c.log.level = v }
         if let v = regions { c.regions = v }
         if let v = peripherals { c.peripherals = v }
+        if let v = homeAssistant { c.homeAssistant = v }
         for key in GatewayConfiguration.Connections.keys { if let v = connections[key.name] { key.set(&c.connections, v) } }
         for key in GatewayConfiguration.Ranging.keys { if let v = ranging[key.name] { key.set(&c.ranging, v) } }
     }
@@ -186,6 +189,8 @@ public enum RemoteConfigDocument {
                        viaFileReader(keepWarnings: false, { try $0.peripherals(Self.node(value), "peripherals") }) == nil {
                         o.peripherals = nil
                     }
+                case "homeassistant":
+                    o.homeAssistant = viaFileReader(keepWarnings: true) { try $0.homeAssistant(Self.node(value), "homeassistant") }
                 case "connections":
                     o.connections = numbers(value, p, GatewayConfiguration.Connections.keys)
                 case "ranging":
@@ -350,6 +355,7 @@ extension GatewayConfiguration {
         var o = JSONObjectWriter()
         o.raw("connections", CanonicalJSON.numbers(connections, Connections.keys, digits: 3))
         o.string("gateway", gateway.id)
+        o.raw("homeassistant", CanonicalJSON.homeAssistant(homeAssistant))
         o.object("log") { $0.string("level", log.level) }
         o.object("publishing") {
             $0.number("health_interval_s", publishing.healthIntervalSeconds)

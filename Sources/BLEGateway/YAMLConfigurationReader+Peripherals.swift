@@ -141,7 +141,7 @@ extension YAMLConfigurationReader {
         return (.init(service: service, characteristic: characteristic), extras)
     }
 
-    private func uuid(_ node: Node, _ path: String) throws -> BluetoothUUID {
+    func uuid(_ node: Node, _ path: String) throws -> BluetoothUUID {
         let s = try string(node, path)
         guard let u = BluetoothUUID(s) else {
             throw fail(node, path, "expected a UUID (\"2A6E\" or 8-4-4-4-12 hex digits), found \"\(s)\"")

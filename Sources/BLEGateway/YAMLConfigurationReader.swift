@@ -122,6 +122,7 @@ public struct YAMLConfigurationReader {
             case "connections": c.connections = try connections(node, "connections")
             case "ranging": c.ranging = try ranging(node, "ranging")
             case "peripherals": c.peripherals = try peripherals(node, "peripherals")
+            case "homeassistant": c.homeAssistant = try homeAssistant(node, "homeassistant")
             default:
                 unknown(node, key)
             }

@@ -7,9 +7,22 @@
 /// data loss. `ts` is the gateway's wall clock when the reading was taken; `clock_synced` says
 /// whether that clock had been synchronised (a Raspberry Pi has no RTC). The reading's own fields
 /// are stored in the spool as a JSON object (`body`) and spliced in here, so rendering costs one copy.
+///
+/// One kind of body is published as it is: a document whose schema is someone else's (Home Assistant's discovery
+/// configuration, whose removal is an empty payload). Such a body starts with `verbatimMarker`, a NUL byte that
+/// no JSON text can start with; the marker is dropped and the rest sent without the envelope. It still goes
+/// through the spool and takes its `seq` there (in order with the readings around it); only the payload omits it.
 public enum PayloadEnvelope {
+    /// The first byte of a body to publish without the envelope (never the start of a JSON text, RFC 8259 §2).
+    public static let verbatimMarker: UInt8 = 0x00
+
+    /// A body that `render` publishes as `payload`, byte for byte (an empty one too).
+    public static func verbatim(_ payload: [UInt8]) -> [UInt8] { [verbatimMarker] + payload }
+
     /// Renders the envelope around `body`, which must be a JSON object (`{…}`); an empty object adds nothing.
+    /// A body made by `verbatim` is returned without its marker and without the envelope.
     public static func render(run: String, seq: UInt64, ts: Double, clockSynced: Bool, body: [UInt8]) -> [UInt8] {
+        if body.first == verbatimMarker { return Array(body.dropFirst()) }
         var out = [UInt8]()
         out.reserveCapacity(body.count + 80)
         out.append(contentsOf: #"{"run":""#.utf8)

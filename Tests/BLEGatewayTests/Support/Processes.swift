@@ -101,7 +101,12 @@ final class PersistentBroker: @unchecked Sendable {
     var url: String { "mqtt://127.0.0.1:\(port)" }
 
     func start() throws {
-        child = try Child(Self.executable, ["-c", directory.appendingPathComponent("mosquitto.conf").path],
+        // Through perl (Essential in Debian), which clears the signal mask before it becomes mosquitto: a child
+        // inherits the test process's mask, which blocks SIGTERM, so `stop()` waited its full 30 s and then killed a
+        // broker that never saved its state.
+        let unblock = "use POSIX; sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die"
+        child = try Child("/usr/bin/perl", ["-e", unblock, "--", Self.executable, "-c",
+                                            directory.appendingPathComponent("mosquitto.conf").path],
                           log: directory.appendingPathComponent("mosquitto.log").path)
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
