@@ -58,16 +58,13 @@ struct RunCommand: AsyncParsableCommand {
         if let mode { c.adapter.mode = mode }
         if let broker { c.mqtt.broker = broker }
         if let prefix { c.mqtt.prefix = prefix }
-        if let spool {
-            var isDirectory: ObjCBool = false
-            let dir = FileManager.default.fileExists(atPath: spool, isDirectory: &isDirectory) && isDirectory.boolValue
-            c.spool.path = dir ? (spool as NSString).appendingPathComponent("spool.sqlite") : spool
-        }
+        if let spool { c.spool.path = spool }  // a directory holds spool.sqlite, as for spool.path (preflight)
         guard ["exclusive", "shared"].contains(c.adapter.mode) else {
             throw ValidationError("--mode must be exclusive or shared, not \(c.adapter.mode)")
         }
         do {
             try ConfigurationLoader.validate(c)
+            c = try ConfigurationPreflight.check(c)
         } catch {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
             throw ExitCode(2)
