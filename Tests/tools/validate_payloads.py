@@ -11,6 +11,12 @@ import sys
 
 import jsonschema
 
+try:  # jsonschema ≥ 4.18 resolves references through `referencing`; its RefResolver is deprecated
+    import referencing
+    import referencing.jsonschema
+except ImportError:  # Debian 12's jsonschema 4.10
+    referencing = None
+
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "schema" / "v1"
 
 
@@ -29,6 +35,11 @@ def main():
     store = {s["$id"]: s for s in schemas.values()}
     envelope = json.loads((ROOT / "envelope.json").read_text())
     store[envelope["$id"]] = envelope
+    registry = None
+    if referencing is not None:
+        registry = referencing.Registry().with_resources(
+            (uri, referencing.Resource.from_contents(s, default_specification=referencing.jsonschema.DRAFT202012))
+            for uri, s in store.items())
     passed = failed = 0
     for line in open(path, encoding="utf-8"):
         if not line.strip():
@@ -48,9 +59,13 @@ def main():
         if msg["payload"] == "":
             continue  # a cleared retained message
         schema = schemas[name]
-        resolver = jsonschema.RefResolver(base_uri=schema["$id"], referrer=schema, store=store)
+        if registry is not None:
+            validator = jsonschema.Draft202012Validator(schema, registry=registry)
+        else:
+            resolver = jsonschema.RefResolver(base_uri=schema["$id"], referrer=schema, store=store)
+            validator = jsonschema.Draft202012Validator(schema, resolver=resolver)
         try:
-            jsonschema.validate(json.loads(msg["payload"]), schema, resolver=resolver)
+            validator.validate(json.loads(msg["payload"]))
             passed += 1
         except (jsonschema.ValidationError, json.JSONDecodeError) as e:
             print(f"{topic}: {getattr(e, 'message', e)}")
