@@ -104,6 +104,7 @@ public final class GatewayRuntime: Service, Sendable {
         remote = RemoteConfigController(local: configuration,
                                         directory: configuration.remoteConfig.enabled ? spoolDirectory : nil,
                                         verifier: try Self.configVerifier(configuration))
+        for problem in remote.startupProblems { logger.error("remote configuration: \(problem)") }
         let effective = remote.effective
         live = Locked(Live(configuration: effective,
                                 filter: (try? ScanFilter(parsing: effective.scan.filters)) ?? localFilter))

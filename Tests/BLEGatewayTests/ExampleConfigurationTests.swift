@@ -23,7 +23,9 @@ import Testing
             let text = try String(contentsOf: dir.appendingPathComponent(file), encoding: .utf8)
             for line in text.split(separator: "\n") {
                 if let m = line.firstMatch(of: label), !line[m.range.upperBound...].contains("return") {
-                    for n in line[m.range].matches(of: name) { keys.insert(String(line[n.range].dropFirst().dropLast())) }
+                    for n in line[m.range].matches(of: name) {
+                        keys.insert(String(line[n.range].dropFirst().dropLast()))
+                    }
                 }
                 for m in line.matches(of: row) { keys.insert(String(line[m.range].dropFirst(7).dropLast())) }
             }

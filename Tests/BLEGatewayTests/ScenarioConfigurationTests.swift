@@ -22,9 +22,9 @@ import Testing
         #expect(reader.warnings.isEmpty, "\(reader.warnings)")
         for gateway in scenario.gateways {
             #expect(c.connections.max <= gateway.maxConnections,
-                    "\(gateway.id) holds \(gateway.maxConnections) links; the configuration asks for \(c.connections.max)")
+                    "\(gateway.id) holds \(gateway.maxConnections) links; asked: \(c.connections.max)")
         }
         #expect(abs(c.ranging.pathLossExponent - scenario.radio.pathLossExponent) < 1e-9,
-                "ranging.path_loss_exponent \(c.ranging.pathLossExponent) ≠ the radio's \(scenario.radio.pathLossExponent)")
+                "ranging \(c.ranging.pathLossExponent) ≠ radio \(scenario.radio.pathLossExponent)")
     }
 }
