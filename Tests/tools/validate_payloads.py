@@ -3,7 +3,9 @@
 
 Input: a JSON-lines file, one {"topic": "...", "payload": "<utf-8 text>"} per line, as `blegateway watch --record`
 writes it. Prints one line per failure and a closing 'N passed, N failed'; exits 1 on any failure.
-Usage: validate_payloads.py PREFIX MESSAGES.jsonl
+Usage: validate_payloads.py [--operator] PREFIX MESSAGES.jsonl
+With --operator, what operators publish (topics.json's operator_topics: write commands, desired configuration) is
+validated too; without it, skipped.
 """
 import json
 import pathlib
@@ -27,8 +29,15 @@ def matches(filter_levels, topic_levels):
 
 
 def main():
-    prefix, path = sys.argv[1], sys.argv[2]
-    table = json.loads((ROOT / "topics.json").read_text())["topics"]
+    args = sys.argv[1:]
+    operator = args[0] == "--operator"
+    if operator:
+        args = args[1:]
+    prefix, path = args[0], args[1]
+    topics = json.loads((ROOT / "topics.json").read_text())
+    table = dict(topics["topics"])
+    if operator:
+        table.update(topics["operator_topics"])
     schemas = {}
     for name in set(table.values()):
         schemas[name] = json.loads((ROOT / name).read_text())

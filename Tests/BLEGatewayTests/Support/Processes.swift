@@ -161,7 +161,8 @@ enum SchemaValidation {
 
     /// The same for payloads as received, text unchanged (a payload that is not JSON is reported, not dropped).
     static func problems(_ published: [(topic: String, payload: String)], prefix: String, directory: URL,
-                         name: String = "published.jsonl", python: String = python) throws -> String? {
+                         name: String = "published.jsonl", python: String = python,
+                         operatorTopics: Bool = false) throws -> String? {
         let record = directory.appendingPathComponent(name)
         let lines = try published.map { topic, payload in
             String(decoding: try JSONSerialization.data(withJSONObject: ["topic": topic, "payload": payload]),
@@ -171,7 +172,7 @@ enum SchemaValidation {
         let validator = Process()
         validator.executableURL = URL(fileURLWithPath: python)
         let script = BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/validate_payloads.py")
-        validator.arguments = [script.path, prefix, record.path]
+        validator.arguments = [script.path] + (operatorTopics ? ["--operator"] : []) + [prefix, record.path]
         let out = Pipe()
         validator.standardOutput = out
         validator.standardError = FileHandle.nullDevice
