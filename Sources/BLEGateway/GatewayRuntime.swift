@@ -30,6 +30,8 @@ public final class GatewayRuntime: Service, Sendable {
     /// The peripheral links (configured intents, their GATT work and write commands).
     let peripherals: PeripheralService
     let clockSynchronized: @Sendable () -> Bool
+    /// `run --trace ADDRESS`: the traced address and its explainer (GatewayRuntime+Trace).
+    let traced = Locked<TraceState?>(nil)
     let state: Locked<RuntimeState>
 
     struct RuntimeState: Sendable {
@@ -348,6 +350,7 @@ public final class GatewayRuntime: Service, Sendable {
 
     /// One sighting: filtered, counted into its beacon's interval, and optionally on the raw stream.
     func observe(_ s: Sighting) {
+        traceIfTraced(s)
         // Before the scan filter: a wanted peripheral need not be a beacon anyone publishes.
         peripherals.observe(s)
         let (filter, publishing) = live.withLock { ($0.filter, $0.configuration.publishing) }

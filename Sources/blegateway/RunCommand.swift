@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLEGateway
+import BLEHCI
 import BLETransport
 import Foundation
 import Logging
@@ -40,6 +41,9 @@ struct RunCommand: AsyncParsableCommand {
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
+
+    @Option(help: "Log every report from this address and what the filters, decoders and rate limits do with it.")
+    var trace: String?
 
     func run() async throws {
         var c = GatewayConfiguration()
@@ -88,6 +92,12 @@ struct RunCommand: AsyncParsableCommand {
             configuration: c,
             makeSource: { role in try makeSightingSource(c, capture: capture, clock: clock, logger: logger, role: role) },
             clock: clock, logger: logger, clockSynchronized: synchronized)
+        if let trace {
+            guard let address = BDAddress(trace) else {
+                throw ValidationError("--trace \(trace): expected an address like AA:BB:CC:DD:EE:FF")
+            }
+            runtime.trace(address)
+        }
         logger.info("gateway \(c.gateway.id): \(c.adapter.device) (\(c.adapter.mode)) → \(c.mqtt.broker) under \(c.mqtt.prefix)/")
         let group = ServiceGroup(configuration: .init(
             services: [.init(service: runtime)],

@@ -51,7 +51,8 @@ import Testing
                                               body: reading.body)
             payloads.append((reading.topic, String(decoding: full, as: UTF8.self)))
         }
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(payloads[0].payload.utf8)) as? [String: Any])
+        let first = Data(payloads[0].payload.utf8)
+        let json = try #require(try JSONSerialization.jsonObject(with: first) as? [String: Any])
         #expect(json["rssi_raw_mean"] as? Double == -67 && json["rssi_variance"] as? Double == 2)
         let f = try #require(json["filter"] as? [String: Any])
         #expect(f["name"] as? String == "adaptive-ekf-distance" && f["path_loss_exponent"] as? Double == 2.2)

@@ -13,15 +13,16 @@ import Testing
     }
 
     @Test func documentsTombstonesSignedFormsAndWriteCommandsTheGatewayAcceptsValidate() throws {
-        let document = #"{"version": 7, "scan": {"active": false, "filters": ["uuid:FEAA"]}, "log": {"level": "info"}, "#
+        let document = #"{"version": 7, "scan": {"active": false, "filters": ["uuid:FEAA"]}, "#
+            + #""log": {"level": "info"}, "#
             + #""regions": [{"id": "carts", "name_prefix": "Cart"}], "ranging": {"path_loss_exponent": 2.4}, "#
             + #""connections": {"max": 2}}"#
         #expect(RemoteConfigDocument.read(Array(document.utf8)).errors == [])
         let keys = ConfigSigning.generateKeyPair()
         let signed = String(decoding: try ConfigSigning.sign(Array(document.utf8), privateKey: keys.privateKey,
                                                              for: .gateway("gw")), as: UTF8.self)
-        let tombstone = String(decoding: try ConfigSigning.tombstone(version: 8, privateKey: keys.privateKey, for: .fleet),
-                               as: UTF8.self)
+        let tombstone = String(decoding: try ConfigSigning.tombstone(version: 8, privateKey: keys.privateKey,
+                                                                     for: .fleet), as: UTF8.self)
         let report = try Self.problems([
             ("bg/gw/config", document), ("bg/gw/config", signed), ("bg/fleet/config", tombstone),
             ("bg/fleet/config", #"{"version": 9, "delete": true}"#),
