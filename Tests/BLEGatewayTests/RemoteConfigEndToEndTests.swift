@@ -309,7 +309,8 @@ extension EndToEndSuites {
             func push(_ text: String, signed: Bool) async throws -> [String: Any] {
                 let before = observer.states(f.stateTopic).count
                 let doc = Array(text.utf8)
-                let payload = signed ? try ConfigSigning.sign(doc, privateKey: privateKey, for: .gateway(f.gateway)) : doc
+                let payload = signed
+                    ? try ConfigSigning.sign(doc, privateKey: privateKey, for: .gateway(f.gateway)) : doc
                 try await observer.publish(f.configTopic, payload)
                 try await Self.waitFor("verdict") { observer.states(f.stateTopic).count > before }
                 return try #require(observer.states(f.stateTopic).last)
