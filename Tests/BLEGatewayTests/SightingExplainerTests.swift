@@ -1,6 +1,8 @@
 import BLEDomain
 import BLEHCI
+import BLETransport
 import Foundation
+import Logging
 import Testing
 @testable import BLEGateway
 
@@ -109,5 +111,52 @@ extension YAMLConfigurationReader {
         #expect(output.contains("name \"Thermo lobby\""))
         #expect(output.contains("scan filter: STOPS HERE — scan.filters rssi:-20: heard at"))
         #expect(output.contains("reports from 00:1B:DC:10:00:01"))
+    }
+}
+
+/// `run --trace ADDRESS`: the running gateway logs the traced address's reports with their stages, and nothing for
+/// other addresses.
+@Suite struct RuntimeTraceTests {
+    final class Captured: LogHandler, @unchecked Sendable {
+        let lines = Locked<[String]>([])
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+                 file: String, function: String, line: UInt) {
+            lines.withLock { $0.append(message.description) }
+        }
+    }
+
+    struct Silent: SightingSource {
+        func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
+                 sighting: @escaping @Sendable (Sighting) -> Void) async throws {
+            try await Task.sleep(for: .seconds(3600))
+        }
+        var counters: SightingSourceCounters { SightingSourceCounters() }
+    }
+
+    @Test func theTracedAddressIsLoggedWithItsStagesAndNoOtherIs() throws {
+        let dir = NSTemporaryDirectory() + "trace-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        var c = GatewayConfiguration()
+        c.spool.path = dir + "/spool.sqlite"
+        c.remoteConfig.enabled = false
+        c.scan.filters = ["rssi:-70"]
+        let captured = Captured()
+        let runtime = try GatewayRuntime(configuration: c, source: Silent(),
+                                         logger: Logger(label: "trace-test") { _ in captured },
+                                         clockSynchronized: { true })
+        runtime.trace(SightingExplainerTests.address)
+        runtime.observe(SightingExplainerTests.sighting(SightingExplainerTests.iBeacon, rssi: -80))
+        var other = SightingExplainerTests.sighting(SightingExplainerTests.iBeacon)
+        other.address = BDAddress(rawValue: 0xC0FF_EE00_0002)
+        runtime.observe(other)
+        let traces = captured.lines.withLock { $0 }.filter { $0.hasPrefix("trace ") }
+        #expect(traces.count == 1, "\(traces)")
+        #expect(traces.first?.contains("scan filter: STOPS HERE — scan.filters rssi:-70: heard at -80 dBm") == true)
     }
 }
