@@ -7,11 +7,11 @@ SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Build and runtime libraries (one system-library target each), and the broker the demo and tests start.
 PKGS_BUILD   := libbluetooth-dev libmosquitto-dev libsqlite3-dev pkg-config
-PKGS_RUN     := mosquitto mosquitto-clients openssl python3-jsonschema socat tshark
+PKGS_RUN     := mosquitto mosquitto-clients openssl python3-jsonschema python3-venv socat tshark
 # The kernel path is tested in a qemu VM running a Debian kernel and BlueZ's btvirt (x86_64 hosts).
 PKGS_KERNEL  := qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools cpio kmod
 
-.PHONY: all deps deps-kernel build release test test-unit test-kernel test-homeassistant demo bench fuzz clean
+.PHONY: all deps deps-kernel test-venv build release test test-unit test-kernel test-homeassistant demo bench fuzz clean
 
 all: build
 
@@ -30,6 +30,17 @@ endef
 deps:
 	$(call apt_install,$(PKGS_BUILD) $(PKGS_RUN))
 
+# The payload validator runs under pinned packages (Tests/tools/requirements.txt), kept outside the clone and
+# rebuilt only when the pins change.
+VENV         ?= /var/cache/blegateway-venv
+test-venv: deps
+	@if ! cmp -s Tests/tools/requirements.txt $(VENV)/requirements.txt; then \
+	  echo "Building the validator's venv in $(VENV)"; \
+	  $(SUDO) rm -rf $(VENV) && $(SUDO) /usr/bin/python3 -m venv $(VENV) && \
+	  $(SUDO) $(VENV)/bin/pip install -q --disable-pip-version-check -r Tests/tools/requirements.txt && \
+	  $(SUDO) cp Tests/tools/requirements.txt $(VENV)/requirements.txt; \
+	fi
+
 deps-kernel:
 ifeq ($(ARCH),x86_64)
 	$(call apt_install,$(PKGS_KERNEL))
@@ -43,14 +54,14 @@ release: deps
 
 # Unit, protocol and end-to-end tests (a real mosquitto, SQLite on real files, the simulator), then the Linux
 # kernel path in a VM, then the Debian package in a Debian root. Each part prints its own closing count.
-test: deps deps-kernel
+test: deps deps-kernel test-venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) --no-print-directory test-homeassistant
 	$(MAKE) --no-print-directory test-kernel
 	$(MAKE) --no-print-directory test-deploy
 
-test-unit: deps
+test-unit: deps test-venv
 	$(SWIFT) test
 
 # Boots a Debian kernel under qemu (TCG), runs btvirt inside and drives `blegateway` against it.

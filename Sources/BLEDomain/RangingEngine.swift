@@ -93,6 +93,13 @@ public struct RangingEngine: Sendable {
             p.pointee.samples &+= 1
             p.pointee.unknownAnnounced = false
             let a = p.pointee.rssiAt1m
+            if let rssi {
+                // The interval's raw moments, beside the filter: an honest figure shows what went in.
+                let r = Int32(rssi)
+                p.pointee.rawCount &+= 1
+                p.pointee.rawSum &+= r
+                p.pointee.rawSquares &+= r * r
+            }
             guard let rssi else {
                 return p.pointee.filter.map { a - k * log($0.estimate(at: t).distance) }
             }
@@ -235,10 +242,17 @@ extension RangingEngine {
         defer { tracks[Int(i)] = tr }
         let samples = Int(tr.samples)
         tr.samples = 0
+        let (n, sum, squares) = (Double(tr.rawCount), Double(tr.rawSum), Double(tr.rawSquares))
+        (tr.rawCount, tr.rawSum, tr.rawSquares) = (0, 0, 0)
         if unknown && tr.unknownAnnounced { return nil }
         var u = RangingUpdate(
             identity: tr.identity, time: now, address: tr.address, samples: samples, filteredRSSI: nil,
             rssiAt1m: tr.rssiAt1m, calibration: tr.calibration, distance: nil, accuracy: nil, proximity: .unknown)
+        if n > 0 {
+            u.rawRSSIMean = sum / n
+            // The sample variance (n − 1): the spread of single readings, which the filter's σ should match.
+            u.rawRSSIVariance = n > 1 ? max(0, (squares - sum * sum / n) / (n - 1)) : nil
+        }
         if !unknown, let f = tr.filter {
             let e = f.estimate(at: t)
             u.distance = e.distance
@@ -296,6 +310,11 @@ extension RangingEngine {
     @usableFromInline var prev: Int32 = -1
     @usableFromInline var next: Int32 = -1
     @usableFromInline var samples: Int32 = 0
+    /// The interval's readings that carried an RSSI, their sum and sum of squares (exact: |RSSI| ≤ 128, so
+    /// 2³¹ / 128² = 131,072 readings per interval before the squares could overflow).
+    @usableFromInline var rawCount: Int32 = 0
+    @usableFromInline var rawSum: Int32 = 0
+    @usableFromInline var rawSquares: Int32 = 0
     /// The frame's calibration in quarter dB, to notice a change without re-deciding per reading.
     @usableFromInline var frameCalibration = RangingTrack.noFrame
     @usableFromInline var calibration = CalibrationSource.default

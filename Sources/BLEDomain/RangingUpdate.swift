@@ -36,6 +36,10 @@ public struct RangingUpdate: Sendable {
     public var distance: Double?
     public var accuracy: Double?
     public var proximity: Proximity
+    /// The interval's raw readings that carried an RSSI: their mean (dBm) and sample variance (dB²), nil without
+    /// such readings (the variance also with only one).
+    public var rawRSSIMean: Double? = nil
+    public var rawRSSIVariance: Double? = nil
 }
 
 /// Counters for the status topic.

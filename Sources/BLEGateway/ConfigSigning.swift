@@ -1,14 +1,19 @@
 import Crypto
 import Foundation
 
-/// Signed remote documents (Ed25519, RFC 8032). The signed form wraps the document's exact bytes, so nothing has
-/// to be canonicalised before checking:
+/// Signed remote documents (Ed25519, RFC 8032). The signed form carries the document's exact bytes, so nothing has
+/// to be canonicalised before checking, and names where the document is meant to apply:
 ///
-///     {"document": "<base64 of the JSON document>", "signature": "<base64 of Ed25519(document bytes)>"}
+///     {"target": "<gateway id, or fleet>", "layer": "gateway" | "fleet",
+///      "document": "<base64 of the JSON document>", "signature": "<base64 of Ed25519(signed message)>"}
 ///
-/// Off by default. With `remote_config.public_key_file` set, only documents signed by that key apply, they must carry
-/// a `version`, and a version lower than the one in force on that layer is refused (an old signed document replayed
-/// by someone with publish access cannot roll a gateway back).
+/// The signature covers the target and the layer as well as the document (`signedMessage`), so a document signed for
+/// one gateway cannot be replayed on another's topic, nor a gateway's document on the fleet's.
+///
+/// Off by default. With `remote_config.public_key_file` set, only documents signed by that key for this gateway
+/// apply, they must carry a `version`, and each layer keeps a version floor that only rises (RemoteConfigFloors): a
+/// lower version is refused, an equal one only re-applies the identical document, and a layer is deleted only by a
+/// signed tombstone `{"version": N, "delete": true}`, never by an empty retained message.
 public enum ConfigSigning {
     /// A new key pair as base64 text: the private key (32-byte seed) and the public key (32 bytes).
     public static func generateKeyPair() -> (privateKey: String, publicKey: String) {
@@ -16,17 +21,55 @@ public enum ConfigSigning {
         return (key.rawRepresentation.base64EncodedString(), key.publicKey.rawRepresentation.base64EncodedString())
     }
 
-    /// Wraps `document` with its signature by `privateKey` (base64 text, as `config keygen` writes it).
-    public static func sign(_ document: [UInt8], privateKey: String) throws -> [UInt8] {
+    /// Where a signed document is meant to apply: the fleet layer of every gateway, or one gateway's own layer.
+    public struct Address: Sendable, Equatable, CustomStringConvertible {
+        /// `fleet`, or the gateway id (a topic level: `fleet` is reserved, so the two never collide).
+        public var target: String
+        public var layer: RemoteConfigController.Layer
+
+        public static let fleet = Address(target: "fleet", layer: .fleet)
+        public static func gateway(_ id: String) -> Address { Address(target: id, layer: .gateway) }
+
+        /// The address of `layer` on the gateway `gatewayID`.
+        public init(layer: RemoteConfigController.Layer, gatewayID: String) {
+            self = layer == .fleet ? .fleet : .gateway(gatewayID)
+        }
+
+        init(target: String, layer: RemoteConfigController.Layer) {
+            self.target = target
+            self.layer = layer
+        }
+
+        public var description: String { layer == .fleet ? "the fleet" : "gateway \(target)" }
+    }
+
+    /// What the signature covers: a context string, the target, the layer, then the document's bytes. Target and
+    /// layer are topic levels (no newline), so the message splits one way only.
+    static func signedMessage(_ address: Address, _ document: [UInt8]) -> [UInt8] {
+        Array("blegateway-config-v1\n\(address.target)\n\(address.layer.rawValue)\n".utf8) + document
+    }
+
+    /// Wraps `document` with its signature by `privateKey` (base64 text, as `config keygen` writes it) for `address`.
+    public static func sign(_ document: [UInt8], privateKey: String, for address: Address) throws -> [UInt8] {
         guard let raw = Data(base64Encoded: privateKey.trimmingCharacters(in: .whitespacesAndNewlines)),
               let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw) else {
             throw ConfigurationError(path: "", "not an Ed25519 private key (base64 of 32 bytes, from `config keygen`)")
         }
-        let signature = try key.signature(for: Data(document))
+        let signature = try key.signature(for: Data(signedMessage(address, document)))
         var o = JSONObjectWriter()
+        o.string("target", address.target)
+        o.string("layer", address.layer.rawValue)
         o.string("document", Data(document).base64EncodedString())
         o.string("signature", signature.base64EncodedString())
         return o.finished
+    }
+
+    /// What a gateway keeps of the document at a layer's floor (and reports on config/state): SHA-256 of its bytes.
+    public static func digest(_ document: [UInt8]) -> String { RemoteConfigFloors.digest(document) }
+
+    /// A signed tombstone: deletes `address`'s layer on gateways with a public key, and raises its floor to `version`.
+    public static func tombstone(version: Int, privateKey: String, for address: Address) throws -> [UInt8] {
+        try sign(Array(#"{"version":\#(version),"delete":true}"#.utf8), privateKey: privateKey, for: address)
     }
 
     /// Checks signatures with one public key.
@@ -56,13 +99,34 @@ public enum ConfigSigning {
         return parts.document
     }
 
-    /// The signed form's parts, or nil when `root` is not a signed document (exactly the two keys, both strings).
-    static func unwrap(_ root: RemoteJSON) -> (document: [UInt8], signature: [UInt8])?? {
-        guard case .object(let pairs) = root, pairs.count == 2,
-              Set(pairs.map(\.0)) == ["document", "signature"] else { return .none }
-        guard case .string(let d)? = pairs.first(where: { $0.0 == "document" })?.1,
-              case .string(let s)? = pairs.first(where: { $0.0 == "signature" })?.1,
+    /// A signed payload's parts. `target` and `layer` are nil in the older form that signed the document alone.
+    struct Parts {
+        var target: String?
+        var layer: String?
+        var document: [UInt8]
+        var signature: [UInt8]
+
+        var address: Address? {
+            guard let target, let layer else { return nil }
+            return Address(target: target, layer: RemoteConfigController.Layer(rawValue: layer))
+        }
+    }
+
+    /// The signed form's parts, or nil when `root` is not a signed document (an object with exactly `document` and
+    /// `signature`, and optionally `target` and `layer`, all strings); `.some(nil)` when it is one, malformed.
+    static func unwrap(_ root: RemoteJSON) -> Parts?? {
+        guard case .object(let pairs) = root else { return .none }
+        let keys = Set(pairs.map(\.0))
+        guard keys.isSuperset(of: ["document", "signature"]),
+              keys.isSubset(of: ["document", "signature", "target", "layer"]) else { return .none }
+        func text(_ k: String) -> String?? {
+            guard let v = pairs.first(where: { $0.0 == k })?.1 else { return .some(nil) }
+            guard case .string(let s) = v else { return .none }
+            return .some(s)
+        }
+        guard case .some(let d?) = text("document"), case .some(let s?) = text("signature"),
+              case .some(let target) = text("target"), case .some(let layer) = text("layer"),
               let doc = Data(base64Encoded: d), let sig = Data(base64Encoded: s) else { return .some(nil) }
-        return .some(([UInt8](doc), [UInt8](sig)))
+        return .some(Parts(target: target, layer: layer, document: [UInt8](doc), signature: [UInt8](sig)))
     }
 }

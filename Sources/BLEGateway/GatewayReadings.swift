@@ -196,8 +196,21 @@ struct GatewayReadings: Sendable {
         }
     }
 
+    /// The distance filter's name and parameters, as a beacon summary carries them (docs/design/ranging.md): the
+    /// configuration keys that shape the distance, by their names in `ranging:`.
+    static func filterDescription(_ r: GatewayConfiguration.Ranging) -> [UInt8] {
+        var o = JSONObjectWriter()
+        o.string("name", "adaptive-ekf-distance")
+        for key in GatewayConfiguration.Ranging.keys
+        where key.name.hasPrefix("filter_") || key.name == "path_loss_exponent" || key.name == "max_speed_mps" {
+            o.number(key.name, key.get(r), digits: 6)
+        }
+        return o.finished
+    }
+
     /// One beacon's ranging for the interval that ended (schema/v1/beacon.json).
-    func beacon(_ u: RangingUpdate, interval: Double, ts: Double, synced: Bool) -> Reading {
+    func beacon(_ u: RangingUpdate, interval: Double, filter: [UInt8], telemetry: EddystoneTLM.Plain? = nil,
+                ts: Double, synced: Bool) -> Reading {
         let id = u.identity.id
         var o = JSONObjectWriter()
         o.string("id", id)
@@ -211,6 +224,19 @@ struct GatewayReadings: Sendable {
         o.number("distance_m", u.distance, digits: 2)
         o.number("accuracy_m", u.accuracy, digits: 2)
         o.string("proximity", u.proximity.rawValue)
+        // What the distance was made from: the raw readings' mean and spread, and the filter that smoothed them.
+        o.number("rssi_raw_mean", u.rawRSSIMean, digits: 1)
+        o.number("rssi_variance", u.rawRSSIVariance, digits: 2)
+        o.raw("filter", filter)
+        if let t = telemetry {
+            // Eddystone-TLM (eddystone-tlm/tlm-plain.md): null where the beacon says "not supported".
+            o.object("tlm") { j in
+                j.number("battery_v", t.batteryVolts)
+                j.number("temperature_c", t.temperatureCelsius, digits: 2)
+                j.int("adv_count", t.advertisingCount)
+                j.number("uptime_s", Double(t.uptimeDeciseconds) / 10, digits: 1)
+            }
+        }
         return Reading(.sample, topic: topics.beacon(id), body: o.finished, qos: sampleQoS, retain: false,
                        ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }

@@ -90,7 +90,8 @@ extension GatewayRuntime {
         case .applied:
             logger.info("remote configuration: \(layer) document\(outcome.version.map { " version \($0)" } ?? "") applied")
         case .cleared:
-            logger.info("remote configuration: \(layer) document deleted; back to the layers below it")
+            let tombstone = outcome.version.map { " by a signed tombstone, version \($0)" } ?? ""
+            logger.info("remote configuration: \(layer) document deleted\(tombstone); back to the layers below it")
         case .rejected:
             let why = outcome.errors.prefix(5).map(\.description).joined(separator: "; ")
             logger.error("remote configuration: \(layer) document rejected: \(why)")
@@ -104,6 +105,7 @@ extension GatewayRuntime {
         guard configuration.remoteConfig.enabled else { return }
         let effective = live.withLock { $0.configuration }
         recordState(readings.configState(outcome, hash: effective.effectiveHash, layers: remote.versions,
+                                         signedOnly: remote.signedOnly, floors: remote.floors,
                                          restartRequired: restartRequired(effective), ts: clock.unixTime(),
                                          synced: clockSynchronized()))
     }

@@ -32,6 +32,8 @@ public final class GatewayRuntime: Service, Sendable {
     /// Home Assistant discovery (GatewayRuntime+HomeAssistant.swift).
     let homeAssistant: Locked<HomeAssistantLink>
     let clockSynchronized: @Sendable () -> Bool
+    /// `run --trace ADDRESS`: the traced address and its explainer (GatewayRuntime+Trace).
+    let traced = Locked<TraceState?>(nil)
     let state: Locked<RuntimeState>
     /// Signalled when the broker accepts the connection and when a remote document arrives: the start-up wait for the
     /// retained configuration waits on it.
@@ -52,6 +54,9 @@ public final class GatewayRuntime: Service, Sendable {
         var rawLast: Duration = .zero
         var lastAcknowledged: UInt64 = 0
         var lastHealthAt: Duration = .zero
+        /// The newest unencrypted Eddystone-TLM per address in the ranging interval under way: published with that
+        /// address's summaries at the interval's end, then cleared (so bounded by the addresses heard in one).
+        var telemetry: [BDAddress: EddystoneTLM.Plain] = [:]
     }
 
     /// The remotely tunable part in force: replaced whole when a remote document applies, read per sighting/tick.
@@ -109,6 +114,7 @@ public final class GatewayRuntime: Service, Sendable {
         remote = RemoteConfigController(local: configuration,
                                         directory: configuration.remoteConfig.enabled ? spoolDirectory : nil,
                                         verifier: try Self.configVerifier(configuration))
+        for problem in remote.startupProblems { logger.error("remote configuration: \(problem)") }
         let effective = remote.effective
         live = Locked(Live(configuration: effective,
                                 filter: (try? ScanFilter(parsing: effective.scan.filters)) ?? localFilter))
@@ -368,6 +374,7 @@ public final class GatewayRuntime: Service, Sendable {
 
     /// One sighting: filtered, counted into its beacon's interval, and optionally on the raw stream.
     func observe(_ s: Sighting) {
+        traceIfTraced(s)
         // Before the scan filter: a wanted peripheral need not be a beacon anyone publishes.
         peripherals.observe(s)
         let (filter, publishing) = live.withLock { ($0.filter, $0.configuration.publishing) }
@@ -376,6 +383,10 @@ public final class GatewayRuntime: Service, Sendable {
         let (raw, events): (Bool, [RegionEvent]) = state.withLock { st in
             let identity = st.resolver.identity(of: s)
             let rssi = st.ranging.observe(s, as: identity, at: now)
+            if case .eddystoneTLM(.plain(let tlm))? = s.beacon {
+                if st.telemetry.count >= 4096 { st.telemetry.removeAll() }  // a bound, should intervals stop ending
+                st.telemetry[s.address] = tlm
+            }
             let events = st.regions.observe(identity, name: st.regions.wantsNames ? s.advertisement.nameBytes : nil,
                                             rssi: rssi, at: now)
             guard publishing.rawAdvertisements else { return (false, events) }
@@ -458,15 +469,23 @@ public final class GatewayRuntime: Service, Sendable {
         let now = clock.now()
         let ts = clock.unixTime()
         let synced = clockSynchronized()
-        let (updates, events) = state.withLock { s in
+        let (updates, events, telemetry) = state.withLock { s in
             // Regions are not ticked while the adapter is not scanning: an outage is not an exit (it ends in
             // resetToUnknown, see adapterChanged).
-            (s.ranging.tick(at: now), s.adapter?.state == .poweredOn ? s.regions.tick(at: now) : [])
+            let updates = s.ranging.tick(at: now)
+            // Taken only when an interval ended (the tick returns updates only then): until then it accumulates.
+            var telemetry: [BDAddress: EddystoneTLM.Plain] = [:]
+            if !updates.isEmpty { swap(&telemetry, &s.telemetry) }
+            return (updates, s.adapter?.state == .poweredOn ? s.regions.tick(at: now) : [], telemetry)
         }
         publish(events)
-        let interval = live.withLock { $0.configuration.publishing.rangingIntervalSeconds }
+        let (interval, ranging) = live.withLock {
+            ($0.configuration.publishing.rangingIntervalSeconds, $0.configuration.ranging)
+        }
+        let filter = GatewayReadings.filterDescription(ranging)
         for u in updates {
-            _ = spool.append(readings.beacon(u, interval: interval, ts: ts, synced: synced))
+            _ = spool.append(readings.beacon(u, interval: interval, filter: filter, telemetry: telemetry[u.address],
+                                             ts: ts, synced: synced))
         }
     }
 

@@ -15,6 +15,8 @@ public struct ConfigIssue: Sendable, Equatable, CustomStringConvertible {
 /// What a remote document sets: only the keys allowed remotely, each nil when the document leaves it alone.
 public struct RemoteConfigOverlay: Sendable, Equatable {
     public var version: Int?
+    /// A tombstone (`{"version": N, "delete": true}`): the layer is deleted. It sets nothing else.
+    public var delete = false
     public var scanActive: Bool?
     public var scanIntervalMS: Double?
     public var scanWindowMS: Double?
@@ -34,6 +36,14 @@ public struct RemoteConfigOverlay: Sendable, Equatable {
     public var ranging: [String: Double] = [:]
 
     public init() {}
+
+    /// What a tombstone reads as: a version and the deletion, nothing else.
+    static func tombstone(_ version: Int?) -> RemoteConfigOverlay {
+        var o = RemoteConfigOverlay()
+        o.version = version
+        o.delete = true
+        return o
+    }
 
     public func apply(to c: inout GatewayConfiguration) {
         if let v = scanActive { c.scan.active = v }
@@ -62,6 +72,8 @@ public enum RemoteConfigDocument {
         public var overlay: RemoteConfigOverlay?
         public var errors: [ConfigIssue]
         public var warnings: [ConfigIssue]
+        /// The document's own bytes (inside the signed form when signed): what an equal version must repeat.
+        public var document: [UInt8] = []
     }
 
     public static let logLevels = ["trace", "debug", "info", "notice", "warning", "error", "critical"]
@@ -80,12 +92,17 @@ public enum RemoteConfigDocument {
     /// At most this many regions or peripherals in one document: each region is checked per sighting.
     static let maxListCount = 256
 
-    /// - Parameter verifier: when set, only a signed document (ConfigSigning) whose signature verifies is accepted,
-    ///   and it must carry a `version`. Without it, a signed document is read with a warning that nothing was checked.
-    public static func read(_ payload: [UInt8], verifier: ConfigSigning.Verifier? = nil) -> Verdict {
+    /// - Parameters:
+    ///   - verifier: when set, only a signed document (ConfigSigning) whose signature verifies is accepted, and it
+    ///     must carry a `version`. Without it, a signed document is read with a warning that nothing was checked.
+    ///   - address: the layer and gateway the document arrived for; with a verifier, a document signed for another
+    ///     target or layer is refused (the signature covers both).
+    public static func read(_ payload: [UInt8], verifier: ConfigSigning.Verifier? = nil,
+                            address: ConfigSigning.Address? = nil) -> Verdict {
         func rejected(_ path: String, _ reason: String, _ warnings: [ConfigIssue] = []) -> Verdict {
             Verdict(overlay: nil, errors: [ConfigIssue(path: path, reason: reason)], warnings: warnings)
         }
+        var document = payload
         var root: RemoteJSON
         do {
             root = try RemoteJSONParser.parse(payload)
@@ -100,16 +117,26 @@ public enum RemoteConfigDocument {
             }
         case .some(nil):
             return rejected("$", "signed document: \"document\" and \"signature\" must be base64 strings")
-        case .some(let (document, signature)?):
+        case .some(let parts?):
+            document = parts.document
             if let verifier {
-                guard verifier.isValid(signature, for: document) else {
+                guard let signedFor = parts.address else {
+                    return rejected("$.target", "signed without a target and layer (an older `config push`): sign it "
+                                    + "again, so the signature says which gateway and layer it is for")
+                }
+                let message = ConfigSigning.signedMessage(signedFor, parts.document)
+                guard verifier.isValid(parts.signature, for: message) else {
                     return rejected("$.signature", "does not verify with this gateway's public key")
+                }
+                if let address, signedFor != address {
+                    return rejected("$.target", "signed for \(signedFor) (\(signedFor.layer) layer), not for "
+                                    + "\(address) (\(address.layer) layer); refused")
                 }
             } else {
                 r.warnings.append(ConfigIssue(path: "$.signature", reason: "not checked: this gateway has no public key"))
             }
             do {
-                root = try RemoteJSONParser.parse(document)
+                root = try RemoteJSONParser.parse(parts.document)
             } catch {
                 return rejected("$.document", "not a JSON document: \(error)", r.warnings)
             }
@@ -118,7 +145,11 @@ public enum RemoteConfigDocument {
         if verifier != nil, r.errors.isEmpty, overlay.version == nil {
             r.error("$.version", "required in signed documents (a lower version than the one in force is refused)")
         }
-        return Verdict(overlay: r.errors.isEmpty ? overlay : nil, errors: r.errors, warnings: r.warnings)
+        if overlay.delete, r.errors.isEmpty, overlay != RemoteConfigOverlay.tombstone(overlay.version) {
+            r.error("$.delete", "a tombstone carries only \"version\" and \"delete\": true")
+        }
+        return Verdict(overlay: r.errors.isEmpty ? overlay : nil, errors: r.errors, warnings: r.warnings,
+                       document: document)
     }
 
     private struct Reader {
@@ -138,6 +169,12 @@ public enum RemoteConfigDocument {
                 switch key {
                 case "version":
                     o.version = int(value, p, 0...Int(Int32.max))
+                case "delete":
+                    switch bool(value, p) {
+                    case true?: o.delete = true
+                    case false?: error(p, "only true: a tombstone deletes")
+                    case nil: break
+                    }
                 case "scan":
                     for (k, v) in object(value, p) {
                         let kp = "\(p).\(k)"

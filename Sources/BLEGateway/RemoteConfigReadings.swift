@@ -5,6 +5,8 @@ extension GatewayReadings {
     /// `config/state` (schema/v1/config-state.json): retained and durable, so the last verdict is what a dashboard
     /// finds, and its `seq` takes its place in the stream.
     func configState(_ o: RemoteConfigController.Outcome, hash: String, layers: [RemoteConfigController.Layer: Int?],
+                     signedOnly: Bool = false,
+                     floors: [RemoteConfigController.Layer: (version: Int, sha256: String)] = [:],
                      restartRequired: [String], ts: Double, synced: Bool) -> Reading {
         var w = JSONObjectWriter()
         w.string("status", o.status == .rejected ? "rejected" : "applied")
@@ -16,6 +18,16 @@ extension GatewayReadings {
             for layer in [RemoteConfigController.Layer.fleet, .gateway] {
                 guard let v = layers[layer] else { continue }
                 l.object(layer.rawValue) { $0.int("version", v) }
+            }
+        }
+        // What `config push` checks before it sends: whether only signed documents apply, and below what.
+        if signedOnly {
+            w.bool("signed_only", true)
+            w.object("floors") { l in
+                for layer in [RemoteConfigController.Layer.fleet, .gateway] {
+                    guard let f = floors[layer] else { continue }
+                    l.object(layer.rawValue) { $0.int("version", f.version); $0.string("sha256", f.sha256) }
+                }
             }
         }
         w.raw("errors", Self.issues(o.errors))

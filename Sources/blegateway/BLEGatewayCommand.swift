@@ -9,7 +9,7 @@ struct BLEGatewayCommand: AsyncParsableCommand {
         abstract: "A Bluetooth LE to MQTT gateway for Linux boards.",
         version: GatewayRuntime.version,
         subcommands: [ScanCommand.self, RunCommand.self, ConfigCommand.self, WatchCommand.self, SimCommand.self,
-                      HCIDumpCommand.self, GATTCommand.self, GATTServeCommand.self])
+                      HCIDumpCommand.self, GATTCommand.self, GATTServeCommand.self, ExplainCommand.self])
 
     static func main() async {
         // A write to a peer that has gone (an unplugged H4 link, a closed simulator socket, a vanished broker)

@@ -20,7 +20,13 @@ struct ConfigCommand: AsyncParsableCommand {
             do {
                 let loaded = try ConfigurationLoader.load(path: file)
                 for w in loaded.warnings { FileHandle.standardError.write(Data("\(file): warning: \(w)\n".utf8)) }
-                print("\(file): valid (gateway \(loaded.configuration.gateway.id), broker \(loaded.configuration.mqtt.broker))")
+                // What `run` would hit at start (paths, permissions, key files), on this machine.
+                let c: GatewayConfiguration
+                do { c = try ConfigurationPreflight.check(loaded.configuration) } catch let e as ConfigurationError {
+                    FileHandle.standardError.write(Data("\(file): \(e)\n".utf8))
+                    throw ExitCode(2)
+                }
+                print("\(file): valid (gateway \(c.gateway.id), broker \(c.mqtt.broker), spool \(c.spool.path))")
             } catch {
                 FileHandle.standardError.write(Data("\(error)\n".utf8))
                 throw ExitCode(2)

@@ -67,9 +67,12 @@ extension ConfigCommand {
         static let configuration = CommandConfiguration(
             abstract: "Publish a remote configuration document (retained) for one gateway or the whole fleet.",
             discussion: """
-                The document is validated here first, as the gateway will; it is not sent if the gateway would reject it.
-                With --delete the retained document is removed (an empty retained message): the gateways fall back to
-                the layers below it (fleet, then their local file). See docs/CONFIG.md, "Remote configuration".
+                The document is validated here first, as the gateway will, and checked against what the gateways
+                report on config/state (whether they apply only signed documents, and each layer's version floor):
+                it is not sent if a gateway would refuse it. --public-key checks the signature here as well.
+                With --delete the layer is deleted: an empty retained message, or with --sign a signed tombstone
+                (gateways with a public key accept only that) whose version is --version, or one above the highest
+                floor the gateways report. See docs/CONFIG.md, "Remote configuration".
                 """)
 
         @Option(help: "The gateway id: publish to <prefix>/<id>/config.")
@@ -78,11 +81,17 @@ extension ConfigCommand {
         @Flag(help: "Publish to <prefix>/fleet/config, for every gateway.")
         var fleet = false
 
-        @Flag(help: "Delete the retained document instead of publishing one.")
+        @Flag(help: "Delete the layer instead of publishing a document (with --sign: a signed tombstone).")
         var delete = false
 
         @Option(help: "Sign with this Ed25519 private key file (from `config keygen`); the document needs a version.")
         var sign: String?
+
+        @Option(help: "With --delete --sign: the tombstone's version (default: one above the floors reported).")
+        var version: Int?
+
+        @Option(help: "Check the signature with this public key file (the gateways' remote_config.public_key_file).")
+        var publicKey: String?
 
         @OptionGroup var options: RemoteConfigBrokerOptions
 
@@ -95,34 +104,94 @@ extension ConfigCommand {
         func validate() throws {
             guard (gateway != nil) != fleet else { throw ValidationError("give exactly one of --gateway ID or --fleet") }
             guard (file != nil) != delete else { throw ValidationError("give a FILE, or --delete") }
+            guard version == nil || (delete && sign != nil) else {
+                throw ValidationError("--version is for a signed tombstone (--delete --sign); a document has its own")
+            }
+        }
+
+        func fail(_ lines: [String]) -> ExitCode {
+            for l in lines { FileHandle.standardError.write(Data("\(l)\n".utf8)) }
+            return ExitCode(2)
         }
 
         func run() async throws {
             let topic = fleet ? "\(options.prefix)/fleet/config" : "\(options.prefix)/\(gateway!)/config"
+            let address: ConfigSigning.Address = fleet ? .fleet : .gateway(gateway!)
+            let layer = address.layer
+            // What the gateways report: retained config/state, one per gateway (the fleet layer concerns them all).
+            let stateFilter = "\(options.prefix)/\(fleet ? "+" : gateway!)/config/state"
+            let reported = try await collectRetained(try options.client("check"), [stateFilter])
+            let states = reported.compactMap { topic, payload -> (String, ReportedConfigState)? in
+                ReportedConfigState(payload).map { (topic, $0) }
+            }.sorted { $0.0 < $1.0 }
+
             var payload: [UInt8] = []
+            var document: [UInt8] = []
+            var documentVersion: Int?
             if let file {
                 guard let data = FileManager.default.contents(atPath: file) else {
                     throw ValidationError("cannot read \(file)")
                 }
-                payload = [UInt8](data)
-                let verdict = RemoteConfigDocument.read(payload)
+                document = [UInt8](data)
+                let verdict = RemoteConfigDocument.read(document)
                 for w in verdict.warnings { FileHandle.standardError.write(Data("\(file): warning: \(w)\n".utf8)) }
-                guard verdict.errors.isEmpty else {
-                    for e in verdict.errors { FileHandle.standardError.write(Data("\(file): \(e)\n".utf8)) }
-                    throw ExitCode(2)
+                guard verdict.errors.isEmpty else { throw fail(verdict.errors.map { "\(file): \($0)" }) }
+                documentVersion = verdict.overlay?.version
+                payload = document
+            } else if sign != nil {
+                let floor = states.compactMap { $0.1.floors[layer.rawValue]?.version }.max()
+                guard let v = version ?? floor.map({ $0 + 1 }) else {
+                    throw ValidationError("no gateway reports a floor for the \(layer) layer: give the tombstone "
+                                          + "a --version")
                 }
-                if let sign {
-                    guard verdict.overlay?.version != nil else {
-                        throw ValidationError("\(file): a signed document needs a \"version\" (gateways refuse lower ones)")
-                    }
-                    guard let key = FileManager.default.contents(atPath: sign) else {
-                        throw ValidationError("cannot read \(sign)")
-                    }
-                    payload = try ConfigSigning.sign(payload, privateKey: String(decoding: key, as: UTF8.self))
+                document = Array(#"{"version":\#(v),"delete":true}"#.utf8)
+                documentVersion = v
+            }
+            if let sign {
+                guard documentVersion != nil else {
+                    throw ValidationError("\(file ?? "the tombstone"): a signed document needs a \"version\" "
+                                          + "(gateways refuse lower ones)")
+                }
+                guard let key = FileManager.default.contents(atPath: sign) else {
+                    throw ValidationError("cannot read \(sign)")
+                }
+                payload = try ConfigSigning.sign(document, privateKey: String(decoding: key, as: UTF8.self),
+                                                 for: address)
+            }
+            if let publicKey {
+                guard let key = FileManager.default.contents(atPath: publicKey) else {
+                    throw ValidationError("cannot read \(publicKey)")
+                }
+                let verifier = try ConfigSigning.Verifier(publicKey: String(decoding: key, as: UTF8.self))
+                if payload.isEmpty {
+                    throw fail(["refused: with a public key, a layer is deleted only by a signed tombstone "
+                                + "(--delete --sign KEY)"])
+                }
+                let verdict = RemoteConfigDocument.read(payload, verifier: verifier, address: address)
+                guard verdict.errors.isEmpty else { throw fail(verdict.errors.map { "refused: \($0)" }) }
+            }
+            // Refuse what a gateway would: the same rules as RemoteConfigController, on what it reports.
+            var refusals: [String] = []
+            for (stateTopic, state) in states {
+                let who = String(stateTopic.dropLast("/config/state".count))
+                guard state.signedOnly else { continue }
+                if sign == nil {
+                    refusals.append("\(who) applies only signed documents" + (payload.isEmpty
+                        ? " and deletes a layer only on a signed tombstone (--delete --sign KEY)" : " (--sign KEY)"))
+                    continue
+                }
+                guard let v = documentVersion, let floor = state.floors[layer.rawValue] else { continue }
+                if v < floor.version {
+                    refusals.append("\(who): version \(v) is lower than \(floor.version), the \(layer) layer's floor")
+                } else if v == floor.version && ConfigSigning.digest(document) != floor.sha256 {
+                    refusals.append("\(who): version \(v) was applied with other content; give this one a "
+                                    + "higher version")
                 }
             }
+            guard refusals.isEmpty else { throw fail(refusals.map { "refused: \($0)" }) }
+
             let client = try options.client("push")
-            let states = try gateway.map { try client.subscribe("\(options.prefix)/\($0)/config/state") }
+            let stateStream = try gateway.map { try client.subscribe("\(options.prefix)/\($0)/config/state") }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await client.run() }
                 let deadline = ContinuousClock.now + .seconds(10)
@@ -135,11 +204,13 @@ extension ConfigCommand {
                         try await Task.sleep(for: .milliseconds(50))
                     }
                 }
-                print(delete ? "deleted the retained document on \(topic)" : "published \(payload.count) bytes to \(topic)")
-                if let states, wait > 0 {
+                print(payload.isEmpty ? "deleted the retained document on \(topic)"
+                      : delete ? "published a signed tombstone, version \(documentVersion!), to \(topic)"
+                      : "published \(payload.count) bytes to \(topic)")
+                if let stateStream, wait > 0 {
                     // The retained state comes first; the gateway's verdict on this push is the next live one.
                     let verdict = Task { () -> String? in
-                        for await m in states where !m.retain { return String(decoding: m.payload, as: UTF8.self) }
+                        for await m in stateStream where !m.retain { return String(decoding: m.payload, as: UTF8.self) }
                         return nil as String?
                     }
                     let timer = Task { try await Task.sleep(for: .seconds(wait)); verdict.cancel() }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import BLEGateway
+import BLEHCI
 import BLETransport
 import Foundation
 import Logging
@@ -41,6 +42,9 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
+    @Option(help: "Log every report from this address and what the filters, decoders and rate limits do with it.")
+    var trace: String?
+
     func run() async throws {
         var c = GatewayConfiguration()
         if let config {
@@ -58,16 +62,13 @@ struct RunCommand: AsyncParsableCommand {
         if let mode { c.adapter.mode = mode }
         if let broker { c.mqtt.broker = broker }
         if let prefix { c.mqtt.prefix = prefix }
-        if let spool {
-            var isDirectory: ObjCBool = false
-            let dir = FileManager.default.fileExists(atPath: spool, isDirectory: &isDirectory) && isDirectory.boolValue
-            c.spool.path = dir ? (spool as NSString).appendingPathComponent("spool.sqlite") : spool
-        }
+        if let spool { c.spool.path = spool }  // a directory holds spool.sqlite, as for spool.path (preflight)
         guard ["exclusive", "shared"].contains(c.adapter.mode) else {
             throw ValidationError("--mode must be exclusive or shared, not \(c.adapter.mode)")
         }
         do {
             try ConfigurationLoader.validate(c)
+            c = try ConfigurationPreflight.check(c)
         } catch {
             FileHandle.standardError.write(Data("\(error)\n".utf8))
             throw ExitCode(2)
@@ -91,6 +92,12 @@ struct RunCommand: AsyncParsableCommand {
             configuration: c,
             makeSource: { role in try makeSightingSource(c, capture: capture, clock: clock, logger: logger, role: role) },
             clock: clock, logger: logger, clockSynchronized: synchronized)
+        if let trace {
+            guard let address = BDAddress(trace) else {
+                throw ValidationError("--trace \(trace): expected an address like AA:BB:CC:DD:EE:FF")
+            }
+            runtime.trace(address)
+        }
         logger.info("gateway \(c.gateway.id): \(c.adapter.device) (\(c.adapter.mode)) → \(c.mqtt.broker) under \(c.mqtt.prefix)/")
         let group = ServiceGroup(configuration: .init(
             // The runtime returns by itself only at the end of a replayed capture: a normal end, not a failure.

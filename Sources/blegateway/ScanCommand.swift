@@ -11,7 +11,7 @@ struct ScanCommand: AsyncParsableCommand {
         commandName: "scan",
         abstract: "Scan and show what is advertising: a live table, or JSON lines (docs/SCAN_JSON.md).")
 
-    @Option(help: "hci0 (kernel socket), unix:PATH, tcp:HOST:PORT, serial:/dev/ttyX[@BAUD] or file:CAPTURE.")
+    @Option(help: "hci0 (kernel socket), unix:PATH, tcp:HOST:PORT, serial:/dev/ttyX[@BAUD][,rtscts] or file:CAPTURE.")
     var device: String = "hci0"
 
     @Option(help: "For hciN: exclusive (owns the controller) or shared (beside bluetoothd).")

@@ -59,7 +59,7 @@ import Testing
             .joined(separator: "\n")
         let (c, warnings) = try read(example)
         #expect(warnings.isEmpty, "\(warnings)")
-        #expect(c.regions.map(\.id) == ["lobby", "carts"] && c.identityKeys.count == 2)
+        #expect(c.regions.map(\.id) == ["lobby", "desk", "dock", "carts"] && c.identityKeys.count == 2)
     }
 
     @Test func theShippedPeripheralsExampleUncommentedIsValid() throws {

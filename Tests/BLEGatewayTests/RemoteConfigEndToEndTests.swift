@@ -309,7 +309,9 @@ extension EndToEndSuites {
             func push(_ text: String, signed: Bool) async throws -> [String: Any] {
                 let before = observer.states(f.stateTopic).count
                 let doc = Array(text.utf8)
-                try await observer.publish(f.configTopic, signed ? try ConfigSigning.sign(doc, privateKey: privateKey) : doc)
+                let payload = signed
+                    ? try ConfigSigning.sign(doc, privateKey: privateKey, for: .gateway(f.gateway)) : doc
+                try await observer.publish(f.configTopic, payload)
                 try await Self.waitFor("verdict") { observer.states(f.stateTopic).count > before }
                 return try #require(observer.states(f.stateTopic).last)
             }
@@ -320,6 +322,15 @@ extension EndToEndSuites {
             let v4 = try await push(#"{"version": 4, "log": {"level": "error"}}"#, signed: true)
             #expect(v4["status"] as? String == "rejected")
             #expect((v4["errors"] as? [[String: Any]])?.first?["path"] as? String == "$.version")
+            #expect(runtime.effectiveConfiguration.log.level == "debug")
+            // Anyone with publish access can clear the retained topic: that is refused, not a deletion.
+            let before = observer.states(f.stateTopic).count
+            try await observer.publish(f.configTopic, [])
+            try await Self.waitFor("verdict on the empty message") { observer.states(f.stateTopic).count > before }
+            let cleared = try #require(observer.states(f.stateTopic).last)
+            #expect(cleared["status"] as? String == "rejected")
+            #expect(cleared["signed_only"] as? Bool == true)
+            #expect(((cleared["floors"] as? [String: Any])?["gateway"] as? [String: Any])?["version"] as? Int == 5)
             #expect(runtime.effectiveConfiguration.log.level == "debug")
             task.cancel()
             _ = try? await task.value

@@ -14,6 +14,11 @@ import Testing
     static let public1 = hex("d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a").base64EncodedString()
     static let public2 = hex("3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c").base64EncodedString()
 
+    /// `text` signed for the default gateway's own layer.
+    static func sign(_ text: String, _ key: String) throws -> [UInt8] {
+        try ConfigSigning.sign(Array(text.utf8), privateKey: key, for: .gateway(GatewayConfiguration().gateway.id))
+    }
+
     @Test func theVerifierAcceptsTheRFC8032VectorsAndNothingElse() throws {
         let v1 = try ConfigSigning.Verifier(publicKey: Self.public1)
         let sig1 = [UInt8](Self.hex("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"))
@@ -27,7 +32,7 @@ import Testing
 
     @Test func aSignedDocumentAppliesOnlyWithTheMatchingKey() throws {
         let doc = Array(#"{"version": 3, "log": {"level": "debug"}}"#.utf8)
-        let signed = try ConfigSigning.sign(doc, privateKey: Self.secret1)
+        let signed = try ConfigSigning.sign(doc, privateKey: Self.secret1, for: .gateway("gateway"))
         let good = RemoteConfigDocument.read(signed, verifier: try ConfigSigning.Verifier(publicKey: Self.public1))
         #expect(good.errors == [] && good.overlay?.logLevel == "debug")
         let wrong = RemoteConfigDocument.read(signed, verifier: try ConfigSigning.Verifier(publicKey: Self.public2))
@@ -40,14 +45,14 @@ import Testing
 
     @Test func aTamperedUnsignedOrVersionlessDocumentIsRefusedWhenAKeyIsSet() throws {
         let verifier = try ConfigSigning.Verifier(publicKey: Self.public1)
-        let signed = try ConfigSigning.sign(Array(#"{"version": 3, "log": {"level": "debug"}}"#.utf8), privateKey: Self.secret1)
+        let signed = try Self.sign(#"{"version": 3, "log": {"level": "debug"}}"#, Self.secret1)
         var json = try #require(try JSONSerialization.jsonObject(with: Data(signed)) as? [String: String])
         json["document"] = Data(#"{"version": 3, "log": {"level": "trace"}}"#.utf8).base64EncodedString()
         let tampered = [UInt8](try JSONSerialization.data(withJSONObject: json))
         #expect(RemoteConfigDocument.read(tampered, verifier: verifier).errors.first?.path == "$.signature")
         let unsigned = RemoteConfigDocument.read(Array(#"{"version": 4}"#.utf8), verifier: verifier)
         #expect(unsigned.errors.first?.reason.contains("unsigned") == true)
-        let versionless = try ConfigSigning.sign(Array(#"{"log": {"level": "debug"}}"#.utf8), privateKey: Self.secret1)
+        let versionless = try Self.sign(#"{"log": {"level": "debug"}}"#, Self.secret1)
         #expect(RemoteConfigDocument.read(versionless, verifier: verifier).errors.first?.path == "$.version")
     }
 
@@ -55,7 +60,7 @@ import Testing
         let verifier = try ConfigSigning.Verifier(publicKey: Self.public1)
         let rc = RemoteConfigController(local: GatewayConfiguration(), directory: nil, verifier: verifier)
         func signed(_ v: Int, _ level: String) throws -> [UInt8] {
-            try ConfigSigning.sign(Array(#"{"version": \#(v), "log": {"level": "\#(level)"}}"#.utf8), privateKey: Self.secret1)
+            try Self.sign(#"{"version": \#(v), "log": {"level": "\#(level)"}}"#, Self.secret1)
         }
         #expect(rc.receive(.gateway, payload: try signed(5, "debug"))?.status == .applied)
         let old = rc.receive(.gateway, payload: try signed(4, "trace"))
@@ -66,7 +71,8 @@ import Testing
 
     @Test func keygenMakesAPairThatSignsAndVerifies() throws {
         let (privateKey, publicKey) = ConfigSigning.generateKeyPair()
-        let signed = try ConfigSigning.sign(Array(#"{"version": 1}"#.utf8), privateKey: privateKey)
-        #expect(RemoteConfigDocument.read(signed, verifier: try ConfigSigning.Verifier(publicKey: publicKey)).errors == [])
+        let signed = try Self.sign(#"{"version": 1}"#, privateKey)
+        let verifier = try ConfigSigning.Verifier(publicKey: publicKey)
+        #expect(RemoteConfigDocument.read(signed, verifier: verifier).errors == [])
     }
 }

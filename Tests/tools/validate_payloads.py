@@ -3,13 +3,21 @@
 
 Input: a JSON-lines file, one {"topic": "...", "payload": "<utf-8 text>"} per line, as `blegateway watch --record`
 writes it. Prints one line per failure and a closing 'N passed, N failed'; exits 1 on any failure.
-Usage: validate_payloads.py PREFIX MESSAGES.jsonl
+Usage: validate_payloads.py [--operator] PREFIX MESSAGES.jsonl
+With --operator, what operators publish (topics.json's operator_topics: write commands, desired configuration) is
+validated too; without it, skipped.
 """
 import json
 import pathlib
 import sys
 
 import jsonschema
+
+try:  # jsonschema ≥ 4.18 resolves references through `referencing`; its RefResolver is deprecated
+    import referencing
+    import referencing.jsonschema
+except ImportError:  # Debian 12's jsonschema 4.10
+    referencing = None
 
 ROOT = pathlib.Path(__file__).resolve().parents[2] / "schema" / "v1"
 
@@ -21,14 +29,26 @@ def matches(filter_levels, topic_levels):
 
 
 def main():
-    prefix, path = sys.argv[1], sys.argv[2]
-    table = json.loads((ROOT / "topics.json").read_text())["topics"]
+    args = sys.argv[1:]
+    operator = args[0] == "--operator"
+    if operator:
+        args = args[1:]
+    prefix, path = args[0], args[1]
+    topics = json.loads((ROOT / "topics.json").read_text())
+    table = dict(topics["topics"])
+    if operator:
+        table.update(topics["operator_topics"])
     schemas = {}
     for name in set(table.values()):
         schemas[name] = json.loads((ROOT / name).read_text())
     store = {s["$id"]: s for s in schemas.values()}
     envelope = json.loads((ROOT / "envelope.json").read_text())
     store[envelope["$id"]] = envelope
+    registry = None
+    if referencing is not None:
+        registry = referencing.Registry().with_resources(
+            (uri, referencing.Resource.from_contents(s, default_specification=referencing.jsonschema.DRAFT202012))
+            for uri, s in store.items())
     passed = failed = 0
     for line in open(path, encoding="utf-8"):
         if not line.strip():
@@ -48,9 +68,13 @@ def main():
         if msg["payload"] == "":
             continue  # a cleared retained message
         schema = schemas[name]
-        resolver = jsonschema.RefResolver(base_uri=schema["$id"], referrer=schema, store=store)
+        if registry is not None:
+            validator = jsonschema.Draft202012Validator(schema, registry=registry)
+        else:
+            resolver = jsonschema.RefResolver(base_uri=schema["$id"], referrer=schema, store=store)
+            validator = jsonschema.Draft202012Validator(schema, resolver=resolver)
         try:
-            jsonschema.validate(json.loads(msg["payload"]), schema, resolver=resolver)
+            validator.validate(json.loads(msg["payload"]))
             passed += 1
         except (jsonschema.ValidationError, json.JSONDecodeError) as e:
             print(f"{topic}: {getattr(e, 'message', e)}")

@@ -145,8 +145,15 @@ final class PersistentBroker: @unchecked Sendable {
     }
 }
 
-/// Checks published payloads against schema/v1 with Tests/tools/validate_payloads.py (Debian's python3-jsonschema).
+/// Checks published payloads against schema/v1 with Tests/tools/validate_payloads.py, under the pinned venv
+/// `make test-venv` builds (Tests/tools/requirements.txt), or Debian's python3-jsonschema when it is not built.
 enum SchemaValidation {
+    static let venvPython = "/var/cache/blegateway-venv/bin/python3"
+
+    static var python: String {
+        FileManager.default.isExecutableFile(atPath: venvPython) ? venvPython : "/usr/bin/python3"
+    }
+
     /// Writes `(topic, payload)` pairs as JSON lines under `directory` and validates them for `prefix`.
     /// Returns nil when every payload matches its topic's schema, else the validator's report.
     static func problems(_ published: [(topic: String, json: [String: Any])], prefix: String, directory: URL,
@@ -159,7 +166,8 @@ enum SchemaValidation {
 
     /// The same for payloads as received, text unchanged (a payload that is not JSON is reported, not dropped).
     static func problems(_ published: [(topic: String, payload: String)], prefix: String, directory: URL,
-                         name: String = "published.jsonl") throws -> String? {
+                         name: String = "published.jsonl", python: String = python,
+                         operatorTopics: Bool = false) throws -> String? {
         let record = directory.appendingPathComponent(name)
         let lines = try published.map { topic, payload in
             String(decoding: try JSONSerialization.data(withJSONObject: ["topic": topic, "payload": payload]),
@@ -167,9 +175,9 @@ enum SchemaValidation {
         }
         try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
         let validator = Process()
-        validator.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        validator.executableURL = URL(fileURLWithPath: python)
         let script = BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/validate_payloads.py")
-        validator.arguments = [script.path, prefix, record.path]
+        validator.arguments = [script.path] + (operatorTopics ? ["--operator"] : []) + [prefix, record.path]
         let out = Pipe()
         validator.standardOutput = out
         validator.standardError = FileHandle.nullDevice
