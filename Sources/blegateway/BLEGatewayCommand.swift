@@ -8,7 +8,8 @@ struct BLEGatewayCommand: AsyncParsableCommand {
         commandName: "blegateway",
         abstract: "A Bluetooth LE to MQTT gateway for Linux boards.",
         version: GatewayRuntime.version,
-        subcommands: [ScanCommand.self, RunCommand.self, ConfigCommand.self, WatchCommand.self, SimCommand.self,
+        subcommands: [ScanCommand.self, RunCommand.self, ConfigCommand.self, WatchCommand.self, FleetCommand.self,
+                      SimCommand.self,
                       HCIDumpCommand.self, GATTCommand.self, GATTServeCommand.self])
 
     static func main() async {
