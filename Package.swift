@@ -79,7 +79,9 @@ let package = Package(
         .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport", "BLEDomain"]),
         .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLEDomain", "BLETransport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLESimulator", "BLEPublishing", "BLEDomain"]),
-        .testTarget(name: "BLEFleetTests", dependencies: ["BLEFleet", "BLEPublishing", "BLESpool"]),
+        .testTarget(name: "BLEFleetTests", dependencies: [
+            "BLEFleet", "BLEPublishing", "BLESpool", .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport"]),
     ]
 )

@@ -28,7 +28,11 @@ extension FleetPages {
             if (s < 5400) return Math.round(s / 60) + " min";
             return Math.round(s / 3600) + " h";
           }
-          function when(t) { return t ? new Date(t * 1000).toLocaleString() : "–"; }
+          function when(t) {
+            if (!t) return "–";
+            const d = new Date(t * 1000);
+            return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
+          }
           function fill(tbodyParent, rows) {
             const tbody = document.querySelector(tbodyParent + " tbody");
             tbody.replaceChildren(...rows);
@@ -57,41 +61,41 @@ extension FleetPages {
             };
           }
 
-          // A line plot in SVG: series [{name, color, points: [[t, v], …]}] over the last WINDOW_S seconds.
+          // A line plot in SVG: series [{color, points: [[t, v], …]}]. The time axis spans the data, from two minutes
+          // up to WINDOW_S, so a fresh page shows its first points spread out rather than piled at "now".
           function plot(container, series, now) {
-            const W = 600, H = 160, L = 48, R = 8, T = 8, B = 20;
+            const W = 400, H = 170, L = 44, R = 6, T = 6, B = 18;
             const ns = "http://www.w3.org/2000/svg";
             const svg = document.createElementNS(ns, "svg");
             svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
-            svg.setAttribute("preserveAspectRatio", "none");
-            const t0 = now - WINDOW_S;
-            const all = series.flatMap(s => s.points.filter(p => p[0] >= t0 && p[1] !== null && p[1] !== undefined));
+            const valid = p => p[1] !== null && p[1] !== undefined && p[0] >= now - WINDOW_S;
+            const all = series.flatMap(s => s.points.filter(valid));
+            const oldest = Math.min(now - 120, ...all.map(p => p[0]));
+            const span = Math.max(120, now - oldest), t0 = now - span;
             let lo = Math.min(...all.map(p => p[1])), hi = Math.max(...all.map(p => p[1]));
             if (!isFinite(lo)) { lo = 0; hi = 1; }
             if (hi === lo) { hi += 1; lo -= 1; }
-            const x = t => L + (t - t0) / WINDOW_S * (W - L - R);
+            const x = t => L + (t - t0) / span * (W - L - R);
             const y = v => T + (hi - v) / (hi - lo) * (H - T - B);
-            const axis = (txt, yy) => {
+            const label = (txt, xx, yy) => {
               const t = document.createElementNS(ns, "text");
-              t.setAttribute("x", "2"); t.setAttribute("y", String(yy)); t.setAttribute("font-size", "11");
+              t.setAttribute("x", String(xx)); t.setAttribute("y", String(yy)); t.setAttribute("font-size", "10");
               t.textContent = txt; svg.appendChild(t);
             };
-            axis(num(hi, hi - lo < 10 ? 1 : 0), T + 10); axis(num(lo, hi - lo < 10 ? 1 : 0), H - B);
+            const digits = hi - lo < 10 ? 1 : 0;
+            label(num(hi, digits), 2, T + 9); label(num(lo, digits), 2, H - B);
+            label(`−${Math.round(span / 60)} min`, L, H - 4); label("now", W - R - 20, H - 4);
             const frame = document.createElementNS(ns, "rect");
             frame.setAttribute("x", L); frame.setAttribute("y", T); frame.setAttribute("width", W - L - R);
             frame.setAttribute("height", H - T - B); frame.setAttribute("fill", "none"); frame.setAttribute("stroke", "#ccc");
             svg.appendChild(frame);
-            const foot = document.createElementNS(ns, "text");
-            foot.setAttribute("x", L); foot.setAttribute("y", H - 4); foot.setAttribute("font-size", "11");
-            foot.textContent = "−60 min … now"; svg.appendChild(foot);
             let drawn = 0;
             for (const s of series) {
-              const pts = s.points.filter(p => p[0] >= t0 && p[1] !== null && p[1] !== undefined);
+              const pts = s.points.filter(valid);
               if (pts.length === 0) continue;
               const line = document.createElementNS(ns, "polyline");
               line.setAttribute("points", pts.map(p => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" "));
               line.setAttribute("fill", "none"); line.setAttribute("stroke", s.color); line.setAttribute("stroke-width", "1.5");
-              line.setAttribute("vector-effect", "non-scaling-stroke");
               svg.appendChild(line);
               for (const p of pts.slice(-120)) {
                 const c = document.createElementNS(ns, "circle");

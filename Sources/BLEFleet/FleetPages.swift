@@ -85,10 +85,10 @@ enum FleetPages {
         .pill.ok { background: var(--ok); } .pill.bad { background: var(--bad); }
         .problems li { color: var(--bad); } dl { display: grid; grid-template-columns: max-content 1fr; gap: .2em 1em; }
         dt { color: var(--muted); } dd { margin: 0; }
-        .plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(300px, 1fr)); gap: 1em; }
+        .plots { display: grid; grid-template-columns: repeat(auto-fill, minmax(min(100%, 420px), 1fr)); gap: 1em; }
         figure { margin: 0; background: #fff; border: 1px solid #e0e0e0; padding: .4em; }
         figcaption { font-size: .9em; color: var(--muted); }
-        .plot svg { width: 100%; height: 160px; display: block; }
+        .plot svg { width: 100%; height: auto; display: block; }
         .legend span { margin-right: 1em; white-space: nowrap; }
         @media (max-width: 600px) { body { font-size: 14px; } main { padding: .3em .4em; } th, td { padding: .25em .35em; } }
         """#

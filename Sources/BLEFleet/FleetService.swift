@@ -7,8 +7,8 @@ import ServiceLifecycle
 
 /// `blegateway fleet`: subscribes to `<prefix>/#`, folds everything into a `FleetModel`, records the plots'
 /// history and serves the dashboard, its event streams and `/metrics`. Stateless across restarts apart from the
-/// history: the retained topics rebuild the model. One `run()`; on graceful shutdown or cancellation the pages'
-/// event streams end first, then the HTTP server, the subscription and the broker connection.
+/// history: the retained topics rebuild the model. One `run()`; on graceful shutdown the pages' event streams end
+/// first, then the HTTP server, then the subscription, the history and the broker connection (DISCONNECT).
 public final class FleetService: Service, Sendable {
     public let configuration: FleetConfiguration
     let model: Locked<FleetModel>
@@ -42,19 +42,23 @@ public final class FleetService: Service, Sendable {
             onServerRunning: { [onListening] channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
         defer { changes.finish() }
-        try await cancelWhenGracefulShutdown {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await client.run() }
-                group.addTask { await self.ingest(messages) }
-                group.addTask { await self.follow(client.events) }
-                group.addTask { try await self.recordHistory() }
-                group.addTask {
-                    // The server ends with the group: finish the pages' streams first so no request holds it open.
-                    try await withTaskCancellationHandler { try await app.run() } onCancel: { self.changes.finish() }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await client.run() }
+            group.addTask { await self.ingest(messages) }
+            group.addTask { await self.follow(client.events) }
+            group.addTask { try await self.recordHistory() }
+            group.addTask {
+                // On graceful shutdown the server stops accepting and waits for the requests in flight: end the
+                // pages' event streams first, so none holds it open. Then everything else is cancelled, in turn.
+                try await withGracefulShutdownHandler {
+                    try await app.run()
+                } onGracefulShutdown: {
+                    self.changes.finish()
                 }
-                try await group.next()
-                group.cancelAll()
             }
+            // Whichever ends first (the server after a graceful shutdown, or a part that failed) ends them all.
+            try await group.next()
+            group.cancelAll()
         }
     }
 
