@@ -11,7 +11,7 @@ PKGS_RUN     := mosquitto mosquitto-clients openssl python3-jsonschema socat
 # The kernel path is tested in a qemu VM running a Debian kernel and BlueZ's btvirt (x86_64 hosts).
 PKGS_KERNEL  := qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools cpio kmod
 
-.PHONY: all deps deps-kernel build release test test-unit test-kernel demo bench fuzz clean
+.PHONY: all deps deps-kernel deps-browser build release test test-unit test-kernel test-fleet demo bench fuzz clean
 
 all: build
 
@@ -29,6 +29,19 @@ endef
 
 deps:
 	$(call apt_install,$(PKGS_BUILD) $(PKGS_RUN))
+
+# The fleet dashboard's browser test: Debian's headless Chromium and its driver, Selenium and a Prometheus text
+# parser from PyPI in a venv cached outside the clone (made once, reused by every clone).
+PKGS_BROWSER := chromium chromium-driver python3-venv
+BROWSER_VENV ?= /var/cache/blegateway-browser-venv
+deps-browser:
+	$(call apt_install,$(PKGS_BROWSER))
+	@if ! "$(BROWSER_VENV)/bin/python" -c 'import selenium, prometheus_client' 2>/dev/null; then \
+	  echo "Creating $(BROWSER_VENV)"; \
+	  $(SUDO) mkdir -p "$(BROWSER_VENV)" && $(SUDO) chown "$$(id -u)" "$(BROWSER_VENV)" && \
+	  python3 -m venv "$(BROWSER_VENV)" && \
+	  "$(BROWSER_VENV)/bin/pip" install -q "selenium>=4.11,<5" "prometheus-client>=0.17,<1"; \
+	fi
 
 deps-kernel:
 ifeq ($(ARCH),x86_64)
@@ -60,6 +73,11 @@ ifeq ($(ARCH),x86_64)
 else
 	@echo "test-kernel: skipped: the VM harness boots an x86_64 Debian kernel; run it on an x86_64 host."
 endif
+
+# The fleet service in headless Chromium against the simulated office (Tests/fleet/run.sh); about a minute.
+test-fleet: deps deps-browser
+	$(SWIFT) build --product blegateway
+	Tests/fleet/run.sh "$$($(SWIFT) build --show-bin-path)/blegateway" "$(BROWSER_VENV)/bin/python"
 
 demo: deps
 	$(SWIFT) build --product blegateway
