@@ -105,12 +105,15 @@ public struct FleetModel: Sendable {
     private static let decoder = JSONDecoder()
 
     private func fold(_ kind: FleetTopic, payload: Data, retained: Bool, now: Double, into g: inout FleetGateway) throws {
-        let d = Self.decoder
-        let envelope = try d.decode(FleetPayload.Envelope.self, from: payload)
-        g.seq.receive(run: envelope.run, seq: envelope.seq, retained: retained)
+        /// Decodes the payload as `Body` with its envelope, and folds the envelope into the seq stream.
+        func read<Body: Decodable>(_: Body.Type) throws -> (FleetPayload.Envelope, Body) {
+            let r = try Self.decoder.decode(FleetPayload.Reading<Body>.self, from: payload)
+            g.seq.receive(run: r.envelope.run, seq: r.envelope.seq, retained: retained)
+            return (r.envelope, r.body)
+        }
         switch kind {
         case .status:
-            let s = try d.decode(FleetPayload.Status.self, from: payload)
+            let (envelope, s) = try read(FleetPayload.Status.self)
             g.status = s.state
             g.version = s.version
             g.run = envelope.run
@@ -118,23 +121,24 @@ public struct FleetModel: Sendable {
             // The last will's ts is its connection's, so "offline since" is when the service saw it go.
             g.since = s.state == "online" ? s.started : (retained ? nil : now)
         case .adapter:
-            let a = try d.decode(FleetPayload.Adapter.self, from: payload)
+            let a = try read(FleetPayload.Adapter.self).1
             g.adapter = FleetGateway.Adapter(state: a.state, since: a.since, device: a.device, mode: a.mode,
                                              address: a.address, scanning: a.scanning, reason: a.reason, roles: a.roles)
         case .adapterSlot(_, let slot):
-            let a = try d.decode(FleetPayload.Adapter.self, from: payload)
+            let a = try read(FleetPayload.Adapter.self).1
             g.adapters[slot] = FleetGateway.Adapter(state: a.state, since: a.since, device: a.device, mode: a.mode,
                                                     address: a.address, scanning: a.scanning, reason: a.reason,
                                                     roles: a.roles)
         case .health:
-            fold(try d.decode(FleetPayload.Health.self, from: payload), ts: envelope.ts, run: envelope.run, into: &g)
+            let (envelope, h) = try read(FleetPayload.Health.self)
+            fold(h, ts: envelope.ts, run: envelope.run, into: &g)
         case .beacon(_, let id):
-            let b = try d.decode(FleetPayload.Beacon.self, from: payload)
+            let (envelope, b) = try read(FleetPayload.Beacon.self)
             g.beacons[id] = FleetGateway.Beacon(kind: b.kind, address: b.address, name: b.name, rssi: b.rssi,
                                                 samples: b.samples, distanceM: b.distance_m, accuracyM: b.accuracy_m,
                                                 proximity: b.proximity, ts: envelope.ts, receivedAt: now)
         case .region(_, let id):
-            let r = try d.decode(FleetPayload.Region.self, from: payload)
+            let r = try read(FleetPayload.Region.self).1
             if r.state == "removed" {
                 g.regions[id] = nil
             } else {
@@ -142,7 +146,7 @@ public struct FleetModel: Sendable {
                                                     beacons: r.beacons ?? [])
             }
         case .peripheralState(_, let address):
-            let p = try d.decode(FleetPayload.PeripheralState.self, from: payload)
+            let p = try read(FleetPayload.PeripheralState.self).1
             var v = g.peripherals[address] ?? FleetGateway.Peripheral(state: p.state)
             v.name = p.name ?? v.name
             v.state = p.state
@@ -152,15 +156,16 @@ public struct FleetModel: Sendable {
             v.reasonCode = p.reason_code
             g.peripherals[address] = v
         case .peripheralRSSI(_, let address):
-            let p = try d.decode(FleetPayload.PeripheralRSSI.self, from: payload)
+            let p = try read(FleetPayload.PeripheralRSSI.self).1
             g.peripherals[address, default: FleetGateway.Peripheral(state: "?")].rssi = p.rssi
         case .configState:
-            let c = try d.decode(FleetPayload.ConfigState.self, from: payload)
+            let c = try read(FleetPayload.ConfigState.self).1
             g.config = FleetGateway.Config(status: c.status, hash: c.hash, version: c.version,
                                            errors: c.errors.map { "\($0.path): \($0.reason)" },
                                            warnings: c.warnings.count, restartRequired: c.restart_required ?? [])
         case .raw, .peripheralOther:
-            break  // in the seq stream, not on the dashboard
+            // In the seq stream, not on the dashboard: only the envelope is read.
+            _ = try read(FleetPayload.Nothing.self)
         case .notFromAGateway, .badGatewayID, .unknown:
             break
         }
