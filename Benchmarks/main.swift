@@ -14,6 +14,7 @@ let all: [(String, @Sendable ([String]) async -> Void)] = [
     ("links", { runLinksBenchmark(args: $0) }),
     ("ranging-scale", { await runRangingScaleBenchmark(args: $0) }),
     ("peripherals", { await runPeripheralsBenchmark(args: $0) }),
+    ("fleet", { do { try await runFleetBenchmark(arguments: $0) } catch { print("fleet benchmark failed: \(error)") } }),
     ("adapter-idle", { do { try await runAdapterIdleBenchmark(args: $0) } catch { print("adapter-idle benchmark failed: \(error)") } }),
 ]
 
