@@ -42,7 +42,8 @@ func runFleetBenchmark(arguments: [String]) async throws {
     configuration.clientID = "fleet-bench-publisher"
     configuration.maxInFlight = 1024
     let client = MQTTClient(configuration: configuration)
-    print("fleet service: \(gateways) gateways × \(beacons) beacons at 1 Hz = \(perSecond) messages/s for \(seconds) s")
+    print("fleet service: \(gateways) gateways × \(beacons) beacons at 1 Hz = \(perSecond) messages/s"
+        + " for \(seconds) s")
 
     let (published, failed, cpuSeconds, wall) = try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await client.run() }
@@ -62,7 +63,8 @@ func runFleetBenchmark(arguments: [String]) async throws {
             failed += bad
             if tick % ticksPerSecond == 0 {
                 let sent = Date().timeIntervalSince1970
-                let status = #"{"run":"probe","seq":null,"ts":\#(sent),"clock_synced":true,"state":"online","gateway":"probe","version":"bench","started":\#(sent)}"#
+                let status = #"{"run":"probe","seq":null,"ts":\#(sent),"clock_synced":true,"state":"online","#
+                    + #""gateway":"probe","version":"bench","started":\#(sent)}"#
                 _ = try? await client.publish(MQTTMessage(topic: "bench/probe/status", payload: Array(status.utf8),
                                                           qos: .atMostOnce))
                 published += 1
@@ -115,7 +117,9 @@ private func publishTick(_ client: MQTTClient, gateways: Int, beacons: Range<Int
                     for b in beacons {
                         let id = String(format: "mac-%06x%06x", g, b)
                         let now = Date().timeIntervalSince1970
-                        let payload = #"{"run":"r\#(g)","seq":\#(seqBase + b + 1),"ts":\#(now),"clock_synced":true,"id":"\#(id)","kind":"other","address":"C4:BB:CA:D0:7F:7D","rssi":\#(-50 - b % 40),"samples":9,"interval_s":1,"distance_m":2.5,"accuracy_m":0.5,"proximity":"near"}"#
+                        let payload = #"{"run":"r\#(g)","seq":\#(seqBase + b + 1),"ts":\#(now),"clock_synced":true,"#
+                            + #""id":"\#(id)","kind":"other","address":"C4:BB:CA:D0:7F:7D","rssi":\#(-50 - b % 40),"#
+                            + #""samples":9,"interval_s":1,"distance_m":2.5,"accuracy_m":0.5,"proximity":"near"}"#
                         do {
                             try await client.publish(MQTTMessage(topic: "bench/gw-\(g)/beacons/\(id)",
                                                                  payload: Array(payload.utf8), qos: .atMostOnce))
@@ -216,7 +220,9 @@ private func fleetBenchFreePort() throws -> Int {
     address.sin_addr.s_addr = inet_addr("127.0.0.1")
     var length = socklen_t(MemoryLayout<sockaddr_in>.size)
     _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+        }
     }
     return Int(UInt16(bigEndian: address.sin_port))
 }

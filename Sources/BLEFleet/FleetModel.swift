@@ -104,7 +104,8 @@ public struct FleetModel: Sendable {
 
     private static let decoder = JSONDecoder()
 
-    private func fold(_ kind: FleetTopic, payload: Data, retained: Bool, now: Double, into g: inout FleetGateway) throws {
+    private func fold(_ kind: FleetTopic, payload: Data, retained: Bool, now: Double,
+                      into g: inout FleetGateway) throws {
         /// Decodes the payload as `Body` with its envelope, and folds the envelope into the seq stream.
         func read<Body: Decodable>(_: Body.Type) throws -> (FleetPayload.Envelope, Body) {
             let r = try Self.decoder.decode(FleetPayload.Reading<Body>.self, from: payload)

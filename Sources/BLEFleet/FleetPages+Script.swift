@@ -28,6 +28,13 @@ extension FleetPages {
             if (s < 5400) return Math.round(s / 60) + " min";
             return Math.round(s / 3600) + " h";
           }
+          function distance(b) {
+            if (b.distanceM === null || b.distanceM === undefined) return "–";
+            return `${num(b.distanceM, 2)} ± ${num(b.accuracyM, 2)} m`;
+          }
+          function offlineSince(g) {
+            return "offline since " + (g.since ? when(g.since) : "before the service started");
+          }
           function when(t) {
             if (!t) return "–";
             const d = new Date(t * 1000);
@@ -42,7 +49,8 @@ extension FleetPages {
 
           function showBroker(b) {
             const e = document.getElementById("broker");
-            e.textContent = "broker " + (b.connected ? "connected" : "disconnected" + (b.lastError ? ": " + b.lastError : ""));
+            e.textContent = "broker " +
+              (b.connected ? "connected" : "disconnected" + (b.lastError ? ": " + b.lastError : ""));
             e.className = "pill " + (b.connected ? "ok" : "bad");
           }
 
@@ -87,7 +95,8 @@ extension FleetPages {
             label(`−${Math.round(span / 60)} min`, L, H - 4); label("now", W - R - 20, H - 4);
             const frame = document.createElementNS(ns, "rect");
             frame.setAttribute("x", L); frame.setAttribute("y", T); frame.setAttribute("width", W - L - R);
-            frame.setAttribute("height", H - T - B); frame.setAttribute("fill", "none"); frame.setAttribute("stroke", "#ccc");
+            frame.setAttribute("height", H - T - B); frame.setAttribute("fill", "none");
+            frame.setAttribute("stroke", "#ccc");
             svg.appendChild(frame);
             let drawn = 0;
             for (const s of series) {
@@ -95,7 +104,8 @@ extension FleetPages {
               if (pts.length === 0) continue;
               const line = document.createElementNS(ns, "polyline");
               line.setAttribute("points", pts.map(p => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" "));
-              line.setAttribute("fill", "none"); line.setAttribute("stroke", s.color); line.setAttribute("stroke-width", "1.5");
+              line.setAttribute("fill", "none"); line.setAttribute("stroke", s.color);
+              line.setAttribute("stroke-width", "1.5");
               svg.appendChild(line);
               for (const p of pts.slice(-120)) {
                 const c = document.createElementNS(ns, "circle");
@@ -121,8 +131,7 @@ extension FleetPages {
               fill("#gateways", v.gateways.map(g => {
                 const tr = el("tr"); tr.className = severityClass(g.problems); tr.dataset.gateway = g.id;
                 cell(tr, link("/gateway/" + encodeURIComponent(g.id), g.id));
-                const st = g.status === "offline" ? "offline since " + (g.since ? when(g.since) : "before the service started")
-                  : g.status;
+                const st = g.status === "offline" ? offlineSince(g) : g.status;
                 cell(tr, st, "status status-" + g.status);
                 cell(tr, (g.adapter || "–") + (g.adapterReason ? " (" + g.adapterReason + ")" : ""), "adapter");
                 cell(tr, g.scanning || "–");
@@ -148,7 +157,8 @@ extension FleetPages {
               }));
               const c = v.counters;
               document.getElementById("counters").textContent =
-                `${c.messages} messages; ${c.invalidPayloads} not matching schema/v1, ${c.unknownTopics} unknown topics, ` +
+                `${c.messages} messages; ${c.invalidPayloads} not matching schema/v1, ` +
+                `${c.unknownTopics} unknown topics, ` +
                 `${c.badGatewayIds ?? c.badGatewayIDs} odd gateway ids, ${c.cleared} retained topics cleared`;
               fill("#bad", v.recentBadInput.slice().reverse().map(b => {
                 const tr = el("tr"); cell(tr, when(b.at)); cell(tr, b.topic); cell(tr, b.reason); return tr;
@@ -181,21 +191,29 @@ extension FleetPages {
               const g = v.gateway;
               const problems = document.getElementById("problems");
               problems.replaceChildren(...v.problems.map(p => el("li", p.text)));
-              if (!g) { document.getElementById("facts").replaceChildren(el("dt", "status"), el("dd", "not seen yet")); return; }
+              if (!g) {
+                document.getElementById("facts").replaceChildren(el("dt", "status"), el("dd", "not seen yet"));
+                return;
+              }
               const facts = [
-                ["status", g.status === "offline" ? "offline since " + (g.since ? when(g.since) : "before the service started")
-                  + (g.statusReason ? " (" + g.statusReason + ")" : "") : g.status + (g.since ? " since " + when(g.since) : "")],
+                ["status", g.status === "offline"
+                  ? offlineSince(g) + (g.statusReason ? " (" + g.statusReason + ")" : "")
+                  : g.status + (g.since ? " since " + when(g.since) : "")],
                 ["version", g.version || "–"], ["run", g.run || "–"],
                 ["adapter", g.adapter ? `${g.adapter.state}${g.adapter.reason ? " (" + g.adapter.reason + ")" : ""}, ` +
                   `${g.adapter.device}, ${g.adapter.mode || ""}, scanning ${g.adapter.scanning || "–"}` : "–"],
                 ["spool", g.health ? `${g.health.spoolDepth} readings, ${g.health.droppedSamples} dropped` : "–"],
-                ["publishing", g.health ? `${num(g.health.messagesPerS, 1)} msg/s, ${g.health.acknowledged} acknowledged, ` +
+                ["publishing", g.health ? `${num(g.health.messagesPerS, 1)} msg/s, ` +
+                  `${g.health.acknowledged} acknowledged, ` +
                   `broker ${g.health.connected ? "connected" : "disconnected"}` : "–"],
-                ["seq", `last ${g.seq.lastSeq ?? "–"}, ${g.seq.gaps} gaps (${g.seq.missing} lost), ${g.seq.duplicates} duplicates`],
-                ["config", g.config ? `${g.config.status} ${g.config.hash}` + (g.config.errors.length ? ": " + g.config.errors.join("; ") : "") : "–"],
+                ["seq", `last ${g.seq.lastSeq ?? "–"}, ${g.seq.gaps} gaps (${g.seq.missing} lost), ` +
+                  `${g.seq.duplicates} duplicates`],
+                ["config", g.config ? `${g.config.status} ${g.config.hash}` +
+                  (g.config.errors.length ? ": " + g.config.errors.join("; ") : "") : "–"],
                 ["invalid payloads", g.invalid],
               ];
-              document.getElementById("facts").replaceChildren(...facts.flatMap(([k, val]) => [el("dt", k), el("dd", val)]));
+              document.getElementById("facts")
+                .replaceChildren(...facts.flatMap(([k, val]) => [el("dt", k), el("dd", val)]));
               if (g.health && g.health.ts !== lastHealthTs) {
                 lastHealthTs = g.health.ts;
                 const h = g.health, t = v.now;
@@ -209,7 +227,7 @@ extension FleetPages {
                 const tr = el("tr");
                 cell(tr, link("/beacon/" + encodeURIComponent(bid), bid)); cell(tr, b.name || "");
                 cell(tr, num(b.rssi, 1), "num");
-                cell(tr, b.distanceM === null || b.distanceM === undefined ? "–" : `${num(b.distanceM, 2)} ± ${num(b.accuracyM, 2)} m`, "num");
+                cell(tr, distance(b), "num");
                 cell(tr, b.proximity || "–"); cell(tr, b.samples, "num"); cell(tr, ago(v.now, b.receivedAt), "num");
                 return tr;
               }));
@@ -237,8 +255,10 @@ extension FleetPages {
             const color = gw => colorOf[gw] ?? (colorOf[gw] = COLORS[Object.keys(colorOf).length % COLORS.length]);
             const redraw = () => {
               const gws = Object.keys(rssi).sort();
-              plot(document.getElementById("plot-rssi"), gws.map(g => ({ color: color(g), points: rssi[g] })), latestNow);
-              plot(document.getElementById("plot-distance"), gws.map(g => ({ color: color(g), points: dist[g] })), latestNow);
+              plot(document.getElementById("plot-rssi"),
+                   gws.map(g => ({ color: color(g), points: rssi[g] })), latestNow);
+              plot(document.getElementById("plot-distance"),
+                   gws.map(g => ({ color: color(g), points: dist[g] })), latestNow);
               document.getElementById("legend").replaceChildren(...gws.map(g => {
                 const s = el("span", "● " + g); s.style.color = color(g); return s;
               }));
@@ -263,7 +283,7 @@ extension FleetPages {
                 const tr = el("tr"), b = h.reading;
                 cell(tr, link("/gateway/" + encodeURIComponent(h.gateway), h.gateway));
                 cell(tr, num(b.rssi, 1), "num");
-                cell(tr, b.distanceM === null || b.distanceM === undefined ? "–" : `${num(b.distanceM, 2)} ± ${num(b.accuracyM, 2)} m`, "num");
+                cell(tr, distance(b), "num");
                 cell(tr, b.proximity || "–"); cell(tr, b.samples, "num"); cell(tr, ago(v.now, b.receivedAt), "num");
                 return tr;
               }));

@@ -28,7 +28,8 @@ enum FleetPages {
         <section><h2>Gateways <small id="gw-count"></small></h2>
         <div class="scroll"><table id="gateways"><thead><tr>
         <th>Gateway</th><th>Status</th><th>Adapter</th><th>Scanning</th><th>Spool</th><th>Msg/s</th><th>Drops</th>
-        <th>Gaps</th><th>Version</th><th>Config</th><th>Problems</th></tr></thead><tbody></tbody></table></div></section>
+        <th>Gaps</th><th>Version</th><th>Config</th><th>Problems</th></tr></thead><tbody></tbody></table></div>
+        </section>
         <section><h2>Beacons <small id="beacon-count"></small></h2>
         <div class="scroll"><table id="beacons"><thead><tr><th>Beacon</th><th>Name</th><th>Gateways</th>
         <th>Best RSSI</th><th>Nearest</th></tr></thead><tbody></tbody></table></div></section>
@@ -46,7 +47,8 @@ enum FleetPages {
         <figure><figcaption>RSS (MB)</figcaption><div id="plot-rss" class="plot"></div></figure></div></section>
         <section><h2>Beacons heard <small id="beacon-count"></small></h2>
         <div class="scroll"><table id="beacons"><thead><tr><th>Beacon</th><th>Name</th><th>RSSI</th>
-        <th>Distance</th><th>Proximity</th><th>Samples</th><th>Age</th></tr></thead><tbody></tbody></table></div></section>
+        <th>Distance</th><th>Proximity</th><th>Samples</th><th>Age</th></tr></thead><tbody></tbody></table></div>
+        </section>
         <section><h2>Peripherals</h2><div class="scroll"><table id="peripherals"><thead><tr><th>Address</th>
         <th>Name</th><th>State</th><th>Reason</th><th>Attempts</th><th>RSSI</th></tr></thead><tbody></tbody></table>
         </div></section>
@@ -90,6 +92,8 @@ enum FleetPages {
         figcaption { font-size: .9em; color: var(--muted); }
         .plot svg { width: 100%; height: auto; display: block; }
         .legend span { margin-right: 1em; white-space: nowrap; }
-        @media (max-width: 600px) { body { font-size: 14px; } main { padding: .3em .4em; } th, td { padding: .25em .35em; } }
+        @media (max-width: 600px) {
+          body { font-size: 14px; } main { padding: .3em .4em; } th, td { padding: .25em .35em; }
+        }
         """#
 }

@@ -22,7 +22,9 @@ public struct FleetProblem: Sendable, Encodable, Equatable, Comparable {
         FleetProblem(severity: 45, text: "gateway reports its broker connection down")
     }
     static func drops(_ count: Int) -> FleetProblem { FleetProblem(severity: 40, text: "\(count) samples dropped") }
-    static func gaps(_ missing: Int) -> FleetProblem { FleetProblem(severity: 30, text: "\(missing) readings lost (seq gaps)") }
+    static func gaps(_ missing: Int) -> FleetProblem {
+        FleetProblem(severity: 30, text: "\(missing) readings lost (seq gaps)")
+    }
     static func invalid(_ count: Int) -> FleetProblem {
         FleetProblem(severity: 20, text: "\(count) payloads not matching schema/v1")
     }

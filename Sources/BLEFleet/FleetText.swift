@@ -24,7 +24,9 @@ public enum FleetText {
                 + pad(g.dropped.map(String.init) ?? "-", 9) + pad(seq?.lastSeq.map(String.init) ?? "-", 10)
                 + pad(String(g.gaps), 6) + g.problems.map(\.text).joined(separator: "; "))
         }
-        if gatewayRows < overview.gateways.count { out.append("… \(overview.gateways.count - gatewayRows) more gateways") }
+        if gatewayRows < overview.gateways.count {
+            out.append("… \(overview.gateways.count - gatewayRows) more gateways")
+        }
 
         var peripheralLines: [String] = []
         for g in m.gateways.values.sorted(by: { $0.id < $1.id }) {
@@ -35,12 +37,13 @@ public enum FleetText {
         }
         if !overview.beacons.isEmpty, rows - out.count >= 3 {
             out.append("")
-            out.append(pad("BEACONS (\(overview.beaconCount))", 62) + pad("GATEWAYS", 10) + pad("BEST RSSI", 11) + "NEAREST")
+            out.append(pad("BEACONS (\(overview.beaconCount))", 62) + pad("GATEWAYS", 10) + pad("BEST RSSI", 11)
+                + "NEAREST")
             let room = rows - out.count - (peripheralLines.isEmpty ? 0 : min(peripheralLines.count + 2, 4))
             let shown = fit(overview.beaconCount, into: room)
             for b in overview.beacons.prefix(shown) {
-                out.append("  " + pad(b.id, 60) + pad(String(b.gateways), 10) + pad(b.bestRSSI.map { fmt($0, 1) } ?? "n/a", 11)
-                    + (b.nearest ?? "-"))
+                out.append("  " + pad(b.id, 60) + pad(String(b.gateways), 10)
+                    + pad(b.bestRSSI.map { fmt($0, 1) } ?? "n/a", 11) + (b.nearest ?? "-"))
             }
             if shown < overview.beaconCount { out.append("  … \(overview.beaconCount - shown) more beacons") }
         }

@@ -31,7 +31,11 @@ struct FleetCommand: AsyncParsableCommand {
         var file = FleetSettingsFile()
         if let config {
             let text = try String(contentsOfFile: config, encoding: .utf8)
-            do { file = try FleetSettingsFile(yaml: text, file: config) } catch { throw ValidationError("\(config): \(error)") }
+            do {
+                file = try FleetSettingsFile(yaml: text, file: config)
+            } catch {
+                throw ValidationError("\(config): \(error)")
+            }
         }
         let brokerURL = broker ?? file.broker ?? "mqtt://127.0.0.1:1883"
         let prefix = prefix ?? file.prefix ?? "blegateway"

@@ -64,7 +64,8 @@ struct WatchCommand: AsyncParsableCommand {
                     // One line less than the screen: the cursor's line after the last row would scroll the first off.
                     let lines = view.withLock { FleetText.render($0, rows: rows - 1, columns: columns, now: now) }
                     // Written in one piece, unbuffered, so a redraw never tears.
-                    let text = (redraw ? "\u{1B}[H\u{1B}[2J" : "") + lines.joined(separator: "\n") + "\n" + (redraw ? "" : "\n")
+                    let text = (redraw ? "\u{1B}[H\u{1B}[2J" : "") + lines.joined(separator: "\n") + "\n"
+                        + (redraw ? "" : "\n")
                     StandardOutput.write(text)
                     if let duration, ContinuousClock.now - start >= .seconds(duration) { return }
                 }
