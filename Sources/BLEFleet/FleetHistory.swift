@@ -68,23 +68,24 @@ public final class FleetHistory: Sendable {
 
     static func bucket(_ now: Double) -> Int64 { Int64((now / resolution).rounded(.down) * resolution) }
 
-    /// Records the model's current values in the bucket of `now`: online gateways' health, and every beacon a
+    /// Records the model's current values in the bucket of `now`: online gateways' health, and every beacon any
     /// gateway reported within the last bucket. Then drops what is older than the retention.
     public func record(_ model: FleetModel, now: Double) throws {
         let t = Self.bucket(now)
         try store.withLock { s in
             try s.db.execute("BEGIN")
             do {
-                for g in model.gateways.values where g.status == "online" {
-                    guard let h = g.health else { continue }
-                    s.insertHealth.reset()
-                    s.insertHealth.bind(1, g.id)
-                    s.insertHealth.bind(2, t)
-                    s.insertHealth.bind(3, Optional(h.messagesPerS))
-                    s.insertHealth.bind(4, Optional(Double(h.spoolDepth)))
-                    s.insertHealth.bind(5, h.reportsPerS)
-                    s.insertHealth.bind(6, Optional(Double(h.rssBytes)))
-                    try s.insertHealth.run()
+                for g in model.gateways.values {
+                    if g.status == "online", let h = g.health {
+                        s.insertHealth.reset()
+                        s.insertHealth.bind(1, g.id)
+                        s.insertHealth.bind(2, t)
+                        s.insertHealth.bind(3, Optional(h.messagesPerS))
+                        s.insertHealth.bind(4, Optional(Double(h.spoolDepth)))
+                        s.insertHealth.bind(5, h.reportsPerS)
+                        s.insertHealth.bind(6, Optional(Double(h.rssBytes)))
+                        try s.insertHealth.run()
+                    }
                     for (id, b) in g.beacons where now - b.receivedAt <= Self.resolution {
                         s.insertRange.reset()
                         s.insertRange.bind(1, id)

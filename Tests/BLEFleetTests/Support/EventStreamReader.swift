@@ -41,8 +41,8 @@ final class EventStreamReader: @unchecked Sendable {
                 let event = String(decoding: buffer[..<range.lowerBound], as: UTF8.self)
                 buffer.removeSubrange(..<range.upperBound)
                 for line in event.split(separator: "\n") where line.hasPrefix("data: ") {
-                    if let json = try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)) as? [String: Any],
-                       predicate(json) {
+                    let data = Data(line.dropFirst(6).utf8)
+                    if let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any], predicate(json) {
                         return json
                     }
                 }
