@@ -62,17 +62,17 @@ public struct FleetModel: Sendable {
             clear(kind, gateway: id)
             return
         }
-        var g = gateways[id] ?? FleetGateway(id: id)
-        g.messages += 1
-        g.lastMessageAt = now
+        // Folded in place: a copy of the gateway would copy its beacon table at every message.
+        if gateways[id] == nil { gateways[id] = FleetGateway(id: id) }
+        gateways[id]!.messages += 1
+        gateways[id]!.lastMessageAt = now
         do {
-            try fold(kind, payload: Data(payload), retained: retained, now: now, into: &g)
+            try Self.fold(kind, payload: Data(payload), retained: retained, now: now, into: &gateways[id]!)
         } catch {
-            g.invalid += 1
+            gateways[id]!.invalid += 1
             counters.invalidPayloads += 1
             noteBad(topic, Self.describe(error), now)
         }
-        gateways[id] = g
     }
 
     /// Forgets beacons no gateway has reported for `age` seconds (service clock), so the model stays bounded.
@@ -104,8 +104,8 @@ public struct FleetModel: Sendable {
 
     private static let decoder = JSONDecoder()
 
-    private func fold(_ kind: FleetTopic, payload: Data, retained: Bool, now: Double,
-                      into g: inout FleetGateway) throws {
+    private static func fold(_ kind: FleetTopic, payload: Data, retained: Bool, now: Double,
+                             into g: inout FleetGateway) throws {
         /// Decodes the payload as `Body` with its envelope, and folds the envelope into the seq stream.
         func read<Body: Decodable>(_: Body.Type) throws -> (FleetPayload.Envelope, Body) {
             let r = try Self.decoder.decode(FleetPayload.Reading<Body>.self, from: payload)
@@ -172,7 +172,7 @@ public struct FleetModel: Sendable {
         }
     }
 
-    private func fold(_ h: FleetPayload.Health, ts: Double, run: String, into g: inout FleetGateway) {
+    private static func fold(_ h: FleetPayload.Health, ts: Double, run: String, into g: inout FleetGateway) {
         var reportsPerS: Double?
         if let last = g.health, g.run == run || g.run == nil, ts > last.ts, h.scan.reports >= last.reports {
             reportsPerS = Double(h.scan.reports - last.reports) / (ts - last.ts)

@@ -50,8 +50,9 @@ extension FleetPages {
           function showBroker(b) {
             const e = document.getElementById("broker");
             e.textContent = "broker " +
-              (b.connected ? "connected" : "disconnected" + (b.lastError ? ": " + b.lastError : ""));
-            e.className = "pill " + (b.connected ? "ok" : "bad");
+              (b.connected ? "connected" : "disconnected" + (b.lastError ? ": " + b.lastError : "")) +
+              (b.droppedMessages ? `, ${b.droppedMessages} messages lost (service behind)` : "");
+            e.className = "pill " + (b.connected && !b.droppedMessages ? "ok" : "bad");
           }
 
           // One EventSource per page; the browser reconnects by itself when the service restarts.
@@ -159,7 +160,8 @@ extension FleetPages {
               document.getElementById("counters").textContent =
                 `${c.messages} messages; ${c.invalidPayloads} not matching schema/v1, ` +
                 `${c.unknownTopics} unknown topics, ` +
-                `${c.badGatewayIds ?? c.badGatewayIDs} odd gateway ids, ${c.cleared} retained topics cleared`;
+                `${c.badGatewayIds ?? c.badGatewayIDs} odd gateway ids, ${c.cleared} retained topics cleared; ` +
+                `${v.broker.droppedMessages} messages lost by this service (it fell behind the broker)`;
               fill("#bad", v.recentBadInput.slice().reverse().map(b => {
                 const tr = el("tr"); cell(tr, when(b.at)); cell(tr, b.topic); cell(tr, b.reason); return tr;
               }));

@@ -17,6 +17,7 @@ public final class FleetService: Service, Sendable {
     let history: FleetHistory?
     let clock: any BLEClock
     let logger: Logger
+    let client: MQTTClient
     private let onListening: @Sendable (Int) async -> Void
 
     /// - Parameters:
@@ -30,10 +31,11 @@ public final class FleetService: Service, Sendable {
         self.clock = clock
         self.logger = logger
         self.onListening = onListening
+        self.client = MQTTClient(configuration: configuration.mqtt, clock: clock)
     }
 
     public func run() async throws {
-        let client = MQTTClient(configuration: configuration.mqtt, clock: clock)
+        let client = self.client
         let messages = try client.subscribe("\(configuration.prefix)/#", qos: .atLeastOnce)
         let app = Application(
             router: FleetRoutes.router(self),
@@ -112,27 +114,34 @@ public final class FleetService: Service, Sendable {
         }
     }
 
+    /// The broker connection as the pages show it, with the service's own losses.
+    func brokerState() -> FleetViews.BrokerState {
+        var b = broker.withLock { $0 }
+        b.droppedMessages = client.droppedDeliveries
+        return b
+    }
+
     // Views for the routes.
     func overview() -> FleetViews.Overview {
-        let b = broker.withLock { $0 }
+        let b = brokerState()
         let now = clock.unixTime()
         return model.withLock { FleetViews.overview($0, broker: b, now: now) }
     }
 
     func gatewayPage(_ id: String) -> FleetViews.GatewayPage {
-        let b = broker.withLock { $0 }
+        let b = brokerState()
         let now = clock.unixTime()
         return model.withLock { FleetViews.gateway($0, id: id, broker: b, now: now) }
     }
 
     func beaconPage(_ id: String) -> FleetViews.BeaconPage {
-        let b = broker.withLock { $0 }
+        let b = brokerState()
         let now = clock.unixTime()
         return model.withLock { FleetViews.beacon($0, id: id, broker: b, now: now) }
     }
 
     func metrics() -> String {
-        let b = broker.withLock { $0 }
+        let b = brokerState()
         return model.withLock { PrometheusExposition.render($0, broker: b) }
     }
 }

@@ -49,11 +49,15 @@ public enum FleetViews {
         public var connected: Bool
         public var reconnects: Int
         public var lastError: String?
-        public init(url: String, connected: Bool = false, reconnects: Int = 0, lastError: String? = nil) {
+        /// Messages the service lost because it fell behind the broker (its subscription keeps 4096 unread).
+        public var droppedMessages: Int
+        public init(url: String, connected: Bool = false, reconnects: Int = 0, lastError: String? = nil,
+                    droppedMessages: Int = 0) {
             self.url = url
             self.connected = connected
             self.reconnects = reconnects
             self.lastError = lastError
+            self.droppedMessages = droppedMessages
         }
     }
 

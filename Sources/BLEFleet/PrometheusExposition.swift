@@ -81,6 +81,8 @@ public enum PrometheusExposition {
             [], broker.connected ? 1 : 0)
         add("blegateway_fleet_broker_reconnects_total", "counter", "Times the fleet service reconnected.", [],
             Double(broker.reconnects))
+        add("blegateway_fleet_dropped_messages_total", "counter",
+            "Messages the fleet service lost because it fell behind the broker.", [], Double(broker.droppedMessages))
 
         var out = ""
         for name in order {

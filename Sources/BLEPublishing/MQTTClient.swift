@@ -63,6 +63,10 @@ public final class MQTTClient: Sendable {
     /// Publishes handed to the broker and not yet acknowledged (at most `configuration.maxInFlight`).
     public var inFlightCount: Int { core.inFlightCount }
 
+    /// Received messages dropped since start because a `subscribe` stream's reader fell behind (each stream keeps
+    /// the newest 4096 unread): a subscriber that must not lose data silently counts and shows these.
+    public var droppedDeliveries: Int { core.droppedDeliveriesCount }
+
     /// Messages matching `filter` (wildcards allowed), retained ones included, from now on and across reconnects
     /// (the filter is subscribed again after every CONNACK). Ending the stream's iteration unsubscribes.
     public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) throws(MQTTError) -> AsyncStream<MQTTMessage> {
