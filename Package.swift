@@ -70,6 +70,7 @@ let package = Package(
         // Benchmarks are an executable, run by `make bench`, never by `make test`.
         .executableTarget(name: "blegateway-bench", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing", "BLESimulator", "BLEGateway",
+            "BLEFleet",
         ], path: "Benchmarks", exclude: ["c"]),
 
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),

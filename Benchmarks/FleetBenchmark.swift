@@ -1,3 +1,4 @@
+import BLEFleet
 import BLEPublishing
 import Foundation
 
@@ -14,6 +15,7 @@ func runFleetBenchmark(arguments: [String]) async throws {
     let beacons = benchmarkOption(arguments, "--beacons", 50)
     let seconds = benchmarkOption(arguments, "--seconds", 30)
     let perSecond = gateways * beacons
+    foldCost(gateways: gateways, beacons: beacons)
 
     let work = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-bench-\(getpid())")
     try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -87,6 +89,7 @@ func runFleetBenchmark(arguments: [String]) async throws {
     }
     let drain = ContinuousClock.now - drainStart
     let rss = peakRSS(fleet.processIdentifier)
+    let lost = fleetMetric("blegateway_fleet_dropped_messages_total", port: http)
     let latencies = probe.finish().sorted()
 
     print(String(format: "published %d (%d refused by the client) in %.1f s = %.0f msg/s", published, failed, wall,
@@ -94,6 +97,7 @@ func runFleetBenchmark(arguments: [String]) async throws {
     print(String(format: "service counted %d (%.2f %%), drained %@ after the publisher stopped", counted,
                  100 * Double(counted) / Double(max(published, 1)),
                  counted >= published ? "\(drain)" : "NOT (gave up after 20 s)"))
+    print("messages the service lost because it fell behind (its own count): \(lost)")
     print(String(format: "service CPU %.1f s in %.1f s = %.0f %% of one core; peak RSS %.0f MB", cpuSeconds, wall,
                  100 * cpuSeconds / wall, Double(rss) / 1e6))
     if latencies.isEmpty {
@@ -103,6 +107,38 @@ func runFleetBenchmark(arguments: [String]) async throws {
         print(String(format: "broker → page event latency (%d probes): p50 %.0f ms, p99 %.0f ms, max %.0f ms",
                      latencies.count, pct(0.5) * 1000, pct(0.99) * 1000, latencies.last! * 1000))
     }
+}
+
+/// The model's own cost, without broker or HTTP: one thread folding a second of the synthetic fleet's beacon
+/// readings, in thread CPU time.
+private func foldCost(gateways: Int, beacons: Int) {
+    var model = FleetModel(prefix: "bench")
+    var messages: [(String, [UInt8])] = []
+    for g in 0..<min(gateways, 200) {
+        for b in 0..<beacons {
+            let id = String(format: "mac-%06x%06x", g, b)
+            let payload = #"{"run":"r\#(g)","seq":\#(b + 1),"ts":1795243048.0,"clock_synced":true,"#
+                + #""id":"\#(id)","kind":"other","address":"C4:BB:CA:D0:7F:7D","rssi":-60.5,"#
+                + #""samples":9,"interval_s":1,"distance_m":2.5,"accuracy_m":0.5,"proximity":"near"}"#
+            messages.append(("bench/gw-\(g)/beacons/\(id)", Array(payload.utf8)))
+        }
+    }
+    let rounds = 5
+    let start = threadCPUSeconds()
+    for r in 0..<rounds {
+        for (topic, payload) in messages {
+            model.receive(topic: topic, payload: payload, retained: false, now: Double(r))
+        }
+    }
+    let perMessage = (threadCPUSeconds() - start) / Double(rounds * messages.count)
+    print(String(format: "model fold alone: %.1f µs CPU per beacon reading (%.0f readings/s on one core), %d gateways",
+                 perMessage * 1e6, 1 / perMessage, model.gateways.count))
+}
+
+private func threadCPUSeconds() -> Double {
+    var t = timespec()
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t)
+    return Double(t.tv_sec) + Double(t.tv_nsec) * 1e-9
 }
 
 /// Publishes one tick's readings, 64 publishers at a time (QoS 0: done when written to the socket).
@@ -199,7 +235,10 @@ private func peakRSS(_ pid: Int32) -> Int {
 }
 
 /// `blegateway_fleet_messages_total` from the service's /metrics.
-private func fleetMessagesCounted(port: Int) -> Int {
+private func fleetMessagesCounted(port: Int) -> Int { fleetMetric("blegateway_fleet_messages_total", port: port) }
+
+/// One unlabelled sample from the service's /metrics.
+private func fleetMetric(_ name: String, port: Int) -> Int {
     let p = Process()
     let out = Pipe()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
@@ -208,7 +247,7 @@ private func fleetMessagesCounted(port: Int) -> Int {
     guard (try? p.run()) != nil else { return 0 }
     let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     p.waitUntilExit()
-    let line = text.split(separator: "\n").first { $0.hasPrefix("blegateway_fleet_messages_total ") }
+    let line = text.split(separator: "\n").first { $0.hasPrefix(name + " ") }
     return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
 }
 

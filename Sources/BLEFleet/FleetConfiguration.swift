@@ -15,6 +15,10 @@ public struct FleetConfiguration: Sendable {
     public var historyPath: String?
     /// Beacons not reported by any gateway for this long leave the model.
     public var beaconTimeoutS = 300.0
+    /// Received messages held while the model is busy. Gateways publish on the same second, so a fleet arrives in
+    /// bursts: 1,000 gateways × 50 beacons is 50,000 messages at once. Beyond this the oldest are dropped, counted
+    /// and shown (about 300 bytes each held).
+    public var receiveBuffer = 131_072
 
     public init(mqtt: MQTTConfiguration, brokerURL: String, prefix: String) {
         self.mqtt = mqtt

@@ -36,7 +36,8 @@ public final class FleetService: Service, Sendable {
 
     public func run() async throws {
         let client = self.client
-        let messages = try client.subscribe("\(configuration.prefix)/#", qos: .atLeastOnce)
+        let messages = try client.subscribe("\(configuration.prefix)/#", qos: .atLeastOnce,
+                                            buffer: configuration.receiveBuffer)
         let app = Application(
             router: FleetRoutes.router(self),
             configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort),

@@ -91,7 +91,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
 
     var inFlightCount: Int { lock.withLock { pending.count } }
 
-    /// Received messages a subscription stream dropped because its reader fell 4096 messages behind.
+    /// Received messages a subscription stream dropped because its reader fell a whole buffer behind.
     var droppedDeliveriesCount: Int { lock.withLock { droppedDeliveries } }
 
     /// Graceful stop: sends DISCONNECT (so the broker discards the will) if a socket is open; the loop thread
@@ -223,11 +223,11 @@ final class MQTTConnectionCore: @unchecked Sendable {
         }
     }
 
-    func subscribe(_ filter: String, qos: MQTTQoS) throws(MQTTError) -> AsyncStream<MQTTMessage> {
+    func subscribe(_ filter: String, qos: MQTTQoS, buffer: Int) throws(MQTTError) -> AsyncStream<MQTTMessage> {
         let rc = mosquitto_sub_topic_check(filter)
         guard rc == mosqSuccess else { throw MQTTError.library(rc, detail: "topic filter \"\(filter)\"") }
         let (stream, continuation) = AsyncStream.makeStream(of: MQTTMessage.self,
-                                                            bufferingPolicy: .bufferingNewest(4096))
+                                                            bufferingPolicy: .bufferingNewest(buffer))
         let id: UInt64 = lock.withLock {
             nextSubscriptionID += 1
             subscriptions[nextSubscriptionID] = Subscription(filter: filter, qos: qos, continuation: continuation)
@@ -311,7 +311,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         }
         var dropped = 0
         for target in targets {
-            // The stream keeps the newest 4096 unread messages; a subscriber that falls behind loses the oldest.
+            // The stream keeps the newest `buffer` unread messages; a subscriber that falls behind loses the oldest.
             if case .dropped = target.yield(message) { dropped += 1 }
         }
         if dropped > 0 { lock.withLock { droppedDeliveries += dropped } }
