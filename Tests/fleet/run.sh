@@ -55,12 +55,18 @@ CONFIG="$WORK/sim/gateway-config.yaml"
 : >"$WORK/gateways.txt"
 for sock in "$WORK"/sim/*.sock; do
     gw=$(basename "$sock" .sock)
-    "$BIN" run --config "$CONFIG" --gateway-id "$gw" --device "unix:$sock" \
-        --broker "mqtt://127.0.0.1:$MQTT_PORT" --prefix "$PREFIX" --spool "$WORK/spool-$gw.sqlite" \
-        >"$WORK/$gw.log" 2>&1 &
-    pids+=($!)
-    echo "$gw $!" >>"$WORK/gateways.txt"
+    # In a subshell that waits for it: the test SIGKILLs one gateway on purpose, and a job of this shell killed
+    # by a signal would be reported as "Killed" as if something had gone wrong.
+    (
+        "$BIN" run --config "$CONFIG" --gateway-id "$gw" --device "unix:$sock" \
+            --broker "mqtt://127.0.0.1:$MQTT_PORT" --prefix "$PREFIX" --spool "$WORK/spool-$gw.sqlite" \
+            >"$WORK/$gw.log" 2>&1 &
+        echo "$gw $!" >>"$WORK/gateways.txt"
+        wait
+    ) &
 done
+for _ in $(seq 1 50); do [ "$(wc -l <"$WORK/gateways.txt")" -ge "$(ls "$WORK"/sim/*.sock | wc -l)" ] && break; sleep 0.1; done
+while read -r _ pid; do pids+=("$pid"); done <"$WORK/gateways.txt"
 
 HTTP_PORT=$(free_port)
 "$BIN" fleet --broker "mqtt://127.0.0.1:$MQTT_PORT" --prefix "$PREFIX" --listen "127.0.0.1:$HTTP_PORT" \
