@@ -62,7 +62,7 @@ enum FleetRoutes {
 
     /// `text/event-stream` (https://html.spec.whatwg.org/multipage/server-sent-events.html): the view now, then
     /// after every change, until the client goes or the service stops.
-    static func events<V: Encodable>(_ service: FleetService, _ view: @escaping @Sendable () -> V) -> Response {
+    static func events<V: Encodable & Sendable>(_ service: FleetService, _ view: @escaping @Sendable () -> V) -> Response {
         let changes = service.changes.listen()
         let clock = service.clock
         return Response(
