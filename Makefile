@@ -11,7 +11,7 @@ PKGS_RUN     := mosquitto mosquitto-clients openssl python3-jsonschema python3-v
 # The kernel path is tested in a qemu VM running a Debian kernel and BlueZ's btvirt (x86_64 hosts).
 PKGS_KERNEL  := qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools cpio kmod
 
-.PHONY: all deps deps-kernel test-venv build release test test-unit test-kernel test-homeassistant demo bench fuzz clean
+.PHONY: all deps deps-kernel deps-browser test-venv build release test test-unit test-kernel test-homeassistant test-fleet demo bench fuzz clean
 
 all: build
 
@@ -41,6 +41,19 @@ test-venv: deps
 	  $(SUDO) cp Tests/tools/requirements.txt $(VENV)/requirements.txt; \
 	fi
 
+# The fleet dashboard's browser test: Debian's headless Chromium and its driver, Selenium and a Prometheus text
+# parser from PyPI in a venv cached outside the clone (made once, reused by every clone).
+PKGS_BROWSER := chromium chromium-driver python3-venv
+BROWSER_VENV ?= /var/cache/blegateway-browser-venv
+deps-browser:
+	$(call apt_install,$(PKGS_BROWSER))
+	@if ! "$(BROWSER_VENV)/bin/python" -c 'import selenium, prometheus_client' 2>/dev/null; then \
+	  echo "Creating $(BROWSER_VENV)"; \
+	  $(SUDO) mkdir -p "$(BROWSER_VENV)" && $(SUDO) chown "$$(id -u)" "$(BROWSER_VENV)" && \
+	  python3 -m venv "$(BROWSER_VENV)" && \
+	  "$(BROWSER_VENV)/bin/pip" install -q "selenium>=4.11,<5" "prometheus-client>=0.17,<1"; \
+	fi
+
 deps-kernel:
 ifeq ($(ARCH),x86_64)
 	$(call apt_install,$(PKGS_KERNEL))
@@ -58,6 +71,7 @@ test: deps deps-kernel test-venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) --no-print-directory test-homeassistant
+	$(MAKE) --no-print-directory test-fleet
 	$(MAKE) --no-print-directory test-kernel
 	$(MAKE) --no-print-directory test-deploy
 
@@ -83,6 +97,11 @@ test-homeassistant: deps
 	$(call apt_install,$(PKGS_HA))
 	$(SWIFT) build --product blegateway
 	Tests/homeassistant/run.sh "$$($(SWIFT) build --show-bin-path)/blegateway"
+
+# The fleet service in headless Chromium against the simulated office (Tests/fleet/run.sh); about a minute.
+test-fleet: deps deps-browser
+	$(SWIFT) build --product blegateway
+	Tests/fleet/run.sh "$$($(SWIFT) build --show-bin-path)/blegateway" "$(BROWSER_VENV)/bin/python"
 
 demo: deps
 	$(SWIFT) build --product blegateway

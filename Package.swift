@@ -3,6 +3,7 @@
 //
 // Layers, each importing only those before it (see docs/ARCHITECTURE.md):
 //   BLETransport → BLEHCI → BLEHost → BLEDomain → BLESpool → BLEPublishing → BLEGateway → blegateway
+//   BLEFleet sits beside BLEGateway, above BLEPublishing: it reads the broker, never the gateway's internals.
 // BLESimulator depends only on the wire formats (BLETransport, BLEHCI's packet codecs); its L2CAP/ATT are its own.
 // Each C library is imported by exactly one Swift module:
 //   CBluetooth + CBluetoothShim → BLETransport, CSQLite → BLESpool, CMosquitto → BLEPublishing.
@@ -24,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/jpsim/Yams", from: "5.0.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
     ],
     targets: [
         // C libraries, each behind one Swift module.
@@ -48,8 +50,15 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        // The fleet service: reads the broker only (docs/TOPICS.md), serves the dashboard and /metrics.
+        .target(name: "BLEFleet", dependencies: [
+            "BLETransport", "BLESpool", "BLEPublishing",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Yams", package: "Yams"),
+        ]),
         .executableTarget(name: "blegateway", dependencies: [
-            "BLEGateway", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLEPublishing",
+            "BLEGateway", "BLEFleet", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLEPublishing",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -61,6 +70,7 @@ let package = Package(
         // Benchmarks are an executable, run by `make bench`, never by `make test`.
         .executableTarget(name: "blegateway-bench", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing", "BLESimulator", "BLEGateway",
+            "BLEFleet",
         ], path: "Benchmarks", exclude: ["c", "peer_bluetooth_data_tools.py"]),
 
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
@@ -70,6 +80,9 @@ let package = Package(
         .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport", "BLEDomain"]),
         .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLEDomain", "BLETransport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLESimulator", "BLEPublishing", "BLEDomain"]),
+        .testTarget(name: "BLEFleetTests", dependencies: [
+            "BLEFleet", "BLEPublishing", "BLESpool", .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport"]),
     ]
 )

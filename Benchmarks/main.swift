@@ -15,6 +15,7 @@ let all: [(String, @Sendable ([String]) async -> Void)] = [
     ("ranging-scale", { await runRangingScaleBenchmark(args: $0) }),
     ("peripherals", { await runPeripheralsBenchmark(args: $0) }),
     ("replay", { do { try await runReplayBenchmark(args: $0) } catch { print("replay benchmark failed: \(error)") } }),
+    ("fleet", { do { try await runFleetBenchmark(arguments: $0) } catch { print("fleet benchmark failed: \(error)") } }),
     ("adapter-idle", { do { try await runAdapterIdleBenchmark(args: $0) } catch { print("adapter-idle benchmark failed: \(error)") } }),
 ]
 

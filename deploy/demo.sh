@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: a local mosquitto on a free loopback port, the simulated office with its three
-# gateways, each gateway a real `blegateway run` over H4 on a Unix socket, and a live view fed by a
-# subscription to the broker. Ctrl-C stops everything this script started.
+# gateways, each gateway a real `blegateway run` over H4 on a Unix socket, the fleet service's web dashboard
+# (its URL printed first), and a live terminal view fed by a subscription to the broker.
+# Ctrl-C stops everything this script started.
 set -euo pipefail
 
 BIN=${1:?usage: demo.sh PATH/TO/blegateway}
@@ -46,6 +47,14 @@ MOSQUITTO=$(command -v mosquitto || echo /usr/sbin/mosquitto)
 "$MOSQUITTO" -c "$WORK/mosquitto.conf" >"$WORK/mosquitto.log" 2>&1 &
 pids+=($!)
 wait_for "mosquitto on port $PORT" bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT"
+
+# The dashboard first: it fills from the retained topics as the gateways come up.
+FLEET_PORT=${FLEET_PORT:-$(free_port)}
+"$BIN" fleet --broker "mqtt://127.0.0.1:$PORT" --prefix "$PREFIX" --listen "127.0.0.1:$FLEET_PORT" \
+    --history "$WORK/fleet-history.sqlite" >"$WORK/fleet.log" 2>&1 &
+pids+=($!)
+wait_for "the fleet dashboard on port $FLEET_PORT" bash -c "exec 3<>/dev/tcp/127.0.0.1/$FLEET_PORT"
+echo "fleet dashboard: http://127.0.0.1:$FLEET_PORT/  (metrics: http://127.0.0.1:$FLEET_PORT/metrics)"
 
 mkdir -p "$WORK/sim"
 "$BIN" sim --scenario "$SCENARIO" --socket-dir "$WORK/sim" --speed "$SPEED" --truth "$WORK/truth.jsonl" \

@@ -63,10 +63,17 @@ public final class MQTTClient: Sendable {
     /// Publishes handed to the broker and not yet acknowledged (at most `configuration.maxInFlight`).
     public var inFlightCount: Int { core.inFlightCount }
 
+    /// Received messages dropped since start because a `subscribe` stream's reader fell a whole buffer behind: a
+    /// subscriber that must not lose data silently counts and shows these.
+    public var droppedDeliveries: Int { core.droppedDeliveriesCount }
+
     /// Messages matching `filter` (wildcards allowed), retained ones included, from now on and across reconnects
     /// (the filter is subscribed again after every CONNACK). Ending the stream's iteration unsubscribes.
-    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce) throws(MQTTError) -> AsyncStream<MQTTMessage> {
-        try core.subscribe(filter, qos: qos)
+    /// `buffer` unread messages are kept; beyond that the oldest are dropped (counted in `droppedDeliveries`):
+    /// a subscriber that takes bursts (thousands of gateways publishing on the same second) asks for more.
+    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce,
+                          buffer: Int = 4096) throws(MQTTError) -> AsyncStream<MQTTMessage> {
+        try core.subscribe(filter, qos: qos, buffer: buffer)
     }
 
     private func serve() async {

@@ -47,6 +47,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
     private var disconnectIssued = false
     private var lastLogLine: String?
     private var pending: [Int32: @Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = [:]
+    private var droppedDeliveries = 0
     private var subscriptions: [UInt64: Subscription] = [:]
     private var nextSubscriptionID: UInt64 = 0
     private var mailbox: [LoopEvent] = []
@@ -89,6 +90,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
     var isStopRequested: Bool { lock.withLock { stopRequested } }
 
     var inFlightCount: Int { lock.withLock { pending.count } }
+
+    /// Received messages a subscription stream dropped because its reader fell a whole buffer behind.
+    var droppedDeliveriesCount: Int { lock.withLock { droppedDeliveries } }
 
     /// Graceful stop: sends DISCONNECT (so the broker discards the will) if a socket is open; the loop thread
     /// then exits. If the thread is still inside the blocking connect, it sends DISCONNECT itself afterwards.
@@ -219,11 +223,11 @@ final class MQTTConnectionCore: @unchecked Sendable {
         }
     }
 
-    func subscribe(_ filter: String, qos: MQTTQoS) throws(MQTTError) -> AsyncStream<MQTTMessage> {
+    func subscribe(_ filter: String, qos: MQTTQoS, buffer: Int) throws(MQTTError) -> AsyncStream<MQTTMessage> {
         let rc = mosquitto_sub_topic_check(filter)
         guard rc == mosqSuccess else { throw MQTTError.library(rc, detail: "topic filter \"\(filter)\"") }
         let (stream, continuation) = AsyncStream.makeStream(of: MQTTMessage.self,
-                                                            bufferingPolicy: .bufferingNewest(4096))
+                                                            bufferingPolicy: .bufferingNewest(buffer))
         let id: UInt64 = lock.withLock {
             nextSubscriptionID += 1
             subscriptions[nextSubscriptionID] = Subscription(filter: filter, qos: qos, continuation: continuation)
@@ -305,7 +309,12 @@ final class MQTTConnectionCore: @unchecked Sendable {
                 return matches ? subscription.continuation : nil
             }
         }
-        for target in targets { target.yield(message) }
+        var dropped = 0
+        for target in targets {
+            // The stream keeps the newest `buffer` unread messages; a subscriber that falls behind loses the oldest.
+            if case .dropped = target.yield(message) { dropped += 1 }
+        }
+        if dropped > 0 { lock.withLock { droppedDeliveries += dropped } }
     }
 
     fileprivate func noteLog(level: Int32, _ line: String) {

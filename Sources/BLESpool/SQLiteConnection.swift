@@ -4,12 +4,13 @@ import CSQLite
 private let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 
 /// One `sqlite3*`. Not Sendable: the `Spool` owns exactly one and touches it only under its lock.
-final class SQLiteConnection {
+/// Package access so the fleet service keeps its history in SQLite without importing CSQLite (one module owns it).
+package final class SQLiteConnection {
     let handle: OpaquePointer
     let path: String
 
     /// Opens (and creates, unless `readOnly`) the file. Full-mutex mode is not needed: one owner, one lock.
-    init(path: String, readOnly: Bool = false) throws {
+    package init(path: String, readOnly: Bool = false) throws {
         var db: OpaquePointer?
         let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &db, flags, nil)
@@ -35,12 +36,12 @@ final class SQLiteConnection {
         return Self.error(SQLiteResultCode(rawValue: rc), path: path, context: "\(context): \(message)")
     }
 
-    func execute(_ sql: String) throws {
+    package func execute(_ sql: String) throws {
         let rc = sqlite3_exec(handle, sql, nil, nil, nil)
         guard rc == SQLITE_OK else { throw error(rc, sql) }
     }
 
-    func prepare(_ sql: String) throws -> SQLiteStatement {
+    package func prepare(_ sql: String) throws -> SQLiteStatement {
         var stmt: OpaquePointer?
         let rc = sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &stmt, nil)
         guard rc == SQLITE_OK, let stmt else { throw error(rc, "prepare \(sql)") }
@@ -48,13 +49,13 @@ final class SQLiteConnection {
     }
 
     /// The first column of the first row, as text (for pragmas).
-    func text(_ sql: String) throws -> String? {
+    package func text(_ sql: String) throws -> String? {
         let s = try prepare(sql)
         guard try s.step() else { return nil }
         return s.text(0)
     }
 
-    func int64(_ sql: String) throws -> Int64? {
+    package func int64(_ sql: String) throws -> Int64? {
         let s = try prepare(sql)
         guard try s.step(), !s.isNull(0) else { return nil }
         return s.int64(0)
@@ -66,7 +67,7 @@ final class SQLiteConnection {
 }
 
 /// A prepared statement; reset before each use. Columns are 0-based, parameters 1-based (SQLite's convention).
-final class SQLiteStatement {
+package final class SQLiteStatement {
     private let stmt: OpaquePointer
     private unowned let connection: SQLiteConnection
     private let sql: String
@@ -79,18 +80,18 @@ final class SQLiteStatement {
 
     deinit { sqlite3_finalize(stmt) }
 
-    func reset() {
+    package func reset() {
         sqlite3_reset(stmt)
         sqlite3_clear_bindings(stmt)
     }
 
-    func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(stmt, index, value) }
-    func bind(_ index: Int32, _ value: Double) { sqlite3_bind_double(stmt, index, value) }
-    func bind(_ index: Int32, _ value: Double?) {
+    package func bind(_ index: Int32, _ value: Int64) { sqlite3_bind_int64(stmt, index, value) }
+    package func bind(_ index: Int32, _ value: Double) { sqlite3_bind_double(stmt, index, value) }
+    package func bind(_ index: Int32, _ value: Double?) {
         if let value { sqlite3_bind_double(stmt, index, value) } else { sqlite3_bind_null(stmt, index) }
     }
-    func bind(_ index: Int32, _ value: String) { sqlite3_bind_text(stmt, index, value, -1, transient) }
-    func bind(_ index: Int32, _ value: [UInt8]) {
+    package func bind(_ index: Int32, _ value: String) { sqlite3_bind_text(stmt, index, value, -1, transient) }
+    package func bind(_ index: Int32, _ value: [UInt8]) {
         _ = value.withUnsafeBytes { raw in
             // A zero-length blob must still be a blob, not NULL: bind_zeroblob keeps the NOT NULL constraint happy.
             if raw.isEmpty { sqlite3_bind_zeroblob(stmt, index, 0) } else {
@@ -100,7 +101,7 @@ final class SQLiteStatement {
     }
 
     /// Steps once: true when a row is available, false when done.
-    func step() throws -> Bool {
+    package func step() throws -> Bool {
         let rc = sqlite3_step(stmt)
         switch rc {
         case SQLITE_ROW: return true
@@ -112,20 +113,20 @@ final class SQLiteStatement {
     }
 
     /// Runs a statement that returns no rows.
-    func run() throws {
+    package func run() throws {
         defer { sqlite3_reset(stmt) }
         while try step() {}
     }
 
-    func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
-    func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
-    func double(_ column: Int32) -> Double { sqlite3_column_double(stmt, column) }
-    func optionalDouble(_ column: Int32) -> Double? { isNull(column) ? nil : double(column) }
-    func text(_ column: Int32) -> String {
+    package func isNull(_ column: Int32) -> Bool { sqlite3_column_type(stmt, column) == SQLITE_NULL }
+    package func int64(_ column: Int32) -> Int64 { sqlite3_column_int64(stmt, column) }
+    package func double(_ column: Int32) -> Double { sqlite3_column_double(stmt, column) }
+    package func optionalDouble(_ column: Int32) -> Double? { isNull(column) ? nil : double(column) }
+    package func text(_ column: Int32) -> String {
         guard let p = sqlite3_column_text(stmt, column) else { return "" }
         return String(cString: p)
     }
-    func blob(_ column: Int32) -> [UInt8] {
+    package func blob(_ column: Int32) -> [UInt8] {
         // column_blob first, then column_bytes: the order SQLite documents for a stable length.
         let p = sqlite3_column_blob(stmt, column)
         let count = Int(sqlite3_column_bytes(stmt, column))

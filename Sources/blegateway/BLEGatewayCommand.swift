@@ -8,8 +8,9 @@ struct BLEGatewayCommand: AsyncParsableCommand {
         commandName: "blegateway",
         abstract: "A Bluetooth LE to MQTT gateway for Linux boards.",
         version: GatewayRuntime.version,
-        subcommands: [ScanCommand.self, RunCommand.self, ConfigCommand.self, WatchCommand.self, SimCommand.self,
-                      HCIDumpCommand.self, GATTCommand.self, GATTServeCommand.self, ExplainCommand.self])
+        subcommands: [ScanCommand.self, RunCommand.self, ConfigCommand.self, WatchCommand.self, FleetCommand.self,
+                      SimCommand.self, HCIDumpCommand.self, GATTCommand.self, GATTServeCommand.self,
+                      ExplainCommand.self])
 
     static func main() async {
         // A write to a peer that has gone (an unplugged H4 link, a closed simulator socket, a vanished broker)

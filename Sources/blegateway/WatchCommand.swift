@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLEFleet
 import BLEGateway
 import BLEPublishing
 import BLETransport
@@ -36,12 +37,15 @@ struct WatchCommand: AsyncParsableCommand {
             return h
         }
         let redraw = !plain && isatty(STDOUT_FILENO) == 1
-        let view = Locked(FleetView(prefix: prefix))  // shared between the subscription and the redraw loop
+        // The dashboard's model (same gap counting: only holes inside one run's live stream), shared between the
+        // subscription and the redraw loop.
+        let view = Locked(FleetModel(prefix: prefix))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await client.run() }
             group.addTask {
                 for await m in messages {
-                    view.withLock { $0.receive(topic: m.topic, payload: m.payload) }
+                    let now = Date().timeIntervalSince1970
+                    view.withLock { $0.receive(topic: m.topic, payload: m.payload, retained: m.retain, now: now) }
                     if let recorder {
                         var line: [String: Any] = ["topic": m.topic, "retained": m.retain]
                         line["payload"] = String(decoding: m.payload, as: UTF8.self)
@@ -55,15 +59,13 @@ struct WatchCommand: AsyncParsableCommand {
                 let start = ContinuousClock.now
                 while !Task.isCancelled {
                     try await Task.sleep(for: .milliseconds(redraw ? 500 : 1000))
-                    let lines = view.withLock { v in
-                        // Fit the screen: share the rows left after the gateway table among the beacon lists.
-                        guard redraw else { return v.render() }
-                        let groups = max(1, v.beacons.count)
-                        let free = Self.terminalRows() - 6 - v.gateways.count - 4 * groups
-                        return v.render(maxBeacons: max(2, free / groups))
-                    }
+                    let now = Date().timeIntervalSince1970
+                    let (rows, columns) = redraw ? Self.terminalSize() : (60, 200)
+                    // One line less than the screen: the cursor's line after the last row would scroll the first off.
+                    let lines = view.withLock { FleetText.render($0, rows: rows - 1, columns: columns, now: now) }
                     // Written in one piece, unbuffered, so a redraw never tears.
-                    let text = (redraw ? "\u{1B}[H\u{1B}[2J" : "") + lines.joined(separator: "\n") + "\n" + (redraw ? "" : "\n")
+                    let text = (redraw ? "\u{1B}[H\u{1B}[2J" : "") + lines.joined(separator: "\n") + "\n"
+                        + (redraw ? "" : "\n")
                     StandardOutput.write(text)
                     if let duration, ContinuousClock.now - start >= .seconds(duration) { return }
                 }
@@ -76,10 +78,10 @@ struct WatchCommand: AsyncParsableCommand {
 }
 
 extension WatchCommand {
-    /// The terminal's height (TIOCGWINSZ), or 40 when it cannot be asked.
-    static func terminalRows() -> Int {
+    /// The terminal's rows and columns (TIOCGWINSZ), or 40 × 120 when it cannot be asked.
+    static func terminalSize() -> (rows: Int, columns: Int) {
         var size = winsize()
-        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 else { return 40 }
-        return Int(size.ws_row)
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 else { return (40, 120) }
+        return (Int(size.ws_row), Int(max(size.ws_col, 40)))
     }
 }

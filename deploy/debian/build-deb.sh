@@ -32,8 +32,15 @@ install -d -m 0700 "$pkg/etc/blegateway/credentials"
 install -m 0755 "$BIN" "$pkg/usr/bin/blegateway"
 strip --strip-unneeded "$pkg/usr/bin/blegateway" 2>/dev/null || true
 install -m 0644 "$ROOT/deploy/systemd/blegateway.service" "$pkg/lib/systemd/system/"
+# The fleet service (docs/FLEET.md): shipped, not enabled; it reads fleet.yaml and keeps its plots in
+# /var/lib/blegateway-fleet (StateDirectory=).
+install -m 0644 "$ROOT/deploy/systemd/blegateway-fleet.service" "$pkg/lib/systemd/system/"
 install -m 0640 "$CONFIG" "$pkg/etc/blegateway/gateway.yaml"
+install -m 0640 "$ROOT/config/fleet.yaml" "$pkg/etc/blegateway/fleet.yaml"
 install -m 0644 "$ROOT/docs/DEPLOY.md" "$ROOT/docs/CONFIG.md" "$pkg/usr/share/doc/blegateway/"
+[ -f "$ROOT/docs/FLEET.md" ] && install -m 0644 "$ROOT/docs/FLEET.md" "$pkg/usr/share/doc/blegateway/"
+install -d -m 0755 "$pkg/usr/share/doc/blegateway/examples/grafana"
+install -m 0644 "$ROOT"/deploy/grafana/*.json "$pkg/usr/share/doc/blegateway/examples/grafana/"
 [ -f "$ROOT/docs/TOPICS.md" ] && install -m 0644 "$ROOT/docs/TOPICS.md" "$pkg/usr/share/doc/blegateway/"
 install -m 0644 "$ROOT/deploy/systemd/serial-adapter.conf" "$pkg/usr/share/doc/blegateway/examples/systemd/"
 install -m 0644 "$ROOT"/deploy/mosquitto/*.conf "$ROOT"/deploy/mosquitto/*.acl \

@@ -1,0 +1,114 @@
+/// What the fleet service knows about one gateway, folded from its topics. Encoded as-is for the dashboard's
+/// gateway page (snake_case keys); every string in it may come from a payload, so the page must escape it.
+public struct FleetGateway: Sendable, Encodable {
+    public struct Adapter: Sendable, Encodable, Equatable {
+        public var state: String
+        public var since: Double
+        public var device: String
+        public var mode: String?
+        public var address: String?
+        public var scanning: String?
+        public var reason: String?
+        public var roles: [String]?
+    }
+
+    public struct Health: Sendable, Encodable, Equatable {
+        public var ts: Double
+        public var uptimeS: Double
+        public var spoolDepth: Int
+        public var spoolBytes: Int?
+        public var droppedSamples: Int
+        public var downsampledSamples: Int?
+        public var acknowledged: Int
+        public var messagesPerS: Double
+        public var connected: Bool
+        public var reconnects: Int?
+        public var rejected: Int?
+        public var reports: Int
+        /// From two consecutive health readings of one run; nil until there are two.
+        public var reportsPerS: Double?
+        public var malformedEvents: Int?
+        public var trackedBeacons: Int?
+        public var rssBytes: Int
+        public var regionsInside: Int?
+        public var peripheralsConnected: Int?
+        public var droppedValues: Int?
+    }
+
+    public struct Config: Sendable, Encodable, Equatable {
+        public var status: String
+        public var hash: String
+        public var version: Int?
+        public var errors: [String]
+        public var warnings: Int
+        public var restartRequired: [String]
+    }
+
+    public struct Beacon: Sendable, Encodable, Equatable {
+        public var kind: String
+        public var address: String
+        public var name: String?
+        public var rssi: Double?
+        public var samples: Int
+        public var distanceM: Double?
+        public var accuracyM: Double?
+        public var proximity: String?
+        /// The reading's own time (the gateway's clock, possibly unsynchronised).
+        public var ts: Double
+        /// The service's clock when it arrived: what ages and plots use, immune to a gateway's clock skew.
+        public var receivedAt: Double
+    }
+
+    public struct Region: Sendable, Encodable, Equatable {
+        public var state: String
+        public var since: Double
+        public var event: String?
+        public var beacons: [String]
+    }
+
+    public struct Peripheral: Sendable, Encodable, Equatable {
+        public var name: String?
+        public var state: String
+        public var since: Double?
+        public var attempts: Int?
+        public var reason: String?
+        public var reasonCode: Int?
+        public var rssi: Int?
+    }
+
+    public let id: String
+    /// `online`, `offline`, or `unknown` before a status arrived.
+    public var status = "unknown"
+    public var statusReason: String?
+    /// Online: when the process started. Offline: when the service learnt it (the last will's own `ts` is the
+    /// time of the connection it belonged to, not of the loss); nil when the offline status was already retained
+    /// when the service subscribed.
+    public var since: Double?
+    public var version: String?
+    public var run: String?
+    public var adapter: Adapter?
+    public var adapters: [String: Adapter] = [:]
+    public var health: Health?
+    /// Spool depth change per minute over the recent health readings (positive: the spool is growing).
+    public var spoolTrendPerMin: Double?
+    public var config: Config?
+    public var seq = SeqStream()
+    public var messages = 0
+    public var invalid = 0
+    /// Service clock, seconds since 1970, of the last message from this gateway.
+    public var lastMessageAt: Double?
+    public var beacons: [String: Beacon] = [:]
+    public var regions: [String: Region] = [:]
+    public var peripherals: [String: Peripheral] = [:]
+    /// Recent (ts, depth) for the trend; not encoded.
+    var recentDepths: [SpoolPoint] = []
+
+    struct SpoolPoint: Sendable, Equatable { var ts: Double; var depth: Int }
+
+    public init(id: String) { self.id = id }
+
+    enum CodingKeys: String, CodingKey {
+        case id, status, statusReason, since, version, run, adapter, adapters, health, spoolTrendPerMin, config, seq
+        case messages, invalid, lastMessageAt, beacons, regions, peripherals
+    }
+}

@@ -1,0 +1,298 @@
+extension FleetPages {
+    /// The pages' one script. Every value from the service is inserted with `textContent` or as an SVG number,
+    /// so a beacon name such as `<script>` heard over the air shows as text.
+    static let script = #"""
+        "use strict";
+        const Fleet = (() => {
+          const COLORS = ["#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f", "#ad1457", "#4e342e"];
+          const WINDOW_S = 3600;
+
+          function el(tag, text, cls) {
+            const e = document.createElement(tag);
+            if (text !== undefined && text !== null) e.textContent = String(text);
+            if (cls) e.className = cls;
+            return e;
+          }
+          function link(href, text) { const a = el("a", text); a.href = href; return a; }
+          function cell(row, content, cls) {
+            const td = el("td", content instanceof Node ? undefined : content, cls);
+            if (content instanceof Node) td.appendChild(content);
+            row.appendChild(td);
+            return td;
+          }
+          function num(v, digits) { return (v === null || v === undefined) ? "–" : Number(v).toFixed(digits); }
+          function ago(now, t) {
+            if (t === null || t === undefined) return "–";
+            const s = Math.max(0, now - t);
+            if (s < 90) return Math.round(s) + " s";
+            if (s < 5400) return Math.round(s / 60) + " min";
+            return Math.round(s / 3600) + " h";
+          }
+          function distance(b) {
+            if (b.distanceM === null || b.distanceM === undefined) return "–";
+            return `${num(b.distanceM, 2)} ± ${num(b.accuracyM, 2)} m`;
+          }
+          function offlineSince(g) {
+            return "offline since " + (g.since ? when(g.since) : "before the service started");
+          }
+          function when(t) {
+            if (!t) return "–";
+            const d = new Date(t * 1000);
+            return d.toDateString() === new Date().toDateString() ? d.toLocaleTimeString() : d.toLocaleString();
+          }
+          function fill(tbodyParent, rows) {
+            const tbody = document.querySelector(tbodyParent + " tbody");
+            tbody.replaceChildren(...rows);
+          }
+          function idFromPath() { return decodeURIComponent(location.pathname.split("/").pop()); }
+          function setTitle(text) { document.getElementById("page-title").textContent = text; }
+
+          function showBroker(b) {
+            const e = document.getElementById("broker");
+            e.textContent = "broker " +
+              (b.connected ? "connected" : "disconnected" + (b.lastError ? ": " + b.lastError : "")) +
+              (b.droppedMessages ? `, ${b.droppedMessages} messages lost (service behind)` : "");
+            e.className = "pill " + (b.connected && !b.droppedMessages ? "ok" : "bad");
+          }
+
+          // One EventSource per page; the browser reconnects by itself when the service restarts.
+          function live(path, onView) {
+            const state = document.getElementById("live");
+            const source = new EventSource(path);
+            source.onopen = () => { state.textContent = "live"; state.className = "pill ok"; };
+            source.onerror = () => { state.textContent = "reconnecting…"; state.className = "pill bad"; };
+            source.onmessage = (m) => {
+              let view;
+              try { view = JSON.parse(m.data); } catch (e) { return; }
+              if (view.broker) showBroker(view.broker);
+              onView(view);
+              document.body.dataset.updated = String(Date.now());
+            };
+          }
+
+          // A line plot in SVG: series [{color, points: [[t, v], …]}]. The time axis spans the data, from two minutes
+          // up to WINDOW_S, so a fresh page shows its first points spread out rather than piled at "now".
+          function plot(container, series, now) {
+            const W = 400, H = 170, L = 44, R = 6, T = 6, B = 18;
+            const ns = "http://www.w3.org/2000/svg";
+            const svg = document.createElementNS(ns, "svg");
+            svg.setAttribute("viewBox", `0 0 ${W} ${H}`);
+            const valid = p => p[1] !== null && p[1] !== undefined && p[0] >= now - WINDOW_S;
+            const all = series.flatMap(s => s.points.filter(valid));
+            const oldest = Math.min(now - 120, ...all.map(p => p[0]));
+            const span = Math.max(120, now - oldest), t0 = now - span;
+            let lo = Math.min(...all.map(p => p[1])), hi = Math.max(...all.map(p => p[1]));
+            if (!isFinite(lo)) { lo = 0; hi = 1; }
+            if (hi === lo) { hi += 1; lo -= 1; }
+            const x = t => L + (t - t0) / span * (W - L - R);
+            const y = v => T + (hi - v) / (hi - lo) * (H - T - B);
+            const label = (txt, xx, yy) => {
+              const t = document.createElementNS(ns, "text");
+              t.setAttribute("x", String(xx)); t.setAttribute("y", String(yy)); t.setAttribute("font-size", "10");
+              t.textContent = txt; svg.appendChild(t);
+            };
+            const digits = hi - lo < 10 ? 1 : 0;
+            label(num(hi, digits), 2, T + 9); label(num(lo, digits), 2, H - B);
+            label(`−${Math.round(span / 60)} min`, L, H - 4); label("now", W - R - 20, H - 4);
+            const frame = document.createElementNS(ns, "rect");
+            frame.setAttribute("x", L); frame.setAttribute("y", T); frame.setAttribute("width", W - L - R);
+            frame.setAttribute("height", H - T - B); frame.setAttribute("fill", "none");
+            frame.setAttribute("stroke", "#ccc");
+            svg.appendChild(frame);
+            let drawn = 0;
+            for (const s of series) {
+              const pts = s.points.filter(valid);
+              if (pts.length === 0) continue;
+              const line = document.createElementNS(ns, "polyline");
+              line.setAttribute("points", pts.map(p => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" "));
+              line.setAttribute("fill", "none"); line.setAttribute("stroke", s.color);
+              line.setAttribute("stroke-width", "1.5");
+              svg.appendChild(line);
+              for (const p of pts.slice(-120)) {
+                const c = document.createElementNS(ns, "circle");
+                c.setAttribute("cx", x(p[0]).toFixed(1)); c.setAttribute("cy", y(p[1]).toFixed(1));
+                c.setAttribute("r", "2"); c.setAttribute("fill", s.color); c.setAttribute("class", "point");
+                svg.appendChild(c);
+              }
+              drawn += pts.length;
+            }
+            svg.dataset.points = String(drawn);
+            container.replaceChildren(svg);
+          }
+
+          function severityClass(problems) {
+            const s = problems.length ? problems[0].severity : 0;
+            return s >= 60 ? "sev-high" : s > 0 ? "sev-mid" : "sev-none";
+          }
+
+          function overview() {
+            setTitle("overview");
+            live("/events/overview", v => {
+              document.getElementById("gw-count").textContent = `${v.gateways.length} under ${v.prefix}/`;
+              fill("#gateways", v.gateways.map(g => {
+                const tr = el("tr"); tr.className = severityClass(g.problems); tr.dataset.gateway = g.id;
+                cell(tr, link("/gateway/" + encodeURIComponent(g.id), g.id));
+                const st = g.status === "offline" ? offlineSince(g) : g.status;
+                cell(tr, st, "status status-" + g.status);
+                cell(tr, (g.adapter || "–") + (g.adapterReason ? " (" + g.adapterReason + ")" : ""), "adapter");
+                cell(tr, g.scanning || "–");
+                const trend = g.spoolTrendPerMin === null || g.spoolTrendPerMin === undefined ? ""
+                  : g.spoolTrendPerMin > 1 ? " ↑" : g.spoolTrendPerMin < -1 ? " ↓" : " →";
+                cell(tr, (g.spoolDepth ?? "–") + trend, "num spool");
+                cell(tr, num(g.messagesPerS, 1), "num mps");
+                cell(tr, g.dropped ?? "–", "num drops");
+                cell(tr, g.gaps ? `${g.gaps} (${g.missing} lost)` : "0", "num gaps");
+                cell(tr, g.version || "–", "version");
+                cell(tr, g.configStatus ? g.configStatus + " " + (g.configHash || "").slice(7, 15) : "–");
+                cell(tr, g.problems.map(p => p.text).join("; ") || "ok", "problems");
+                return tr;
+              }));
+              document.getElementById("beacon-count").textContent = v.beaconCount > v.beacons.length
+                ? `${v.beacons.length} strongest of ${v.beaconCount}` : `${v.beaconCount}`;
+              fill("#beacons", v.beacons.map(b => {
+                const tr = el("tr");
+                cell(tr, link("/beacon/" + encodeURIComponent(b.id), b.id));
+                cell(tr, b.name || ""); cell(tr, b.gateways, "num"); cell(tr, num(b.bestRSSI, 1), "num");
+                cell(tr, b.nearest || "–");
+                return tr;
+              }));
+              const c = v.counters;
+              document.getElementById("counters").textContent =
+                `${c.messages} messages; ${c.invalidPayloads} not matching schema/v1, ` +
+                `${c.unknownTopics} unknown topics, ` +
+                `${c.badGatewayIds ?? c.badGatewayIDs} odd gateway ids, ${c.cleared} retained topics cleared; ` +
+                `${v.broker.droppedMessages} messages lost by this service (it fell behind the broker)`;
+              fill("#bad", v.recentBadInput.slice().reverse().map(b => {
+                const tr = el("tr"); cell(tr, when(b.at)); cell(tr, b.topic); cell(tr, b.reason); return tr;
+              }));
+            });
+          }
+
+          function gateway() {
+            const id = idFromPath();
+            setTitle(id);
+            document.getElementById("gw-title").textContent = id;
+            const series = { mps: [], spool: [], reports: [], rss: [] };
+            let lastHealthTs = null;
+            let latestNow = Date.now() / 1000;
+            const redraw = () => {
+              plot(document.getElementById("plot-mps"), [{ color: COLORS[0], points: series.mps }], latestNow);
+              plot(document.getElementById("plot-spool"), [{ color: COLORS[1], points: series.spool }], latestNow);
+              plot(document.getElementById("plot-reports"), [{ color: COLORS[2], points: series.reports }], latestNow);
+              plot(document.getElementById("plot-rss"), [{ color: COLORS[3], points: series.rss }], latestNow);
+            };
+            fetch("/api/history/gateway/" + encodeURIComponent(id) + "?hours=1").then(r => r.json()).then(h => {
+              for (const p of h) {
+                series.mps.push([p.t, p.messagesPerS]); series.spool.push([p.t, p.spoolDepth]);
+                series.reports.push([p.t, p.reportsPerS]); series.rss.push([p.t, p.rssBytes / 1e6]);
+              }
+              redraw();
+            });
+            live("/events/gateway/" + encodeURIComponent(id), v => {
+              latestNow = v.now;
+              const g = v.gateway;
+              const problems = document.getElementById("problems");
+              problems.replaceChildren(...v.problems.map(p => el("li", p.text)));
+              if (!g) {
+                document.getElementById("facts").replaceChildren(el("dt", "status"), el("dd", "not seen yet"));
+                return;
+              }
+              const facts = [
+                ["status", g.status === "offline"
+                  ? offlineSince(g) + (g.statusReason ? " (" + g.statusReason + ")" : "")
+                  : g.status + (g.since ? " since " + when(g.since) : "")],
+                ["version", g.version || "–"], ["run", g.run || "–"],
+                ["adapter", g.adapter ? `${g.adapter.state}${g.adapter.reason ? " (" + g.adapter.reason + ")" : ""}, ` +
+                  `${g.adapter.device}, ${g.adapter.mode || ""}, scanning ${g.adapter.scanning || "–"}` : "–"],
+                ["spool", g.health ? `${g.health.spoolDepth} readings, ${g.health.droppedSamples} dropped` : "–"],
+                ["publishing", g.health ? `${num(g.health.messagesPerS, 1)} msg/s, ` +
+                  `${g.health.acknowledged} acknowledged, ` +
+                  `broker ${g.health.connected ? "connected" : "disconnected"}` : "–"],
+                ["seq", `last ${g.seq.lastSeq ?? "–"}, ${g.seq.gaps} gaps (${g.seq.missing} lost), ` +
+                  `${g.seq.duplicates} duplicates`],
+                ["config", g.config ? `${g.config.status} ${g.config.hash}` +
+                  (g.config.errors.length ? ": " + g.config.errors.join("; ") : "") : "–"],
+                ["invalid payloads", g.invalid],
+              ];
+              document.getElementById("facts")
+                .replaceChildren(...facts.flatMap(([k, val]) => [el("dt", k), el("dd", val)]));
+              if (g.health && g.health.ts !== lastHealthTs) {
+                lastHealthTs = g.health.ts;
+                const h = g.health, t = v.now;
+                series.mps.push([t, h.messagesPerS]); series.spool.push([t, h.spoolDepth]);
+                series.reports.push([t, h.reportsPerS]); series.rss.push([t, h.rssBytes / 1e6]);
+              }
+              redraw();
+              const beacons = Object.entries(g.beacons).sort((a, b) => (b[1].rssi ?? -999) - (a[1].rssi ?? -999));
+              document.getElementById("beacon-count").textContent = String(beacons.length);
+              fill("#beacons", beacons.map(([bid, b]) => {
+                const tr = el("tr");
+                cell(tr, link("/beacon/" + encodeURIComponent(bid), bid)); cell(tr, b.name || "");
+                cell(tr, num(b.rssi, 1), "num");
+                cell(tr, distance(b), "num");
+                cell(tr, b.proximity || "–"); cell(tr, b.samples, "num"); cell(tr, ago(v.now, b.receivedAt), "num");
+                return tr;
+              }));
+              fill("#peripherals", Object.entries(g.peripherals).sort().map(([addr, p]) => {
+                const tr = el("tr");
+                cell(tr, addr); cell(tr, p.name || ""); cell(tr, p.state); cell(tr, p.reason || "");
+                cell(tr, p.attempts ?? "–", "num"); cell(tr, p.rssi ?? "–", "num");
+                return tr;
+              }));
+              fill("#regions", Object.entries(g.regions).sort().map(([rid, r]) => {
+                const tr = el("tr");
+                cell(tr, rid); cell(tr, r.state); cell(tr, when(r.since)); cell(tr, r.beacons.join(", "));
+                return tr;
+              }));
+            });
+          }
+
+          function beacon() {
+            const id = idFromPath();
+            setTitle(id);
+            document.getElementById("beacon-title").textContent = id;
+            const rssi = {}, dist = {}, lastSeen = {};
+            let latestNow = Date.now() / 1000;
+            const colorOf = {};
+            const color = gw => colorOf[gw] ?? (colorOf[gw] = COLORS[Object.keys(colorOf).length % COLORS.length]);
+            const redraw = () => {
+              const gws = Object.keys(rssi).sort();
+              plot(document.getElementById("plot-rssi"),
+                   gws.map(g => ({ color: color(g), points: rssi[g] })), latestNow);
+              plot(document.getElementById("plot-distance"),
+                   gws.map(g => ({ color: color(g), points: dist[g] })), latestNow);
+              document.getElementById("legend").replaceChildren(...gws.map(g => {
+                const s = el("span", "● " + g); s.style.color = color(g); return s;
+              }));
+            };
+            fetch("/api/history/beacon/" + encodeURIComponent(id) + "?hours=1").then(r => r.json()).then(h => {
+              for (const [gw, pts] of Object.entries(h)) {
+                rssi[gw] = (rssi[gw] || []).concat(pts.map(p => [p.t, p.rssi]));
+                dist[gw] = (dist[gw] || []).concat(pts.map(p => [p.t, p.distanceM]));
+              }
+              redraw();
+            });
+            live("/events/beacon/" + encodeURIComponent(id), v => {
+              latestNow = v.now;
+              for (const h of v.heardBy) {
+                if (lastSeen[h.gateway] === h.reading.receivedAt) continue;
+                lastSeen[h.gateway] = h.reading.receivedAt;
+                (rssi[h.gateway] = rssi[h.gateway] || []).push([h.reading.receivedAt, h.reading.rssi]);
+                (dist[h.gateway] = dist[h.gateway] || []).push([h.reading.receivedAt, h.reading.distanceM]);
+              }
+              redraw();
+              fill("#heard", v.heardBy.map(h => {
+                const tr = el("tr"), b = h.reading;
+                cell(tr, link("/gateway/" + encodeURIComponent(h.gateway), h.gateway));
+                cell(tr, num(b.rssi, 1), "num");
+                cell(tr, distance(b), "num");
+                cell(tr, b.proximity || "–"); cell(tr, b.samples, "num"); cell(tr, ago(v.now, b.receivedAt), "num");
+                return tr;
+              }));
+            });
+          }
+
+          return { overview, gateway, beacon, plot };
+        })();
+        """#
+}

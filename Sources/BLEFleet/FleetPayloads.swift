@@ -1,0 +1,124 @@
+import Foundation
+
+/// The payloads of schema/v1 as far as the fleet view reads them. Decoding is strict on the fields the schema
+/// requires, so a payload that does not match is counted as invalid rather than shown half-read.
+enum FleetPayload {
+    /// One reading: the envelope and the topic's own fields, read from one parse of the payload (both decode from
+    /// the same decoder, so the JSON is parsed once — it matters at tens of thousands of messages a second).
+    struct Reading<Body: Decodable>: Decodable {
+        let envelope: Envelope
+        let body: Body
+        init(from decoder: any Decoder) throws {
+            envelope = try Envelope(from: decoder)
+            body = try Body(from: decoder)
+        }
+    }
+
+    /// `envelope.json`: every reading starts this way; `seq` is null only in the last will.
+    struct Envelope: Decodable {
+        var run: String
+        var seq: Int?
+        var ts: Double
+        var clock_synced: Bool
+    }
+
+    /// For topics whose own fields the fleet view does not read.
+    struct Nothing: Decodable {}
+
+    struct Status: Decodable {
+        var state: String
+        var gateway: String
+        var version: String
+        var started: Double
+        var reason: String?
+    }
+
+    struct Adapter: Decodable {
+        var state: String
+        var since: Double
+        var device: String
+        var mode: String?
+        var address: String?
+        var scanning: String?
+        var reason: String?
+        var slot: String?
+        var roles: [String]?
+    }
+
+    struct Health: Decodable {
+        struct Spool: Decodable {
+            var depth: Int
+            var bytes: Int?
+            var dropped_samples: Int
+            var downsampled_samples: Int?
+        }
+        struct Publish: Decodable {
+            var acknowledged: Int
+            var rate_per_s: Double
+            var connected: Bool
+            var reconnects: Int?
+            var rejected: Int?
+        }
+        struct Scan: Decodable {
+            var reports: Int
+            var malformed_events: Int?
+            var tracked_beacons: Int?
+        }
+        struct Memory: Decodable { var rss_bytes: Int }
+        struct Regions: Decodable { var count: Int?; var inside: Int? }
+        struct Peripherals: Decodable { var connected: Int?; var dropped_values: Int? }
+        var uptime_s: Double
+        var spool: Spool
+        var publish: Publish
+        var scan: Scan
+        var memory: Memory
+        var regions: Regions?
+        var peripherals: Peripherals?
+    }
+
+    struct Beacon: Decodable {
+        var id: String
+        var kind: String
+        var address: String
+        var rssi: Double?
+        var samples: Int
+        var interval_s: Double
+        var distance_m: Double?
+        var accuracy_m: Double?
+        var proximity: String?
+        var name: String?
+    }
+
+    struct Region: Decodable {
+        var region: String
+        var state: String
+        var since: Double
+        var event: String?
+        var beacons: [String]?
+    }
+
+    struct PeripheralState: Decodable {
+        var address: String
+        var state: String
+        var since: Double
+        var attempts: Int
+        var reason: String?
+        var reason_code: Int?
+        var name: String?
+    }
+
+    struct PeripheralRSSI: Decodable {
+        var address: String
+        var rssi: Int?
+    }
+
+    struct ConfigState: Decodable {
+        struct Problem: Decodable { var path: String; var reason: String }
+        var status: String
+        var hash: String
+        var version: Int?
+        var errors: [Problem]
+        var warnings: [Problem]
+        var restart_required: [String]?
+    }
+}

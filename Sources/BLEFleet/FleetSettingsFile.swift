@@ -1,0 +1,70 @@
+import Foundation
+import Yams
+
+/// The `fleet:` section of a YAML file (the gateway's own file, or one of its own), in the gateway's YAML style:
+///
+/// ```yaml
+/// fleet:
+///   broker: mqtt://127.0.0.1:1883
+///   prefix: blegateway
+///   listen: 127.0.0.1:8080
+///   history: /var/lib/blegateway/fleet-history.sqlite
+///   beacon_timeout_s: 300
+/// ```
+/// Without `fleet.broker`/`fleet.prefix`, the file's `mqtt.broker`/`mqtt.prefix` apply, so a gateway's file can
+/// serve both. Unknown keys are errors, named by path, as in the gateway's configuration.
+public struct FleetSettingsFile: Sendable, Equatable {
+    public var broker: String?
+    public var prefix: String?
+    public var listen: String?
+    public var history: String?
+    public var beaconTimeoutS: Double?
+
+    public struct Problem: Error, CustomStringConvertible {
+        public let path: String
+        public let reason: String
+        public var description: String { "\(path): \(reason)" }
+    }
+
+    static let keys: Set<String> = ["broker", "prefix", "listen", "history", "beacon_timeout_s"]
+
+    public init() {}
+
+    public init(yaml text: String, file: String = "fleet configuration") throws {
+        guard let root = try Yams.load(yaml: text) as? [String: Any] else {
+            throw Problem(path: file, reason: "expected a mapping at the top level")
+        }
+        let mqtt = root["mqtt"] as? [String: Any] ?? [:]
+        broker = mqtt["broker"] as? String
+        prefix = mqtt["prefix"] as? String
+        guard let fleet = root["fleet"] else { return }
+        guard let section = fleet as? [String: Any] else { throw Problem(path: "fleet", reason: "expected a mapping") }
+        for key in section.keys where !Self.keys.contains(key) {
+            throw Problem(path: "fleet.\(key)", reason: "unknown key")
+        }
+        func string(_ key: String) throws -> String? {
+            guard let v = section[key] else { return nil }
+            guard let s = v as? String else { throw Problem(path: "fleet.\(key)", reason: "expected a string") }
+            return s
+        }
+        broker = try string("broker") ?? broker
+        prefix = try string("prefix") ?? prefix
+        listen = try string("listen")
+        history = try string("history")
+        if let v = section["beacon_timeout_s"] {
+            guard let d = (v as? Double) ?? (v as? Int).map(Double.init), d > 0 else {
+                throw Problem(path: "fleet.beacon_timeout_s", reason: "expected a positive number of seconds")
+            }
+            beaconTimeoutS = d
+        }
+    }
+
+    /// `HOST:PORT`, `[V6]:PORT` or `:PORT` (all interfaces).
+    public static func parseListen(_ s: String) throws -> (host: String, port: Int) {
+        guard let colon = s.lastIndex(of: ":"), let port = Int(s[s.index(after: colon)...]), (0...65535).contains(port)
+        else { throw Problem(path: "fleet.listen", reason: "\"\(s)\": expected HOST:PORT") }
+        var host = String(s[..<colon])
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return (host.isEmpty ? "0.0.0.0" : host, port)
+    }
+}

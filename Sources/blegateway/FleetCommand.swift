@@ -1,0 +1,60 @@
+import ArgumentParser
+import BLEFleet
+import BLEGateway
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// `blegateway fleet`: the fleet service (docs/FLEET.md): a live dashboard, plots and `/metrics` for every gateway
+/// publishing under one prefix, read from the broker alone.
+struct FleetCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "fleet",
+        abstract: "Serve the fleet's live web dashboard and Prometheus metrics, read from the broker.")
+
+    @Option(help: "A YAML file with a `fleet:` section (its `mqtt:` broker and prefix apply too).")
+    var config: String?
+
+    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT (default mqtt://127.0.0.1:1883).")
+    var broker: String?
+
+    @Option(help: "The topic prefix the gateways publish under (default blegateway).")
+    var prefix: String?
+
+    @Option(help: "Where the dashboard listens: HOST:PORT (default 127.0.0.1:8080; port 0 picks a free one).")
+    var listen: String?
+
+    @Option(help: "SQLite file for the plots' history (default: none; plots then start empty at each start).")
+    var history: String?
+
+    func run() async throws {
+        var file = FleetSettingsFile()
+        if let config {
+            let text = try String(contentsOfFile: config, encoding: .utf8)
+            do {
+                file = try FleetSettingsFile(yaml: text, file: config)
+            } catch {
+                throw ValidationError("\(config): \(error)")
+            }
+        }
+        let brokerURL = broker ?? file.broker ?? "mqtt://127.0.0.1:1883"
+        let prefix = prefix ?? file.prefix ?? "blegateway"
+        let (host, port) = try FleetSettingsFile.parseListen(listen ?? file.listen ?? "127.0.0.1:8080")
+        var c = FleetConfiguration(mqtt: try toolClientConfiguration(broker: brokerURL, role: "fleet"),
+                                   brokerURL: brokerURL, prefix: prefix)
+        c.listenHost = host
+        c.listenPort = port
+        c.historyPath = history ?? file.history
+        if let t = file.beaconTimeoutS { c.beaconTimeoutS = t }
+        let logger = Logger(label: "blegateway-fleet")
+        let service = try FleetService(configuration: c, logger: logger) { bound in
+            let shown = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host
+            let name = shown.contains(":") ? "[\(shown)]" : shown
+            // The first line a person (or `make demo`) needs: where to point the browser.
+            StandardOutput.write("fleet dashboard: http://\(name):\(bound)/  (metrics at /metrics)\n")
+        }
+        let group = ServiceGroup(configuration: .init(
+            services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        try await group.run()
+    }
+}

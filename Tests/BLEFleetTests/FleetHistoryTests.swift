@@ -1,0 +1,48 @@
+import Foundation
+import Testing
+@testable import BLEFleet
+
+@Suite struct FleetHistoryTests {
+    func model(now: Double) -> FleetModel {
+        var m = FleetModel(prefix: "demo")
+        let env = #""run":"r","seq":1,"ts":5,"clock_synced":true"#
+        m.receive(topic: "demo/gw/status", payload: Array(
+            #"{\#(env),"state":"online","gateway":"gw","version":"0.1.0","started":1}"#.utf8), retained: true, now: now)
+        m.receive(topic: "demo/gw/health", payload: Array(
+            #"{\#(env),"uptime_s":5,"spool":{"depth":4,"dropped_samples":0},"publish":{"acknowledged":1,"rate_per_s":2.5,"connected":true},"scan":{"reports":10},"memory":{"rss_bytes":1000000}}"#.utf8),
+            retained: false, now: now)
+        m.receive(topic: "demo/gw/beacons/b-1", payload: Array(
+            #"{\#(env),"id":"b-1","kind":"other","address":"C4:BB:CA:D0:7F:7D","rssi":-70,"samples":3,"interval_s":1,"distance_m":2.5}"#.utf8),
+            retained: false, now: now)
+        return m
+    }
+
+    @Test func pointsSurviveReopeningTheFileAndAreBucketedToTenSeconds() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-history-\(UUID()).sqlite").path
+        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        do {
+            let h = try FleetHistory(path: path)
+            try h.record(model(now: 1_000_003), now: 1_000_003)
+            try h.record(model(now: 1_000_017), now: 1_000_017)
+        }
+        let reopened = try FleetHistory(path: path)
+        let health = try reopened.health(gateway: "gw", since: 0)
+        #expect(health.map(\.t) == [1_000_000, 1_000_010])
+        #expect(health.first?.messagesPerS == 2.5)
+        #expect(health.first?.spoolDepth == 4)
+        let ranging = try reopened.ranging(beacon: "b-1", since: 0)
+        #expect(ranging["gw"]?.map(\.rssi) == [-70, -70])
+        #expect(ranging["gw"]?.first?.distanceM == 2.5)
+    }
+
+    @Test func pointsOlderThanTheRetentionArePruned() throws {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-history-\(UUID()).sqlite").path
+        defer { for s in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + s) } }
+        let h = try FleetHistory(path: path)
+        try h.record(model(now: 1_000_000), now: 1_000_000)
+        let later = 1_000_000 + FleetHistory.retention + 20
+        try h.record(model(now: later), now: later)
+        #expect(try h.health(gateway: "gw", since: 0).count == 1)
+        #expect(try h.ranging(beacon: "b-1", since: 0)["gw"]?.count == 1)
+    }
+}

@@ -1,0 +1,39 @@
+import Testing
+@testable import BLEFleet
+
+@Suite struct FleetSettingsFileTests {
+    @Test func theFleetSectionWinsOverTheGatewaysMQTTSection() throws {
+        let f = try FleetSettingsFile(yaml: """
+            mqtt:
+              broker: mqtt://gateway-broker:1883
+              prefix: site-a
+            fleet:
+              broker: mqtt://fleet-broker:1883
+              listen: 0.0.0.0:9000
+              history: /tmp/h.sqlite
+              beacon_timeout_s: 60
+            """)
+        #expect(f.broker == "mqtt://fleet-broker:1883")
+        #expect(f.prefix == "site-a")  // from mqtt:, the fleet section did not set it
+        #expect(f.listen == "0.0.0.0:9000")
+        #expect(f.history == "/tmp/h.sqlite")
+        #expect(f.beaconTimeoutS == 60)
+    }
+
+    @Test func unknownKeysAndWrongTypesAreNamedByPath() {
+        #expect(throws: FleetSettingsFile.Problem.self) { try FleetSettingsFile(yaml: "fleet:\n  lisen: :80\n") }
+        do {
+            _ = try FleetSettingsFile(yaml: "fleet:\n  beacon_timeout_s: soon\n")
+            Issue.record("accepted a non-number")
+        } catch {
+            #expect("\(error)" == "fleet.beacon_timeout_s: expected a positive number of seconds")
+        }
+    }
+
+    @Test func listenAddressesParse() throws {
+        #expect(try FleetSettingsFile.parseListen("127.0.0.1:8080") == ("127.0.0.1", 8080))
+        #expect(try FleetSettingsFile.parseListen(":8080") == ("0.0.0.0", 8080))
+        #expect(try FleetSettingsFile.parseListen("[::1]:0") == ("::1", 0))
+        #expect(throws: FleetSettingsFile.Problem.self) { try FleetSettingsFile.parseListen("localhost") }
+    }
+}
