@@ -110,7 +110,10 @@ public enum BTHomeFrame {
             if id >= 0xF0 { continue }
             let bits = 8 * Int(object.length)
             let value: Double
-            if object.isSigned && bits < 64 && raw >> UInt64(bits - 1) & 1 == 1 {
+            if object.quantity.isBinary {
+                // "0 = False, 1 = True"; any other octet is read as true, as Home Assistant does.
+                value = raw == 0 ? 0 : 1
+            } else if object.isSigned && bits < 64 && raw >> UInt64(bits - 1) & 1 == 1 {
                 value = Double(Int64(bitPattern: raw) - (Int64(1) << Int64(bits)))
             } else {
                 value = Double(raw)

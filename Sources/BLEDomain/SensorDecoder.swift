@@ -86,7 +86,7 @@ public enum SensorDecoder {
     ) -> SensorReading? {
         switch source {
         case .bthome: BTHomeFrame.decode(frame, address: address, keys: keys)
-        case .environmental: EnvironmentalFrame.decode(frame)
+        case .environmental: EnvironmentalFrame.decode(frame, address: address)
         case .miBeacon: MiBeaconFrame.decode(frame, address: address, keys: keys)
         case .qingping: QingpingFrame.decode(frame)
         case .switchBot: SwitchBotFrame.decode(frame)

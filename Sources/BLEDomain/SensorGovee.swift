@@ -5,6 +5,9 @@
 /// - H5074, company 0xEC88, 7 octets: `00 | temperature int16 LE 0.01 | humidity uint16 LE 0.01 | battery | 02`;
 /// - H5101/H5102/H5177…, company 0x0001, 6 octets: `01 01 | packed 3 BE | battery (bit 7: error)`.
 public enum GoveeFrame {
+    /// What the thermo-hygrometers can measure, °C (Home Assistant's govee-ble uses the same bounds).
+    public static let deviceRange: ClosedRange<Double> = -40...100
+
     @inlinable static func decode(_ frame: ADReader, source: SensorSource) -> SensorReading? {
         var c = frame
         switch (source, frame.remaining) {
@@ -35,8 +38,9 @@ public enum GoveeFrame {
         var t = Double(magnitude / 1000) / 10
         if raw & 0x80_0000 != 0 { t = -t }
         var r = SensorReading(format: .govee, model: model)
-        if b & 0x80 != 0 {
-            // The device's error bit: the numbers are not a measurement.
+        if b & 0x80 != 0 || !deviceRange.contains(t) {
+            // The device's error bit, or a temperature these devices cannot measure: the packed number
+            // is not a measurement, and neither half of it is published.
             r.issues.insert(.outOfRange)
         } else {
             r.append(.temperature, t)

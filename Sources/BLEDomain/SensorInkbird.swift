@@ -12,6 +12,11 @@ public enum InkbirdFrame {
             let b = c.readU8()
         else { return nil }
         var r = SensorReading(format: .inkbird, model: name.first == UInt8(ascii: "s") ? "IBS-TH" : "IBS-TH2")
+        // A humidity or battery beyond 100 % marks a corrupted advertisement: none of it is a reading.
+        guard h <= 10_000 || name.first != UInt8(ascii: "s"), b <= 100 else {
+            r.issues.insert(.outOfRange)
+            return r
+        }
         r.append(.temperature, Double(Int16(bitPattern: company)) / 100)
         // The IBS-TH2 has no hygrometer; it (and the IBS-P01B under the same name) sends 0 or 0xFFFF there.
         if name.first == UInt8(ascii: "s") || (h != 0 && h != 0xFFFF) { r.append(.humidity, Double(h) / 100) }

@@ -39,10 +39,12 @@ public enum MiBeaconFrame {
         var r = SensorReading(format: .miBeacon, model: model(product))
         r.counter = UInt32(counter)
         if control & macIncludedBit != 0 {
-            guard c.readReader(6) != nil else {
+            guard let lo = c.readLE32(), let hi = c.readLE16() else {
                 r.issues.insert(.truncated)
                 return r
             }
+            // Another device's MAC: a relayed or corrupted frame, not this advertiser's reading.
+            guard UInt64(hi) << 32 | UInt64(lo) == address.rawValue else { return nil }
         }
         if control & capabilityIncludedBit != 0 {
             guard let capability = c.readU8(), capability & capabilityIOBit == 0 || c.readLE16() != nil else {

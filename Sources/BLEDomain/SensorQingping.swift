@@ -4,8 +4,10 @@
 public enum QingpingFrame {
     @inlinable static func decode(_ frame: ADReader) -> SensorReading? {
         var c = frame
-        guard c.readU8() != nil, let device = c.readU8(), c.readReader(6) != nil else { return nil }
-        var r = SensorReading(format: .qingping, model: model(device))
+        guard c.readU8() != nil, let device = c.readU8(), let model = model(device), c.readReader(6) != nil else {
+            return nil
+        }
+        var r = SensorReading(format: .qingping, model: model)
         while let id = c.readU8() {
             guard let size = c.readU8(), var v = c.readReader(Int(size)) else {
                 r.issues.insert(.truncated)
@@ -37,18 +39,24 @@ public enum QingpingFrame {
         return r
     }
 
-    @inlinable static func model(_ device: UInt8) -> StaticString {
+    /// The device ids whose layout is known; others are not decoded.
+    @inlinable static func model(_ device: UInt8) -> StaticString? {
         switch device {
-        case 0x01, 0x07: "CGG1"
+        case 0x01, 0x07, 0x16: "CGG1"
         case 0x04: "CGH1"
         case 0x09: "CGP1W"
         case 0x0C: "CGD1"
-        case 0x0E: "CGDN1"
+        case 0x0E, 0x24: "CGDN1"
         case 0x0F: "CGM1"
         case 0x10: "CGDK2"
         case 0x12: "CGPR1"
-        case 0x16: "CGP22C"
-        default: "Qingping"
+        case 0x15: "CGF1W"
+        case 0x18, 0x26: "CGP23W"
+        case 0x1E: "CGC1"
+        case 0x33, 0x5D: "CGP22C"
+        case 0x4F: "CGG3"
+        case 0x52, 0x62: "CGR1PC"
+        default: nil
         }
     }
 }

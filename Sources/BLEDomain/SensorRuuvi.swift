@@ -13,7 +13,7 @@ public enum RuuviFrame {
         var c = frame
         guard c.readU8() == format5 else { return nil }
         var r = SensorReading(format: .ruuviV5, model: "RuuviTag")
-        guard frame.remaining >= format5Length, let t = c.readBE16(), let h = c.readBE16(), let p = c.readBE16(),
+        guard frame.remaining == format5Length, let t = c.readBE16(), let h = c.readBE16(), let p = c.readBE16(),
             let ax = c.readBE16(), let ay = c.readBE16(), let az = c.readBE16(), let power = c.readBE16(),
             let movement = c.readU8(), let sequence = c.readBE16()
         else {

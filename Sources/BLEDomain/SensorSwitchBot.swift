@@ -8,10 +8,11 @@ public enum SwitchBotFrame {
     public static let meter: UInt8 = 0x54
     public static let meterPlus: UInt8 = 0x69
     public static let outdoorMeter: UInt8 = 0x77
+    public static let frameLength = 6
 
     @inlinable static func decode(_ frame: ADReader) -> SensorReading? {
         var c = frame
-        guard let type = c.readU8() else { return nil }
+        guard frame.remaining == frameLength, let type = c.readU8() else { return nil }
         let model: StaticString
         switch type & 0x7F {
         case meter: model = "Meter"
