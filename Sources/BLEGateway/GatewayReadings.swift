@@ -86,6 +86,8 @@ struct GatewayReadings: Sendable {
         var identity: (resolutions: Int, hashComputations: Int, cacheResets: Int)? = nil
         /// Configured regions and how many are `inside` now.
         var regions: (count: Int, inside: Int)? = nil
+        /// Sensor advertisements: decoded, published, and every one held back by why.
+        var sensors: (gate: SensorPublishGate.Statistics, tracked: Int)? = nil
     }
 
     /// One recovery ladder's counters (schema/v1/health.json, `adapter`).
@@ -146,6 +148,21 @@ struct GatewayReadings: Sendable {
             o.object("regions") { j in
                 j.int("count", r.count)
                 j.int("inside", r.inside)
+            }
+        }
+        if let s = h.sensors {
+            o.object("sensors") { j in
+                j.int("tracked", s.tracked)
+                j.int("decoded", s.gate.decoded)
+                j.int("published", s.gate.published)
+                j.int("repeats", s.gate.repeats)
+                j.int("rate_limited", s.gate.rateLimited)
+                j.int("replays", s.gate.replays)
+                j.int("undecryptable", s.gate.undecryptable)
+                j.int("out_of_range", s.gate.outOfRange)
+                j.int("unknown_objects", s.gate.unknownObjects)
+                j.int("truncated", s.gate.truncated)
+                j.int("forgotten", s.gate.forgotten)
             }
         }
         if let p = h.peripherals {
