@@ -8,8 +8,10 @@ extension GatewayReadings {
     /// classes (the unit in the name), the packet counter where the format has one, RSSI. Values out of physical
     /// range go under `out_of_range`, never `values`; an encrypted frame that could not be read says why.
     func sensor(_ r: SensorReading, address: BDAddress, rssi: Int8?, ts: Double, synced: Bool) -> Reading {
-        Reading(.sample, topic: topics.sensor(address.topicComponent), body: Self.sensorBody(r, address: address, rssi: rssi),
-                qos: sampleQoS, retain: false, ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
+        Reading(
+            .sample, topic: topics.sensor(address.topicComponent),
+            body: Self.sensorBody(r, address: address, rssi: rssi),
+            qos: sampleQoS, retain: false, ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }
 
     static func sensorBody(_ r: SensorReading, address: BDAddress, rssi: Int8?) -> [UInt8] {

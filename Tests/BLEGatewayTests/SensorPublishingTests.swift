@@ -72,7 +72,8 @@ import Testing
         try "e9ea895fac7cca6d30532432a516f3a8\n".write(to: keyFile, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(at: keyFile) }
         var reader = YAMLConfigurationReader()
-        let c = try reader.read("""
+        let c = try reader.read(
+            """
             sensors:
               min_interval_s: 5
               repeat_window_s: 20
