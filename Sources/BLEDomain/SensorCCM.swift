@@ -1,4 +1,5 @@
 import Crypto
+import Foundation
 import _CryptoExtras
 
 /// AES-CCM decryption (RFC 3610 / NIST SP 800-38C) built on the AES block, as `ah` is: the crypto
@@ -104,5 +105,13 @@ public enum SensorCCM {
         var s0 = counterBlock(0)
         try? AES.permute(&s0, key: key)
         return out + (0..<m).map { x[$0] ^ s0[$0] }
+    }
+
+    /// `seal` with the key as its 16 octets, for callers that do not import the crypto library (the simulator's
+    /// tools, the benchmarks).
+    public static func seal(
+        plaintext: [UInt8], nonce: [UInt8], aad: [UInt8] = [], tagLength m: Int, keyOctets: [UInt8]
+    ) -> [UInt8] {
+        seal(plaintext: plaintext, nonce: nonce, aad: aad, tagLength: m, key: SymmetricKey(data: keyOctets))
     }
 }
