@@ -13,6 +13,10 @@ public struct SensorFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let miBeacon = Self(rawValue: 4)
     /// RuuviTag data format 5 (RAWv2), manufacturer 0x0499.
     public static let ruuviV5 = Self(rawValue: 5)
+    /// RuuviTag data format 6 (Ruuvi Air, legacy advertising), manufacturer 0x0499.
+    public static let ruuviV6 = Self(rawValue: 10)
+    /// RuuviTag data format E1 (Ruuvi Air, extended advertising), manufacturer 0x0499.
+    public static let ruuviE1 = Self(rawValue: 11)
     /// Govee thermo-hygrometers, manufacturer 0xEC88 and 0x0001.
     public static let govee = Self(rawValue: 6)
     /// Qingping, service data 0xFDCD.
@@ -29,6 +33,8 @@ public struct SensorFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
         case .pvvx: "pvvx"
         case .miBeacon: "mibeacon"
         case .ruuviV5: "ruuvi-5"
+        case .ruuviV6: "ruuvi-6"
+        case .ruuviE1: "ruuvi-e1"
         case .govee: "govee"
         case .qingping: "qingping"
         case .switchBot: "switchbot"

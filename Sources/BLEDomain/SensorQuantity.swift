@@ -58,6 +58,13 @@ public struct SensorQuantity: RawRepresentable, Hashable, Sendable, CustomString
     public static let firmwareVersion = Self(rawValue: 48)
     public static let lightLevel = Self(rawValue: 49)
     public static let settingsRevision = Self(rawValue: 50)
+    public static let pm1 = Self(rawValue: 51)
+    public static let pm4 = Self(rawValue: 52)
+    /// Sensirion's VOC and NOx indices (1…500), as RuuviTag Air reports them.
+    public static let vocIndex = Self(rawValue: 53)
+    public static let noxIndex = Self(rawValue: 54)
+    /// A-weighted sound level.
+    public static let soundLevel = Self(rawValue: 55)
 
     // Binary states (0 or 1), BTHome 0x0F…0x2D.
     public static let generic = Self(rawValue: 64)
@@ -143,6 +150,11 @@ public struct SensorQuantity: RawRepresentable, Hashable, Sendable, CustomString
         case .firmwareVersion: "firmware_version"
         case .lightLevel: "light_level"
         case .settingsRevision: "settings_revision"
+        case .pm1: "pm1_ugm3"
+        case .pm4: "pm4_ugm3"
+        case .vocIndex: "voc_index"
+        case .noxIndex: "nox_index"
+        case .soundLevel: "sound_level_dba"
         case .generic: "generic"
         case .powerOn: "power"
         case .opening: "opening"

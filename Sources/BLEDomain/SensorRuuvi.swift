@@ -9,7 +9,22 @@ public enum RuuviFrame {
     /// Standard gravity, to turn milli-g into m/s².
     public static let standardGravity = 9.806_65
 
+    public static let format6: UInt8 = 0x06
+    public static let format6Length = 20
+    public static let formatE1: UInt8 = 0xE1
+    public static let formatE1Length = 40
+
     @inlinable static func decode(_ frame: ADReader) -> SensorReading? {
+        var c = frame
+        switch c.readU8() {
+        case format5: return decode5(frame)
+        case format6: return RuuviAirFrame.decode6(frame)
+        case formatE1: return RuuviAirFrame.decodeE1(frame)
+        default: return nil
+        }
+    }
+
+    @inlinable static func decode5(_ frame: ADReader) -> SensorReading? {
         var c = frame
         guard c.readU8() == format5 else { return nil }
         var r = SensorReading(format: .ruuviV5, model: "RuuviTag")

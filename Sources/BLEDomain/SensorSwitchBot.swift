@@ -3,8 +3,8 @@
 /// temperature decimal (bits 0–3) | temperature integer (bits 0–6; bit 7 set: above zero) |
 /// humidity % (bits 0–6)`.
 public enum SwitchBotFrame {
-    /// Device type octets (bit 7 is the encryption flag, ignored here): 'T' Meter, 'i' Meter Plus,
-    /// 'w' Outdoor Meter.
+    /// Device type octets: 'T' Meter, 'i' Meter Plus, 'w' Outdoor Meter. Bit 7 set is the encrypted mode, whose
+    /// octets are not these fields: not decoded.
     public static let meter: UInt8 = 0x54
     public static let meterPlus: UInt8 = 0x69
     public static let outdoorMeter: UInt8 = 0x77
@@ -14,7 +14,7 @@ public enum SwitchBotFrame {
         var c = frame
         guard frame.remaining == frameLength, let type = c.readU8() else { return nil }
         let model: StaticString
-        switch type & 0x7F {
+        switch type {
         case meter: model = "Meter"
         case meterPlus: model = "MeterPlus"
         case outdoorMeter: model = "OutdoorMeter"

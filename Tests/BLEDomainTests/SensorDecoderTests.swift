@@ -274,6 +274,43 @@ import Testing
         #expect(r.value(of: .txPower) == 20)
     }
 
+    @Test func ruuviFormat6FieldByField() throws {
+        // Built from data-format-6: 0x170C × 0.005 = 29.5 °C, 0x5668 × 0.0025 = 55.3 %, 0xC79E + 50000 Pa =
+        // 1011.02 hPa, PM2.5 0x0070 = 11.2, CO2 0x00C9 = 201, VOC 0x05 with flag bit 6 = 11, NOx 0x01 = 2,
+        // luminosity code 217 = 13027 lx, sound 0x20 with flag bit 4 = 31 dBA, sequence 0xCD, flags 0x50, MAC 4C884F.
+        let r = try #require(
+            Self.decode(Self.manufacturer(0x0499, "06 170C 5668 C79E 0070 00C9 05 01 D9 20 CD 50 4C884F")))
+        #expect(r.format == .ruuviV6)
+        #expect(r.issues.isEmpty)
+        #expect(Self.close(r.value(of: .temperature), 29.5))
+        #expect(Self.close(r.value(of: .humidity), 55.3))
+        #expect(Self.close(r.value(of: .pressure), 1011.02))
+        #expect(Self.close(r.value(of: .pm25), 11.2))
+        #expect(r.value(of: .co2) == 201)
+        #expect(r.value(of: .vocIndex) == 11)
+        #expect(r.value(of: .noxIndex) == 2)
+        #expect(r.value(of: .illuminance) == 13027)
+        #expect(r.value(of: .soundLevel) == 31)
+        #expect(r.counter == 0xCD)
+    }
+
+    @Test func ruuviFormatE1FieldByField() throws {
+        // Built from data-format-e1: PM1/2.5/4/10 in 0.1 µg/m³, luminosity 3 octets of 0.01 lx, sequence 3 octets.
+        let r = try #require(
+            Self.decode(
+                Self.manufacturer(
+                    0x0499,
+                    "E1 170C 5668 C79E 000A 0070 0080 0090 00C9 05 01 0186A0 FFFFFF 000102 40 FFFFFFFFFF CBB8334C884F"))
+        )
+        #expect(r.format == .ruuviE1)
+        #expect(Self.close(r.value(of: .pm1), 1.0))
+        #expect(Self.close(r.value(of: .pm4), 12.8))
+        #expect(Self.close(r.value(of: .pm10), 14.4))
+        #expect(r.value(of: .vocIndex) == 11)
+        #expect(Self.close(r.value(of: .illuminance), 1000.0))
+        #expect(r.counter == 0x000102)
+    }
+
     // MARK: Govee, Qingping, SwitchBot, Inkbird
 
     @Test func goveeH5075PackedTemperatureAndHumidity() throws {

@@ -59,6 +59,9 @@ struct SensorOracleTests {
             "xiaomi-ble truncates LYWSD03MMC and MHO-C401 humidity to whole percent; the frame has 0.1 % (HA's choice)"
         case ("mibeacon", "corrupt", _, .extra):
             "a corrupted product id: xiaomi-ble decodes only products in its table, ours the standard objects of any"
+        case ("switchbot", "corrupt", _, .missing):
+            "a corrupted device-type octet naming another SwitchBot product (e.g. 0x7B): TheengsDecoder decodes its "
+                + "battery, ours decodes meters only"
         case ("ruuvi", _, "movement_counter", .missing):
             "Ruuvi format 5 says 255 is 'not available'; ruuvitag-ble publishes it as a count (ruuvitag-ble wrong)"
         default:

@@ -62,7 +62,8 @@ def translate(key, unit):
         "channel": "channel", "rotational_speed": "rotational_speed_rpm", "light_level": "light_level",
         "settings_revision": "settings_revision", "movement_counter": "movement_counter",
         "acceleration_x": "acceleration_x_ms2", "acceleration_y": "acceleration_y_ms2",
-        "acceleration_z": "acceleration_z_ms2", "formaldehyde": "formaldehyde_mgm3",
+        "acceleration_z": "acceleration_z_ms2", "formaldehyde": "formaldehyde_mgm3", "pm1": "pm1_ugm3",
+        "pm4": "pm4_ugm3", "voc_index": "voc_index", "nox_index": "nox_index",
     }
     if base == "voltage":
         return "voltage_v", 0.001 if unit == "mV" else 1
@@ -93,7 +94,9 @@ def ha_values(update):
     if update is None:
         return out
     for k, v in update.entity_values.items():
-        if k.key in ("signal_strength", "acceleration_total") or not isinstance(v.native_value, (int, float)):
+        # Computed by the parser, not carried by the frame: RSSI (published apart), Ruuvi's total acceleration and
+        # indoor air quality score.
+        if k.key in ("signal_strength", "acceleration_total", "iaqs") or not isinstance(v.native_value, (int, float)):
             continue
         desc = update.entity_descriptions.get(k)
         unit = getattr(desc, "native_unit_of_measurement", None)
@@ -213,6 +216,14 @@ def ruuvi_frame(rng):
             + MAC)
 
 
+def ruuvi6_frame(rng):
+    return b"\x06" + bytes(rng.randrange(256) for _ in range(16)) + MAC[3:]
+
+
+def ruuvie1_frame(rng):
+    return b"\xe1" + bytes(rng.randrange(256) for _ in range(33)) + MAC
+
+
 def govee_frame(rng):
     kind = rng.randrange(3)
     temp, hum, batt = rng.randrange(-399, 999), rng.randrange(0, 1000), rng.randrange(0, 101)
@@ -306,6 +317,8 @@ def main():
         "mibeacon": lambda: ("service", 0xFE95, mibeacon_frame(rng, False), "", None),
         "mibeacon-encrypted": lambda: ("service", 0xFE95, mibeacon_frame(rng, True), "", KEY),
         "ruuvi": lambda: ("manufacturer", 0x0499, ruuvi_frame(rng), "", None),
+        "ruuvi-6": lambda: ("manufacturer", 0x0499, ruuvi6_frame(rng), "", None),
+        "ruuvi-e1": lambda: ("manufacturer", 0x0499, ruuvie1_frame(rng), "", None),
         "govee": lambda: (lambda n, c, d: ("manufacturer", c, d, n, None))(*govee_frame(rng)),
         "qingping": lambda: ("service", 0xFDCD, qingping_frame(rng), "", None),
         "inkbird": lambda: ("inkbird", 0, inkbird_frame(rng), "sps", None),
@@ -326,7 +339,7 @@ def main():
                 expected = reference("inkbird", where, ident, data, name, key)
             else:
                 expected = reference(fmt, where, ident, data, name, key)
-            emit(fmt, case, where, ident, data, expected, name, key)
+            emit(label if label.startswith("ruuvi") else fmt, case, where, ident, data, expected, name, key)
 
 
 if __name__ == "__main__":
