@@ -29,6 +29,9 @@ public struct SensorSource: RawRepresentable, Hashable, Sendable {
     /// Govee's H5072/H5074/H5075 put their readings under "company" 0xEC88.
     public static let goveeCompanyEC88: UInt16 = 0xEC88
     public static let govee0001 = Self(rawValue: 8)
+    public static let victron = Self(rawValue: 9)
+    /// Victron Energy BV.
+    public static let victronCompany: UInt16 = 0x02E1
     /// Govee's H5101/H5102/H5177 use "company" 0x0001 (not theirs: a known misuse, kept as found).
     public static let goveeCompany0001: UInt16 = 0x0001
 
@@ -50,6 +53,7 @@ public struct SensorSource: RawRepresentable, Hashable, Sendable {
         case ruuviCompany: .ruuvi
         case goveeCompanyEC88: .goveeEC88
         case goveeCompany0001: .govee0001
+        case victronCompany: .victron
         default: nil
         }
     }
@@ -92,6 +96,7 @@ public enum SensorDecoder {
         case .switchBot: SwitchBotFrame.decode(frame)
         case .ruuvi: RuuviFrame.decode(frame)
         case .goveeEC88, .govee0001: GoveeFrame.decode(frame, source: source)
+        case .victron: VictronFrame.decode(frame, address: address, keys: keys)
         default: nil
         }
     }

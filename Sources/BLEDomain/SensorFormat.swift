@@ -17,6 +17,8 @@ public struct SensorFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let ruuviV6 = Self(rawValue: 10)
     /// RuuviTag data format E1 (Ruuvi Air, extended advertising), manufacturer 0x0499.
     public static let ruuviE1 = Self(rawValue: 11)
+    /// Victron Instant Readout (encrypted, per-device key), manufacturer 0x02E1.
+    public static let victron = Self(rawValue: 12)
     /// Govee thermo-hygrometers, manufacturer 0xEC88 and 0x0001.
     public static let govee = Self(rawValue: 6)
     /// Qingping, service data 0xFDCD.
@@ -35,6 +37,7 @@ public struct SensorFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
         case .ruuviV5: "ruuvi-5"
         case .ruuviV6: "ruuvi-6"
         case .ruuviE1: "ruuvi-e1"
+        case .victron: "victron"
         case .govee: "govee"
         case .qingping: "qingping"
         case .switchBot: "switchbot"

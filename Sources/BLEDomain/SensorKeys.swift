@@ -28,6 +28,8 @@ public struct SensorKeys: Sendable, CustomStringConvertible {
 
     @inlinable public var isEmpty: Bool { keys.isEmpty }
     @inlinable public var count: Int { keys.count }
+    /// The key's octets (Victron checks its first octet before decrypting).
+    @inlinable public func octets(for address: BDAddress) -> [UInt8]? { keys[address] }
     @inlinable public func key(for address: BDAddress) -> SymmetricKey? { keys[address].map { SymmetricKey(data: $0) } }
 
     public var description: String { "SensorKeys(\(keys.count) keys)" }

@@ -65,6 +65,14 @@ public struct SensorQuantity: RawRepresentable, Hashable, Sendable, CustomString
     public static let noxIndex = Self(rawValue: 54)
     /// A-weighted sound level.
     public static let soundLevel = Self(rawValue: 55)
+    // Victron Instant Readout.
+    public static let chargeState = Self(rawValue: 56)
+    public static let chargerError = Self(rawValue: 57)
+    public static let loadCurrent = Self(rawValue: 58)
+    public static let consumedAmpHours = Self(rawValue: 59)
+    public static let remainingTime = Self(rawValue: 60)
+    public static let starterVoltage = Self(rawValue: 61)
+    public static let midpointVoltage = Self(rawValue: 62)
 
     // Binary states (0 or 1), BTHome 0x0F…0x2D.
     public static let generic = Self(rawValue: 64)
@@ -155,6 +163,13 @@ public struct SensorQuantity: RawRepresentable, Hashable, Sendable, CustomString
         case .vocIndex: "voc_index"
         case .noxIndex: "nox_index"
         case .soundLevel: "sound_level_dba"
+        case .chargeState: "charge_state"
+        case .chargerError: "charger_error"
+        case .loadCurrent: "load_current_a"
+        case .consumedAmpHours: "consumed_ah"
+        case .remainingTime: "remaining_time_s"
+        case .starterVoltage: "starter_voltage_v"
+        case .midpointVoltage: "midpoint_voltage_v"
         case .generic: "generic"
         case .powerOn: "power"
         case .opening: "opening"

@@ -62,6 +62,12 @@ struct SensorOracleTests {
         case ("switchbot", "corrupt", _, .missing):
             "a corrupted device-type octet naming another SwitchBot product (e.g. 0x7B): TheengsDecoder decodes its "
                 + "battery, ours decodes meters only"
+        case ("victron", "corrupt", _, .missing):
+            "a record cut short: victron-ble pads it to a block and decodes the padding; ours flags it truncated "
+                + "(victron-ble wrong)"
+        case ("victron", "corrupt", _, .extra):
+            "a corrupted state, error or alarm code outside victron-ble's enums: it raises and decodes nothing; ours "
+                + "publishes the codes as numbers"
         case ("ruuvi", _, "movement_counter", .missing):
             "Ruuvi format 5 says 255 is 'not available'; ruuvitag-ble publishes it as a count (ruuvitag-ble wrong)"
         default:

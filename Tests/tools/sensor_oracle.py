@@ -26,6 +26,9 @@ from qingping_ble import QingpingBluetoothDeviceData
 from ruuvitag_ble import RuuvitagBluetoothDeviceData
 from xiaomi_ble import XiaomiBluetoothDeviceData
 from TheengsDecoder import decodeBLE
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from victron_ble.devices.battery_monitor import BatteryMonitor
+from victron_ble.devices.solar_charger import SolarCharger
 
 logging.disable(logging.CRITICAL)
 
@@ -224,6 +227,80 @@ def ruuvie1_frame(rng):
     return b"\xe1" + bytes(rng.randrange(256) for _ in range(33)) + MAC
 
 
+class Bits:
+    """Packs fields least significant bit first, as Victron's records are."""
+
+    def __init__(self):
+        self.value, self.n = 0, 0
+
+    def put(self, v, bits):
+        self.value |= (v & ((1 << bits) - 1)) << self.n
+        self.n += bits
+
+    def bytes(self):
+        return self.value.to_bytes((self.n + 7) // 8, "little")
+
+
+def victron_frame(rng):
+    b = Bits()
+    if rng.randrange(2):
+        readout = 0x01
+        b.put(rng.choice([0, 3, 4, 5]), 8)
+        b.put(0, 8)
+        for bits in (16, 16, 16, 16, 9):
+            b.put(rng.randrange(1 << bits), bits)
+    else:
+        readout = 0x02
+        b.put(rng.randrange(1 << 16), 16)
+        b.put(rng.randrange(1 << 16), 16)
+        b.put(0, 16)
+        b.put(rng.randrange(1 << 16), 16)
+        b.put(rng.randrange(4), 2)
+        b.put(rng.randrange(1 << 22), 22)
+        b.put(rng.randrange(1 << 20), 20)
+        b.put(rng.randrange(1 << 10), 10)
+    iv = rng.randrange(1 << 16)
+    # Victron's CTR counter is little-endian (cryptography's CTR mode counts big-endian): one block at a time.
+    plain = b.bytes()
+    out = b""
+    for k in range(0, len(plain), 16):
+        block = ((iv + k // 16) % (1 << 128)).to_bytes(16, "little")
+        stream = Cipher(algorithms.AES(KEY), modes.ECB()).encryptor().update(block)
+        out += bytes(x ^ y for x, y in zip(plain[k:k + 16], stream))
+    return struct.pack("<HHBH", 0x0010, 0xA053, readout, iv) + bytes([KEY[0]]) + out
+
+
+def victron_values(data):
+    out = {}
+    if len(data) < 5:
+        return out
+    device = SolarCharger if data[4] == 0x01 else BatteryMonitor if data[4] == 0x02 else None
+    if device is None:
+        return out
+    try:
+        parsed = device(KEY.hex()).parse(data)._data
+    except Exception:  # the reference rejected the frame
+        return out
+    table = {
+        "battery_voltage": ("voltage_v", 1), "battery_charging_current": ("current_a", 1),
+        "yield_today": ("energy_kwh", 0.001), "solar_power": ("power_w", 1),
+        "external_device_load": ("load_current_a", 1), "remaining_mins": ("remaining_time_s", 60),
+        "voltage": ("voltage_v", 1), "current": ("current_a", 1), "consumed_ah": ("consumed_ah", 1),
+        "soc": ("battery_pct", 1), "starter_voltage": ("starter_voltage_v", 1),
+        "midpoint_voltage": ("midpoint_voltage_v", 1),
+    }
+    for k, v in parsed.items():
+        if v is None:
+            continue
+        if k in table:
+            out[table[k][0]] = float(v) * table[k][1]
+        elif k == "temperature_kelvin":
+            out["temperature_c"] = float(v) - 273.15
+        elif k in ("charge_state", "charger_error"):
+            out[k] = float(v.value)
+    return out
+
+
 def govee_frame(rng):
     kind = rng.randrange(3)
     temp, hum, batt = rng.randrange(-399, 999), rng.randrange(0, 1000), rng.randrange(0, 101)
@@ -284,6 +361,8 @@ DOC_FRAMES = [
 def reference(fmt, where, ident, data, name, key):
     if fmt in ("atc1441", "pvvx", "switchbot"):
         return theengs_values(ident, data)
+    if fmt == "victron":
+        return victron_values(data)
     manufacturer = {ident: data} if where == "manufacturer" else {}
     service = {uuid128(ident): data} if where == "service" else {}
     info = service_info(name or "sensor", manufacturer, service)
@@ -325,6 +404,7 @@ def main():
         "atc1441": lambda: ("service", 0x181A, atc_frame(rng), "", None),
         "pvvx": lambda: ("service", 0x181A, pvvx_frame(rng), "", None),
         "switchbot": lambda: ("service", 0xFD3D, switchbot_frame(rng), "", None),
+        "victron": lambda: ("manufacturer", 0x02E1, victron_frame(rng), "", KEY),
     }
     for label, make in generators.items():
         fmt = label.split("-")[0]
