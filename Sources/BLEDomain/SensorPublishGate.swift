@@ -102,13 +102,19 @@ public struct SensorPublishGate: Sendable {
             statistics.repeats += 1
             return .repeatPacket
         }
-        if let last = s.lastPublished, now - last < configuration.minimumInterval {
+        // An event (a button press, a dimmer turn) is not a sample to thin: every new one is published.
+        if !Self.carriesEvent(r), let last = s.lastPublished, now - last < configuration.minimumInterval {
             statistics.rateLimited += 1
             return .rateLimited
         }
         s.lastPublished = now
         statistics.published += 1
         return .publish
+    }
+
+    /// Whether the frame reports an event (BTHome button or dimmer, other than "none").
+    static func carriesEvent(_ r: SensorReading) -> Bool {
+        r.contains { ($0.quantity == .buttonEvent || $0.quantity == .dimmerEvent) && $0.value != 0 }
     }
 
     mutating func forgetOldest() {

@@ -49,6 +49,18 @@ import Testing
         #expect(g.statistics.rateLimited == 1)
     }
 
+    @Test func aButtonPressIsNeverRateLimitedButItsRepeatsAreStillDropped() {
+        var g = gate(minimum: .seconds(10))
+        var press = SensorReading(format: .bthome, model: "BTHome")
+        press.counter = 1
+        press.append(.buttonEvent, 1)
+        var second = press
+        second.counter = 2
+        #expect(g.admit(press, from: address, at: .seconds(0)) == .publish)
+        #expect(g.admit(press, from: address, at: .milliseconds(50)) == .repeatPacket)
+        #expect(g.admit(second, from: address, at: .milliseconds(400)) == .publish)
+    }
+
     @Test func anEncryptionCounterGoingBackwardsIsAReplayUnlessTheDeviceRestarted() {
         var g = gate()
         #expect(
