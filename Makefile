@@ -11,7 +11,7 @@ PKGS_RUN     := mosquitto mosquitto-clients openssl python3-jsonschema python3-v
 # The kernel path is tested in a qemu VM running a Debian kernel and BlueZ's btvirt (x86_64 hosts).
 PKGS_KERNEL  := qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools cpio kmod
 
-.PHONY: all deps deps-kernel deps-browser test-venv build release test test-unit test-kernel test-homeassistant test-fleet demo bench fuzz clean
+.PHONY: all deps deps-kernel deps-browser test-venv sensors-venv build release test test-unit test-kernel test-homeassistant test-fleet demo bench fuzz clean
 
 all: build
 
@@ -67,7 +67,7 @@ release: deps
 
 # Unit, protocol and end-to-end tests (a real mosquitto, SQLite on real files, the simulator), then the Linux
 # kernel path in a VM, then the Debian package in a Debian root. Each part prints its own closing count.
-test: deps deps-kernel test-venv
+test: deps deps-kernel test-venv sensors-venv
 	$(SWIFT) build --build-tests
 	$(SWIFT) test --skip-build
 	$(MAKE) --no-print-directory test-homeassistant
@@ -77,6 +77,19 @@ test: deps deps-kernel test-venv
 
 test-unit: deps test-venv
 	$(SWIFT) test
+
+# Home Assistant's sensor parsers (and TheengsDecoder), pinned, for the sensor oracle test
+# (Tests/BLEDomainTests/SensorOracleTests.swift). Cached outside the clone; rebuilt only when the pins change.
+SENSORS_VENV := /var/cache/blegateway-sensors-venv
+SENSORS_REQS := Tests/tools/sensor-oracle-requirements.txt
+sensors-venv:
+	$(call apt_install,python3-venv)
+	@if ! cmp -s $(SENSORS_REQS) $(SENSORS_VENV)/requirements.txt; then \
+	  echo "Building the sensor oracle's venv in $(SENSORS_VENV)"; \
+	  $(SUDO) rm -rf $(SENSORS_VENV) && $(SUDO) python3 -m venv $(SENSORS_VENV) && \
+	  $(SUDO) $(SENSORS_VENV)/bin/pip install -q --disable-pip-version-check -r $(SENSORS_REQS) && \
+	  $(SUDO) cp $(SENSORS_REQS) $(SENSORS_VENV)/requirements.txt; \
+	fi
 
 # Boots a Debian kernel under qemu (TCG), runs btvirt inside and drives `blegateway` against it.
 test-kernel: deps-kernel

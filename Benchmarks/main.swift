@@ -4,6 +4,7 @@ import Foundation
 
 let all: [(String, @Sendable ([String]) async -> Void)] = [
     ("decode", { runAdvertisementDecodingBenchmark(arguments: $0) }),
+    ("sensors", { runSensorDecodingBenchmark(arguments: $0) }),
     ("hci", { runHCIBenchmark(args: $0) }),
     ("ranging", { await runRangingBenchmark(arguments: $0) }),
     ("spool", { await runSpoolBenchmark(arguments: $0) }),

@@ -27,6 +27,9 @@ public struct Advertisement: Sendable {
     @usableFromInline var nameIsCompleteFlag: Bool
     @usableFromInline var manufacturerRange: Range<Int>?
     @usableFromInline var manufacturerCompany: UInt16
+    /// The first structure the sensor table recognised (see `SensorSource`), after its UUID or company id.
+    @usableFromInline var sensorRange: Range<Int>?
+    @usableFromInline var sensorKind: UInt8
 
     /// Decodes `data`. Never traps, whatever the bytes.
     @inlinable public init(decoding data: ArraySlice<UInt8>) {
@@ -47,6 +50,8 @@ public struct Advertisement: Sendable {
         nameIsCompleteFlag = false
         manufacturerRange = nil
         manufacturerCompany = 0
+        sensorRange = nil
+        sensorKind = 0
 
         if bytes.count > AdvertisingStructureIterator.maximumDataLength { issues.insert(.oversized) }
         let origin = data.startIndex
@@ -91,6 +96,10 @@ public struct Advertisement: Sendable {
                     break
                 }
                 if beacon == nil { beacon = Beacon.fromServiceData16(uuid: uuid, data: v) }
+                if sensorKind == 0, let k = SensorSource.forServiceData16(uuid) {
+                    sensorKind = k.rawValue
+                    sensorRange = (origin + v.position)..<(origin + v.end)
+                }
             case 0x20, 0x21:  // service data, 32/128-bit UUID
                 if v.remaining < (type == 0x20 ? 4 : 16) { issues.insert(.badFieldLength) }
             case 0xFF:  // manufacturer specific data
@@ -103,11 +112,18 @@ public struct Advertisement: Sendable {
                     manufacturerCompany = company
                 }
                 if beacon == nil { beacon = Beacon.fromManufacturerData(company: company, data: v) }
+                if sensorKind == 0, let k = SensorSource.forCompany(company) {
+                    sensorKind = k.rawValue
+                    sensorRange = (origin + v.position)..<(origin + v.end)
+                }
             default:
                 break
             }
         }
     }
+
+    /// Which sensor table entry matched, if any (decode it with `SensorDecoder`).
+    @inlinable public var sensorSource: SensorSource? { sensorKind == 0 ? nil : SensorSource(rawValue: sensorKind) }
 
     /// The local name's raw octets (complete preferred over shortened), without decoding them, up to the first NUL:
     /// devices pad names with NULs (a fixed-size buffer sent whole), and BlueZ and tshark read the name as a C string.

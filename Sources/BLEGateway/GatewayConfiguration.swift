@@ -1,4 +1,5 @@
 import BLEDomain
+import BLEHCI
 import BLETransport
 
 /// The gateway's configuration: nested `Sendable` structs, every field with its default.
@@ -118,6 +119,29 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var rawMaxPerSecond = 20.0
     }
 
+    /// Sensor advertisements (`sensors:`, local only: the bindkeys are secrets, and a remote document is retained on
+    /// the broker where every client allowed to read the config topic would see them).
+    public struct Sensors: Sendable, Equatable {
+        public init() {}
+
+        /// Decode and publish sensor advertisements on `<prefix>/<gateway>/sensors/<address>`.
+        public var enabled = true
+        /// At most one reading per sensor this often (seconds; 0: every new packet).
+        public var minIntervalSeconds = 1.0
+        /// The same packet heard again within this window is a repeat, dropped and counted (seconds).
+        public var repeatWindowSeconds = 10.0
+        /// Per-device keys (BTHome v2 and Xiaomi MiBeacon v4/v5 bindkeys), 16 octets each, by address. Never logged.
+        public var bindkeys: [BDAddress: [UInt8]] = [:]
+
+        /// What the domain's gate takes.
+        public var gateConfiguration: SensorPublishGate.Configuration {
+            var c = SensorPublishGate.Configuration()
+            c.minimumInterval = .milliseconds(Int64(minIntervalSeconds * 1000))
+            c.repeatWindow = .milliseconds(Int64(repeatWindowSeconds * 1000))
+            return c
+        }
+    }
+
     public struct Log: Sendable, Equatable {
         public init() {}
 
@@ -186,6 +210,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var mqtt = MQTT()
     public var spool = Spool()
     public var publishing = Publishing()
+    public var sensors = Sensors()
     public var log = Log()
     public var remoteConfig = RemoteConfig()
     /// Regions to monitor (`regions:`, local only): each has its retained state on `<prefix>/<gateway>/regions/<id>`.

@@ -91,6 +91,8 @@ struct GatewayReadings: Sendable {
         var regions: (count: Int, inside: Int)? = nil
         /// Home Assistant discovery, while on: devices announced and devices left out by `max_devices`.
         var homeAssistant: (devices: Int, refused: Int)? = nil
+        /// Sensor advertisements: decoded, published, and every one held back by why.
+        var sensors: (gate: SensorPublishGate.Statistics, tracked: Int)? = nil
     }
 
     /// One recovery ladder's counters (schema/v1/health.json, `adapter`).
@@ -164,6 +166,21 @@ struct GatewayReadings: Sendable {
             o.object("homeassistant") { j in
                 j.int("devices", ha.devices)
                 j.int("refused_devices", ha.refused)
+            }
+        }
+        if let s = h.sensors {
+            o.object("sensors") { j in
+                j.int("tracked", s.tracked)
+                j.int("decoded", s.gate.decoded)
+                j.int("published", s.gate.published)
+                j.int("repeats", s.gate.repeats)
+                j.int("rate_limited", s.gate.rateLimited)
+                j.int("replays", s.gate.replays)
+                j.int("undecryptable", s.gate.undecryptable)
+                j.int("out_of_range", s.gate.outOfRange)
+                j.int("unknown_objects", s.gate.unknownObjects)
+                j.int("truncated", s.gate.truncated)
+                j.int("forgotten", s.gate.forgotten)
             }
         }
         if let p = h.peripherals {

@@ -31,6 +31,8 @@ public final class GatewayRuntime: Service, Sendable {
     let peripherals: PeripheralService
     /// Home Assistant discovery (GatewayRuntime+HomeAssistant.swift).
     let homeAssistant: Locked<HomeAssistantLink>
+    /// Bindkeys for encrypted sensor formats (`sensors.bindkeys`); never logged.
+    let sensorKeys: SensorKeys
     let clockSynchronized: @Sendable () -> Bool
     /// `run --trace ADDRESS`: the traced address and its explainer (GatewayRuntime+Trace).
     let traced = Locked<TraceState?>(nil)
@@ -57,6 +59,8 @@ public final class GatewayRuntime: Service, Sendable {
         /// The newest unencrypted Eddystone-TLM per address in the ranging interval under way: published with that
         /// address's summaries at the interval's end, then cleared (so bounded by the addresses heard in one).
         var telemetry: [BDAddress: EddystoneTLM.Plain] = [:]
+        /// Which decoded sensor frames are new enough to publish (GatewayRuntime.observe).
+        var sensorGate = SensorPublishGate()
     }
 
     /// The remotely tunable part in force: replaced whole when a remote document applies, read per sighting/tick.
@@ -105,7 +109,9 @@ public final class GatewayRuntime: Service, Sendable {
         ranging.interval = .seconds(configuration.publishing.rangingIntervalSeconds)
         state = Locked(RuntimeState(ranging: RangingEngine(configuration: ranging),
                                     regions: RegionMonitor(regions: configuration.regions, at: clock.now()),
-                                    resolver: PrivateAddressResolver(keys: configuration.identityKeys)))
+                                    resolver: PrivateAddressResolver(keys: configuration.identityKeys),
+                                    sensorGate: SensorPublishGate(configuration: configuration.sensors.gateConfiguration)))
+        sensorKeys = SensorKeys(octets: configuration.sensors.bindkeys)
         let topics = try Topics(prefix: configuration.mqtt.prefix, gatewayID: configuration.gateway.id)
         let localFilter = try ScanFilter(parsing: configuration.scan.filters)
         // A bare file name (`--spool gw.sqlite`) lives in the working directory.
@@ -400,6 +406,19 @@ public final class GatewayRuntime: Service, Sendable {
         }
         publish(events)
         if raw { _ = spool.append(readings.raw(s, synced: clockSynchronized())) }
+        observeSensor(s, at: now)
+    }
+
+    /// A sensor's advertisement: decoded (only if the one decoding pass found a sensor frame), passed through the
+    /// gate (repeats, replays and the minimum interval are dropped here, before the spool, and counted), published.
+    func observeSensor(_ s: Sighting, at now: Duration) {
+        guard s.advertisement.sensorSource != nil || s.advertisement.manufacturerData != nil else { return }
+        guard configuration.sensors.enabled,
+            let r = SensorDecoder.decode(s.advertisement, address: s.address, keys: sensorKeys)
+        else { return }
+        let decision = state.withLock { $0.sensorGate.admit(r, from: s.address, at: now) }
+        guard decision == .publish else { return }
+        _ = spool.append(readings.sensor(r, address: s.address, rssi: s.rssi, ts: s.timestamp, synced: clockSynchronized()))
     }
 
     /// Every ranging interval: the beacons' summaries; every health interval: the health topic.
@@ -441,6 +460,7 @@ public final class GatewayRuntime: Service, Sendable {
                 // A new session's counters start again; a count that went down is a restart, not a negative rate.
                 let reportRate = Double(max(0, counters.reports - lastReports)) / elapsed
                 lastReports = counters.reports
+                let sensors = state.withLock { s in (gate: s.sensorGate.statistics, tracked: s.sensorGate.trackedCount) }
                 let (tracked, evicted, reconnects, identity, regions) = state.withLock { s in
                     let ids = s.regions.regions.map(\.id)
                     return (s.ranging.trackedCount, s.ranging.statistics.evictions, s.reconnects,
@@ -457,7 +477,8 @@ public final class GatewayRuntime: Service, Sendable {
                     adapterSlots: (source as? any AdapterLifecycleReporting)?.adapterSlots,
                     peripherals: configuration.peripherals.isEmpty && live.withLock({ $0.configuration.peripherals.isEmpty })
                         ? nil : peripherals.statistics,
-                    identity: identity, regions: regions, homeAssistant: homeAssistantCounts)
+                    identity: identity, regions: regions, homeAssistant: homeAssistantCounts,
+                    sensors: configuration.sensors.enabled ? sensors : nil)
                 _ = spool.append(readings.health(health, ts: clock.unixTime(), synced: clockSynchronized()))
                 nextHealth += healthEvery
                 if nextHealth < now { nextHealth = now + healthEvery }

@@ -87,6 +87,7 @@ public enum RemoteConfigDocument {
         "spool": "the spool location and size are local only",
         "remote_config": "remote configuration settings are local only",
         "identity_keys": "identity resolving keys are local only (they are secrets)",
+        "sensors": "sensor settings and bindkeys are local only (a retained document would show the keys to its readers)",
     ]
 
     /// At most this many regions or peripherals in one document: each region is checked per sighting.

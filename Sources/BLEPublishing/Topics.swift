@@ -75,6 +75,8 @@ public struct Topics: Sendable, Hashable {
     public var peripheralWrites: String { "\(base)/peripherals/+/write" }
     /// One result per write command: success, or the ATT error by name.
     public func peripheralWriteResult(_ address: String) -> String { "\(base)/peripherals/\(address)/write/result" }
+    /// Decoded sensor readings (docs/SENSORS.md); `address` is 12 lowercase hex digits.
+    public func sensor(_ address: String) -> String { "\(base)/sensors/\(address)" }
     /// Rate-limited raw advertisement stream (optional).
     public func raw(_ address: String) -> String { "\(base)/raw/\(address)" }
     /// Per-gateway desired config (retained, written by operators).

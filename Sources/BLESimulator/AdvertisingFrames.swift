@@ -19,6 +19,8 @@ public enum BeaconFrame: Sendable, Hashable {
     case altBeacon(company: UInt16, id: [UInt8], referenceRSSI: Int8, reserved: UInt8)
     /// A plain connectable device: flags, complete local name, optional 16-bit service UUIDs.
     case named(name: String, serviceUUIDs: [UInt16])
+    /// A sensor broadcasting drifting readings (SimSensorFrames.swift).
+    case sensor(SimSensor)
 
     /// The gateway's id for this beacon: the frame's identity where it has one, otherwise the address.
     public func beaconID(address: BDAddress) -> String {
@@ -34,10 +36,18 @@ public enum BeaconFrame: Sendable, Hashable {
         }
     }
 
+    /// Whether this is a broadcasting sensor.
+    public var isSensor: Bool {
+        if case .sensor = self { return true }
+        return false
+    }
+
     /// Whether the advertisement changes from event to event (TLM counters), so it cannot be cached.
     public var isDynamic: Bool {
-        if case .eddystoneTLM = self { return true }
-        return false
+        switch self {
+        case .eddystoneTLM, .sensor: return true
+        default: return false
+        }
     }
 
     /// The legacy PDU the device uses: named devices are connectable (ADV_IND), beacons are not
@@ -88,6 +98,8 @@ public enum BeaconFrame: Sendable, Hashable {
             d.append(UInt8(1 + bytes.count))
             d.append(bytes.count == name.utf8.count ? 0x09 : 0x08)  // Complete / Shortened Local Name
             d += bytes
+        case .sensor(let sensor):
+            d += sensor.advertisingData(at: uptimeSeconds)
         }
         return d
     }

@@ -210,7 +210,7 @@ struct Reader {
         "battery_mv", "temperature_c", "company", "id", "reference_rssi", "local_name", "service_uuids", "address",
         "address_type", "position", "waypoints", "speed_mps", "pause_s", "loop", "interval_ms", "rssi_at_1m",
         "scan_response_name", "notify_interval_ms", "flood", "request_connection_update", "security_request",
-        "gatt_change_at_s",
+        "gatt_change_at_s", "humidity_pct", "battery_pct", "drift_c", "drift_period_s", "packet_interval_s",
     ]
     /// Keys that describe a connected peripheral's behaviour; only `peripherals:` take them.
     static let linkKeys: Set<String> = [
@@ -230,6 +230,7 @@ struct Reader {
         let name = try string(m, "name", what) ?? "\(what)-\(index + 1)"
         let type = try string(m, "type", what) ?? (role == .peripheral ? "named" : "ibeacon")
         var rssi1m = try double(m, "rssi_at_1m", what)
+        let emitterAddress = try address(m, what) ?? Self.staticAddress(for: name)
         let frame: BeaconFrame
         switch type {
         case "ibeacon":
@@ -278,10 +279,24 @@ struct Reader {
                 uuids.append(v)
             }
             frame = .named(name: try string(m, "local_name", what) ?? name, serviceUUIDs: uuids)
+        case _ where SimSensor.Format(rawValue: type) != nil:
+            let period = try double(m, "drift_period_s", what) ?? 600
+            let every = try double(m, "packet_interval_s", what) ?? 10
+            guard period > 0, every > 0 else { throw fail(n, "drift_period_s and packet_interval_s must be > 0") }
+            frame = .sensor(
+                SimSensor(
+                    format: SimSensor.Format(rawValue: type)!, address: emitterAddress,
+                    temperatureC: try double(m, "temperature_c", what) ?? 21.5,
+                    humidityPercent: try double(m, "humidity_pct", what) ?? 45,
+                    batteryPercent: try double(m, "battery_pct", what) ?? 90,
+                    driftC: try double(m, "drift_c", what) ?? 1.5,
+                    driftPeriodSeconds: period, packetIntervalSeconds: every))
         default:
             throw fail(
                 m["type"],
-                "unknown type '\(type)'; expected ibeacon, eddystone-uid, eddystone-url, eddystone-tlm, altbeacon, named")
+                "unknown type '\(type)'; expected ibeacon, eddystone-uid, eddystone-url, eddystone-tlm, altbeacon, "
+                    + "named, "
+                    + SimSensor.Format.allCases.map(\.rawValue).joined(separator: ", "))
         }
         let motion: Motion
         if let wp = m["waypoints"] {
@@ -310,7 +325,7 @@ struct Reader {
             throw fail(m["address_type"], "address_type must be public or random")
         }
         var e = EmitterSpec(
-            name: name, role: role, frame: frame, address: try address(m, what) ?? Self.staticAddress(for: name),
+            name: name, role: role, frame: frame, address: emitterAddress,
             addressType: addressType == "public" ? 0 : 1, motion: motion, interval: intervalMs / 1000,
             rssiAt1m: rssi1m ?? -59, scanResponse: scanResponse)
         if role == .peripheral {

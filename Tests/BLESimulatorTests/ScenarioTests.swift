@@ -12,7 +12,10 @@ import Testing
     @Test func theOfficeHasThreeGatewaysTwentyBeaconsFiveSensorsAndWalkers() throws {
         let s = try ScenarioLoader.load(path: Self.scenarios + "/office.yaml")
         #expect(s.gateways.map(\.id) == ["gw-lobby", "gw-lab", "gw-kitchen"])
-        #expect(s.emitters.filter { $0.role == .beacon }.count == 20)
+        let beacons = s.emitters.filter { $0.role == .beacon }
+        #expect(beacons.filter { !$0.frame.isSensor }.count == 20)
+        // And four broadcasting sensors, one per format the simulator speaks (docs/SENSORS.md).
+        #expect(beacons.filter(\.frame.isSensor).count == 4)
         #expect(s.emitters.filter { $0.role == .peripheral }.count == 5)
         #expect(s.emitters.filter { $0.role == .tag }.count == 4)
         #expect(Set(s.gateways.map(\.address)).count == 3)
@@ -167,5 +170,36 @@ import Testing
         #expect(wrongKind?.line == 8 && wrongKind?.message.contains("gatt_silence and peripheral_off only") == true)
         let notBool = error(base.replacingOccurrences(of: "flood: true", with: "flood: lots"))
         #expect(notBool?.line == 5 && notBool?.message.contains("flood must be true or false") == true)
+    }
+}
+
+/// The simulator's broadcasting sensors (SimSensorFrames.swift), byte for byte as the formats document them.
+@Suite struct SimSensorFrameTests {
+    let address = BDAddress("A4:C1:38:00:00:01")!
+
+    @Test func theBTHomeFrameCarriesPacketBatteryTemperatureAndHumidity() {
+        let s = SimSensor(format: .bthome, address: address, temperatureC: 25.06, humidityPercent: 50.55,
+            batteryPercent: 97, driftC: 0, packetIntervalSeconds: 10)
+        // Flags, then service data 0xFCD2: device info 0x40, 0x00 packet 2 (t = 25 s), 0x01 97 %, 0x02 2506, 0x03 5055.
+        #expect(BeaconFrame.sensor(s).advertisingData(uptimeSeconds: 25)
+            == [0x02, 0x01, 0x06, 0x0E, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0x02, 0x01, 0x61, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13])
+    }
+
+    @Test func theATCFrameRepeatsTheAdvertisersMACBigEndian() {
+        let s = SimSensor(format: .atc1441, address: address, temperatureC: 23.0, humidityPercent: 46,
+            batteryPercent: 93, driftC: 0)
+        let d = BeaconFrame.sensor(s).advertisingData(uptimeSeconds: 0)
+        // MAC, 230 tenths of a degree, 46 %, 93 %, 2930 mV (the simulator's 2000 + 10 per percent), frame 0.
+        #expect(Array(d[3...]) == [0x10, 0x16, 0x1A, 0x18, 0xA4, 0xC1, 0x38, 0x00, 0x00, 0x01, 0x00, 0xE6, 0x2E, 0x5D,
+            0x0B, 0x72, 0x00])
+    }
+
+    @Test func valuesDriftAndHoldStillWithinAPacket() {
+        let s = SimSensor(format: .ruuvi, address: address, driftC: 2, driftPeriodSeconds: 60, packetIntervalSeconds: 5)
+        #expect(s.values(at: 0).temperature != s.values(at: 15).temperature)
+        let frame = BeaconFrame.sensor(s)
+        #expect(frame.advertisingData(uptimeSeconds: 11) == frame.advertisingData(uptimeSeconds: 14.9))
+        #expect(frame.advertisingData(uptimeSeconds: 14.9) != frame.advertisingData(uptimeSeconds: 15))
+        #expect(frame.advertisingData(uptimeSeconds: 0).count <= 31)
     }
 }

@@ -1,0 +1,100 @@
+import BLEHCI
+import Foundation
+
+/// A simulated sensor: broadcasts its readings in one of the formats the gateway decodes, the values
+/// drifting slowly (a sine over `driftPeriod`) so dashboards have something to plot. Like a real sensor it
+/// measures every `packetInterval` seconds and repeats that packet in every advertising event until the next.
+/// Layouts as the formats document them (docs/SENSORS.md); built here from the bytes up, since the simulator
+/// depends on wire formats only, never on the gateway's decoders.
+public struct SimSensor: Sendable, Hashable {
+    public enum Format: String, Sendable, Hashable, CaseIterable {
+        /// BTHome v2, unencrypted: packet id, battery, temperature 0.01 °C, humidity 0.01 %.
+        case bthome = "sensor-bthome"
+        /// atc1441's 13-octet custom format (service data 0x181A, big-endian).
+        case atc1441 = "sensor-atc1441"
+        /// pvvx's 15-octet custom format (service data 0x181A, little-endian).
+        case pvvx = "sensor-pvvx"
+        /// RuuviTag data format 5 (manufacturer 0x0499).
+        case ruuvi = "sensor-ruuvi"
+    }
+
+    public var format: Format
+    /// The advertiser's address (ATC/PVVX and Ruuvi repeat it in the frame).
+    public var address: BDAddress
+    public var temperatureC: Double
+    public var humidityPercent: Double
+    public var batteryPercent: Double
+    /// Peak deviation of the temperature (humidity moves against it, three times as far).
+    public var driftC: Double
+    public var driftPeriodSeconds: Double
+    public var packetIntervalSeconds: Double
+
+    public init(
+        format: Format, address: BDAddress, temperatureC: Double = 21.5, humidityPercent: Double = 45,
+        batteryPercent: Double = 90, driftC: Double = 1.5, driftPeriodSeconds: Double = 600,
+        packetIntervalSeconds: Double = 10
+    ) {
+        self.format = format
+        self.address = address
+        self.temperatureC = temperatureC
+        self.humidityPercent = humidityPercent
+        self.batteryPercent = batteryPercent
+        self.driftC = driftC
+        self.driftPeriodSeconds = driftPeriodSeconds
+        self.packetIntervalSeconds = max(0.1, packetIntervalSeconds)
+    }
+
+    /// The readings at virtual time `t` (what the ground truth would say).
+    public func values(at t: Double) -> (temperature: Double, humidity: Double) {
+        let phase = sin(2 * Double.pi * t / max(1, driftPeriodSeconds))
+        let temperature = temperatureC + driftC * phase
+        let humidity = min(100, max(0, humidityPercent - 3 * driftC * phase))
+        return (temperature, humidity)
+    }
+
+    /// The packet being advertised at virtual time `t`, and the time it was measured.
+    public func packet(at t: Double) -> (number: UInt32, measuredAt: Double) {
+        let n = (max(0, t) / packetIntervalSeconds).rounded(.down)
+        return (UInt32(truncatingIfNeeded: Int64(n)), n * packetIntervalSeconds)
+    }
+
+    /// The AD structures after the flags, at virtual time `t`.
+    func advertisingData(at t: Double) -> [UInt8] {
+        let (packet, measuredAt) = self.packet(at: t)
+        let (temperature, humidity) = values(at: measuredAt)
+        let battery = UInt8(max(0, min(100, batteryPercent.rounded())))
+        let millivolts = UInt16(2000 + Double(battery) * 10)
+        var mac: [UInt8] = []  // most significant first
+        for k in (0..<6).reversed() { mac.append(UInt8(truncatingIfNeeded: address.rawValue >> (8 * UInt64(k)))) }
+        switch format {
+        case .bthome:
+            var body: [UInt8] = [0x40, 0x00, UInt8(truncatingIfNeeded: packet), 0x01, battery, 0x02]
+            body += le16(UInt16(bitPattern: Int16((temperature * 100).rounded())))
+            body += [0x03] + le16(UInt16((humidity * 100).rounded()))
+            return [UInt8(body.count + 3), 0x16, 0xD2, 0xFC] + body
+        case .atc1441:
+            var body = mac
+            body += be16(UInt16(bitPattern: Int16((temperature * 10).rounded())))
+            body += [UInt8(humidity.rounded()), battery] + be16(millivolts) + [UInt8(truncatingIfNeeded: packet)]
+            return [UInt8(body.count + 3), 0x16, 0x1A, 0x18] + body
+        case .pvvx:
+            var body = Array(mac.reversed())
+            body += le16(UInt16(bitPattern: Int16((temperature * 100).rounded())))
+            body += le16(UInt16((humidity * 100).rounded())) + le16(millivolts)
+            body += [battery, UInt8(truncatingIfNeeded: packet), 0x04]
+            return [UInt8(body.count + 3), 0x16, 0x1A, 0x18] + body
+        case .ruuvi:
+            var body: [UInt8] = [0x05]
+            body += be16(UInt16(bitPattern: Int16((temperature / 0.005).rounded())))
+            body += be16(UInt16((humidity / 0.0025).rounded()))
+            body += be16(UInt16(101_325 - 50_000))  // pressure: one standard atmosphere
+            body += be16(0) + be16(0) + be16(1000)  // at rest: 1 g on Z
+            body += be16(UInt16(millivolts - 1600) << 5 | UInt16((4 + 40) / 2))  // TX power +4 dBm
+            body += [0] + be16(UInt16(truncatingIfNeeded: packet)) + mac
+            return [UInt8(body.count + 3), 0xFF, 0x99, 0x04] + body
+        }
+    }
+}
+
+func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
+func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }

@@ -1,0 +1,166 @@
+import BLEHCI
+import Foundation
+import Testing
+
+@testable import BLEDomain
+
+/// The venv the Makefile builds for the reference parsers.
+let sensorOraclePython = "/var/cache/blegateway-sensors-venv/bin/python"
+
+/// Our sensor decoders against the parsers Home Assistant uses (and TheengsDecoder where HA has
+/// none): Tests/tools/sensor_oracle.py builds the frames — the formats' documented examples, then
+/// a few thousand random valid and corrupted frames per format — and decodes them with the reference;
+/// this decodes the same bytes and compares every value. Each disagreement is either in `explained`
+/// (with the reason, also in docs/SENSORS.md) or fails the test.
+///
+/// Needs the venv `make sensors-venv` builds (in `make test`); without it the suite is skipped.
+@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: sensorOraclePython)))
+struct SensorOracleTests {
+    static let python = sensorOraclePython
+    static let framesPerFormat = 2000
+
+    static var script: String {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("tools/sensor_oracle.py").path
+    }
+
+    /// A disagreement class: which format, which quantity, what kind.
+    struct Disagreement: Hashable, CustomStringConvertible {
+        enum Kind: String {
+            /// The reference has a value, we have none.
+            case missing
+            /// We have a value, the reference (which decodes this quantity for this format) has none.
+            case extra
+            /// Both have one and they differ by more than the reference's rounding.
+            case value
+            /// The reference published a value outside the quantity's physical range; we flagged it.
+            case flagged
+        }
+        var format: String
+        /// "doc", "valid" or "corrupt": which kind of frame.
+        var frames: String
+        var quantity: String
+        var kind: Kind
+        var description: String { "\(format) \(frames) \(quantity) \(kind.rawValue)" }
+    }
+
+    /// Disagreements understood, and why (the same list, with examples, is in docs/SENSORS.md,
+    /// "Checked against Home Assistant"). Anything else fails the test.
+    static func explanation(_ d: Disagreement) -> String? {
+        switch (d.format, d.frames, d.quantity, d.kind) {
+        case (_, _, _, .flagged):
+            "the reference publishes a physically impossible value; ours flags it (out_of_range), not a reading"
+        case ("atc1441", "corrupt", _, .missing), ("pvvx", "corrupt", _, .missing):
+            "TheengsDecoder decodes 0x181A frames whose MAC is not the advertiser's, and frames cut short "
+                + "(reading past their end); ours ignores both (theengs wrong)"
+        case ("mibeacon", _, "voltage_v", .missing):
+            "xiaomi-ble publishes a voltage estimated from the battery percentage; the frame carries none"
+        case ("mibeacon", _, "humidity_pct", .value):
+            "xiaomi-ble truncates LYWSD03MMC and MHO-C401 humidity to whole percent; the frame has 0.1 % (HA's choice)"
+        case ("mibeacon", "corrupt", _, .extra):
+            "a corrupted product id: xiaomi-ble decodes only products in its table, ours the standard objects of any"
+        case ("switchbot", "corrupt", _, .missing):
+            "a corrupted device-type octet naming another SwitchBot product (e.g. 0x7B): TheengsDecoder decodes its "
+                + "battery, ours decodes meters only"
+        case ("victron", "corrupt", _, .missing):
+            "a record cut short: victron-ble pads it to a block and decodes the padding; ours flags it truncated "
+                + "(victron-ble wrong)"
+        case ("victron", "corrupt", _, .extra):
+            "a corrupted state, error or alarm code outside victron-ble's enums: it raises and decodes nothing; ours "
+                + "publishes the codes as numbers"
+        case ("ruuvi", _, "movement_counter", .missing):
+            "Ruuvi format 5 says 255 is 'not available'; ruuvitag-ble publishes it as a count (ruuvitag-ble wrong)"
+        default:
+            nil
+        }
+    }
+
+    @Test func everyValueAgreesWithTheReferenceParsersOrIsExplained() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.python)
+        process.arguments = [Self.script, "--seed", "1", "--count", String(Self.framesPerFormat)]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+
+        let address = BDAddress("A4:C1:38:0A:0B:0C")!
+        var frames = 0
+        var compared = 0
+        var counts: [Disagreement: Int] = [:]
+        var examples: [Disagreement: String] = [:]
+        var referenceKeys: [String: Set<String>] = [:]
+        var lines: [[String: Any]] = []
+        for line in output.split(separator: UInt8(ascii: "\n")) {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
+            lines.append(object)
+            let format = object["format"] as! String
+            let expected = object["expected"] as! [String: Double]
+            referenceKeys[format, default: []].formUnion(expected.keys)
+        }
+        for object in lines {
+            frames += 1
+            let format = object["format"] as! String
+            let expected = object["expected"] as! [String: Double]
+            let data = Vectors.hex(object["data"] as! String)
+            let id = UInt16(object["id"] as! Int)
+            let name = Array((object["name"] as! String).utf8)
+            var ad: [UInt8]
+            if object["where"] as! String == "service" {
+                ad = [UInt8(data.count + 3), 0x16, UInt8(id & 0xFF), UInt8(id >> 8)] + data
+            } else {
+                ad = [UInt8(data.count + 3), 0xFF, UInt8(id & 0xFF), UInt8(id >> 8)] + data
+            }
+            if !name.isEmpty { ad += [UInt8(name.count + 1), 0x09] + name }
+            var keys = SensorKeys.none
+            if let key = object["key"] as? String { keys = SensorKeys(octets: [address: Vectors.hex(key)]) }
+            let reading = SensorDecoder.decode(Advertisement(decoding: ad[...]), address: address, keys: keys)
+
+            var ours: [String: Double] = [:]
+            var ranges: [String: ClosedRange<Double>] = [:]
+            for v in reading ?? SensorReading(format: .bthome, model: "") {
+                ranges[v.quantity.name] = v.quantity.plausibleRange
+                if !v.isOutOfRange && ours[v.quantity.name] == nil { ours[v.quantity.name] = v.value }
+            }
+            let frames = object["case"] as! String
+            func record(_ d: Disagreement) {
+                counts[d, default: 0] += 1
+                if examples[d] == nil {
+                    examples[d] = "\(object["data"] as! String) ours \(ours) reference \(expected)"
+                }
+            }
+            for (quantity, theirs) in expected {
+                compared += 1
+                guard let mine = ours[quantity] else {
+                    let impossible = ranges[quantity].map { !$0.contains(theirs) } ?? false
+                    record(
+                        Disagreement(
+                            format: format, frames: frames, quantity: quantity,
+                            kind: impossible ? .flagged : .missing))
+                    continue
+                }
+                if abs(mine - theirs) > 0.0051 + 1e-9 * abs(theirs) {
+                    record(Disagreement(format: format, frames: frames, quantity: quantity, kind: .value))
+                }
+            }
+            for quantity in ours.keys
+            where expected[quantity] == nil
+                && referenceKeys[format, default: []].contains(quantity)
+            {
+                record(Disagreement(format: format, frames: frames, quantity: quantity, kind: .extra))
+            }
+        }
+        let unexplained = counts.filter { Self.explanation($0.key) == nil }
+        for (d, n) in unexplained.sorted(by: { $0.key.description < $1.key.description }) {
+            print("sensor oracle: \(d): \(n) frames, UNEXPLAINED, e.g. \(examples[d] ?? "")")
+        }
+        print(
+            "sensor oracle: \(frames) frames, \(compared) reference values compared, "
+                + "\(counts.values.reduce(0, +) - unexplained.values.reduce(0, +)) explained disagreements, "
+                + "\(unexplained.values.reduce(0, +)) unexplained")
+        #expect(frames > 10 * Self.framesPerFormat)
+        #expect(unexplained.isEmpty, "\(unexplained.keys.map(\.description).sorted())")
+    }
+}

@@ -1,0 +1,120 @@
+import BLEDomain
+import BLEHCI
+import BLESimulator
+import BLETransport
+import Foundation
+import Logging
+import Testing
+
+@testable import BLEGateway
+
+extension EndToEndSuites {
+    /// Sensors through the whole gateway: the simulator's sensors advertise drifting readings over its H4 socket, the
+    /// gateway decodes them where it turns sightings into readings, and a subscriber on a real mosquitto reads
+    /// `…/sensors/<address>`: every format arrives, with the simulator's values, each packet once (the repeats it
+    /// advertises in between are dropped before the spool and counted in health), all matching schema/v1.
+    @Suite(
+        .enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(2)), .serialized)
+    struct SensorsEndToEndTests {
+        typealias Observer = RemoteConfigEndToEndTests.Observer
+
+        /// Four sensors next to the gateway, a new packet every second of virtual time, advertising every 100 ms.
+        static let yaml = """
+            name: sensors
+            radio: {loss_probability: 0, shadowing_sigma_db: 0}
+            gateways: [{id: gw-s, position: [0, 0]}]
+            beacons:
+              - {name: s-bthome, type: sensor-bthome, temperature_c: 21.0, humidity_pct: 40, battery_pct: 88,
+                 drift_c: 1.0, drift_period_s: 60, packet_interval_s: 1, interval_ms: 100, position: [1, 0]}
+              - {name: s-atc, type: sensor-atc1441, address: "A4:C1:38:00:00:01", address_type: public,
+                 temperature_c: 23.5, humidity_pct: 55, packet_interval_s: 1, interval_ms: 100, position: [0, 1]}
+              - {name: s-pvvx, type: sensor-pvvx, address: "A4:C1:38:00:00:02", address_type: public,
+                 temperature_c: 19.5, humidity_pct: 38, packet_interval_s: 1, interval_ms: 100, position: [1, 1]}
+              - {name: s-ruuvi, type: sensor-ruuvi, temperature_c: 4.0, humidity_pct: 80, packet_interval_s: 1,
+                 interval_ms: 100, position: [-1, 0]}
+            """
+
+        @Test func everySimulatedSensorIsPublishedOncePerPacketWithItsValues() async throws {
+            signal(SIGPIPE, SIG_IGN)
+            let f = try RemoteConfigEndToEndTests.Fixture()
+            defer {
+                f.broker.stop()
+                try? FileManager.default.removeItem(at: f.directory)
+            }
+            let scenario = try ScenarioLoader.parse(Self.yaml)
+            let clock = ScaledClock(factor: 5)
+            var options = SimulatorOptions(socketDirectory: f.directory.appendingPathComponent("sim").path)
+            options.duration = 600
+            let simulator = try Simulator(
+                scenario: scenario, options: options, clock: clock,
+                pacing: .clock(batch: .milliseconds(20)))
+            let source = HCISightingSource(
+                spec: .unix(path: simulator.socketPath(for: "gw-s")), mode: .exclusive,
+                scan: GatewayConfiguration.Scan(),
+                clock: clock, logger: Logger(label: "test"))
+            var c = f.configuration()
+            c.gateway.id = "gw-s"
+            c.publishing.healthIntervalSeconds = 1
+            c.sensors.minIntervalSeconds = 0
+            let runtime = try GatewayRuntime(
+                configuration: c, source: source, clock: clock, clockSynchronized: { true })
+            let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/gw-s/#")
+            let sim = Task { try await simulator.run() }
+            let gateway = Task { try await runtime.run() }
+            defer { observer.stop() }
+
+            let sensorPrefix = "\(f.prefix)/gw-s/sensors/"
+            func published() -> [(topic: String, json: [String: Any])] {
+                observer.lock.withLock { observer.messages.filter { $0.topic.hasPrefix(sensorPrefix) } }
+            }
+            // Each sensor publishes at least five packets.
+            try await RemoteConfigEndToEndTests.waitFor("five packets from each sensor", limit: .seconds(60)) {
+                let byTopic = Dictionary(grouping: published(), by: \.topic)
+                return byTopic.count == 4 && byTopic.values.allSatisfy { $0.count >= 5 }
+            }
+            let all = published()
+            let emitters = Dictionary(uniqueKeysWithValues: scenario.emitters.map { ($0.address.topicComponent, $0) })
+            var formats: Set<String> = []
+            for (topic, json) in all {
+                let e = try #require(emitters[String(topic.dropFirst(sensorPrefix.count))], "\(topic)")
+                guard case .sensor(let sensor) = e.frame else {
+                    Issue.record("\(topic) is not a sensor")
+                    continue
+                }
+                formats.insert(json["format"] as? String ?? "")
+                let values = try #require(json["values"] as? [String: Double])
+                let counter = try #require(json["counter"] as? Int)
+                // The packet's measurement time follows from its counter (one packet per second of virtual time).
+                let truth = sensor.values(at: Double(counter) * sensor.packetIntervalSeconds)
+                let temperature = try #require(values["temperature_c"])
+                // ATC1441 carries tenths of a degree and whole percent; the others hundredths (Ruuvi 0.005 °C).
+                #expect(abs(temperature - truth.temperature) <= 0.051, "\(topic): \(temperature) vs \(truth)")
+                #expect(abs((values["humidity_pct"] ?? -1) - truth.humidity) <= 0.51, "\(topic): \(values)")
+            }
+            #expect(formats == ["bthome", "atc1441", "pvvx", "ruuvi-5"])
+            // Once per packet: no counter twice on one topic (the counters of these sensors do not wrap in a minute).
+            for (topic, readings) in Dictionary(grouping: all, by: \.topic) {
+                let counters = readings.compactMap { $0.json["counter"] as? Int }
+                #expect(Set(counters).count == counters.count, "\(topic): \(counters)")
+            }
+            // The repeats in between were dropped before the spool, and counted.
+            try await RemoteConfigEndToEndTests.waitFor("health with sensor counters", limit: .seconds(30)) {
+                observer.lock.withLock {
+                    observer.messages.contains { m in
+                        m.topic.hasSuffix("/health")
+                            && ((m.json["sensors"] as? [String: Any])?["repeats"] as? Int ?? 0) > 0
+                    }
+                }
+            }
+            let problems = try SchemaValidation.problems(
+                observer.lock.withLock { observer.messages }, prefix: f.prefix, directory: f.directory)
+            #expect(problems == nil, "schema validation: \(problems ?? "")")
+            // Ordered: the gateway first (it says offline), then the radio.
+            gateway.cancel()
+            _ = try? await gateway.value
+            sim.cancel()
+            _ = try? await sim.value
+        }
+    }
+}

@@ -1,0 +1,426 @@
+#!/usr/bin/env python3
+"""Sensor oracle: builds advertisement frames per format and decodes them with the parsers Home
+Assistant uses (bthome-ble, xiaomi-ble, ruuvitag-ble, govee-ble, inkbird-ble, qingping-ble) and with
+TheengsDecoder for the formats HA has no parser for (ATC1441, PVVX, SwitchBot Meter).
+
+Writes one JSON object per line: the frame (where it goes in an advertisement, its hex, the bindkey if
+encrypted) and what the reference parser made of it, with keys and units translated to the gateway's
+quantity names (temperature_c, humidity_pct …). The Swift test SensorOracleTests decodes the same
+frames and compares. Deterministic for a given --seed.
+"""
+import argparse
+import json
+import logging
+import random
+import struct
+import sys
+
+from cryptography.hazmat.primitives.ciphers.aead import AESCCM
+from habluetooth import BluetoothServiceInfoBleak
+
+from bthome_ble import BTHomeBluetoothDeviceData
+from bthome_ble.const import MEAS_TYPES
+from govee_ble import GoveeBluetoothDeviceData
+from inkbird_ble import INKBIRDBluetoothDeviceData
+from qingping_ble import QingpingBluetoothDeviceData
+from ruuvitag_ble import RuuvitagBluetoothDeviceData
+from xiaomi_ble import XiaomiBluetoothDeviceData
+from TheengsDecoder import decodeBLE
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
+from victron_ble.devices.battery_monitor import BatteryMonitor
+from victron_ble.devices.solar_charger import SolarCharger
+
+logging.disable(logging.CRITICAL)
+
+ADDRESS = "A4:C1:38:0A:0B:0C"
+MAC = bytes.fromhex(ADDRESS.replace(":", ""))
+KEY = bytes.fromhex("231d39c1d7cc1ab1aee224cd096db932")
+
+
+def uuid128(u16):
+    return f"0000{u16:04x}-0000-1000-8000-00805f9b34fb"
+
+
+def service_info(name, manufacturer, service):
+    return BluetoothServiceInfoBleak(
+        name, ADDRESS, -60, manufacturer, service, [], "local", None, None, True, 1000.0, None)
+
+
+# Home Assistant key (and unit where it decides) → the gateway's quantity name and the factor to its unit.
+def translate(key, unit):
+    base = key
+    for suffix in ("_1", "_2", "_3", "_4"):
+        if key.endswith(suffix) and not key.startswith("acceleration_"):
+            base = key[: -len(suffix)]
+    simple = {
+        "temperature": "temperature_c", "humidity": "humidity_pct", "battery": "battery_pct",
+        "pressure": "pressure_hpa", "illuminance": "illuminance_lx", "dew_point": "dew_point_c",
+        "count": "count", "energy": "energy_kwh", "power": "power_w", "pm25": "pm25_ugm3",
+        "pm10": "pm10_ugm3", "carbon_dioxide": "co2_ppm", "volatile_organic_compounds": "tvoc_ugm3",
+        "moisture": "moisture_pct", "packet_id": "packet_id", "rotation": "rotation_deg",
+        "duration": "duration_s", "current": "current_a", "speed": "speed_ms", "uv_index": "uv_index",
+        "volume_flow_rate": "volume_flow_rate_m3h", "gas": "gas_m3", "water": "water_l",
+        "acceleration": "acceleration_ms2", "gyroscope": "gyroscope_dps", "volume_storage": "volume_storage_l",
+        "conductivity": "conductivity_uscm", "direction": "direction_deg", "precipitation": "precipitation_mm",
+        "channel": "channel", "rotational_speed": "rotational_speed_rpm", "light_level": "light_level",
+        "settings_revision": "settings_revision", "movement_counter": "movement_counter",
+        "acceleration_x": "acceleration_x_ms2", "acceleration_y": "acceleration_y_ms2",
+        "acceleration_z": "acceleration_z_ms2", "formaldehyde": "formaldehyde_mgm3", "pm1": "pm1_ugm3",
+        "pm4": "pm4_ugm3", "voc_index": "voc_index", "nox_index": "nox_index",
+    }
+    if base == "voltage":
+        return "voltage_v", 0.001 if unit == "mV" else 1
+    if base == "distance":
+        return "distance_m", 0.001 if unit == "mm" else 1
+    if base == "volume":
+        return "volume_l", 0.001 if unit == "mL" else 1
+    if base == "mass":
+        return ("weight_lb" if unit == "lb" else "weight_kg"), 1
+    if base in simple:
+        return simple[base], 1
+    return None, None
+
+
+BINARY = {
+    "generic": "generic", "power": "power", "opening": "opening", "battery": "battery_low",
+    "battery_charging": "battery_charging", "carbon_monoxide": "carbon_monoxide", "cold": "cold",
+    "connectivity": "connectivity", "door": "door", "garage_door": "garage_door", "gas": "gas_detected",
+    "heat": "heat", "light": "light", "lock": "lock", "moisture": "moisture_detected", "motion": "motion",
+    "moving": "moving", "occupancy": "occupancy", "plug": "plug", "presence": "presence", "problem": "problem",
+    "running": "running", "safety": "safety", "smoke": "smoke", "sound": "sound", "tamper": "tamper",
+    "vibration": "vibration", "window": "window",
+}
+
+
+def ha_values(update):
+    out = {}
+    if update is None:
+        return out
+    for k, v in update.entity_values.items():
+        # Computed by the parser, not carried by the frame: RSSI (published apart), Ruuvi's total acceleration and
+        # indoor air quality score.
+        if k.key in ("signal_strength", "acceleration_total", "iaqs") or not isinstance(v.native_value, (int, float)):
+            continue
+        desc = update.entity_descriptions.get(k)
+        unit = getattr(desc, "native_unit_of_measurement", None)
+        name, factor = translate(k.key, unit)
+        if name is None:
+            print(f"untranslated key {k.key} {unit}", file=sys.stderr)
+            continue
+        out.setdefault(name, float(v.native_value) * factor)
+    for k, v in update.binary_entity_values.items():
+        name = BINARY.get(k.key.rstrip("_0123456789") if k.key[-1:].isdigit() else k.key)
+        if name and v.native_value is not None:
+            out.setdefault(name, 1.0 if v.native_value else 0.0)
+    for k, e in getattr(update, "events", {}).items():
+        if k.key.startswith("button"):
+            pass  # events are compared by type name elsewhere; not a quantity
+    return out
+
+
+def theengs_values(uuid, data):
+    got = decodeBLE(json.dumps({"servicedata": data.hex(), "servicedatauuid": f"0x{uuid:04x}", "id": ADDRESS}))
+    out = {}
+    if not got:
+        return out
+    d = json.loads(got)
+    for theirs, ours in (("tempc", "temperature_c"), ("hum", "humidity_pct"), ("batt", "battery_pct"),
+                         ("volt", "voltage_v")):
+        if theirs in d:
+            out[ours] = float(d[theirs])
+    return out
+
+
+def corrupt(rng, frame):
+    b = bytearray(frame)
+    choice = rng.randrange(3)
+    if choice == 0 and len(b) > 1:
+        return bytes(b[: rng.randrange(1, len(b))])
+    if choice == 1:
+        b[rng.randrange(len(b))] = rng.randrange(256)
+        return bytes(b)
+    return bytes(b) + bytes([rng.randrange(256)])
+
+
+# BTHome object ids that decode to a number (events, text, raw, device info and timestamps are not).
+# 0x58 (temperature, factor 0.35) is left out: bthome-ble rounds it to one decimal (docs/SENSORS.md).
+BTHOME_NUMERIC = [i for i in MEAS_TYPES
+                  if i not in (0x3A, 0x3B, 0x3C, 0x50, 0x53, 0x54, 0x58, 0xF0, 0xF1, 0xF2)]
+
+
+def reference_key(object_id):
+    """The key Home Assistant files an object under: one object per key per frame keeps keys unambiguous."""
+    fmt = MEAS_TYPES[object_id].meas_format
+    return str(getattr(fmt, "device_class", None) or getattr(fmt, "key", None) or fmt)
+
+
+def bthome_objects(rng):
+    ids, seen = [], set()
+    for i in sorted(rng.sample(BTHOME_NUMERIC, rng.randrange(1, 5))):
+        key = reference_key(i)
+        if key in seen:
+            continue
+        seen.add(key)
+        ids.append(i)
+    out = b""
+    for i in ids:
+        out += bytes([i]) + bytes(rng.randrange(256) for _ in range(MEAS_TYPES[i].data_length))
+    return out
+
+
+def bthome_frame(rng, encrypted):
+    objects = bthome_objects(rng)
+    if not encrypted:
+        return b"\x40" + objects
+    info = 0x41
+    counter = struct.pack("<I", rng.randrange(100, 2**32))
+    nonce = MAC + b"\xd2\xfc" + bytes([info]) + counter
+    sealed = AESCCM(KEY, tag_length=4).encrypt(nonce, objects, None)
+    return bytes([info]) + sealed[:-4] + counter + sealed[-4:]
+
+
+MIBEACON_PRODUCTS = [0x01AA, 0x0347, 0x045B, 0x055B, 0x066F, 0x0098]
+
+
+def mibeacon_objects(rng):
+    choices = [
+        (0x1004, lambda: struct.pack("<h", rng.randrange(-400, 600))),
+        (0x1006, lambda: struct.pack("<H", rng.randrange(0, 1000))),
+        (0x100A, lambda: bytes([rng.randrange(0, 101)])),
+        (0x100D, lambda: struct.pack("<hH", rng.randrange(-400, 600), rng.randrange(0, 1000))),
+        (0x1008, lambda: bytes([rng.randrange(0, 101)])),
+        (0x1009, lambda: struct.pack("<H", rng.randrange(0, 5000))),
+    ]
+    oid, make = rng.choice(choices)
+    value = make()
+    return struct.pack("<HB", oid, len(value)) + value
+
+
+def mibeacon_frame(rng, encrypted):
+    product = rng.choice(MIBEACON_PRODUCTS)
+    counter = rng.randrange(256)
+    objects = mibeacon_objects(rng)
+    if not encrypted:
+        control = 0x3050  # v3, MAC and object included
+        return struct.pack("<HHB", control, product, counter) + MAC[::-1] + objects
+    control = 0x5858  # v5, encrypted, MAC and object included, registered
+    head = struct.pack("<HHB", control, product, counter)
+    ext = bytes(rng.randrange(256) for _ in range(3))
+    nonce = MAC[::-1] + head[2:5] + ext
+    sealed = AESCCM(KEY, tag_length=4).encrypt(nonce, objects, b"\x11")
+    return head + MAC[::-1] + sealed[:-4] + ext + sealed[-4:]
+
+
+def ruuvi_frame(rng):
+    return (b"\x05" + struct.pack(">hHHhhhHBH", rng.randrange(-32767, 32768), rng.randrange(0, 65536),
+                                   rng.randrange(0, 65536), rng.randrange(-32767, 32768),
+                                   rng.randrange(-32767, 32768), rng.randrange(-32767, 32768),
+                                   rng.randrange(0, 65536), rng.randrange(0, 256), rng.randrange(0, 65536))
+            + MAC)
+
+
+def ruuvi6_frame(rng):
+    return b"\x06" + bytes(rng.randrange(256) for _ in range(16)) + MAC[3:]
+
+
+def ruuvie1_frame(rng):
+    return b"\xe1" + bytes(rng.randrange(256) for _ in range(33)) + MAC
+
+
+class Bits:
+    """Packs fields least significant bit first, as Victron's records are."""
+
+    def __init__(self):
+        self.value, self.n = 0, 0
+
+    def put(self, v, bits):
+        self.value |= (v & ((1 << bits) - 1)) << self.n
+        self.n += bits
+
+    def bytes(self):
+        return self.value.to_bytes((self.n + 7) // 8, "little")
+
+
+def victron_frame(rng):
+    b = Bits()
+    if rng.randrange(2):
+        readout = 0x01
+        b.put(rng.choice([0, 3, 4, 5]), 8)
+        b.put(0, 8)
+        for bits in (16, 16, 16, 16, 9):
+            b.put(rng.randrange(1 << bits), bits)
+    else:
+        readout = 0x02
+        b.put(rng.randrange(1 << 16), 16)
+        b.put(rng.randrange(1 << 16), 16)
+        b.put(0, 16)
+        b.put(rng.randrange(1 << 16), 16)
+        b.put(rng.randrange(4), 2)
+        b.put(rng.randrange(1 << 22), 22)
+        b.put(rng.randrange(1 << 20), 20)
+        b.put(rng.randrange(1 << 10), 10)
+    iv = rng.randrange(1 << 16)
+    # Victron's CTR counter is little-endian (cryptography's CTR mode counts big-endian): one block at a time.
+    plain = b.bytes()
+    out = b""
+    for k in range(0, len(plain), 16):
+        block = ((iv + k // 16) % (1 << 128)).to_bytes(16, "little")
+        stream = Cipher(algorithms.AES(KEY), modes.ECB()).encryptor().update(block)
+        out += bytes(x ^ y for x, y in zip(plain[k:k + 16], stream))
+    return struct.pack("<HHBH", 0x0010, 0xA053, readout, iv) + bytes([KEY[0]]) + out
+
+
+def victron_values(data):
+    out = {}
+    if len(data) < 5:
+        return out
+    device = SolarCharger if data[4] == 0x01 else BatteryMonitor if data[4] == 0x02 else None
+    if device is None:
+        return out
+    try:
+        parsed = device(KEY.hex()).parse(data)._data
+    except Exception:  # the reference rejected the frame
+        return out
+    table = {
+        "battery_voltage": ("voltage_v", 1), "battery_charging_current": ("current_a", 1),
+        "yield_today": ("energy_kwh", 0.001), "solar_power": ("power_w", 1),
+        "external_device_load": ("load_current_a", 1), "remaining_mins": ("remaining_time_s", 60),
+        "voltage": ("voltage_v", 1), "current": ("current_a", 1), "consumed_ah": ("consumed_ah", 1),
+        "soc": ("battery_pct", 1), "starter_voltage": ("starter_voltage_v", 1),
+        "midpoint_voltage": ("midpoint_voltage_v", 1),
+    }
+    for k, v in parsed.items():
+        if v is None:
+            continue
+        if k in table:
+            out[table[k][0]] = float(v) * table[k][1]
+        elif k == "temperature_kelvin":
+            out["temperature_c"] = float(v) - 273.15
+        elif k in ("charge_state", "charger_error"):
+            out[k] = float(v.value)
+    return out
+
+
+def govee_frame(rng):
+    kind = rng.randrange(3)
+    temp, hum, batt = rng.randrange(-399, 999), rng.randrange(0, 1000), rng.randrange(0, 101)
+    packed = abs(temp) * 1000 + hum
+    if temp < 0:
+        packed |= 0x800000
+    if kind == 0:
+        return "GVH5075_0B0C", 0xEC88, b"\x00" + packed.to_bytes(3, "big") + bytes([batt, 0])
+    if kind == 1:
+        return "Govee_H5074_0B0C", 0xEC88, struct.pack("<xhHBB", temp * 10, hum * 10, batt, 2)
+    return "GVH5101_0B0C", 0x0001, b"\x01\x01" + packed.to_bytes(3, "big") + bytes([batt])
+
+
+def qingping_frame(rng):
+    tlv = struct.pack("<BBhH", 0x01, 4, rng.randrange(-400, 600), rng.randrange(0, 1000))
+    if rng.randrange(2):
+        tlv += bytes([0x02, 1, rng.randrange(0, 101)])
+    if rng.randrange(2):
+        tlv += struct.pack("<BBH", 0x07, 2, rng.randrange(9000, 11000))
+    return bytes([0x88, rng.choice([0x01, 0x07, 0x10, 0x0C])]) + MAC[::-1] + tlv
+
+
+def inkbird_frame(rng):
+    return struct.pack("<hHBHBB", rng.randrange(-4000, 6000), rng.randrange(0, 10000), 0,
+                       rng.randrange(65536), rng.randrange(0, 101), 8)
+
+
+def atc_frame(rng):
+    return MAC + struct.pack(">hBBHB", rng.randrange(-400, 600), rng.randrange(0, 101), rng.randrange(0, 101),
+                             rng.randrange(2000, 3300), rng.randrange(256))
+
+
+def pvvx_frame(rng):
+    return MAC[::-1] + struct.pack("<hHHBBB", rng.randrange(-4000, 6000), rng.randrange(0, 10000),
+                                   rng.randrange(2000, 3300), rng.randrange(0, 101), rng.randrange(256), 4)
+
+
+def switchbot_frame(rng):
+    t = rng.randrange(-300, 600)
+    return bytes([0x54, 0, rng.randrange(0, 101), abs(t) % 10, (abs(t) // 10) | (0x80 if t >= 0 else 0),
+                  rng.randrange(0, 100)])
+
+
+def emit(fmt, case, where, ident, data, expected, name="", key=None):
+    print(json.dumps({"format": fmt, "case": case, "where": where, "id": ident, "data": data.hex(),
+                      "name": name, "key": key.hex() if key else None, "expected": expected}))
+
+
+DOC_FRAMES = [
+    # (format, where, id, hex, name): the documentation's own examples.
+    ("bthome", "service", 0xFCD2, "40 00 09 01 61 02 CA09 03 BF13 04 138A01 0C 020C 45 1101 57 EA", ""),
+    ("ruuvi", "manufacturer", 0x0499, "0512FC5394C37C0004FFFC040CAC364200CDCBB8334C884F", ""),
+    ("ruuvi", "manufacturer", 0x0499, "058001000000008001800180010000000000CBB8334C884F", ""),
+    ("ruuvi", "manufacturer", 0x0499, "058000FFFFFFFF800080008000FFFFFFFFFFFFFFFFFFFFFF", ""),
+]
+
+
+def reference(fmt, where, ident, data, name, key):
+    if fmt in ("atc1441", "pvvx", "switchbot"):
+        return theengs_values(ident, data)
+    if fmt == "victron":
+        return victron_values(data)
+    manufacturer = {ident: data} if where == "manufacturer" else {}
+    service = {uuid128(ident): data} if where == "service" else {}
+    info = service_info(name or "sensor", manufacturer, service)
+    parser = {
+        "bthome": lambda: BTHomeBluetoothDeviceData(bindkey=key),
+        "mibeacon": lambda: XiaomiBluetoothDeviceData(bindkey=key),
+        "ruuvi": RuuvitagBluetoothDeviceData, "govee": GoveeBluetoothDeviceData,
+        "inkbird": INKBIRDBluetoothDeviceData, "qingping": QingpingBluetoothDeviceData,
+    }[fmt]()
+    try:
+        return ha_values(parser.update(info))
+    except Exception as error:  # a reference parser that raises has rejected the frame
+        del error
+        return {}
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--count", type=int, default=2000, help="valid frames per format; half as many corrupted")
+    args = ap.parse_args()
+    rng = random.Random(args.seed)
+
+    for fmt, where, ident, hexdata, name in DOC_FRAMES:
+        data = bytes.fromhex(hexdata.replace(" ", ""))
+        emit(fmt, "doc", where, ident, data, reference(fmt, where, ident, data, name, None), name)
+
+    generators = {
+        "bthome": lambda: ("service", 0xFCD2, bthome_frame(rng, False), "", None),
+        "bthome-encrypted": lambda: ("service", 0xFCD2, bthome_frame(rng, True), "", KEY),
+        "mibeacon": lambda: ("service", 0xFE95, mibeacon_frame(rng, False), "", None),
+        "mibeacon-encrypted": lambda: ("service", 0xFE95, mibeacon_frame(rng, True), "", KEY),
+        "ruuvi": lambda: ("manufacturer", 0x0499, ruuvi_frame(rng), "", None),
+        "ruuvi-6": lambda: ("manufacturer", 0x0499, ruuvi6_frame(rng), "", None),
+        "ruuvi-e1": lambda: ("manufacturer", 0x0499, ruuvie1_frame(rng), "", None),
+        "govee": lambda: (lambda n, c, d: ("manufacturer", c, d, n, None))(*govee_frame(rng)),
+        "qingping": lambda: ("service", 0xFDCD, qingping_frame(rng), "", None),
+        "inkbird": lambda: ("inkbird", 0, inkbird_frame(rng), "sps", None),
+        "atc1441": lambda: ("service", 0x181A, atc_frame(rng), "", None),
+        "pvvx": lambda: ("service", 0x181A, pvvx_frame(rng), "", None),
+        "switchbot": lambda: ("service", 0xFD3D, switchbot_frame(rng), "", None),
+        "victron": lambda: ("manufacturer", 0x02E1, victron_frame(rng), "", KEY),
+    }
+    for label, make in generators.items():
+        fmt = label.split("-")[0]
+        for n in range(args.count + args.count // 2):
+            where, ident, data, name, key = make()
+            case = "valid"
+            if n >= args.count:
+                data, case = corrupt(rng, data), "corrupt"
+            if where == "inkbird":
+                # The "company id" is the temperature: the first two octets.
+                where, ident, data = "manufacturer", int.from_bytes(data[:2], "little"), data[2:]
+                expected = reference("inkbird", where, ident, data, name, key)
+            else:
+                expected = reference(fmt, where, ident, data, name, key)
+            emit(label if label.startswith("ruuvi") else fmt, case, where, ident, data, expected, name, key)
+
+
+if __name__ == "__main__":
+    main()
