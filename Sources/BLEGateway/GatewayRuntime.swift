@@ -217,14 +217,20 @@ public final class GatewayRuntime: Service, Sendable {
         // starts), within a bounded wait so a gateway without a broker still scans (with what the local store kept).
         await awaitRetainedConfiguration()
         let ticker = Task { await tick(started: started) }
-        let scanning = Task { await scan() }
+        // Finishes when `scan()` returns by itself (the end of a replayed capture); iterating it, unlike awaiting the
+        // task's value, ends when the waiter is cancelled.
+        let (scanEnded, scanEnd) = AsyncStream.makeStream(of: Void.self)
+        let scanning = Task {
+            await scan()
+            scanEnd.finish()
+        }
 
         // Wait for graceful shutdown (SIGTERM/SIGINT through the service group), the end of a replayed capture (the
         // scan returns: nothing more will come), or cancellation; only a graceful shutdown (or the capture's end)
         // waits for the broker to drain the spool.
         await withTaskGroup(of: Void.self) { group in
             group.addTask { try? await gracefulShutdown() }
-            group.addTask { await scanning.value }
+            group.addTask { for await _ in scanEnded {} }
             await group.next()
             group.cancelAll()
         }

@@ -82,6 +82,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// Devices taken by a name-prefix or service intent: address → index in `intents`.
     private let matched = Locked<[BDAddress: Int]>([:])
     private let session = Locked<Session?>(nil)
+    /// Signalled after every event the manager handled: `linksEnded` waits on it rather than looking on a timer.
+    private let managerChanged = WakeSignal()
     private let serving = AsyncGate()
     private let stats = Locked(Statistics())
     /// Kernel link ids, unique for the service's life (across sessions).
@@ -222,8 +224,9 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         let deadline = clock.now() + limit
         let busy: Set<ConnectionManager.LinkState> = orAttempts ? [.connected, .disconnecting, .connecting]
             : [.connected, .disconnecting]
-        while clock.now() < deadline, manager.withLock({ m in m.statuses.values.contains { busy.contains($0.state) } }) {
-            do { try await clock.sleep(for: .milliseconds(20)) } catch { return }
+        while clock.now() < deadline, !Task.isCancelled,
+              manager.withLock({ m in m.statuses.values.contains { busy.contains($0.state) } }) {
+            await managerChanged.wait(upTo: deadline - clock.now(), clock: clock)
         }
     }
 
@@ -232,6 +235,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     func post(_ event: ConnectionManager.Event) {
         let now = clock.now()
         let actions = manager.withLock { $0.handle(event, now: now) }
+        managerChanged.signal()
         guard !actions.isEmpty else { return }
         let current = session.withLock { $0 }
         for action in actions {

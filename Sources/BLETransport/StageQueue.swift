@@ -218,6 +218,12 @@ public final class StageQueue<Element: Sendable>: AsyncSequence, @unchecked Send
     }
 
     @inlinable public func next() async throws -> Element? {
+        // A consumer whose task is cancelled leaves at once, as from an `AsyncStream`: a producer that never lets the
+        // queue run empty (a socket at full speed) must not keep a cancelled stage alive.
+        if Task.isCancelled {
+            cancel()
+            return nil
+        }
         // The common case in a busy path: something is queued. Taken without a continuation (which would cost an
         // allocation per element); only an empty queue suspends.
         if let e = popIfAny() { return e }
