@@ -164,7 +164,7 @@ public struct FleetModel: Sendable {
             g.config = FleetGateway.Config(status: c.status, hash: c.hash, version: c.version,
                                            errors: c.errors.map { "\($0.path): \($0.reason)" },
                                            warnings: c.warnings.count, restartRequired: c.restart_required ?? [])
-        case .raw, .peripheralOther:
+        case .raw, .sensor, .peripheralOther:
             // In the seq stream, not on the dashboard: only the envelope is read.
             _ = try read(FleetPayload.Nothing.self)
         case .notFromAGateway, .badGatewayID, .unknown:

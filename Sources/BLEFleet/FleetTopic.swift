@@ -7,6 +7,8 @@ public enum FleetTopic: Sendable, Equatable {
     case health(gateway: String)
     case beacon(gateway: String, beacon: String)
     case raw(gateway: String)
+    /// A decoded sensor advertisement (`…/sensors/<address>`): in the seq stream, not yet on the dashboard.
+    case sensor(gateway: String, address: String)
     case region(gateway: String, region: String)
     case peripheralState(gateway: String, address: String)
     case peripheralRSSI(gateway: String, address: String)
@@ -44,6 +46,7 @@ public enum FleetTopic: Sendable, Equatable {
             case "adapters": self = .adapterSlot(gateway: gw, slot: rest[1])
             case "beacons" where Self.isBeaconID(rest[1]): self = .beacon(gateway: gw, beacon: rest[1])
             case "raw": self = .raw(gateway: gw)
+            case "sensors" where Self.isAddress(rest[1]): self = .sensor(gateway: gw, address: rest[1])
             case "regions" where Self.isValidLevel(rest[1]): self = .region(gateway: gw, region: rest[1])
             case "config" where rest[1] == "state": self = .configState(gateway: gw)
             default: self = .unknown
@@ -65,7 +68,7 @@ public enum FleetTopic: Sendable, Equatable {
     public var gateway: String? {
         switch self {
         case .status(let g), .adapter(let g), .adapterSlot(let g, _), .health(let g), .beacon(let g, _), .raw(let g),
-             .region(let g, _), .peripheralState(let g, _), .peripheralRSSI(let g, _), .peripheralOther(let g),
+             .sensor(let g, _), .region(let g, _), .peripheralState(let g, _), .peripheralRSSI(let g, _), .peripheralOther(let g),
              .configState(let g):
             return g
         case .notFromAGateway, .badGatewayID, .unknown:

@@ -108,6 +108,18 @@ import Testing
         ])
     }
 
+    /// `…/sensors/<address>` (docs/TOPICS.md) is in the schema: its seq fills the stream, it is no bad input.
+    @Test func sensorReadingsArePartOfTheStreamNotBadInput() {
+        var m = FleetModel(prefix: "demo")
+        fold(&m, "demo/gw-lobby/status", Self.online)
+        fold(&m, "demo/gw-lobby/sensors/a4c138000002",
+             #"{\#(Self.env(2)),"address":"A4:C1:38:00:00:02","format":"pvvx","model":"PVVX","rssi":-61,"values":{"temperature_c":21.5}}"#)
+        fold(&m, "demo/gw-lobby/adapter", Self.adapter(3, "poweredOn"))
+        #expect(m.counters.unknownTopics == 0)
+        #expect(m.recentBadInput.isEmpty)
+        #expect(m.gateways["gw-lobby"]?.seq.gaps == 0)
+    }
+
     @Test func peripheralsRegionsAndConfigStateAreFolded() {
         var m = FleetModel(prefix: "demo")
         fold(&m, "demo/gw/peripherals/001bdc100001/state",
