@@ -128,7 +128,10 @@ struct ScanCommand: AsyncParsableCommand {
                         // A screen is redrawn on a period; nothing waits on this.
                         while true {
                             try await Task.sleep(for: .milliseconds(500))
-                            output.write(Array(("\u{1B}[H\u{1B}[2J" + table.render(device: device)).utf8))
+                            // Rows that fit: the title, a blank line, the header, "… N more" and the cursor's line.
+                            let rows = max(1, StandardOutput.terminalSize().rows - 5)
+                            let screen = "\u{1B}[H\u{1B}[2J" + table.render(device: device, limit: rows)
+                            output.write(Array(screen.utf8))
                         }
                     }
                 }
@@ -287,11 +290,12 @@ final class LockedTable: @unchecked Sendable {
         let now = Date().timeIntervalSince1970
         return lock.withLock {
             var out = "blegateway scan \(device) — \(rows.count) devices\n\n"
-            out += "ADDRESS            NAME                  KIND            RSSI   LAST SEEN    COUNT\n"
+            // 80 columns: 19 + 20 + 16 + 7 + 13 + a count of up to 5 digits.
+            out += "ADDRESS            NAME                KIND            RSSI   LAST SEEN    COUNT\n"
             for (address, r) in rows.sorted(by: { ($0.value.rssi ?? -128) > ($1.value.rssi ?? -128) }).prefix(limit) {
                 let printable = String(r.name.unicodeScalars.map { $0.properties.isWhitespace || $0.value >= 0x20 ? Character($0) : "?" })
                 out += address.padding(toLength: 19, withPad: " ", startingAt: 0)
-                out += String(printable.prefix(20)).padding(toLength: 22, withPad: " ", startingAt: 0)
+                out += String(printable.prefix(18)).padding(toLength: 20, withPad: " ", startingAt: 0)
                 out += r.kind.padding(toLength: 16, withPad: " ", startingAt: 0)
                 out += (r.rssi.map { "\($0)" } ?? "n/a").padding(toLength: 7, withPad: " ", startingAt: 0)
                 // "%6.1fs ago" is 11 characters: two more keep COUNT clear of it.

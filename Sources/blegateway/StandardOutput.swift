@@ -30,4 +30,11 @@ enum StandardOutput {
         let kind = st.st_mode & S_IFMT
         return kind == S_IFIFO || kind == S_IFSOCK || isatty(STDOUT_FILENO) == 1
     }
+
+    /// The terminal's rows and columns (TIOCGWINSZ), or 40 × 120 when it cannot be asked.
+    static func terminalSize() -> (rows: Int, columns: Int) {
+        var size = winsize()
+        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 else { return (40, 120) }
+        return (Int(size.ws_row), Int(max(size.ws_col, 40)))
+    }
 }

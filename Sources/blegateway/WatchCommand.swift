@@ -78,10 +78,5 @@ struct WatchCommand: AsyncParsableCommand {
 }
 
 extension WatchCommand {
-    /// The terminal's rows and columns (TIOCGWINSZ), or 40 × 120 when it cannot be asked.
-    static func terminalSize() -> (rows: Int, columns: Int) {
-        var size = winsize()
-        guard ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0, size.ws_row > 0 else { return (40, 120) }
-        return (Int(size.ws_row), Int(max(size.ws_col, 40)))
-    }
+    static func terminalSize() -> (rows: Int, columns: Int) { StandardOutput.terminalSize() }
 }
