@@ -94,3 +94,12 @@ public final class ScriptedHCITransport: HCITransport, @unchecked Sendable {
 }
 
 func hexString(_ bytes: [UInt8]) -> String { bytes.map { upperHex($0, digits: 2) }.joined(separator: " ") }
+
+extension ScriptedHCITransport: TransportStatisticsProviding {
+    /// What a live controller's transport counts: here, the advertising reports its queue dropped.
+    public var statistics: TransportStatistics {
+        var s = TransportStatistics()
+        s.droppedReports = incoming.dropped
+        return s
+    }
+}

@@ -65,7 +65,10 @@ extension FileDescriptorTransport: TransportStatisticsProviding {}
 extension KernelSharedTransport: TransportStatisticsProviding {}
 extension CaptureReplayTransport: TransportStatisticsProviding {}
 extension CapturingTransport: TransportStatisticsProviding {
+    /// The inner transport's, plus what the recorder's own queue dropped (it has the inner queue's bound and nature).
     public var statistics: TransportStatistics {
-        (inner as? any TransportStatisticsProviding)?.statistics ?? TransportStatistics()
+        var s = (inner as? any TransportStatisticsProviding)?.statistics ?? TransportStatistics()
+        s.droppedReports += incoming.dropped
+        return s
     }
 }

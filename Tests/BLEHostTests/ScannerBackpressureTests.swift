@@ -81,6 +81,27 @@ import Testing
         #expect(heard == disconnections, "state events are never dropped")
     }
 
+    /// `--capture FILE` puts a recorder (with a queue of its own) between the radio and the host: what that queue
+    /// drops is counted with the rest.
+    @Test func aRecordingTransportCountsWhatItsOwnQueueDrops() async throws {
+        let path = NSTemporaryDirectory() + "blegw-capture-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).btsnoop"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let radio = ScriptedHCITransport(script: [], sendSupported: false, queueCapacity: 8)
+        let t = CapturingTransport(wrapping: radio, writer: try BtsnoopFileWriter(path: path), clock: ManualClock())
+        // Eight the recorder forwards and holds (its queue is then full), then eight it must drop: the radio's queue
+        // never overflows, so every loss is the recorder's.
+        for i in 0..<8 { radio.inject(Self.report(i).h4Bytes) }
+        #expect(await eventually { radio.incoming.depth == 0 && t.incoming.depth == 8 })
+        for i in 8..<16 { radio.inject(Self.report(i).h4Bytes) }
+        #expect(await eventually { radio.incoming.depth == 0 })
+        radio.end()
+        var got = 0
+        for try await _ in t.incoming { got += 1 }
+        #expect(got == 8)
+        #expect(radio.incoming.dropped == 0)
+        #expect(got + t.statistics.droppedReports == 16, "\(got) delivered + \(t.statistics.droppedReports) counted")
+    }
+
     @Test func aConsumerThatLeavesReleasesAProducerThatWaits() async throws {
         let q = StageQueue<Int>(capacity: 2, whenFull: .wait)
         let producer = Task { () -> [StageOutcome] in
