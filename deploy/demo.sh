@@ -68,7 +68,10 @@ CONFIG="$WORK/sim/gateway-config.yaml"
 [ -s "$CONFIG" ] || CONFIG="$ROOT/config/gateway.yaml"
 for sock in "$WORK"/sim/*.sock; do
     gw=$(basename "$sock" .sock)
-    "$BIN" run --config "$CONFIG" --gateway-id "$gw" --device "unix:$sock" \
+    # …with what belongs to one gateway (its receiver's correction) merged in by the simulator.
+    own="$WORK/sim/$gw.gateway-config.yaml"
+    [ -s "$own" ] && CONFIG_GW="$own" || CONFIG_GW="$CONFIG"
+    "$BIN" run --config "$CONFIG_GW" --gateway-id "$gw" --device "unix:$sock" \
         --broker "mqtt://127.0.0.1:$PORT" --prefix "$PREFIX" --spool "$WORK/spool-$gw.sqlite" \
         >"$WORK/$gw.log" 2>&1 &
     pids+=($!)

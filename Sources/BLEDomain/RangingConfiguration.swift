@@ -9,6 +9,10 @@ public struct RangingConfiguration: Sendable {
     /// Advertised calibrations outside this range (dBm at 1 m) are not trusted: 0 or +20 dBm "at
     /// 1 m" is a transmit power or a misconfigured beacon, not a received power.
     public var plausibleRSSIAt1m: ClosedRange<Double> = -100.0 ... -20.0
+    /// This receiver's gain error, dB, added to every RSSI before it is ranged. Receivers differ by a few dB (antenna,
+    /// enclosure, front end), and 2 dB is 23 % of distance at n = 2.2: a gateway that reads 2 dB low sets +2.
+    /// The interval's raw moments (`rssi_raw_mean`) stay as received.
+    public var rssiOffsetDB = 0.0
     /// Per-beacon or per-model calibrations (RSSI at 1 m), first match wins, applied before the
     /// frame's own value. Matched when a beacon is first tracked (name prefixes: on a named sighting).
     public var calibrationOverrides: [CalibrationOverride] = []

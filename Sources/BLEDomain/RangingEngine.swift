@@ -84,6 +84,7 @@ public struct RangingEngine: Sendable {
         if rssi == nil { statistics.samplesWithoutRSSI += 1 }
         let k = self.k
         let c = configuration.filter
+        let offset = configuration.rssiOffsetDB
         // The per-reading fields through one pointer: each `tracks[j].x = …` would check the index and the
         // buffer's uniqueness again, and a whole-track copy costs more than the filter.
         return tracks.withUnsafeMutableBufferPointer { b -> Double? in
@@ -103,10 +104,11 @@ public struct RangingEngine: Sendable {
             guard let rssi else {
                 return p.pointee.filter.map { a - k * log($0.estimate(at: t).distance) }
             }
+            let corrected = Double(rssi) + offset
             if p.pointee.filter != nil {
-                return p.pointee.filter!.update(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: c)
+                return p.pointee.filter!.update(rssi: corrected, rssiAt1m: a, at: t, k: k, configuration: c)
             }
-            let f = RangingFilter(rssi: Double(rssi), rssiAt1m: a, at: t, k: k, configuration: c)
+            let f = RangingFilter(rssi: corrected, rssiAt1m: a, at: t, k: k, configuration: c)
             p.pointee.filter = f
             return a - k * log(f.distance)
         }

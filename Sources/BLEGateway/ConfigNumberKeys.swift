@@ -32,6 +32,7 @@ extension GatewayConfiguration.Ranging {
     static let keys: [ConfigNumberKey<Self>] = [
         .init("path_loss_exponent", 1...6, get: { $0.pathLossExponent }, set: { $0.pathLossExponent = $1 }),
         .init("rssi_at_1m", -100 ... -20, get: { $0.rssiAt1m }, set: { $0.rssiAt1m = $1 }),
+        .init("rssi_offset_db", -30...30, get: { $0.rssiOffsetDB }, set: { $0.rssiOffsetDB = $1 }),
         .init("immediate_below_m", 0.05...100, get: { $0.immediateBelowMeters }, set: { $0.immediateBelowMeters = $1 }),
         .init("near_below_m", 0.1...1000, get: { $0.nearBelowMeters }, set: { $0.nearBelowMeters = $1 }),
         .init("proximity_hysteresis", 0...0.9, get: { $0.proximityHysteresis }, set: { $0.proximityHysteresis = $1 }),

@@ -187,6 +187,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var pathLossExponent = domain.pathLossExponent
         /// RSSI at 1 m for a beacon that advertises none (or a nonsense one).
         public var rssiAt1m = domain.defaultRSSIAt1m
+        /// This gateway's receiver correction, dB, added to every RSSI it ranges (docs/CONFIG.md, "Calibrating on site").
+        public var rssiOffsetDB = domain.rssiOffsetDB
         /// Proximity bands (metres): immediate below the first, near below the second; first < second.
         public var immediateBelowMeters = domain.immediateBelow
         public var nearBelowMeters = domain.nearBelow
@@ -234,6 +236,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
         r.interval = .seconds(publishing.rangingIntervalSeconds)
         r.pathLossExponent = ranging.pathLossExponent
         r.defaultRSSIAt1m = ranging.rssiAt1m
+        r.rssiOffsetDB = ranging.rssiOffsetDB
         r.immediateBelow = ranging.immediateBelowMeters
         r.nearBelow = ranging.nearBelowMeters
         r.proximityHysteresis = ranging.proximityHysteresis

@@ -64,6 +64,9 @@ public struct GatewaySpec: Sendable {
     public var rxOffsetDB: Double
     /// Links the controller holds at once (`max_connections`, default 4).
     public var maxConnections: Int
+    /// This gateway's own `gateway_config:`, verbatim: merged over the scenario's, key by key (mappings merge,
+    /// anything else replaces), into the configuration this gateway runs with.
+    public var gatewayConfigOverlayYAML: String?
 
     public init(id: String, position: Vec3, address: BDAddress, rxOffsetDB: Double = 0, maxConnections: Int = 4) {
         (self.id, self.position, self.address, self.rxOffsetDB) = (id, position, address, rxOffsetDB)
@@ -191,6 +194,9 @@ public struct Scenario: Sendable {
     public var truthInterval = 1.0
     /// The `gateway_config:` section, verbatim, for the gateways run against this scenario.
     public var gatewayConfigYAML: String?
+    /// Each gateway's configuration: the scenario's `gateway_config:` with the gateway's own merged over it
+    /// (nil when neither has one). Written by the loader.
+    public var gatewayConfigYAMLByGateway: [String: String] = [:]
 
     public init(name: String) { self.name = name }
 }

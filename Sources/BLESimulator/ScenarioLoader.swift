@@ -166,7 +166,24 @@ struct Reader {
             }
         }
         if let gc = m["gateway_config"] { s.gatewayConfigYAML = try Yams.serialize(node: gc) }
+        for (g, n) in zip(s.gateways, try sequence(m["gateways"], "gateways")) {
+            let own = n.mapping?["gateway_config"]
+            if let own, own.mapping == nil { throw fail(own, "gateway '\(g.id)'.gateway_config must be a mapping") }
+            switch (m["gateway_config"], own) {
+            case (nil, nil): continue
+            case (let base?, nil): s.gatewayConfigYAMLByGateway[g.id] = try Yams.serialize(node: base)
+            case (nil, let own?): s.gatewayConfigYAMLByGateway[g.id] = try Yams.serialize(node: own)
+            case (let base?, let own?): s.gatewayConfigYAMLByGateway[g.id] = try Yams.serialize(node: Self.merge(own, over: base))
+            }
+        }
         return s
+    }
+
+    /// `overlay` over `base`: mappings merge key by key, anything else (a list, a scalar) replaces.
+    static func merge(_ overlay: Node, over base: Node) -> Node {
+        guard let o = overlay.mapping, var b = base.mapping else { return overlay }
+        for (k, v) in o { b[k] = b[k].map { merge(v, over: $0) } ?? v }
+        return .mapping(b)
     }
 
     func radio(_ n: Node) throws -> RadioModel {
@@ -191,7 +208,7 @@ struct Reader {
     }
 
     func gateway(_ n: Node, index: Int) throws -> GatewaySpec {
-        let m = try mapping(n, "a gateway", allowed: ["id", "position", "address", "rx_offset_db", "max_connections"])
+        let m = try mapping(n, "a gateway", allowed: ["id", "position", "address", "rx_offset_db", "max_connections", "gateway_config"])
         let id = try requireString(m, "id", "a gateway", at: n)
         guard !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
             throw fail(m["id"], "gateway id '\(id)' may use only letters, digits, '-' and '_' (it names a socket file)")

@@ -79,9 +79,18 @@ public final class Simulator: Sendable {
             let path = (options.socketDirectory as NSString).appendingPathComponent("gateway-config.yaml")
             try yaml.write(toFile: path, atomically: true, encoding: .utf8)
         }
+        for (id, yaml) in scenario.gatewayConfigYAMLByGateway {
+            try yaml.write(toFile: gatewayConfigPath(for: id), atomically: true, encoding: .utf8)
+        }
     }
 
     deinit { plugs.forEach { $0.stop() } }
+
+    /// DIR/<gateway-id>.gateway-config.yaml: the configuration that gateway runs with (the scenario's
+    /// `gateway_config:` with the gateway's own merged over it).
+    public func gatewayConfigPath(for gatewayID: String) -> String {
+        (options.socketDirectory as NSString).appendingPathComponent("\(gatewayID).gateway-config.yaml")
+    }
 
     public func socketPath(for gatewayID: String) -> String {
         (options.socketDirectory as NSString).appendingPathComponent("\(gatewayID).sock")

@@ -33,6 +33,29 @@ import Testing
         }
     }
 
+    /// A receiver that reads 2 dB low ranges 23 % long at n = 2 (10^(2/20)); its correction brings it back, and
+    /// the interval's raw mean still says what the radio received.
+    @Test func aReceiversOffsetCorrectsItsDistanceButNotTheRawMean() {
+        func standing(offset: Double) -> RangingUpdate? {
+            var c = RangingConfiguration()
+            c.rssiOffsetDB = offset
+            var r = RangingEngine(configuration: c)
+            var last: RangingUpdate?
+            for i in 0..<300 {
+                let now = Duration.milliseconds(i * 100)
+                let rssi = Self.reading(i, distance: 4) - 2  // 2 dB weaker than the model
+                r.observe(Self.beacon, address: Self.address, rssi: rssi, frameCalibration: -59, at: now)
+                if let u = r.tick(at: now).last { last = u }
+            }
+            return last
+        }
+        let uncorrected = try! #require(standing(offset: 0))
+        let corrected = try! #require(standing(offset: 2))
+        #expect(abs(uncorrected.distance! / 4 - 1.259) < 0.1, "uncorrected: \(uncorrected.distance!)")
+        #expect(abs(corrected.distance! - 4) / 4 < 0.1, "corrected: \(corrected.distance!)")
+        #expect(corrected.rawRSSIMean == uncorrected.rawRSSIMean)
+    }
+
     @Test func rssiNotAvailableIsCountedButNeverBecomesANumber() {
         var r = RangingEngine()
         for i in 0..<5 { r.observe(Self.beacon, address: Self.address, rssi: nil, frameCalibration: -59, at: .milliseconds(i * 100)) }
