@@ -43,23 +43,35 @@ func collectRetained(_ client: MQTTClient, _ filters: [String], quiet: Duration 
             }
         }
         let start = ContinuousClock.now
-        var connected = false
-        for await e in client.events {
-            if case .connected = e { connected = true; break }
-            if ContinuousClock.now - start > limit { break }
-            if case .connectionRefused(let error) = e { group.cancelAll(); throw error }
-        }
+        let connected = try await firstConnection(client, within: limit)
         if connected {
+            // Retained messages follow SUBACK at once: wait until `quiet` has passed since the last one (or the
+            // limit), sleeping to each deadline rather than polling: a new message only moves the deadline on.
             last.withLock { $0 = .now }
-            while ContinuousClock.now - start < limit {
-                try await Task.sleep(for: .milliseconds(50))
-                if let t = last.withLock({ $0 }), ContinuousClock.now - t >= quiet { break }
+            while true {
+                let lastSeen = last.withLock { $0 } ?? start
+                let deadline = min(lastSeen + quiet, start + limit)
+                if ContinuousClock.now >= deadline { break }
+                try await Task.sleep(until: deadline, clock: .continuous)
             }
         }
         group.cancelAll()
         guard connected else { throw ValidationError("cannot reach the broker within \(limit)") }
         return box.withLock { $0 }
     }
+}
+
+/// Waits for the client's first CONNACK: true once connected, false when `limit` passed first (the client reports
+/// each failed attempt, so the check comes at least once per retry); a refusal (bad credentials, not authorised)
+/// is thrown with its reason code.
+func firstConnection(_ client: MQTTClient, within limit: Duration) async throws -> Bool {
+    let start = ContinuousClock.now
+    for await e in client.events {
+        if case .connected = e { return true }
+        if case .connectionRefused(let error) = e { throw error }
+        if ContinuousClock.now - start > limit { return false }
+    }
+    return false
 }
 
 extension ConfigCommand {
@@ -194,16 +206,11 @@ extension ConfigCommand {
             let stateStream = try gateway.map { try client.subscribe("\(options.prefix)/\($0)/config/state") }
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await client.run() }
-                let deadline = ContinuousClock.now + .seconds(10)
-                while true {
-                    do {
-                        let message = MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: true)
-                        try await client.publish(message)
-                        break
-                    } catch let e as MQTTError where e.kind == .notConnected && ContinuousClock.now < deadline {
-                        try await Task.sleep(for: .milliseconds(50))
-                    }
+                guard try await firstConnection(client, within: .seconds(10)) else {
+                    group.cancelAll()
+                    throw fail(["cannot reach the broker at \(options.broker) within 10 s; nothing was published"])
                 }
+                try await client.publish(MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: true))
                 print(payload.isEmpty ? "deleted the retained document on \(topic)"
                       : delete ? "published a signed tombstone, version \(documentVersion!), to \(topic)"
                       : "published \(payload.count) bytes to \(topic)")

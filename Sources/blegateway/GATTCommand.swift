@@ -72,7 +72,34 @@ struct GATTCommand: AsyncParsableCommand {
         say("connected \(bearer.socket.name) from \(bearer.socket.local) in \(String(format: "%.1f", took)) s")
 
         let client = GATTClient(bearer: bearer, clock: clock)
-        let outcome: Result<Void, any Error> = await withTaskGroup(of: Result<Void, any Error>?.self) { group in
+        // A signal ends the session as the end of its work does: the link is dropped, and the summary's count is
+        // what stdout holds (every line went out with write(2) as it was made).
+        let result = Locked<Result<Void, any Error>>(.success(()))
+        let signalled = try await cancellingOnSignals { [self] in
+            let outcome = await withTaskCancellationHandler {
+                await self.converse(client, bearer: bearer, reads: reads, subscription: subscription, clock: clock)
+            } onCancel: {
+                bearer.drop()
+            }
+            result.withLock { $0 = outcome }
+        }
+        if signalled {
+            FileHandle.standardError.write(Data("gatt: \(printedLines.withLock { $0 }) lines, stopped by signal\n".utf8))
+            return
+        }
+        if case .failure(let error) = result.withLock({ $0 }) {
+            let reason = bearer.endReason.map { " (\($0.message))" } ?? ""
+            FileHandle.standardError.write(Data("error: \(error)\(reason)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    /// The client's service loop beside the session; the link is dropped when the session ends.
+    func converse(
+        _ client: GATTClient, bearer: KernelATTBearer, reads: [BluetoothUUID], subscription: BluetoothUUID?,
+        clock: SystemClock
+    ) async -> Result<Void, any Error> {
+        await withTaskGroup(of: Result<Void, any Error>?.self) { group in
             // The client's one service loop; it returns once the bearer is dropped below.
             group.addTask {
                 do { try await client.run() } catch { return .failure(error) }
@@ -89,11 +116,6 @@ struct GATTCommand: AsyncParsableCommand {
                 if case .failure(let error)? = result, case .success = outcome { outcome = .failure(error) }
             }
             return outcome
-        }
-        if case .failure(let error) = outcome {
-            let reason = bearer.endReason.map { " (\($0.message))" } ?? ""
-            FileHandle.standardError.write(Data("error: \(error)\(reason)\n".utf8))
-            throw ExitCode(1)
         }
     }
 
@@ -273,5 +295,11 @@ struct GATTServeCommand: AsyncParsableCommand {
     }
 }
 
-private func say(_ line: String) { StandardOutput.write(line + "\n") }
+/// Lines `say` has written, for the summary after a signal.
+private let printedLines = Locked(0)
+
+private func say(_ line: String) {
+    StandardOutput.write(line + "\n")
+    printedLines.withLock { $0 += 1 }
+}
 private func hex4(_ v: UInt16) -> String { String(format: "%04X", v) }

@@ -26,6 +26,9 @@ struct HCIDumpCommand: AsyncParsableCommand {
     @Option(help: "Also write both directions to this btsnoop file.")
     var capture: String?
 
+    @Flag(help: "For file: sources, deliver the packets at the pace they were recorded, as a radio would.")
+    var realtime = false
+
     @Option(help: "Shared mode: restart the kernel's discovery every this many seconds to clear its duplicate filter (0: never).")
     var restartInterval: Double = 10
 
@@ -49,6 +52,7 @@ struct HCIDumpCommand: AsyncParsableCommand {
         var options = TransportOptions()
         options.bringDownIfUp = forceDown
         options.capturePath = capture
+        options.replayPacing = realtime ? .recorded : .asFastAsPossible
         options.sharedDisableDuplicateFilter = !keepDuplicateFilter
         options.sharedRestartInterval = restartInterval > 0 ? .seconds(restartInterval) : nil
         let transport: any HCITransport
@@ -62,12 +66,36 @@ struct HCIDumpCommand: AsyncParsableCommand {
         defer { transport.close() }
         FileHandle.standardError.write(Data("hci-dump: opened \(transport.name)\n".utf8))
 
+        // Every line goes out with write(2) as it is made; a signal ends the dump the way its duration does, and the
+        // summary's count is what the output holds.
+        let printed = Locked(0)
+        let outcome = Locked("end of input")
+        let signalled = try await cancellingOnSignals {
+            try await withTaskCancellationHandler {
+                try await Self.dump(transport, sending: packets, for: duration, clock: clock, printed: printed,
+                                    outcome: outcome)
+            } onCancel: {
+                transport.close()
+            }
+        }
+        let ending = signalled ? "stopped by signal" : outcome.withLock { $0 }
+        FileHandle.standardError.write(Data("hci-dump: \(printed.withLock { $0 }) packets, \(ending)\n".utf8))
+        if ending.hasPrefix("error") { throw ExitCode(4) }
+    }
+
+    /// Sends `packets`, each after the controller answered the one before (or 2 s passed), printing every packet
+    /// that arrives until `duration` has passed or the input ends.
+    static func dump(
+        _ transport: any HCITransport, sending packets: [H4Packet], for duration: Double, clock: SystemClock,
+        printed: Locked<Int>, outcome: Locked<String>
+    ) async throws {
         // Command Complete / Command Status opcodes, so each command waits for the controller's answer.
         let (answers, answered) = AsyncStream.makeStream(of: UInt16.self)
         let reader = Task {
             do {
                 for try await p in transport.incoming {
                     StandardOutput.write(Self.hexString(p.h4Bytes) + "\n")
+                    printed.withLock { $0 += 1 }
                     if p.type == .event, let op = Self.answeredOpcode(p.payload) { answered.yield(op) }
                 }
                 answered.finish()
@@ -90,10 +118,9 @@ struct HCIDumpCommand: AsyncParsableCommand {
             waiter.cancel()
         }
         let timer = Task { try? await clock.sleep(for: .seconds(duration)); transport.close() }
-        let outcome = await reader.value
+        let ended = await reader.value
         timer.cancel()
-        FileHandle.standardError.write(Data("hci-dump: \(outcome)\n".utf8))
-        if outcome.hasPrefix("error") { throw ExitCode(4) }
+        outcome.withLock { $0 = ended }
     }
 
     /// The opcode a Command Complete (0x0E) or Command Status (0x0F) event answers

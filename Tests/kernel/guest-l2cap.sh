@@ -95,6 +95,24 @@ l2cap_checks() {
     [ "$r" != ok ] || grep -q "^rx 1e" "$OUT/gatt-serve.txt" || r="the server saw no Handle Value Confirmation"
     check l2cap-indications-confirmed "$r"
 
+    # Stopped by a signal mid-subscription, the client keeps every line it printed, says how many, and exits 0
+    # (paper cut: stdout to a file is block-buffered; a signal must not lose it).
+    for sig in INT TERM; do
+        log "l2cap: gatt on hci0 → $addr, stopped by SIG$sig"
+        timeout 60 "$BIN" gatt --adapter hci0 --connect "$addr" --timeout 20 --subscribe 2A6E --count 1000 \
+            > "$OUT/gatt-sig.txt" 2> "$OUT/gatt-sig.err" &
+        CLIENT=$!
+        for i in $(seq 1 40); do [ "$(grep -ci '^notification 0x2a6e' "$OUT/gatt-sig.txt")" -ge 2 ] && break; sleep 0.5; done
+        kill -$sig $CLIENT; wait $CLIENT; rc=$?
+        lines=$(wc -l < "$OUT/gatt-sig.txt")
+        r=ok
+        [ "$(grep -ci '^notification 0x2a6e' "$OUT/gatt-sig.txt")" -ge 2 ] || r="no notifications before the signal"
+        [ $rc -eq 0 ] || [ "$r" != ok ] || r="exit status $rc after SIG$sig: $(tail -n 1 "$OUT/gatt-sig.err")"
+        grep -q "^gatt: $lines lines, stopped by signal" "$OUT/gatt-sig.err" || [ "$r" != ok ] ||
+            r="the summary does not count the $lines lines printed: $(tail -n 1 "$OUT/gatt-sig.err")"
+        check "l2cap-gatt-sig$(echo $sig | tr A-Z a-z)-keeps-every-line" "$r"
+    done
+
     # A peer that is not there: the kernel scans for it and never connects; our deadline ends it.
     log "l2cap: gatt on hci0 → absent $L2CAP_ABSENT"
     timeout 30 "$BIN" gatt --adapter hci0 --connect $L2CAP_ABSENT --timeout 5 \
