@@ -67,7 +67,7 @@ public struct FleetModel: Sendable {
         gateways[id]!.messages += 1
         gateways[id]!.lastMessageAt = now
         do {
-            try Self.fold(kind, payload: Data(payload), retained: retained, now: now, into: &gateways[id]!)
+            try Self.fold(kind, payload: payload, retained: retained, now: now, into: &gateways[id]!)
         } catch {
             gateways[id]!.invalid += 1
             counters.invalidPayloads += 1
@@ -104,13 +104,22 @@ public struct FleetModel: Sendable {
 
     private static let decoder = JSONDecoder()
 
-    private static func fold(_ kind: FleetTopic, payload: Data, retained: Bool, now: Double,
+    private static func fold(_ kind: FleetTopic, payload: [UInt8], retained: Bool, now: Double,
                              into g: inout FleetGateway) throws {
         /// Decodes the payload as `Body` with its envelope, and folds the envelope into the seq stream.
         func read<Body: Decodable>(_: Body.Type) throws -> (FleetPayload.Envelope, Body) {
-            let r = try Self.decoder.decode(FleetPayload.Reading<Body>.self, from: payload)
+            let r = try Self.decoder.decode(FleetPayload.Reading<Body>.self, from: Data(payload))
             g.seq.receive(run: r.envelope.run, seq: r.envelope.seq, retained: retained)
             return (r.envelope, r.body)
+        }
+        /// The streams' payloads (tens of thousands a second) in one pass (FleetJSON); `body` reads the topic's own
+        /// fields before the envelope joins the seq stream, so a bad payload changes nothing.
+        func readFlat<Body>(_ body: (FleetJSON) throws -> Body) throws -> (FleetPayload.Envelope, Body) {
+            let j = try FleetJSON(payload)
+            let envelope = try FleetPayload.Envelope(j)
+            let b = try body(j)
+            g.seq.receive(run: envelope.run, seq: envelope.seq, retained: retained)
+            return (envelope, b)
         }
         switch kind {
         case .status:
@@ -134,7 +143,7 @@ public struct FleetModel: Sendable {
             let (envelope, h) = try read(FleetPayload.Health.self)
             fold(h, ts: envelope.ts, run: envelope.run, into: &g)
         case .beacon(_, let id):
-            let (envelope, b) = try read(FleetPayload.Beacon.self)
+            let (envelope, b) = try readFlat(FleetPayload.Beacon.init)
             g.beacons[id] = FleetGateway.Beacon(kind: b.kind, address: b.address, name: b.name, rssi: b.rssi,
                                                 samples: b.samples, distanceM: b.distance_m, accuracyM: b.accuracy_m,
                                                 proximity: b.proximity, ts: envelope.ts, receivedAt: now)
@@ -157,7 +166,7 @@ public struct FleetModel: Sendable {
             v.reasonCode = p.reason_code
             g.peripherals[address] = v
         case .peripheralRSSI(_, let address):
-            let p = try read(FleetPayload.PeripheralRSSI.self).1
+            let p = try readFlat(FleetPayload.PeripheralRSSI.init).1
             g.peripherals[address, default: FleetGateway.Peripheral(state: "?")].rssi = p.rssi
         case .configState:
             let c = try read(FleetPayload.ConfigState.self).1
@@ -166,7 +175,7 @@ public struct FleetModel: Sendable {
                                            warnings: c.warnings.count, restartRequired: c.restart_required ?? [])
         case .raw, .sensor, .peripheralOther:
             // In the seq stream, not on the dashboard: only the envelope is read.
-            _ = try read(FleetPayload.Nothing.self)
+            _ = try readFlat { _ in () }
         case .notFromAGateway, .badGatewayID, .unknown:
             break
         }
@@ -198,6 +207,10 @@ public struct FleetModel: Sendable {
     /// A short reason for an operator: which field, not the decoder's whole dump.
     static func describe(_ error: any Error) -> String {
         switch error {
+        case FleetJSON.Failure.notJSON: return "not JSON"
+        case FleetJSON.Failure.missingField(let key): return "missing field \(key)"
+        case FleetJSON.Failure.wrongType(let key): return "wrong type at \(key)"
+        case FleetJSON.Failure.duplicateKey(let key): return "duplicate field \(key)"
         case DecodingError.keyNotFound(let key, _): return "missing field \(key.stringValue)"
         case DecodingError.typeMismatch(_, let c), DecodingError.valueNotFound(_, let c):
             return "wrong type at " + (c.codingPath.map(\.stringValue).joined(separator: ".").nilIfEmpty ?? "top level")

@@ -122,3 +122,36 @@ enum FleetPayload {
         var restart_required: [String]?
     }
 }
+
+// The streams' payloads, read by FleetJSON with the strictness of their `Decodable` forms: required fields must be
+// there, every field present must have its type.
+extension FleetPayload.Envelope {
+    init(_ j: FleetJSON) throws(FleetJSON.Failure) {
+        run = try j.required(j.string("run"), "run")
+        seq = try j.int("seq")
+        ts = try j.required(j.double("ts"), "ts")
+        clock_synced = try j.required(j.bool("clock_synced"), "clock_synced")
+    }
+}
+
+extension FleetPayload.Beacon {
+    init(_ j: FleetJSON) throws(FleetJSON.Failure) {
+        id = try j.required(j.string("id"), "id")
+        kind = try j.required(j.string("kind"), "kind")
+        address = try j.required(j.string("address"), "address")
+        rssi = try j.double("rssi")
+        samples = try j.required(j.int("samples"), "samples")
+        interval_s = try j.required(j.double("interval_s"), "interval_s")
+        distance_m = try j.double("distance_m")
+        accuracy_m = try j.double("accuracy_m")
+        proximity = try j.string("proximity")
+        name = try j.string("name")
+    }
+}
+
+extension FleetPayload.PeripheralRSSI {
+    init(_ j: FleetJSON) throws(FleetJSON.Failure) {
+        address = try j.required(j.string("address"), "address")
+        rssi = try j.int("rssi")
+    }
+}
