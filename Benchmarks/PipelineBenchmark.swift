@@ -74,6 +74,13 @@ func runPipelineBenchmark(arguments: [String]) async throws {
         let replay = (ContinuousClock.now - start).seconds
         print(String(format: "replay  %d readings at QoS 1, window %d: %.2f s, %.0f readings/s (acknowledged %llu)",
                      backlog, window, replay, Double(backlog) / replay, publisher.statistics.acknowledged))
+        // The peer in the same run: libmosquitto from C, QoS 1, the same window, count and payload size (a reading's
+        // envelope and body as published), so the replay's cost over the bare client shows.
+        let size = body.count + 80
+        let c = try cPublishRate(try compileCPublisher(into: work), port: broker.port, messages: backlog,
+                                 qos: .atLeastOnce, size: size, window: window)
+        print(String(format: "        C libmosquitto, QoS 1, window %d, %d messages of %d bytes: %.0f msgs/s; replay = %.0f %%",
+                     window, backlog, size, c, Double(backlog) / replay / c * 100))
 
         // Latency: one state event at a time, committed durably, until the subscriber has it.
         var latencies: [Double] = []

@@ -420,7 +420,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
                                      messageExpiryInterval: hasExpiry ? expiry : nil))
         }
         mosquitto_log_callback_set(mosq) { _, context, level, line in
-            guard let line else { return }
+            // libmosquitto logs every packet at debug level (two lines per QoS 1 publish): only errors and warnings
+            // are kept, so the others are dropped before they become Swift strings.
+            guard let line, level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
             core(context)?.noteLog(level: level, String(cString: line))
         }
     }
