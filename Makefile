@@ -68,6 +68,8 @@ release: deps
 # Unit, protocol and end-to-end tests (a real mosquitto, SQLite on real files, the simulator), then the Linux
 # kernel path in a VM, then the Debian package in a Debian root. Each part prints its own closing count.
 test: deps deps-kernel test-venv sensors-venv
+	# Package.swift lists exactly what each target imports.
+	$(SWIFT) package dump-package | python3 Tests/tools/check_target_imports.py
 	$(SWIFT) build --build-tests
 	# One test at a time: side by side, the suites that start brokers, captures and Python oracles starved the MQTT
 	# tests' timeouts on two cores, and Foundation's Process crashed in waitUntilExit with many children at once.

@@ -42,8 +42,8 @@ let package = Package(
             "BLETransport", "BLEHCI", "BLEHost",
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
-        .target(name: "BLESpool", dependencies: ["CSQLite", "BLETransport", "BLEDomain"]),
-        .target(name: "BLEPublishing", dependencies: ["CMosquitto", "BLESpool", "BLEDomain", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "BLESpool", dependencies: ["CSQLite", "BLETransport"]),
+        .target(name: "BLEPublishing", dependencies: ["CMosquitto", "BLETransport", "BLESpool"]),
         .target(name: "BLEGateway", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing",
             .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
@@ -70,18 +70,23 @@ let package = Package(
         // Benchmarks are an executable, run by `make bench`, never by `make test`.
         .executableTarget(name: "blegateway-bench", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing", "BLESimulator", "BLEGateway",
-            "BLEFleet",
+            "BLEFleet", .product(name: "Logging", package: "swift-log"),
         ], path: "Benchmarks", exclude: ["c", "peer_bluetooth_data_tools.py"]),
 
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETransport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLETransport", "BLESimulator"]),
-        .testTarget(name: "BLEDomainTests", dependencies: ["BLEDomain", "BLEHCI", "BLETransport", "BLESimulator"]),
-        .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport", "BLEDomain"]),
-        .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLEDomain", "BLETransport"]),
-        .testTarget(name: "BLEGatewayTests", dependencies: ["BLEGateway", "BLESimulator", "BLEPublishing", "BLEDomain"]),
+        .testTarget(name: "BLEDomainTests", dependencies: [
+            "BLEDomain", "BLEHCI", "BLETransport", "BLESimulator", .product(name: "Crypto", package: "swift-crypto"),
+        ]),
+        .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport"]),
+        .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLETransport"]),
+        .testTarget(name: "BLEGatewayTests", dependencies: [
+            "BLEGateway", "BLESimulator", "BLEPublishing", "BLEDomain", "BLEHost", "BLEHCI", "BLETransport",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "BLEFleetTests", dependencies: [
-            "BLEFleet", "BLEPublishing", "BLESpool", .product(name: "Logging", package: "swift-log"),
+            "BLEFleet", "BLEPublishing", .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport"]),
     ]
