@@ -46,21 +46,27 @@ public enum JSONWriter {
     /// A JSON string from untrusted octets: invalid UTF-8 becomes U+FFFD; quote, backslash, control
     /// characters and DEL are escaped, so a device name can never break a line or the object.
     public static func appendString(untrusted bytes: some Collection<UInt8>, to out: inout [UInt8]) {
-        let s = String(decoding: bytes, as: UTF8.self)
-        appendString(s, to: &out)
+        // Most names are printable ASCII with nothing to escape: copied as they are.
+        if bytes.allSatisfy({ $0 >= 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: bytes)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
+        appendString(String(decoding: bytes, as: UTF8.self), to: &out)
     }
 
     public static func appendString(_ s: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         for b in s.utf8 {
             switch b {
-            case UInt8(ascii: "\""): out.append(contentsOf: #"\""#.utf8)
-            case UInt8(ascii: "\\"): out.append(contentsOf: #"\\"#.utf8)
-            case 0x0A: out.append(contentsOf: #"\n"#.utf8)
-            case 0x0D: out.append(contentsOf: #"\r"#.utf8)
-            case 0x09: out.append(contentsOf: #"\t"#.utf8)
+            case UInt8(ascii: "\""): JSONWriter.raw(#"\""#, &out)
+            case UInt8(ascii: "\\"): JSONWriter.raw(#"\\"#, &out)
+            case 0x0A: JSONWriter.raw(#"\n"#, &out)
+            case 0x0D: JSONWriter.raw(#"\r"#, &out)
+            case 0x09: JSONWriter.raw(#"\t"#, &out)
             case 0x00..<0x20, 0x7F:
-                out.append(contentsOf: #"\u00"#.utf8)
+                JSONWriter.raw(#"\u00"#, &out)
                 HexDigits.append(UInt64(b), digits: 2, upper: false, to: &out)
             default: out.append(b)
             }
@@ -68,16 +74,23 @@ public enum JSONWriter {
         out.append(UInt8(ascii: "\""))
     }
 
+    /// Appends a literal's bytes with one copy (a String's UTF-8 view goes element by element).
+    @inlinable static func raw(_ s: StaticString, _ out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: s.utf8Start, count: s.utf8CodeUnitCount))
+    }
+
+    /// `,"k":`
     @inlinable static func key(_ k: StaticString, _ out: inout [UInt8]) {
-        out.append(UInt8(ascii: ","))
-        out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: UnsafeBufferPointer(start: k.utf8Start, count: k.utf8CodeUnitCount))
-        out.append(contentsOf: "\":".utf8)
+        raw(",\"", &out)
+        raw(k, &out)
+        raw("\":", &out)
     }
 
     @inlinable static func int(_ v: Int64?, _ out: inout [UInt8]) {
-        if let v { appendDecimal(v, to: &out) } else { out.append(contentsOf: "null".utf8) }
+        if let v { appendDecimal(v, to: &out) } else { raw("null", &out) }
     }
+
+    @inlinable static func bool(_ v: Bool, _ out: inout [UInt8]) { v ? raw("true", &out) : raw("false", &out) }
 
     @inlinable static func hexString(_ bytes: some Sequence<UInt8>, _ out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
@@ -93,35 +106,41 @@ extension Sighting {
     /// for payloads whose envelope already carries the time.
     public func appendJSON(to out: inout [UInt8], includeTimestamp: Bool = true) {
         if includeTimestamp {
-            out.append(contentsOf: #"{"ts":"#.utf8)
+            JSONWriter.raw(#"{"ts":"#, &out)
             // Any clock value prints: beyond ±10^15 s (or NaN) there is no meaningful time to give.
             if timestamp.isFinite && timestamp.magnitude < 1e15 {
                 JSONWriter.appendFixed(Int64((timestamp * 1000).rounded()), scale: 3, to: &out)
             } else {
-                out.append(contentsOf: "null".utf8)
+                JSONWriter.raw("null", &out)
             }
             JSONWriter.key("address", &out)
         } else {
-            out.append(contentsOf: #"{"address":"#.utf8)
+            JSONWriter.raw(#"{"address":"#, &out)
         }
         out.append(UInt8(ascii: "\""))
-        out.append(contentsOf: address.description.utf8)
+        address.appendDescription(to: &out)
         out.append(UInt8(ascii: "\""))
         JSONWriter.key("address_type", &out)
-        JSONWriter.appendString(addressType.description, to: &out)
+        if let name = addressType.staticName {
+            out.append(UInt8(ascii: "\""))
+            JSONWriter.raw(name, &out)
+            out.append(UInt8(ascii: "\""))
+        } else {
+            JSONWriter.appendString(addressType.description, to: &out)
+        }
         JSONWriter.key("rssi", &out)
         JSONWriter.int(rssi.map(Int64.init), &out)
         JSONWriter.key("tx_power", &out)
         JSONWriter.int(txPower.map(Int64.init), &out)
         JSONWriter.key("connectable", &out)
-        out.append(contentsOf: (isConnectable ? "true" : "false").utf8)
+        JSONWriter.bool(isConnectable, &out)
         JSONWriter.key("scan_response", &out)
-        out.append(contentsOf: (isScanResponse ? "true" : "false").utf8)
+        JSONWriter.bool(isScanResponse, &out)
         JSONWriter.key("name", &out)
         if let n = advertisement.nameBytes {
             JSONWriter.appendString(untrusted: n, to: &out)
         } else {
-            out.append(contentsOf: "null".utf8)
+            JSONWriter.raw("null", &out)
         }
         JSONWriter.key("kind", &out)
         JSONWriter.appendString(advertisement.beacon?.kind ?? "other", to: &out)
@@ -147,19 +166,19 @@ extension Sighting {
         out.append(UInt8(ascii: "]"))
         JSONWriter.key("manufacturer", &out)
         if let m = advertisement.manufacturerData {
-            out.append(contentsOf: #"{"company_id":"#.utf8)
+            JSONWriter.raw(#"{"company_id":"#, &out)
             JSONWriter.appendDecimal(Int64(m.companyID), to: &out)
             JSONWriter.key("data", &out)
             JSONWriter.hexString(m.data, &out)
             out.append(UInt8(ascii: "}"))
         } else {
-            out.append(contentsOf: "null".utf8)
+            JSONWriter.raw("null", &out)
         }
         JSONWriter.key("service_data", &out)
         out.append(UInt8(ascii: "["))
         for (i, sd) in advertisement.serviceData.enumerated() {
             if i > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: #"{"uuid":""#.utf8)
+            JSONWriter.raw(#"{"uuid":""#, &out)
             sd.uuid.appendDescription(to: &out)
             out.append(UInt8(ascii: "\""))
             JSONWriter.key("data", &out)
@@ -197,7 +216,7 @@ extension Sighting {
         switch beacon {
         case .iBeacon(let b):
             JSONWriter.key("ibeacon", &out)
-            out.append(contentsOf: #"{"uuid":""#.utf8)
+            JSONWriter.raw(#"{"uuid":""#, &out)
             b.proximityUUID.appendLongDescription(to: &out)
             out.append(UInt8(ascii: "\""))
             JSONWriter.key("major", &out)
@@ -209,9 +228,9 @@ extension Sighting {
             out.append(UInt8(ascii: "}"))
         case .eddystoneUID(let b):
             JSONWriter.key("eddystone", &out)
-            out.append(contentsOf: #"{"namespace":""#.utf8)
+            JSONWriter.raw(#"{"namespace":""#, &out)
             b.appendNamespaceHex(to: &out)
-            out.append(contentsOf: #"","instance":""#.utf8)
+            JSONWriter.raw(#"","instance":""#, &out)
             b.appendInstanceHex(to: &out)
             out.append(UInt8(ascii: "\""))
             JSONWriter.key("tx_power_0m", &out)
@@ -219,19 +238,19 @@ extension Sighting {
             out.append(UInt8(ascii: "}"))
         case .eddystoneURL(let b):
             JSONWriter.key("eddystone", &out)
-            out.append(contentsOf: #"{"url":"#.utf8)
+            JSONWriter.raw(#"{"url":"#, &out)
             JSONWriter.appendString(b.url, to: &out)
             JSONWriter.key("tx_power_0m", &out)
             JSONWriter.appendDecimal(Int64(b.txPowerAt0m), to: &out)
             out.append(UInt8(ascii: "}"))
         case .eddystoneTLM(.plain(let t)):
             JSONWriter.key("eddystone", &out)
-            out.append(contentsOf: #"{"version":0"#.utf8)
+            JSONWriter.raw(#"{"version":0"#, &out)
             JSONWriter.key("battery_mv", &out)
             JSONWriter.int(t.batteryMillivolts == 0 ? nil : Int64(t.batteryMillivolts), &out)
             JSONWriter.key("temperature_c", &out)
             if t.temperatureRaw == Int16(bitPattern: 0x8000) {
-                out.append(contentsOf: "null".utf8)
+                JSONWriter.raw("null", &out)
             } else {
                 // 8.8 fixed point: 1/256 = 0.00390625 exactly, so 8 decimals print it exactly.
                 JSONWriter.appendFixed(Int64(t.temperatureRaw) * 390_625, scale: 8, to: &out)
@@ -243,7 +262,7 @@ extension Sighting {
             out.append(UInt8(ascii: "}"))
         case .eddystoneTLM(.encrypted(let bytes)):
             JSONWriter.key("eddystone", &out)
-            out.append(contentsOf: #"{"version":1"#.utf8)
+            JSONWriter.raw(#"{"version":1"#, &out)
             JSONWriter.key("etlm", &out)
             JSONWriter.hexString(bytes.prefix(12), &out)
             JSONWriter.key("salt", &out)
@@ -253,7 +272,7 @@ extension Sighting {
             out.append(UInt8(ascii: "}"))
         case .eddystoneEID(let b):
             JSONWriter.key("eddystone", &out)
-            out.append(contentsOf: #"{"eid":""#.utf8)
+            JSONWriter.raw(#"{"eid":""#, &out)
             HexDigits.append(b.eid, digits: 16, upper: false, to: &out)
             out.append(UInt8(ascii: "\""))
             JSONWriter.key("tx_power_0m", &out)
@@ -261,7 +280,7 @@ extension Sighting {
             out.append(UInt8(ascii: "}"))
         case .altBeacon(let b):
             JSONWriter.key("altbeacon", &out)
-            out.append(contentsOf: #"{"id":""#.utf8)
+            JSONWriter.raw(#"{"id":""#, &out)
             b.appendIDHex(to: &out)
             out.append(UInt8(ascii: "\""))
             JSONWriter.key("company_id", &out)

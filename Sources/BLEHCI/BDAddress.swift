@@ -26,6 +26,22 @@ public struct BDAddress: Hashable, Sendable, Comparable, CustomStringConvertible
         w.le16(UInt16(truncatingIfNeeded: rawValue >> 32))
     }
 
+    /// Appends "AA:BB:CC:DD:EE:FF" (17 bytes) without making a String: the JSON lines write one per report.
+    @inlinable public func appendDescription(to out: inout [UInt8]) {
+        let v = rawValue
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 17) { b in
+            for i in 0..<6 {
+                let byte = UInt8(truncatingIfNeeded: v >> (UInt64(5 - i) * 8))
+                b[i * 3] = Self.hexDigit(byte >> 4)
+                b[i * 3 + 1] = Self.hexDigit(byte & 0xF)
+                if i < 5 { b[i * 3 + 2] = UInt8(ascii: ":") }
+            }
+            out.append(contentsOf: UnsafeBufferPointer(b))
+        }
+    }
+
+    @inlinable static func hexDigit(_ n: UInt8) -> UInt8 { n < 10 ? UInt8(ascii: "0") + n : UInt8(ascii: "A") - 10 + n }
+
     /// "AA:BB:CC:DD:EE:FF".
     public var description: String {
         let hex = Array("0123456789ABCDEF".utf8)
@@ -68,6 +84,18 @@ public struct LEAddressType: RawRepresentable, Hashable, Sendable, CustomStringC
     public static let randomIdentity = LEAddressType(rawValue: 0x03)
     /// Extended reports only: no address was provided (anonymous advertising).
     public static let anonymous = LEAddressType(rawValue: 0xFF)
+
+    /// The name as a static string, for writers that copy bytes (nil for a value without a name).
+    public var staticName: StaticString? {
+        switch self {
+        case .public: "public"
+        case .random: "random"
+        case .publicIdentity: "public-identity"
+        case .randomIdentity: "random-identity"
+        case .anonymous: "anonymous"
+        default: nil
+        }
+    }
 
     public var description: String {
         switch self {
