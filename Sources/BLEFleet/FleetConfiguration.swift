@@ -6,8 +6,11 @@ public struct FleetConfiguration: Sendable {
     public var mqtt: MQTTConfiguration
     /// The broker as the operator wrote it, for the pages (never credentials).
     public var brokerURL: String
-    /// The topic prefix the gateways publish under (`mqtt.prefix` in their configuration).
-    public var prefix: String
+    /// The sites followed: each the topic prefix its gateways publish under (`mqtt.prefix` in their configuration).
+    /// One service may follow several; gateway ids must then differ between them (docs/FLEET.md).
+    public var sites: [String]
+    /// The first site.
+    public var prefix: String { sites[0] }
     /// Address and port the dashboard listens on.
     public var listenHost = "127.0.0.1"
     public var listenPort = 8080
@@ -21,8 +24,31 @@ public struct FleetConfiguration: Sendable {
     public var receiveBuffer = 131_072
 
     public init(mqtt: MQTTConfiguration, brokerURL: String, prefix: String) {
+        self.init(mqtt: mqtt, brokerURL: brokerURL, sites: [prefix])
+    }
+
+    public init(mqtt: MQTTConfiguration, brokerURL: String, sites: [String]) {
+        precondition(!sites.isEmpty, "a fleet service follows at least one site")
         self.mqtt = mqtt
         self.brokerURL = brokerURL
-        self.prefix = prefix
+        self.sites = sites
+    }
+
+    /// Why `sites` cannot be followed together, or nil: each must be a valid topic prefix, and none may contain
+    /// another (`acme` and `acme/site-a` would see the same topics twice).
+    public static func problem(sites: [String]) -> String? {
+        if sites.isEmpty { return "give at least one site" }
+        for s in sites {
+            if s.isEmpty || s.hasPrefix("/") || s.hasSuffix("/") || s.contains("//") || s.contains(where: { "+#\0".contains($0) }) {
+                return "\"\(s)\" is not a topic prefix (levels separated by '/', no wildcards)"
+            }
+        }
+        for a in sites {
+            for b in sites where a != b && (b + "/").hasPrefix(a + "/") {
+                return "site \"\(b)\" is inside site \"\(a)\""
+            }
+        }
+        if Set(sites).count != sites.count { return "a site is listed twice" }
+        return nil
     }
 }

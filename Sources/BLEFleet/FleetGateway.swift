@@ -105,7 +105,13 @@ public struct FleetGateway: Sendable, Encodable {
 
     struct SpoolPoint: Sendable, Equatable { var ts: Double; var depth: Int }
 
-    public init(id: String) { self.id = id }
+    /// The site (topic prefix) the gateway publishes under.
+    public var site = ""
+
+    public init(id: String, site: String = "") {
+        self.id = id
+        self.site = site
+    }
 
     enum CodingKeys: String, CodingKey {
         case id, status, statusReason, since, version, run, adapter, adapters, health, spoolTrendPerMin, config, seq

@@ -1,7 +1,11 @@
 import Foundation
 
-/// The fleet as the broker shows it: every gateway under one prefix, folded from the retained topics (which rebuild
-/// it after a restart) and the live stream. Pure: messages and the service's clock in, state out; no I/O.
+/// The fleet as the broker shows it: every gateway under one prefix (or under each of a list of sites, each a
+/// prefix), folded from the retained topics (which rebuild it after a restart) and the live stream. Pure: messages
+/// and the service's clock in, state out; no I/O.
+///
+/// Across sites a gateway is known by its id, so the ids must differ between the sites one service follows: a second
+/// gateway with an id already seen under another site is bad input (`siteConflicts`), never merged into the first.
 public struct FleetModel: Sendable {
     /// Counts of what could not be folded, shown on the overview (bad input is counted, never fatal).
     public struct Counters: Sendable, Encodable, Equatable {
@@ -14,6 +18,8 @@ public struct FleetModel: Sendable {
         public var badGatewayIDs = 0
         /// Retained topics cleared (empty payload).
         public var cleared = 0
+        /// Messages from a gateway whose id is already a gateway of another site.
+        public var siteConflicts = 0
     }
 
     /// One recent piece of bad input, for the overview (topic and reason only, never the payload).
@@ -23,7 +29,9 @@ public struct FleetModel: Sendable {
         public var reason: String
     }
 
-    public let prefix: String
+    /// The sites followed, each a topic prefix; the first is `prefix`.
+    public let sites: [String]
+    public var prefix: String { sites[0] }
     public private(set) var gateways: [String: FleetGateway] = [:]
     public private(set) var counters = Counters()
     /// The newest 20 bad inputs, newest last.
@@ -35,12 +43,18 @@ public struct FleetModel: Sendable {
     static let trendWindow = 6
     static let badInputKept = 20
 
-    public init(prefix: String) { self.prefix = prefix }
+    public init(prefix: String) { self.init(sites: [prefix]) }
+
+    /// - Parameter sites: one or more prefixes, none inside another (`acme` and `acme/site-a` would share topics).
+    public init(sites: [String]) {
+        precondition(!sites.isEmpty, "a fleet model follows at least one site")
+        self.sites = sites
+    }
 
     /// Folds one message. `retained` is the MQTT retain flag as received (set only for messages the broker stored
     /// before this subscription); `now` is the service's clock.
     public mutating func receive(topic: String, payload: [UInt8], retained: Bool, now: Double) {
-        guard let kind = FleetTopic(topic, prefix: prefix) else { return }
+        guard let (site, kind) = Self.parse(topic, sites: sites) else { return }
         counters.messages += 1
         revision += 1
         switch kind {
@@ -59,11 +73,17 @@ public struct FleetModel: Sendable {
         }
         guard let id = kind.gateway else { return }
         if payload.isEmpty {
-            clear(kind, gateway: id)
+            // Only for the site the gateway belongs to: the same id under another site is another gateway.
+            if gateways[id].map({ $0.site == site }) ?? true { clear(kind, gateway: id) }
             return
         }
         // Folded in place: a copy of the gateway would copy its beacon table at every message.
-        if gateways[id] == nil { gateways[id] = FleetGateway(id: id) }
+        if gateways[id] == nil { gateways[id] = FleetGateway(id: id, site: site) }
+        if gateways[id]!.site != site {
+            counters.siteConflicts += 1
+            noteBad(topic, "gateway id \(id) is already a gateway of site \(gateways[id]!.site)/", now)
+            return
+        }
         gateways[id]!.messages += 1
         gateways[id]!.lastMessageAt = now
         do {
@@ -73,6 +93,14 @@ public struct FleetModel: Sendable {
             counters.invalidPayloads += 1
             noteBad(topic, Self.describe(error), now)
         }
+    }
+
+    /// The site `topic` is under, and what it is there. One site: its prefix only (the common case, no search).
+    static func parse(_ topic: String, sites: [String]) -> (String, FleetTopic)? {
+        for site in sites {
+            if let kind = FleetTopic(topic, prefix: site) { return (site, kind) }
+        }
+        return nil
     }
 
     /// Forgets beacons no gateway has reported for `age` seconds (service clock), so the model stays bounded.

@@ -128,10 +128,13 @@ extension FleetPages {
           function overview() {
             setTitle("overview");
             live("/events/overview", v => {
-              document.getElementById("gw-count").textContent = `${v.gateways.length} under ${v.prefix}/`;
+              const sites = v.sites || [v.prefix];
+              document.getElementById("gw-count").textContent =
+                `${v.gateways.length} under ${sites.map(s => s + "/").join(", ")}`;
               fill("#gateways", v.gateways.map(g => {
                 const tr = el("tr"); tr.className = severityClass(g.problems); tr.dataset.gateway = g.id;
                 cell(tr, link("/gateway/" + encodeURIComponent(g.id), g.id));
+                if (sites.length > 1) tr.lastChild.append(" · " + g.site);  // a text node: never markup
                 const st = g.status === "offline" ? offlineSince(g) : g.status;
                 cell(tr, st, "status status-" + g.status);
                 cell(tr, (g.adapter || "–") + (g.adapterReason ? " (" + g.adapterReason + ")" : ""), "adapter");
@@ -160,7 +163,8 @@ extension FleetPages {
               document.getElementById("counters").textContent =
                 `${c.messages} messages; ${c.invalidPayloads} not matching schema/v1, ` +
                 `${c.unknownTopics} unknown topics, ` +
-                `${c.badGatewayIds ?? c.badGatewayIDs} odd gateway ids, ${c.cleared} retained topics cleared; ` +
+                `${c.badGatewayIds ?? c.badGatewayIDs} odd gateway ids, ${c.cleared} retained topics cleared, ` +
+                `${c.siteConflicts ?? 0} from a gateway id already used by another site; ` +
                 `${v.broker.droppedMessages} messages lost by this service (it fell behind the broker)`;
               fill("#bad", v.recentBadInput.slice().reverse().map(b => {
                 const tr = el("tr"); cell(tr, when(b.at)); cell(tr, b.topic); cell(tr, b.reason); return tr;

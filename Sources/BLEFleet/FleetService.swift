@@ -25,7 +25,7 @@ public final class FleetService: Service, Sendable {
     public init(configuration: FleetConfiguration, clock: any BLEClock = SystemClock(), logger: Logger,
                 onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws {
         self.configuration = configuration
-        self.model = Locked(FleetModel(prefix: configuration.prefix))
+        self.model = Locked(FleetModel(sites: configuration.sites))
         self.broker = Locked(FleetViews.BrokerState(url: configuration.brokerURL))
         self.history = try configuration.historyPath.map { try FleetHistory(path: $0) }
         self.clock = clock
@@ -36,8 +36,11 @@ public final class FleetService: Service, Sendable {
 
     public func run() async throws {
         let client = self.client
-        let messages = try client.subscribe("\(configuration.prefix)/#", qos: .atLeastOnce,
-                                            buffer: configuration.receiveBuffer)
+        // One subscription per site, each folded by its own task into the one model (the broker filters: a service
+        // never receives another site's topics).
+        let streams = try configuration.sites.map {
+            try client.subscribe("\($0)/#", qos: .atLeastOnce, buffer: configuration.receiveBuffer)
+        }
         let app = Application(
             router: FleetRoutes.router(self),
             configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort),
@@ -47,7 +50,7 @@ public final class FleetService: Service, Sendable {
         defer { changes.finish() }
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await client.run() }
-            group.addTask { await self.ingest(messages) }
+            for messages in streams { group.addTask { await self.ingest(messages) } }
             group.addTask { await self.follow(client.events) }
             group.addTask { try await self.recordHistory() }
             group.addTask {

@@ -6,7 +6,8 @@ import Yams
 /// ```yaml
 /// fleet:
 ///   broker: mqtt://127.0.0.1:1883
-///   prefix: blegateway
+///   prefix: blegateway            # or several sites at once:
+///   # sites: [acme/site-a, acme/site-b]
 ///   listen: 127.0.0.1:8080
 ///   history: /var/lib/blegateway/fleet-history.sqlite
 ///   beacon_timeout_s: 300
@@ -16,6 +17,8 @@ import Yams
 public struct FleetSettingsFile: Sendable, Equatable {
     public var broker: String?
     public var prefix: String?
+    /// `fleet.sites`: several prefixes followed by one service (instead of `prefix`).
+    public var sites: [String]?
     public var listen: String?
     public var history: String?
     public var beaconTimeoutS: Double?
@@ -26,7 +29,7 @@ public struct FleetSettingsFile: Sendable, Equatable {
         public var description: String { "\(path): \(reason)" }
     }
 
-    static let keys: Set<String> = ["broker", "prefix", "listen", "history", "beacon_timeout_s"]
+    static let keys: Set<String> = ["broker", "prefix", "sites", "listen", "history", "beacon_timeout_s"]
 
     public init() {}
 
@@ -49,6 +52,17 @@ public struct FleetSettingsFile: Sendable, Equatable {
         }
         broker = try string("broker") ?? broker
         prefix = try string("prefix") ?? prefix
+        if let v = section["sites"] {
+            guard let list = v as? [Any], !list.isEmpty, list.allSatisfy({ $0 is String }) else {
+                throw Problem(path: "fleet.sites", reason: "expected a list of topic prefixes")
+            }
+            if section["prefix"] != nil { throw Problem(path: "fleet.sites", reason: "give prefix or sites, not both") }
+            let strings = list.map { $0 as! String }
+            if let problem = FleetConfiguration.problem(sites: strings) {
+                throw Problem(path: "fleet.sites", reason: problem)
+            }
+            sites = strings
+        }
         listen = try string("listen")
         history = try string("history")
         if let v = section["beacon_timeout_s"] {

@@ -3,6 +3,8 @@
 public enum FleetViews {
     public struct GatewayRow: Sendable, Encodable {
         public var id: String
+        /// The site (prefix) it publishes under.
+        public var site: String
         public var status: String
         public var statusReason: String?
         public var since: Double?
@@ -34,6 +36,8 @@ public enum FleetViews {
 
     public struct Overview: Sendable, Encodable {
         public var prefix: String
+        /// Every site followed (the first is `prefix`).
+        public var sites: [String]
         public var now: Double
         public var broker: BrokerState
         public var counters: FleetModel.Counters
@@ -101,13 +105,13 @@ public enum FleetViews {
             }
         }
         let beacons = index.values.sorted { ($0.bestRSSI ?? -999, $1.id) > ($1.bestRSSI ?? -999, $0.id) }
-        return Overview(prefix: m.prefix, now: now, broker: broker, counters: m.counters,
+        return Overview(prefix: m.prefix, sites: m.sites, now: now, broker: broker, counters: m.counters,
                         recentBadInput: m.recentBadInput, gateways: rows,
                         beacons: Array(beacons.prefix(overviewBeaconLimit)), beaconCount: index.count)
     }
 
     static func row(_ g: FleetGateway) -> GatewayRow {
-        GatewayRow(id: g.id, status: g.status, statusReason: g.statusReason, since: g.since, version: g.version,
+        GatewayRow(id: g.id, site: g.site, status: g.status, statusReason: g.statusReason, since: g.since, version: g.version,
                    adapter: g.adapter?.state, adapterReason: g.adapter?.reason, scanning: g.adapter?.scanning,
                    spoolDepth: g.health?.spoolDepth, spoolTrendPerMin: g.spoolTrendPerMin,
                    messagesPerS: g.health?.messagesPerS, dropped: g.health?.droppedSamples, gaps: g.seq.gaps,

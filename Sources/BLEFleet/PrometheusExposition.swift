@@ -25,7 +25,8 @@ public enum PrometheusExposition {
             f[name]!.samples.append((labels, value))
         }
         for g in m.gateways.values.sorted(by: { $0.id < $1.id }) {
-            let gl = [("gateway", g.id)]
+            // With several sites, each gateway's series also say which (ids are unique across them).
+            let gl = m.sites.count > 1 ? [("gateway", g.id), ("site", g.site)] : [("gateway", g.id)]
             add("blegateway_gateway_up", "gauge", "1 while the gateway's status is online.", gl,
                 g.status == "online" ? 1 : 0)
             if let v = g.version {
@@ -67,8 +68,10 @@ public enum PrometheusExposition {
                     gl + [("hash", c.hash)], c.status == "applied" ? 1 : 0)
             }
         }
-        add("blegateway_fleet_gateways", "gauge", "Gateways known under the prefix.", [("prefix", m.prefix)],
-            Double(m.gateways.count))
+        for (i, site) in m.sites.enumerated() {
+            add("blegateway_fleet_gateways", i == 0 ? "gauge" : "", i == 0 ? "Gateways known under the prefix." : "",
+                [("prefix", site)], Double(m.gateways.values.filter { $0.site == site }.count))
+        }
         add("blegateway_fleet_messages_total", "counter", "Messages the fleet service received.", [],
             Double(m.counters.messages))
         add("blegateway_fleet_bad_input_total", "counter", "Messages the fleet service could not fold, by kind.",
@@ -77,6 +80,8 @@ public enum PrometheusExposition {
             Double(m.counters.unknownTopics))
         add("blegateway_fleet_bad_input_total", "counter", "", [("kind", "bad_gateway_id")],
             Double(m.counters.badGatewayIDs))
+        add("blegateway_fleet_bad_input_total", "counter", "", [("kind", "site_conflict")],
+            Double(m.counters.siteConflicts))
         add("blegateway_fleet_broker_connected", "gauge", "1 while the fleet service is connected to its broker.",
             [], broker.connected ? 1 : 0)
         add("blegateway_fleet_broker_reconnects_total", "counter", "Times the fleet service reconnected.", [],

@@ -18,8 +18,8 @@ struct FleetCommand: AsyncParsableCommand {
     @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT (default mqtt://127.0.0.1:1883).")
     var broker: String?
 
-    @Option(help: "The topic prefix the gateways publish under (default blegateway).")
-    var prefix: String?
+    @Option(help: "The topic prefix the gateways publish under (default blegateway). Repeat it to follow several sites.")
+    var prefix: [String] = []
 
     @Option(help: "Where the dashboard listens: HOST:PORT (default 127.0.0.1:8080; port 0 picks a free one).")
     var listen: String?
@@ -38,10 +38,11 @@ struct FleetCommand: AsyncParsableCommand {
             }
         }
         let brokerURL = broker ?? file.broker ?? "mqtt://127.0.0.1:1883"
-        let prefix = prefix ?? file.prefix ?? "blegateway"
+        let sites = !prefix.isEmpty ? prefix : file.sites ?? [file.prefix ?? "blegateway"]
+        if let problem = FleetConfiguration.problem(sites: sites) { throw ValidationError("--prefix: \(problem)") }
         let (host, port) = try FleetSettingsFile.parseListen(listen ?? file.listen ?? "127.0.0.1:8080")
         var c = FleetConfiguration(mqtt: try toolClientConfiguration(broker: brokerURL, role: "fleet"),
-                                   brokerURL: brokerURL, prefix: prefix)
+                                   brokerURL: brokerURL, sites: sites)
         c.listenHost = host
         c.listenPort = port
         c.historyPath = history ?? file.history

@@ -152,4 +152,32 @@ import Testing
         m.forgetBeacons(olderThan: 60, now: 1000 + 61)
         #expect(m.gateways.values.allSatisfy { $0.beacons.isEmpty })
     }
+
+    /// Several sites in one model: each gateway keeps its site; an id already used by another site's gateway is bad
+    /// input, never merged into it, and clearing its retained topics does not clear the first gateway's.
+    @Test func aGatewayIDFromASecondSiteIsAConflictNotAMerge() {
+        var m = FleetModel(sites: ["acme/a", "acme/b"])
+        fold(&m, "acme/a/gw-1/status", Self.online)
+        fold(&m, "acme/b/gw-2/status", Self.online)
+        fold(&m, "acme/b/gw-1/status", Self.online)
+        m.receive(topic: "acme/b/gw-1/status", payload: [], retained: true, now: 2)
+        #expect(m.gateways["gw-1"]?.site == "acme/a")
+        #expect(m.gateways["gw-1"]?.status == "online")
+        #expect(m.gateways["gw-2"]?.site == "acme/b")
+        #expect(m.counters.siteConflicts == 1)
+        #expect(m.recentBadInput.last?.reason == "gateway id gw-1 is already a gateway of site acme/a/")
+        fold(&m, "acme/c/gw-3/status", Self.online)
+        #expect(m.gateways["gw-3"] == nil, "a site not followed is not folded")
+    }
+
+    @Test(arguments: [
+        (["a", "a/b"], "site \"a/b\" is inside site \"a\""), (["a", "a"], "a site is listed twice"),
+        (["a/+"], "\"a/+\" is not a topic prefix (levels separated by '/', no wildcards)"),
+        (["a/"], "\"a/\" is not a topic prefix (levels separated by '/', no wildcards)"),
+        ([], "give at least one site"),
+    ])
+    func sitesThatWouldShareTopicsAreRefused(sites: [String], problem: String) {
+        #expect(FleetConfiguration.problem(sites: sites) == problem)
+        #expect(FleetConfiguration.problem(sites: ["acme/a", "acme/ab", "b"]) == nil)
+    }
 }

@@ -123,4 +123,42 @@ import Testing
             group.cancelAll()
         }
     }
+
+    /// One instance can follow a list of sites: it sees every gateway of both, each with its site, and receives
+    /// nothing of a third site on the same broker.
+    @Test(.enabled(if: LocalBroker.isAvailable), .timeLimit(.minutes(1)))
+    func oneInstanceFollowsAListOfSitesAndNothingElse() async throws {
+        let broker = try LocalBroker()
+        try broker.start()
+        let tests = FleetServiceTests()
+        let http = try freeLoopbackPort()
+        var c = FleetConfiguration(mqtt: tests.mqtt(port: broker.port, role: "two-sites"),
+                                   brokerURL: "mqtt://127.0.0.1:\(broker.port)", sites: ["acme/site-a", "acme/site-b"])
+        c.listenPort = http
+        let service = try FleetService(configuration: c, logger: Logger(label: "fleet-test"))
+        let publisher = MQTTClient(configuration: tests.mqtt(port: broker.port, role: "list-publisher"))
+        var connected = publisher.events.filter { if case .connected = $0 { true } else { false } }.makeAsyncIterator()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await service.run() }
+            group.addTask { try await publisher.run() }
+            _ = await connected.next()
+            for (topic, gw) in [("acme/site-a/gw-a1", "gw-a1"), ("acme/site-b/gw-b1", "gw-b1"),
+                                ("acme/site-c/gw-c1", "gw-c1")] {
+                try await publisher.publish(MQTTMessage(topic: topic + "/status", payload: status(gw), retain: true))
+            }
+            try await offPool { try waitUntilListening(port: http, what: "the fleet service") }
+            let events = try EventStreamReader(url: "http://127.0.0.1:\(http)/events/overview")
+            let seen = await events.next { ids($0) == ["gw-a1", "gw-b1"] }
+            #expect(ids(seen) == ["gw-a1", "gw-b1"])
+            let sites = (seen?["gateways"] as? [[String: Any]] ?? []).reduce(into: [String: String]()) {
+                $0[$1["id"] as? String ?? ""] = $1["site"] as? String
+            }
+            #expect(sites == ["gw-a1": "acme/site-a", "gw-b1": "acme/site-b"])
+            #expect(service.model.withLock { $0.counters.messages } == 2)
+            let metrics = try await offPool { try httpGet("http://127.0.0.1:\(http)/metrics") }
+            #expect(metrics.contains(#"blegateway_gateway_up{gateway="gw-b1",site="acme/site-b"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"blegateway_fleet_gateways{prefix="acme/site-a"} 1"#))
+            group.cancelAll()
+        }
+    }
 }

@@ -36,4 +36,14 @@ import Testing
         #expect(try FleetSettingsFile.parseListen("[::1]:0") == ("::1", 0))
         #expect(throws: FleetSettingsFile.Problem.self) { try FleetSettingsFile.parseListen("localhost") }
     }
+
+    @Test func aListOfSitesIsReadAndCheckedAndExcludesPrefix() throws {
+        let f = try FleetSettingsFile(yaml: "fleet:\n  sites: [acme/site-a, acme/site-b]\n")
+        #expect(f.sites == ["acme/site-a", "acme/site-b"])
+        #expect(throws: FleetSettingsFile.Problem.self) {
+            try FleetSettingsFile(yaml: "fleet:\n  prefix: x\n  sites: [a, b]\n")
+        }
+        #expect(throws: FleetSettingsFile.Problem.self) { try FleetSettingsFile(yaml: "fleet:\n  sites: [a, a/b]\n") }
+        #expect(throws: FleetSettingsFile.Problem.self) { try FleetSettingsFile(yaml: "fleet:\n  sites: a\n") }
+    }
 }
