@@ -128,21 +128,6 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
         }
     }
 
-    @Test func databaseRendersAsJSON() async throws {
-        let bearer = TestATTBearer(respond: ATTScript(discoveryScript).answer)
-        try await withGATTClient(bearer) { client in
-            let db = try await client.discoverAll()
-            let json = db.json
-            #expect(json.hasPrefix(
-                #"{"services":[{"uuid":"1800","start":1,"end":3,"characteristics":[{"uuid":"2A00","declaration":2,"#
-                + #""value":3,"properties":["read"],"descriptors":[]}]},"#))
-            #expect(json.contains(
-                #"{"uuid":"6E400002-B5A3-F393-E0A9-E50E24DCCA9E","declaration":17,"value":18,"#
-                + #""properties":["read","write","notify"],"descriptors":[{"uuid":"2902","handle":19}],"cccd":19}"#))
-            #expect(json.hasSuffix("]}]}"))
-        }
-    }
-
     @Test func serviceChangedIndicationIsDeliveredWithItsRangeAndConfirmed() async throws {
         let script = ATTScript(discoveryScript)
         let bearer = TestATTBearer(respond: script.answer)
