@@ -20,6 +20,9 @@ public enum HCIEvent: Sendable {
     /// LE Connection Complete, LE Enhanced Connection Complete [v1] or [v2].
     case leConnectionComplete(LEConnectionComplete)
     case leConnectionUpdateComplete(LEConnectionUpdateComplete)
+    /// §7.7.65.6 LE Remote Connection Parameter Request: the peer asks for new parameters over the link layer, and
+    /// the controller waits for the host's Reply or Negative Reply.
+    case leRemoteConnectionParameterRequest(handle: UInt16, parameters: LEConnectionParameters)
     /// An LE Meta subevent not modelled here, with its parameters after the subevent code.
     case leMeta(LEMetaSubevent, ArraySlice<UInt8>)
     /// An event not modelled here, with its parameters.
@@ -169,6 +172,16 @@ public enum HCIEvent: Sendable {
                 LEConnectionUpdateComplete(
                     status: HCIStatus(rawValue: s), handle: h & 0x0FFF, connectionInterval: i, peripheralLatency: l,
                     supervisionTimeout: t))
+        case .remoteConnectionParameterRequest:
+            // Connection_Handle (2), Interval_Min (2), Interval_Max (2), Max_Latency (2), Timeout (2).
+            var p = ByteCursor(params)
+            guard let h = p.readLE16(), let iMin = p.readLE16(), let iMax = p.readLE16(), let latency = p.readLE16(),
+                let timeout = p.readLE16()
+            else { return nil }
+            return .leRemoteConnectionParameterRequest(
+                handle: h & 0x0FFF,
+                parameters: LEConnectionParameters(
+                    intervalMin: iMin, intervalMax: iMax, maxLatency: latency, supervisionTimeout: timeout))
         default:
             return .leMeta(sub, params)
         }

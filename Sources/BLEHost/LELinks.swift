@@ -165,9 +165,8 @@ public final class LELinks: @unchecked Sendable {
                 closeLink(dc.handle, reason: "\(dc.reason)")
             case .event(.leConnectionComplete(let cc)) where cc.status.isSuccess:
                 _ = openLink(cc.handle)
-            case .event(.leMeta(.remoteConnectionParameterRequest, let params)):
+            case .event(.leRemoteConnectionParameterRequest(let handle, let p)):
                 // The controller waits for our answer (the LL procedure has a response timeout): always answer.
-                guard let (handle, p) = LERemoteConnectionParameterRequest.parse(params) else { return }
                 let answer = LERemoteConnectionParameterRequest.answer(handle: handle, p)
                 if answer is LERemoteConnectionParameterRequestReplyCommand {
                     stats.remoteParameterRequestsAccepted += 1

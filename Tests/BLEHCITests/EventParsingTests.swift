@@ -164,6 +164,18 @@ func parseEvent(_ h4: [UInt8]) -> HCIEvent? {
         #expect(Array(q) == [0x01])
     }
 
+    /// §7.7.65.6: subevent 0x06, Connection_Handle 0x0040, Interval_Min 24, Interval_Max 40, Max_Latency 0,
+    /// Timeout 400 (4 s); one octet short is malformed, not a guess.
+    @Test func remoteConnectionParameterRequestIsParsedWithItsRanges() {
+        let bytes: [UInt8] = [0x04, 0x3E, 0x0B, 0x06, 0x40, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0x90, 0x01]
+        guard case .leRemoteConnectionParameterRequest(let handle, let p) = parseEvent(bytes) else {
+            Issue.record("not parsed"); return
+        }
+        #expect(handle == 0x0040)
+        #expect(p == LEConnectionParameters(intervalMin: 24, intervalMax: 40, maxLatency: 0, supervisionTimeout: 400))
+        #expect(parseEvent([0x04, 0x3E, 0x0A, 0x06, 0x40, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0x90]) == nil)
+    }
+
     @Test func lengthThatDisagreesWithTheBytesIsMalformed() {
         #expect(parseEvent([0x04, 0x0E, 0x05, 0x01, 0x03, 0x0C, 0x00]) == nil)  // truncated
         #expect(parseEvent([0x04, 0x0E, 0x03, 0x01, 0x03, 0x0C, 0x00]) == nil)  // oversized
