@@ -284,7 +284,8 @@ final class AdapterSupervisor: @unchecked Sendable {
             if e.code == .transportClosed { return }  // the watcher reports the end of the transport
             if e.code == .timedOut { return }  // the watcher reports the unanswered command
             // An LE command (OGF 0x08) refused as unknown: a BR/EDR-only controller, which no reset can fix.
-            let leUnsupported = e.code == .commandFailed && e.opcode?.ogf == 0x08 && e.status?.rawValue == 0x01
+            let leUnsupported = e.code == .commandFailed && e.opcode?.ogf == HCIOpcode.leControllerGroup
+                && e.status == .unknownCommand
             post(.bringUpFailed(reason: e.description, leUnsupported: leUnsupported))
         } catch {
             post(.bringUpFailed(reason: "\(error)", leUnsupported: false))
@@ -481,7 +482,8 @@ final class AdapterSupervisor: @unchecked Sendable {
         case .noSuchAdapter: .absent
         case .permissionDenied: .permissionDenied
         case .unsupported: .unsupported
-        default: e.errno == 132 ? .blocked : .other  // ERFKILL
+        case .rfkillBlocked: .blocked
+        default: .other
         }
     }
 }

@@ -8,6 +8,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     @inlinable public init(ogf: UInt8, ocf: UInt16) { rawValue = UInt16(ogf & 0x3F) << 10 | (ocf & 0x03FF) }
 
     @inlinable public var ogf: UInt8 { UInt8(rawValue >> 10) }
+    /// OGF 0x08, the LE Controller commands (Core v5.4, Vol 4, Part E, §7.8).
+    public static let leControllerGroup: UInt8 = 0x08
     @inlinable public var ocf: UInt16 { rawValue & 0x03FF }
 
     /// "No operation": a Command Complete/Status for opcode 0x0000 only updates the command credit (§7.7.14).

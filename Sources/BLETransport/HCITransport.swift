@@ -30,6 +30,8 @@ public struct TransportError: Error, Hashable, Sendable, CustomStringConvertible
         public static let permissionDenied = Kind(raw: "permission denied")
         public static let adapterBusy = Kind(raw: "adapter busy")
         public static let adapterDown = Kind(raw: "adapter down")
+        /// ERFKILL: the radio is blocked by rfkill (soft or hard).
+        public static let rfkillBlocked = Kind(raw: "blocked by rfkill")
         public static let unsupported = Kind(raw: "unsupported")
         public static let closed = Kind(raw: "closed")
         public static let io = Kind(raw: "i/o error")

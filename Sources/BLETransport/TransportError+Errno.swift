@@ -15,6 +15,7 @@ extension TransportError {
         case ENODEV, ENETDOWN, EPIPE, ECONNRESET, EHOSTDOWN, ESHUTDOWN, ENXIO: kind = .closed
         case EPERM, EACCES: kind = .permissionDenied
         case EBUSY: kind = .adapterBusy
+        case ERFKILL: kind = .rfkillBlocked
         case EAFNOSUPPORT, EPROTONOSUPPORT, EOPNOTSUPP: kind = .unsupported
         default: kind = .io
         }
