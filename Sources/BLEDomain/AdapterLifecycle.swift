@@ -1,3 +1,4 @@
+import BLETransport
 import BLEHCI
 
 /// The adapter's life, as a pure state machine: what happened to the adapter goes in (`Event`), what the caller

@@ -1,3 +1,4 @@
+import BLETransport
 import BLEHCI
 
 /// Who a sighting is about, stable across advertisements: the beacon's own identity when it has

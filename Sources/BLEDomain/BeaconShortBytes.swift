@@ -1,3 +1,4 @@
+import BLETransport
 import BLEHCI
 
 /// Up to 24 octets held inline, so that beacon values carrying a few bytes (an Eddystone URL, an

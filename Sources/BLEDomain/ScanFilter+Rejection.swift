@@ -1,3 +1,4 @@
+import BLETransport
 import BLEHCI
 
 /// Why a sighting fails the scan filter, criterion by criterion, for `blegateway explain`: the same tests as
@@ -42,8 +43,5 @@ extension ScanFilter {
         return nil
     }
 
-    static func hex(_ v: UInt16) -> String {
-        let s = String(v, radix: 16, uppercase: true)
-        return "0x" + String(repeating: "0", count: 4 - s.count) + s
-    }
+    static func hex(_ v: UInt16) -> String { "0x" + upperHex(v, digits: 4) }
 }

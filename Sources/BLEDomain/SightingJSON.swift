@@ -1,3 +1,4 @@
+import BLETransport
 import BLEHCI
 
 /// Small helpers for writing JSON into a byte buffer by hand (no Foundation, no reflection).

@@ -1,3 +1,5 @@
+import BLETransport
+
 /// SHA-256 (FIPS 180-4 §6.2) for the effective-configuration hash on `config/state`. Written here rather than
 /// pulling in a crypto library for one digest of a few hundred bytes; checked against the FIPS 180-2 examples.
 enum ConfigDigest {
@@ -44,12 +46,7 @@ enum ConfigDigest {
         return h.flatMap { v in [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: v >> UInt32($0)) } }
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 15)]) }
-        return String(decoding: out, as: UTF8.self)
-    }
+    static func hex(_ bytes: [UInt8]) -> String { HexDigits.string(bytes) }
 
     private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { x >> n | x << (32 - n) }
 }

@@ -1,3 +1,4 @@
+import BLETransport
 import BLEDomain
 import BLEHCI
 import BLEHost

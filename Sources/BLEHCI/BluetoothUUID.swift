@@ -116,32 +116,3 @@ public struct BluetoothUUID: Hashable, Sendable, Comparable, CustomStringConvert
 
     public static func < (a: BluetoothUUID, b: BluetoothUUID) -> Bool { (a.high, a.low) < (b.high, b.low) }
 }
-
-/// Hex formatting into byte buffers, without intermediate strings.
-public enum HexDigits {
-    @usableFromInline static let upperDigits: StaticString = "0123456789ABCDEF"
-    @usableFromInline static let lowerDigits: StaticString = "0123456789abcdef"
-
-    /// Appends the low `digits` nibbles of `value`, most significant first.
-    @inlinable public static func append(_ value: UInt64, digits: Int, upper: Bool, to out: inout [UInt8]) {
-        let table = upper ? upperDigits : lowerDigits
-        var shift = (digits - 1) * 4
-        while shift >= 0 {
-            let nibble = Int((value >> UInt64(shift)) & 0xF)
-            out.append(table.utf8Start[nibble])
-            shift -= 4
-        }
-    }
-
-    /// Appends each byte as two digits.
-    @inlinable public static func append(bytes: some Sequence<UInt8>, upper: Bool, to out: inout [UInt8]) {
-        for b in bytes { append(UInt64(b), digits: 2, upper: upper, to: &out) }
-    }
-
-    /// Lower-case hex of some bytes, as a String.
-    public static func string(_ bytes: some Sequence<UInt8>, upper: Bool = false) -> String {
-        var out = [UInt8]()
-        append(bytes: bytes, upper: upper, to: &out)
-        return String(decoding: out, as: UTF8.self)
-    }
-}

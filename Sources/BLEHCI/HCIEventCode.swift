@@ -1,3 +1,5 @@
+import BLETransport
+
 /// An HCI event code (Core v5.4, Vol 4, Part E, §7.7). An open set: unknown codes print by number.
 public struct HCIEventCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt8

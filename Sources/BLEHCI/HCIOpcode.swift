@@ -116,10 +116,3 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         return "OGF 0x\(upperHex(UInt16(ogf), digits: 2)) OCF 0x\(upperHex(ocf, digits: 4)) (\(number))"
     }
 }
-
-/// Upper-case hex, zero-padded to `digits` (longer values are not cut): the form the specification and btmon
-/// print, as in "0x0C". Package-wide so the layers above print codes the same way.
-package func upperHex<T: BinaryInteger>(_ v: T, digits: Int) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return s.count >= digits ? s : String(repeating: "0", count: digits - s.count) + s
-}

@@ -1,3 +1,5 @@
+import BLETransport
+
 /// An HCI status / error code, as returned in Command Complete, Command Status and the status and
 /// reason fields of other events (Core v5.4, Vol 1, Part F, §1.3 "List of error codes").
 /// An open set: an unlisted code prints as "HCI status 0x.." with no name.

@@ -1,3 +1,5 @@
+import BLETransport
+
 /// An ATT opcode (Core v5.4, Vol 3, Part F, §3.3.1 and the summary table of §3.4.8). Open: a PDU with an
 /// opcode this host does not know still has one, and it prints by number.
 ///
@@ -158,9 +160,6 @@ public struct ATTErrorCode: RawRepresentable, Hashable, Sendable, CustomStringCo
     }
 }
 
-@inline(__always) func hex2(_ v: UInt8) -> String {
-    let d = Array("0123456789ABCDEF")
-    return String([d[Int(v >> 4)], d[Int(v & 0x0F)]])
-}
+@inline(__always) func hex2(_ v: UInt8) -> String { upperHex(v, digits: 2) }
 
-@inline(__always) func hex4(_ v: UInt16) -> String { hex2(UInt8(v >> 8)) + hex2(UInt8(v & 0xFF)) }
+@inline(__always) func hex4(_ v: UInt16) -> String { upperHex(v, digits: 4) }

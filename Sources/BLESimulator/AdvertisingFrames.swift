@@ -1,3 +1,4 @@
+import BLETransport
 import BLEHCI
 
 /// What a simulated device broadcasts. Each case builds its legacy advertising data (≤ 31 octets)
@@ -135,28 +136,10 @@ public enum BeaconFrame: Sendable, Hashable {
 
 func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
 
-func hexLower(_ bytes: [UInt8]) -> String {
-    let digits = Array("0123456789abcdef".utf8)
-    var out = [UInt8]()
-    out.reserveCapacity(bytes.count * 2)
-    for b in bytes {
-        out.append(digits[Int(b >> 4)])
-        out.append(digits[Int(b & 0xF)])
-    }
-    return String(decoding: out, as: UTF8.self)
-}
+func hexLower(_ bytes: [UInt8]) -> String { HexDigits.string(bytes) }
 
 /// Parses hex, ignoring '-' and ':' (UUIDs, namespaces), into exactly `count` bytes.
 func parseHex(_ text: String, count: Int) -> [UInt8]? {
-    let digits = text.filter { $0 != "-" && $0 != ":" }
-    guard digits.count == count * 2 else { return nil }
-    var out = [UInt8]()
-    var i = digits.startIndex
-    while i < digits.endIndex {
-        let j = digits.index(i, offsetBy: 2)
-        guard let b = UInt8(digits[i..<j], radix: 16) else { return nil }
-        out.append(b)
-        i = j
-    }
-    return out
+    guard !text.contains(where: { $0 == " " || $0 == "\t" }) else { return nil }
+    return HexDigits.parse(text, count: count)
 }

@@ -1,3 +1,5 @@
+import BLETransport
+
 /// The simulator's own reading of the HCI wire codes it speaks (Core v5.4, Vol 4, Part E).
 /// Kept apart from BLEHCI's codec on purpose: two independent readings of the spec that meet on
 /// the wire are a better check than one codec talking to itself.
@@ -99,12 +101,6 @@ public enum SimEventCode {
     public static let leScanTimeout: UInt8 = 0x11
 }
 
-@inline(__always) func hex8(_ v: UInt8) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return s.count == 1 ? "0" + s : s
-}
+@inline(__always) func hex8(_ v: UInt8) -> String { upperHex(v, digits: 2) }
 
-@inline(__always) func hex16(_ v: UInt16) -> String {
-    let s = String(v, radix: 16, uppercase: true)
-    return String(repeating: "0", count: 4 - s.count) + s
-}
+@inline(__always) func hex16(_ v: UInt16) -> String { upperHex(v, digits: 4) }

@@ -84,10 +84,7 @@ public enum KernelAdapters {
         return n
     }
 
-    private static func hex2(_ b: UInt8) -> String {
-        let s = String(b, radix: 16, uppercase: true)
-        return s.count == 1 ? "0" + s : s
-    }
+    private static func hex2(_ b: UInt8) -> String { upperHex(b, digits: 2) }
 
     /// Waits until the adapter is back (by address if one is given, else by name), polling the kernel's list
     /// every `interval` up to `timeout`. Returns the adapter's name, or nil when it did not come back in time.

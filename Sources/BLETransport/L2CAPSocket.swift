@@ -162,10 +162,7 @@ public final class L2CAPSocket: @unchecked Sendable {
     }
 
     /// "0004" for CIDs in messages.
-    static func hex4(_ v: UInt16) -> String {
-        let h = String(v, radix: 16, uppercase: true)
-        return String(repeating: "0", count: max(0, 4 - h.count)) + h
-    }
+    static func hex4(_ v: UInt16) -> String { upperHex(v, digits: 4) }
 
     static let sendWaitSlices = 50
     static let sendWaitSliceMilliseconds: Int32 = 100

@@ -302,4 +302,4 @@ private func say(_ line: String) {
     StandardOutput.write(line + "\n")
     printedLines.withLock { $0 += 1 }
 }
-private func hex4(_ v: UInt16) -> String { String(format: "%04X", v) }
+private func hex4(_ v: UInt16) -> String { upperHex(v, digits: 4) }

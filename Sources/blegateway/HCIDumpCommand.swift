@@ -131,28 +131,8 @@ struct HCIDumpCommand: AsyncParsableCommand {
         return nil
     }
 
-    static func hex(_ text: String) -> [UInt8]? {
-        let digits = text.filter { !$0.isWhitespace && $0 != ":" && $0 != "-" }
-        guard digits.count % 2 == 0 else { return nil }
-        var out: [UInt8] = []
-        var i = digits.startIndex
-        while i < digits.endIndex {
-            let j = digits.index(i, offsetBy: 2)
-            guard let b = UInt8(digits[i..<j], radix: 16) else { return nil }
-            out.append(b)
-            i = j
-        }
-        return out
-    }
+    /// Hex as people type it (spaces, ':' and '-' between bytes are allowed).
+    static func hex(_ text: String) -> [UInt8]? { HexDigits.parse(text) }
 
-    static func hexString(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef")
-        var s = ""
-        s.reserveCapacity(bytes.count * 2)
-        for b in bytes {
-            s.append(digits[Int(b >> 4)])
-            s.append(digits[Int(b & 0xF)])
-        }
-        return s
-    }
+    static func hexString(_ bytes: [UInt8]) -> String { HexDigits.string(bytes) }
 }

@@ -1,0 +1,33 @@
+import Testing
+
+@testable import BLETransport
+
+/// The one hex formatter and parser every layer uses (codes as the specification prints them, bytes as topics and
+/// tools show them, and what people type).
+@Suite struct HexTests {
+    @Test func codesPrintUpperCaseZeroPaddedAndAreNeverCut() {
+        #expect(upperHex(UInt8(0x0C), digits: 2) == "0C")
+        #expect(upperHex(UInt16(0x2A6E), digits: 4) == "2A6E")
+        #expect(upperHex(UInt16(0x4), digits: 4) == "0004")
+        #expect(upperHex(0x12345, digits: 4) == "12345")
+    }
+
+    @Test func bytesPrintLowerCaseByDefault() {
+        #expect(HexDigits.string([0x00, 0xAB, 0x0F]) == "00ab0f")
+        #expect(HexDigits.string([0x00, 0xAB, 0x0F], upper: true) == "00AB0F")
+        var out: [UInt8] = []
+        HexDigits.append(0xBEEF, digits: 4, upper: false, to: &out)
+        #expect(out == Array("beef".utf8))
+    }
+
+    @Test func parsingTakesTheSeparatorsPeopleWriteAndRefusesTheRest() {
+        #expect(HexDigits.parse("01 0c20 02 0100") == [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00])
+        #expect(HexDigits.parse("AA:bb-Cc") == [0xAA, 0xBB, 0xCC])
+        #expect(HexDigits.parse("") == [])
+        #expect(HexDigits.parse("abc") == nil)  // odd
+        #expect(HexDigits.parse("0g") == nil)
+        #expect(HexDigits.parse("0x01") == nil)
+        #expect(HexDigits.parse("0102", count: 2) == [0x01, 0x02])
+        #expect(HexDigits.parse("0102", count: 3) == nil)
+    }
+}
