@@ -132,6 +132,7 @@ extension CanonicalJSON {
             ("enabled", Array((h.enabled ? "true" : "false").utf8)),
             ("discovery_prefix", string(h.discoveryPrefix)),
             ("max_devices", int(h.maxDevices)),
+            ("sensors", Array((h.sensors ? "true" : "false").utf8)),
             ("controls", set(controls)),
         ])
     }

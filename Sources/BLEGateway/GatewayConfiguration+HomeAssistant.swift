@@ -11,6 +11,8 @@ extension GatewayConfiguration {
         public var discoveryPrefix = "homeassistant"
         /// At most this many devices are announced (the gateway counts as one); the rest are counted, not announced.
         public var maxDevices = 100
+        /// Broadcasting sensors the gateway decodes (docs/SENSORS.md) are announced once heard, one entity per quantity.
+        public var sensors = true
         /// How writable characteristics appear (button, switch or number); a writable characteristic without one
         /// appears only when its type is known (Alert Level, 2A06, as a number 0…2).
         public var controls: [Control] = []

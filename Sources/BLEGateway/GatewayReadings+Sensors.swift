@@ -41,12 +41,24 @@ extension GatewayReadings {
 
     /// A quantity a frame carries twice (BTHome allows it: two temperatures) is `temperature_c`, `temperature_c_2`.
     static func values(_ r: SensorReading, outOfRange: Bool, into o: inout JSONObjectWriter) {
+        forEachValue(r) { key, v in
+            if v.isOutOfRange == outOfRange { o.number(key, v.value, digits: 6) }
+        }
+    }
+
+    /// The keys under `values` (the readings, not those out of range), in the frame's order.
+    static func valueKeys(_ r: SensorReading) -> [String] {
+        var keys: [String] = []
+        forEachValue(r) { key, v in if !v.isOutOfRange { keys.append(key) } }
+        return keys
+    }
+
+    private static func forEachValue(_ r: SensorReading, _ body: (String, SensorValue) -> Void) {
         var seen: [SensorQuantity: Int] = [:]
         for v in r {
             let n = (seen[v.quantity] ?? 0) + 1
             seen[v.quantity] = n
-            guard v.isOutOfRange == outOfRange else { continue }
-            o.number(n == 1 ? v.quantity.name : "\(v.quantity.name)_\(n)", v.value, digits: 6)
+            body(n == 1 ? v.quantity.name : "\(v.quantity.name)_\(n)", v)
         }
     }
 }

@@ -93,6 +93,13 @@ extension GatewayRuntime {
         homeAssistant.withLock { h in record(h.announcer.deviceFound(address, intent: intent)) }
     }
 
+    /// A sensor reading went to the spool: a sensor (or a quantity) not announced yet is, after that reading, so
+    /// Home Assistant's entity finds the value when it subscribes.
+    func announceSensorToHomeAssistant(_ address: BDAddress, model: String, keys: [String]) {
+        guard !keys.isEmpty else { return }
+        homeAssistant.withLock { h in record(h.announcer.sensorHeard(address, model: model, keys: keys)) }
+    }
+
     /// After a reconnection: every document again. A broker that restarted without persistence (or a failover to
     /// another) has lost the retained documents, and Home Assistant's birth message may have come before the
     /// gateway subscribed again; without this, Home Assistant's next restart would find nothing to discover.

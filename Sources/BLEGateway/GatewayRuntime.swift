@@ -425,6 +425,7 @@ public final class GatewayRuntime: Service, Sendable {
         let decision = state.withLock { $0.sensorGate.admit(r, from: s.address, at: now) }
         guard decision == .publish else { return }
         _ = spool.append(readings.sensor(r, address: s.address, rssi: s.rssi, ts: s.timestamp, synced: clockSynchronized()))
+        announceSensorToHomeAssistant(s.address, model: r.model.description, keys: GatewayReadings.valueKeys(r))
     }
 
     /// Every ranging interval: the beacons' summaries; every health interval: the health topic.

@@ -45,6 +45,9 @@ struct HomeAssistantAnnouncer: Sendable {
     /// The configuration last given, and the devices found for entries without an address (`deviceFound`).
     private var configuration: GatewayConfiguration?
     private var found: [HomeAssistantDiscovery.Found] = []
+    /// Broadcasting sensors heard, in the order heard, each with every quantity it has reported; at most
+    /// `max_devices` kept (the rest could not be announced anyway).
+    private var sensors: [HomeAssistantDiscovery.HeardSensor] = []
 
     init(topics: Topics, version: String) {
         self.topics = topics
@@ -69,6 +72,22 @@ struct HomeAssistantAnnouncer: Sendable {
         return configure(c)
     }
 
+    /// A sensor reading was published: a sensor not announced yet, or one reporting a quantity it had not, is
+    /// announced (again) with every quantity it has reported.
+    mutating func sensorHeard(_ address: BDAddress, model: String, keys: some Collection<String>) -> [Message] {
+        guard case .announcing = state, let c = configuration, c.homeAssistant.sensors else { return [] }
+        if let i = sensors.firstIndex(where: { $0.address == address }) {
+            let new = keys.filter { !sensors[i].keys.contains($0) }
+            guard !new.isEmpty || sensors[i].model != model else { return [] }
+            sensors[i].keys += new
+            sensors[i].model = model
+        } else {
+            guard sensors.count < c.homeAssistant.maxDevices else { return [] }
+            sensors.append(.init(address: address, model: model, keys: Array(keys)))
+        }
+        return configure(c)
+    }
+
     mutating func configure(_ c: GatewayConfiguration) -> [Message] {
         configuration = c
         found.removeAll { !c.peripherals.contains($0.intent) }
@@ -88,6 +107,7 @@ struct HomeAssistantAnnouncer: Sendable {
         }
         guard settings.enabled else {
             state = .disabled
+            sensors = []
             current = []
             discovery = nil
             announcedDevices = 0
@@ -95,7 +115,8 @@ struct HomeAssistantAnnouncer: Sendable {
             return out
         }
         let d = HomeAssistantDiscovery(settings: settings, topics: topics, version: version)
-        let devices = d.devices(for: c, found: found)
+        if !settings.sensors { sensors = [] }
+        let devices = d.devices(for: c, found: found, sensors: sensors)
         let kept = Array(devices.prefix(settings.maxDevices))
         announcedDevices = kept.count
         refusedDevices = devices.count - kept.count

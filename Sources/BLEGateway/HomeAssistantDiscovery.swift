@@ -51,14 +51,18 @@ struct HomeAssistantDiscovery: Sendable {
     }
 
     /// Every device to announce for `c`, the gateway first, then the peripherals in configuration order, then the
-    /// devices found for entries without an address (those whose entry is still configured), in the order found.
-    func devices(for c: GatewayConfiguration, found: [Found] = []) -> [Device] {
+    /// devices found for entries without an address (those whose entry is still configured), in the order found,
+    /// then the broadcasting sensors heard, in the order heard.
+    func devices(for c: GatewayConfiguration, found: [Found] = [], sensors: [HeardSensor] = []) -> [Device] {
         var out = [gatewayDevice(regions: c.regions, remoteConfig: c.remoteConfig.enabled)]
         for intent in c.peripherals {
             if let d = peripheralDevice(intent) { out.append(d) }
         }
         for f in found where c.peripherals.contains(f.intent) {
             if let d = peripheralDevice(f.intent, address: f.address) { out.append(d) }
+        }
+        if c.homeAssistant.sensors {
+            for s in sensors { out.append(sensorDevice(s)) }
         }
         return out
     }

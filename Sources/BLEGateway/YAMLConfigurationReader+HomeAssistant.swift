@@ -17,6 +17,7 @@ extension YAMLConfigurationReader {
                 }
                 h.discoveryPrefix = prefix
             case "max_devices": h.maxDevices = try int(v, p, 1...10_000)
+            case "sensors": h.sensors = try bool(v, p)
             case "controls":
                 guard case .sequence(let seq) = v else { throw fail(v, p, "expected a list") }
                 h.controls = try seq.enumerated().map { try control($0.element, "\(p)[\($0.offset)]") }

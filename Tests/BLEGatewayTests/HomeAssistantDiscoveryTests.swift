@@ -298,7 +298,7 @@ import Testing
         #expect(c.homeAssistant.enabled && c.homeAssistant.discoveryPrefix == "ha2")
         #expect(c.effectiveHash != GatewayConfiguration().effectiveHash)
         #expect(Self.text(c.canonicalRemoteJSON).contains(
-            #""homeassistant":{"controls":[],"discovery_prefix":"ha2","enabled":true,"max_devices":100}"#))
+            #""homeassistant":{"controls":[],"discovery_prefix":"ha2","enabled":true,"max_devices":100,"sensors":true}"#))
     }
 
     @Test func aVerbatimBodyIsPublishedWithoutTheEnvelopeAndMayBeEmpty() {

@@ -32,6 +32,8 @@ GW_DEVICE = "blegateway_gw-ha"
 PERIPHERAL_DEVICE = f"blegateway_gw-ha_{HEX}"
 FOUND_ADDRESS = "00:1B:DC:10:00:72"
 FOUND_DEVICE = "blegateway_gw-ha_001bdc100072"
+SENSOR_ADDRESS = "A4:C1:38:00:00:73"
+SENSOR_DEVICE = "blegateway_sensor_a4c138000073"
 # The gateway cuts names to 64 characters after dropping control characters and collapsing white space.
 PERIPHERAL_NAME = "Thermo lobby with a name far longer than anyone would want to read in a list of devices"[:64]
 # Each wait has its own bound; Home Assistant itself starts in under 10 s.
@@ -400,6 +402,28 @@ async def main(binary, venv):
               and devices is not None and found["via_device_id"] == devices[GW_DEVICE]["id"], json.dumps(found))
         check("its temperature in °C", await state_is(FOUND_TEMPERATURE, lambda s: is_number(s["state"])
                                                        and s["attributes"].get("unit_of_measurement") == "°C"))
+
+        # A broadcasting sensor the gateway decodes is a device of its own (identified by its address, so every
+        # gateway that hears it describes the same device), with an entity per quantity it reported.
+        async def sensor_device():
+            devices, _ = await ha.registries()
+            return devices.get(SENSOR_DEVICE)
+        sensor = await until("the broadcasting sensor's device", sensor_device)
+        check("a decoded broadcasting sensor is a device with its Bluetooth address",
+              sensor is not None and ["bluetooth", SENSOR_ADDRESS] in sensor["connections"]
+              and sensor["via_device_id"] is None, json.dumps(sensor))
+        sensor_key = f"{GW_DEVICE}_sensor_{SENSOR_ADDRESS.replace(':', '').lower()}"
+        for key, device_class, unit, low, high in [("temperature_c", "temperature", "°C", 15, 30),
+                                                   ("humidity_pct", "humidity", "%", 0, 100),
+                                                   ("battery_pct", "battery", "%", 0, 100)]:
+            entity_id = entity("sensor", key, sensor_key)
+            check(f"{entity_id}: a number in {unit}, device class {device_class}",
+                  await state_is(entity_id, lambda s: is_number(s["state"]) and low <= float(s["state"]) <= high
+                                 and s["attributes"].get("device_class") == device_class
+                                 and s["attributes"].get("unit_of_measurement") == unit))
+        _, registry = await ha.registries()
+        check("the sensor's battery is a diagnostic entity",
+              registry.get(entity("sensor", "battery_pct", sensor_key), {}).get("entity_category") == "diagnostic")
 
         # A write from Home Assistant reaches the peripheral: the number entity sends the write command.
         status = await ha.call("number", "set_value", {"entity_id": ALERT, "value": 2})

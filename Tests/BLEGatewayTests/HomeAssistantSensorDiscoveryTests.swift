@@ -1,0 +1,84 @@
+import BLEDomain
+import BLEHCI
+import BLEPublishing
+import Foundation
+import Testing
+@testable import BLEGateway
+
+/// Broadcasting sensors in Home Assistant: one device per sensor address (shared by the gateways that hear it), this
+/// gateway's entities on it, announced once heard and again when a new quantity appears; literal JSON where it
+/// matters, the announcer's lifecycle for the rest.
+@Suite struct HomeAssistantSensorDiscoveryTests {
+    typealias D = HomeAssistantDiscovery
+    static let address = BDAddress(rawValue: 0xA4C1_3800_0073)
+    static let topic = "homeassistant/device/blegateway_gw-1_sensor_a4c138000073/config"
+
+    static func configuration(_ yaml: String = "homeassistant: {enabled: true}") throws -> GatewayConfiguration {
+        try HomeAssistantDiscoveryTests.configuration(yaml)
+    }
+
+    @Test func aSensorIsItsOwnDeviceWithAnEntityPerQuantityReadingThisGatewaysStream() throws {
+        let c = try Self.configuration()
+        let d = HomeAssistantDiscoveryTests.discovery(c.homeAssistant)
+        let device = d.sensorDevice(.init(address: Self.address, model: "BTHome",
+                                          keys: ["temperature_c", "humidity_pct", "battery_pct", "door"]))
+        #expect(d.topic(for: device.objectID) == Self.topic)
+        #expect(HomeAssistantDiscoveryTests.text(device.device) == #"{"identifiers":["blegateway_sensor_a4c138000073"],"#
+            + #""connections":[["bluetooth","A4:C1:38:00:00:73"]],"name":"BTHome A4:C1:38:00:00:73","model":"BTHome"}"#)
+        #expect(device.components.map(\.id) == ["s_battery_pct", "s_door", "s_humidity_pct", "s_temperature_c", "s_rssi"])
+        let temperature = HomeAssistantDiscoveryTests.text(device.components[3].options)
+        #expect(temperature.contains(#""p":"sensor","unique_id":"blegateway_gw-1_sensor_a4c138000073_temperature_c""#))
+        #expect(temperature.contains(#""name":"Temperature (gw-1)""#))
+        #expect(temperature.contains(#""device_class":"temperature","state_class":"measurement","unit_of_measurement":"°C""#))
+        #expect(temperature.contains(#""state_topic":"ble/gw-1/sensors/a4c138000073""#))
+        // A frame without the quantity keeps the entity's state (a BTHome button sends its event alone).
+        #expect(temperature.contains(#"{% if 'temperature_c' in value_json['values'] %}"#))
+        #expect(temperature.contains("this.state"))
+        let door = HomeAssistantDiscoveryTests.text(device.components[1].options)
+        #expect(door.contains(#""p":"binary_sensor""#) && door.contains(#""device_class":"door""#))
+        #expect(door.contains("'ON' if value_json['values']['door'] else 'OFF'"))
+        let battery = HomeAssistantDiscoveryTests.text(device.components[0].options)
+        #expect(battery.contains(#""entity_category":"diagnostic""#))
+    }
+
+    @Test(arguments: [
+        ("temperature_c_2", "sensor", "Temperature 2", "temperature", "°C"),
+        ("pm25_ugm3", "sensor", "PM2.5", "pm25", "µg/m³"),
+        ("battery_low", "binary_sensor", "Battery low", "battery", nil),
+        ("button_event", "sensor", "Button event", nil, nil),
+        ("some_new_quantity", "sensor", "Some new quantity", nil, nil),
+    ] as [(String, String, String, String?, String?)])
+    func quantitiesMapToHomeAssistantsClassesAndUnits(key: String, platform: String, name: String,
+                                                        deviceClass: String?, unit: String?) {
+        let k = D.kind(forKey: key)
+        #expect(k.platform == platform && k.name == name && k.deviceClass == deviceClass && k.unit == unit)
+    }
+
+    @Test func aSensorIsAnnouncedOnceHeardAndAgainOnlyWhenItReportsSomethingNew() throws {
+        var a = HomeAssistantAnnouncer(topics: HomeAssistantDiscoveryTests.topics, version: "0.1.0")
+        var c = try Self.configuration()
+        _ = a.configure(c)
+        let first = a.sensorHeard(Self.address, model: "BTHome", keys: ["temperature_c", "humidity_pct"])
+        #expect(HomeAssistantDiscoveryTests.messages(first) == ["publish \(Self.topic)"])
+        #expect(a.sensorHeard(Self.address, model: "BTHome", keys: ["temperature_c"]).isEmpty)
+        let grown = a.sensorHeard(Self.address, model: "BTHome", keys: ["button_event"])
+        #expect(HomeAssistantDiscoveryTests.messages(grown) == ["publish \(Self.topic)"])
+        #expect(HomeAssistantDiscoveryTests.text(grown[0].payload).contains("s_temperature_c"),
+                "what was reported before stays announced")
+        #expect(HomeAssistantDiscoveryTests.messages(a.homeAssistantOnline()).contains("publish \(Self.topic)"))
+        // Turned off: the sensor's document is removed, and nothing is announced while off.
+        c.homeAssistant.sensors = false
+        #expect(HomeAssistantDiscoveryTests.messages(a.configure(c)) == ["remove \(Self.topic)"])
+        #expect(a.sensorHeard(Self.address, model: "BTHome", keys: ["temperature_c"]).isEmpty)
+    }
+
+    @Test func sensorsBeyondTheDeviceCapAreNotAnnounced() throws {
+        var a = HomeAssistantAnnouncer(topics: HomeAssistantDiscoveryTests.topics, version: "0.1.0")
+        let c = try Self.configuration("homeassistant: {enabled: true, max_devices: 2}")
+        _ = a.configure(c)
+        #expect(a.sensorHeard(Self.address, model: "BTHome", keys: ["temperature_c"]).count == 1)
+        let other = BDAddress(rawValue: 0xA4C1_3800_0074)
+        #expect(a.sensorHeard(other, model: "BTHome", keys: ["temperature_c"]).isEmpty)
+        #expect(a.announcedDevices == 2)
+    }
+}
