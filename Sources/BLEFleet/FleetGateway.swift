@@ -76,6 +76,18 @@ public struct FleetGateway: Sendable, Encodable {
         public var rssi: Int?
     }
 
+    /// A broadcasting sensor's latest reading, as this gateway published it.
+    public struct Sensor: Sendable, Encodable, Equatable {
+        public var address: String
+        public var model: String
+        public var format: String
+        public var values: [String: Double]
+        public var rssi: Double?
+        public var ts: Double
+        /// Service clock of the reading's arrival.
+        public var receivedAt: Double
+    }
+
     public let id: String
     /// `online`, `offline`, or `unknown` before a status arrived.
     public var status = "unknown"
@@ -100,6 +112,8 @@ public struct FleetGateway: Sendable, Encodable {
     public var beacons: [String: Beacon] = [:]
     public var regions: [String: Region] = [:]
     public var peripherals: [String: Peripheral] = [:]
+    /// Broadcasting sensors (docs/SENSORS.md), by the address in their topic: the latest reading of each.
+    public var sensors: [String: Sensor] = [:]
     /// Recent (ts, depth) for the trend; not encoded.
     var recentDepths: [SpoolPoint] = []
 
@@ -115,6 +129,6 @@ public struct FleetGateway: Sendable, Encodable {
 
     enum CodingKeys: String, CodingKey {
         case id, status, statusReason, since, version, run, adapter, adapters, health, spoolTrendPerMin, config, seq
-        case messages, invalid, lastMessageAt, beacons, regions, peripherals
+        case messages, invalid, lastMessageAt, beacons, regions, peripherals, sensors, site
     }
 }

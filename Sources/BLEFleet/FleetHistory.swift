@@ -1,8 +1,9 @@
 import BLESpool
 import BLETransport
 
-/// The dashboard's plots, kept in SQLite beside the service so a restart keeps them: one point per gateway (health)
-/// and per beacon and gateway (ranging) every `resolution` seconds, for `retention` seconds.
+/// The dashboard's plots, kept in SQLite beside the service so a restart keeps them: one point per gateway (health),
+/// per beacon and gateway (ranging) and per sensor, quantity and gateway every `resolution` seconds, for `retention`
+/// seconds.
 /// Times are the service's clock, bucketed, so gateways with skewed clocks still line up.
 public final class FleetHistory: Sendable {
     public static let resolution = 10.0
@@ -32,6 +33,14 @@ public final class FleetHistory: Sendable {
         let prune: [SQLiteStatement]
         let healthSeries: SQLiteStatement
         let rangeSeries: SQLiteStatement
+        let insertSensor: SQLiteStatement
+        let sensorSeries: SQLiteStatement
+    }
+
+    /// One plotted sensor value.
+    public struct SensorPoint: Sendable, Encodable, Equatable {
+        public var t: Double
+        public var value: Double
     }
 
     private let store: Locked<Store>
@@ -50,19 +59,28 @@ public final class FleetHistory: Sendable {
                 beacon TEXT NOT NULL, gateway TEXT NOT NULL, t INTEGER NOT NULL, rssi REAL, distance_m REAL,
                 PRIMARY KEY(beacon, t, gateway)) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS beacon_range_t ON beacon_range(t);
+            CREATE TABLE IF NOT EXISTS sensor_values(
+                sensor TEXT NOT NULL, quantity TEXT NOT NULL, gateway TEXT NOT NULL, t INTEGER NOT NULL, value REAL,
+                PRIMARY KEY(sensor, quantity, t, gateway)) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS sensor_values_t ON sensor_values(t);
             """)
         store = Locked(Store(
             db: db,
             insertHealth: try db.prepare("INSERT OR REPLACE INTO gateway_health VALUES(?1, ?2, ?3, ?4, ?5, ?6)"),
             insertRange: try db.prepare("INSERT OR REPLACE INTO beacon_range VALUES(?1, ?2, ?3, ?4, ?5)"),
             prune: [try db.prepare("DELETE FROM gateway_health WHERE t < ?1"),
-                    try db.prepare("DELETE FROM beacon_range WHERE t < ?1")],
+                    try db.prepare("DELETE FROM beacon_range WHERE t < ?1"),
+                    try db.prepare("DELETE FROM sensor_values WHERE t < ?1")],
             healthSeries: try db.prepare("""
                 SELECT t, messages_per_s, spool_depth, reports_per_s, rss_bytes FROM gateway_health
                 WHERE gateway = ?1 AND t >= ?2 ORDER BY t
                 """),
             rangeSeries: try db.prepare("""
                 SELECT gateway, t, rssi, distance_m FROM beacon_range WHERE beacon = ?1 AND t >= ?2 ORDER BY t
+                """),
+            insertSensor: try db.prepare("INSERT OR REPLACE INTO sensor_values VALUES(?1, ?2, ?3, ?4, ?5)"),
+            sensorSeries: try db.prepare("""
+                SELECT quantity, gateway, t, value FROM sensor_values WHERE sensor = ?1 AND t >= ?2 ORDER BY t
                 """)))
     }
 
@@ -94,6 +112,17 @@ public final class FleetHistory: Sendable {
                         s.insertRange.bind(4, b.rssi)
                         s.insertRange.bind(5, b.distanceM)
                         try s.insertRange.run()
+                    }
+                    for (id, sensor) in g.sensors where now - sensor.receivedAt <= Self.resolution {
+                        for (quantity, value) in sensor.values {
+                            s.insertSensor.reset()
+                            s.insertSensor.bind(1, id)
+                            s.insertSensor.bind(2, quantity)
+                            s.insertSensor.bind(3, g.id)
+                            s.insertSensor.bind(4, t)
+                            s.insertSensor.bind(5, Optional(value))
+                            try s.insertSensor.run()
+                        }
                     }
                 }
                 for p in s.prune {
@@ -139,6 +168,23 @@ public final class FleetHistory: Sendable {
             while try q.step() {
                 out[q.text(0), default: []].append(
                     RangePoint(t: q.double(1), rssi: q.optionalDouble(2), distanceM: q.optionalDouble(3)))
+            }
+            return out
+        }
+    }
+
+    /// A sensor's values since `since`, by quantity and then gateway, oldest first.
+    public func sensor(_ sensor: String, since: Double) throws -> [String: [String: [SensorPoint]]] {
+        try store.withLock { s in
+            let q = s.sensorSeries
+            q.reset()
+            q.bind(1, sensor)
+            q.bind(2, Int64(since))
+            defer { q.reset() }
+            var out: [String: [String: [SensorPoint]]] = [:]
+            while try q.step() {
+                guard let v = q.optionalDouble(3) else { continue }
+                out[q.text(0), default: [:]][q.text(1), default: []].append(SensorPoint(t: q.double(2), value: v))
             }
             return out
         }

@@ -104,6 +104,22 @@ struct FleetJSON {
         return bytes[m.value.lowerBound] == UInt8(ascii: "t")
     }
 
+    /// A member that is an object, read as one (nil: absent or null).
+    func object(_ name: String) throws(Failure) -> FleetJSON? {
+        guard let m = member(name), m.kind != .null else { return nil }
+        guard m.kind == .nested, bytes[m.value.lowerBound] == UInt8(ascii: "{") else { throw .wrongType(name) }
+        return try FleetJSON(Array(bytes[m.value]))
+    }
+
+    /// Every member that is a number, by key (other members are left out).
+    var numbers: [String: Double] {
+        var out: [String: Double] = [:]
+        for m in members where m.kind == .number {
+            if let d = Double(String(decoding: bytes[m.value], as: UTF8.self)), d.isFinite { out[keyString(m)] = d }
+        }
+        return out
+    }
+
     func required<T>(_ value: T?, _ name: String) throws(Failure) -> T {
         guard let value else { throw member(name) == nil ? .missingField(name) : .wrongType(name) }
         return value

@@ -103,12 +103,14 @@ public struct FleetModel: Sendable {
         return nil
     }
 
-    /// Forgets beacons no gateway has reported for `age` seconds (service clock), so the model stays bounded.
+    /// Forgets beacons and sensors no gateway has reported for `age` seconds (service clock), so the model stays
+    /// bounded.
     public mutating func forgetBeacons(olderThan age: Double, now: Double) {
         for id in gateways.keys {
-            let before = gateways[id]!.beacons.count
+            let before = gateways[id]!.beacons.count + gateways[id]!.sensors.count
             gateways[id]!.beacons = gateways[id]!.beacons.filter { now - $0.value.receivedAt <= age }
-            if gateways[id]!.beacons.count != before { revision += 1 }
+            gateways[id]!.sensors = gateways[id]!.sensors.filter { now - $0.value.receivedAt <= age }
+            if gateways[id]!.beacons.count + gateways[id]!.sensors.count != before { revision += 1 }
         }
     }
 
@@ -201,7 +203,11 @@ public struct FleetModel: Sendable {
             g.config = FleetGateway.Config(status: c.status, hash: c.hash, version: c.version,
                                            errors: c.errors.map { "\($0.path): \($0.reason)" },
                                            warnings: c.warnings.count, restartRequired: c.restart_required ?? [])
-        case .raw, .sensor, .peripheralOther:
+        case .sensor(_, let address):
+            let (envelope, s) = try readFlat(FleetPayload.Sensor.init)
+            g.sensors[address] = FleetGateway.Sensor(address: s.address, model: s.model, format: s.format,
+                                                     values: s.values, rssi: s.rssi, ts: envelope.ts, receivedAt: now)
+        case .raw, .peripheralOther:
             // In the seq stream, not on the dashboard: only the envelope is read.
             _ = try readFlat { _ in () }
         case .notFromAGateway, .badGatewayID, .unknown:

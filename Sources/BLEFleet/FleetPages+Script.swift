@@ -248,6 +248,70 @@ extension FleetPages {
                 cell(tr, rid); cell(tr, r.state); cell(tr, when(r.since)); cell(tr, r.beacons.join(", "));
                 return tr;
               }));
+              fill("#sensors", Object.entries(g.sensors || {}).sort().map(([sid, s]) => {
+                const tr = el("tr");
+                cell(tr, link("/sensor/" + encodeURIComponent(sid), s.address));
+                cell(tr, s.model); cell(tr, valuesText(s.values)); cell(tr, num(s.rssi, 0), "num");
+                cell(tr, ago(v.now, s.receivedAt), "num");
+                return tr;
+              }));
+            });
+          }
+
+          function valuesText(values) {
+            return Object.entries(values).sort().map(([k, x]) => `${k} ${Number(x).toFixed(2).replace(/\.?0+$/, "")}`)
+              .join(", ");
+          }
+
+          // One plot per quantity, one line per gateway that reports the sensor.
+          function sensor() {
+            const id = idFromPath();
+            setTitle(id);
+            const series = {}, lastSeen = {};  // quantity → gateway → [[t, v]]
+            let latestNow = Date.now() / 1000;
+            const colorOf = {};
+            const color = gw => colorOf[gw] ?? (colorOf[gw] = COLORS[Object.keys(colorOf).length % COLORS.length]);
+            const container = document.getElementById("sensor-plots");
+            const figures = {};
+            const redraw = () => {
+              for (const q of Object.keys(series).sort()) {
+                if (!figures[q]) {
+                  const fig = el("figure"), cap = el("figcaption", q), div = el("div");
+                  div.className = "plot"; div.dataset.quantity = q;
+                  fig.append(cap, div); container.append(fig); figures[q] = div;
+                }
+                const gws = Object.keys(series[q]).sort();
+                plot(figures[q], gws.map(g => ({ color: color(g), points: series[q][g] })), latestNow);
+              }
+              document.getElementById("legend").replaceChildren(...Object.keys(colorOf).sort().map(g => {
+                const s = el("span", "● " + g); s.style.color = color(g); return s;
+              }));
+            };
+            const add = (q, gw, t, v) => { ((series[q] = series[q] || {})[gw] = series[q][gw] || []).push([t, v]); };
+            fetch("/api/history/sensor/" + encodeURIComponent(id) + "?hours=1").then(r => r.json()).then(h => {
+              for (const [q, byGateway] of Object.entries(h)) {
+                for (const [gw, pts] of Object.entries(byGateway)) for (const p of pts) add(q, gw, p.t, p.value);
+              }
+              redraw();
+            });
+            live("/events/sensor/" + encodeURIComponent(id), v => {
+              latestNow = v.now;
+              if (v.heardBy.length) {
+                document.getElementById("sensor-title").textContent = `${v.heardBy[0].reading.model} ${v.heardBy[0].reading.address}`;
+              }
+              for (const h of v.heardBy) {
+                if (lastSeen[h.gateway] === h.reading.receivedAt) continue;
+                lastSeen[h.gateway] = h.reading.receivedAt;
+                for (const [q, x] of Object.entries(h.reading.values)) add(q, h.gateway, h.reading.receivedAt, x);
+              }
+              redraw();
+              fill("#heard", v.heardBy.map(h => {
+                const tr = el("tr"), s = h.reading;
+                cell(tr, link("/gateway/" + encodeURIComponent(h.gateway), h.gateway));
+                cell(tr, s.model); cell(tr, valuesText(s.values)); cell(tr, num(s.rssi, 0), "num");
+                cell(tr, ago(v.now, s.receivedAt), "num");
+                return tr;
+              }));
             });
           }
 
@@ -296,7 +360,7 @@ extension FleetPages {
             });
           }
 
-          return { overview, gateway, beacon, plot };
+          return { overview, gateway, beacon, sensor, plot };
         })();
         """#
 }

@@ -54,7 +54,17 @@ enum FleetPages {
         </div></section>
         <section><h2>Regions</h2><div class="scroll"><table id="regions"><thead><tr><th>Region</th><th>State</th>
         <th>Since</th><th>Beacons</th></tr></thead><tbody></tbody></table></div></section>
+        <section><h2>Sensors</h2><div class="scroll"><table id="sensors"><thead><tr><th>Sensor</th><th>Model</th>
+        <th>Values</th><th>RSSI</th><th>Age</th></tr></thead><tbody></tbody></table></div></section>
         """#, "Fleet.gateway();")
+
+    static let sensor = shell("Sensor — BLEGateway fleet", #"""
+        <section><h2 id="sensor-title"></h2>
+        <div class="scroll"><table id="heard"><thead><tr><th>Gateway</th><th>Model</th><th>Values</th><th>RSSI</th>
+        <th>Age</th></tr></thead><tbody></tbody></table></div></section>
+        <section><h2>Last hour, per gateway</h2><div id="sensor-plots" class="plots"></div>
+        <p id="legend" class="legend"></p></section>
+        """#, "Fleet.sensor();")
 
     static let beacon = shell("Beacon — BLEGateway fleet", #"""
         <section><h2 id="beacon-title"></h2>

@@ -155,3 +155,22 @@ extension FleetPayload.PeripheralRSSI {
         rssi = try j.int("rssi")
     }
 }
+
+extension FleetPayload {
+    /// `…/sensors/<address>` (schema/v1/sensor.json), as far as the dashboard reads it.
+    struct Sensor {
+        var address: String
+        var format: String
+        var model: String
+        var rssi: Double?
+        var values: [String: Double]
+
+        init(_ j: FleetJSON) throws(FleetJSON.Failure) {
+            address = try j.required(j.string("address"), "address")
+            format = try j.required(j.string("format"), "format")
+            model = try j.required(j.string("model"), "model")
+            rssi = try j.double("rssi")
+            values = try j.required(j.object("values"), "values").numbers
+        }
+    }
+}

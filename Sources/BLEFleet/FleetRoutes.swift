@@ -13,12 +13,14 @@ enum FleetRoutes {
         router.get("/") { _, _ in page(FleetPages.overview) }
         router.get("gateway/:id") { _, _ in page(FleetPages.gateway) }
         router.get("beacon/:id") { _, _ in page(FleetPages.beacon) }
+        router.get("sensor/:id") { _, _ in page(FleetPages.sensor) }
         router.get("static/fleet.js") { _, _ in text(FleetPages.script, type: "text/javascript; charset=utf-8") }
         router.get("static/fleet.css") { _, _ in text(FleetPages.style, type: "text/css; charset=utf-8") }
 
         router.get("api/overview") { _, _ in try json(service.overview()) }
         router.get("api/gateway/:id") { _, ctx in try json(service.gatewayPage(try ctx.parameters.require("id"))) }
         router.get("api/beacon/:id") { _, ctx in try json(service.beaconPage(try ctx.parameters.require("id"))) }
+        router.get("api/sensor/:id") { _, ctx in try json(service.sensorPage(try ctx.parameters.require("id"))) }
         router.get("api/history/gateway/:id") { req, ctx in
             let since = service.clock.unixTime() - hours(req) * 3600
             return try json(try service.history?.health(gateway: try ctx.parameters.require("id"), since: since) ?? [])
@@ -28,7 +30,16 @@ enum FleetRoutes {
             return try json(try service.history?.ranging(beacon: try ctx.parameters.require("id"), since: since) ?? [:])
         }
 
+        router.get("api/history/sensor/:id") { req, ctx in
+            let since = service.clock.unixTime() - hours(req) * 3600
+            return try json(try service.history?.sensor(try ctx.parameters.require("id"), since: since) ?? [:])
+        }
+
         router.get("events/overview") { _, _ in events(service) { service.overview() } }
+        router.get("events/sensor/:id") { _, ctx in
+            let id = try ctx.parameters.require("id")
+            return events(service) { service.sensorPage(id) }
+        }
         router.get("events/gateway/:id") { _, ctx in
             let id = try ctx.parameters.require("id")
             return events(service) { service.gatewayPage(id) }

@@ -144,6 +144,12 @@ public final class FleetService: Service, Sendable {
         return model.withLock { FleetViews.beacon($0, id: id, broker: b, now: now) }
     }
 
+    func sensorPage(_ id: String) -> FleetViews.SensorPage {
+        let b = brokerState()
+        let now = clock.unixTime()
+        return model.withLock { FleetViews.sensor($0, id: id, broker: b, now: now) }
+    }
+
     func metrics() -> String {
         let b = brokerState()
         return model.withLock { PrometheusExposition.render($0, broker: b) }

@@ -126,6 +126,25 @@ public enum FleetViews {
         return GatewayPage(now: now, broker: broker, gateway: g, problems: g?.problems ?? [])
     }
 
+    public struct SensorHeard: Sendable, Encodable {
+        public var gateway: String
+        public var reading: FleetGateway.Sensor
+    }
+
+    public struct SensorPage: Sendable, Encodable {
+        public var now: Double
+        public var broker: BrokerState
+        public var id: String
+        public var heardBy: [SensorHeard]
+    }
+
+    /// A broadcasting sensor (by the address in its topic) as every gateway that reports it has it.
+    public static func sensor(_ m: FleetModel, id: String, broker: BrokerState, now: Double) -> SensorPage {
+        let heard = m.gateways.values.compactMap { g in g.sensors[id].map { SensorHeard(gateway: g.id, reading: $0) } }
+            .sorted { $0.gateway < $1.gateway }
+        return SensorPage(now: now, broker: broker, id: id, heardBy: heard)
+    }
+
     public static func beacon(_ m: FleetModel, id: String, broker: BrokerState, now: Double) -> BeaconPage {
         let heard = m.gateways.values.compactMap { g in g.beacons[id].map { BeaconHeard(gateway: g.id, reading: $0) } }
             .sorted { $0.gateway < $1.gateway }

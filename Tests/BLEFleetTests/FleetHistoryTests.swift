@@ -14,6 +14,9 @@ import Testing
         m.receive(topic: "demo/gw/beacons/b-1", payload: Array(
             #"{\#(env),"id":"b-1","kind":"other","address":"C4:BB:CA:D0:7F:7D","rssi":-70,"samples":3,"interval_s":1,"distance_m":2.5}"#.utf8),
             retained: false, now: now)
+        m.receive(topic: "demo/gw/sensors/a4c138000002", payload: Array(
+            #"{\#(env),"address":"A4:C1:38:00:00:02","format":"pvvx","model":"PVVX","rssi":-61,"encrypted":false,"values":{"temperature_c":21.5,"humidity_pct":40}}"#.utf8),
+            retained: false, now: now)
         return m
     }
 
@@ -33,6 +36,9 @@ import Testing
         let ranging = try reopened.ranging(beacon: "b-1", since: 0)
         #expect(ranging["gw"]?.map(\.rssi) == [-70, -70])
         #expect(ranging["gw"]?.first?.distanceM == 2.5)
+        let sensor = try reopened.sensor("a4c138000002", since: 0)
+        #expect(sensor["temperature_c"]?["gw"]?.map(\.value) == [21.5, 21.5])
+        #expect(sensor["humidity_pct"]?["gw"]?.map(\.t) == [1_000_000, 1_000_010])
     }
 
     @Test func pointsOlderThanTheRetentionArePruned() throws {

@@ -118,6 +118,13 @@ import Testing
         #expect(m.counters.unknownTopics == 0)
         #expect(m.recentBadInput.isEmpty)
         #expect(m.gateways["gw-lobby"]?.seq.gaps == 0)
+        // And the dashboard has its latest values.
+        let s = m.gateways["gw-lobby"]?.sensors["a4c138000002"]
+        #expect(s?.model == "PVVX" && s?.values == ["temperature_c": 21.5] && s?.rssi == -61)
+        // A sensor payload without its values object is bad input naming the field.
+        fold(&m, "demo/gw-lobby/sensors/a4c138000002",
+             #"{\#(Self.env(4)),"address":"A4:C1:38:00:00:02","format":"pvvx","model":"PVVX","rssi":-61,"values":[1]}"#)
+        #expect(m.recentBadInput.last?.reason == "wrong type at values")
     }
 
     @Test func peripheralsRegionsAndConfigStateAreFolded() {

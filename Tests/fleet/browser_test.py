@@ -136,6 +136,21 @@ try:
     else:
         check("beacon page draws RSSI points", False, "no beacon to open")
 
+    # A broadcasting sensor's page draws a plot per quantity (the office has four sensors).
+    driver.get(a.url + "/gateway/" + live)
+    href = wait_until(lambda: driver.execute_script(
+        "const a = document.querySelector('#sensors tbody tr a'); return a ? a.href : null;"), 30)
+    check(f"gateway page of {live} lists sensors", href is not None)
+    if href is not None:
+        driver.get(href)
+        count = ("return document.querySelectorAll('#sensor-plots .plot[data-quantity=\"temperature_c\"] "
+                 "svg circle.point').length;")
+        points = wait_until(lambda: driver.execute_script(count) >= 2, 30)
+        check("sensor page plots temperature points", points is not None, f"{driver.execute_script(count)} points drawn")
+        driver.save_screenshot(os.path.join(a.screenshots, "sensor.png"))
+    else:
+        check("sensor page plots temperature points", False, "no sensor to open")
+
     # 4. /metrics parses as Prometheus text and agrees with the page.
     text = urllib.request.urlopen(a.url + "/metrics", timeout=5).read().decode()
     up = {}
