@@ -227,7 +227,7 @@ struct Reader {
         "battery_mv", "temperature_c", "company", "id", "reference_rssi", "local_name", "service_uuids", "address",
         "address_type", "position", "waypoints", "speed_mps", "pause_s", "loop", "interval_ms", "rssi_at_1m",
         "scan_response_name", "notify_interval_ms", "flood", "request_connection_update", "security_request",
-        "gatt_change_at_s", "humidity_pct", "battery_pct", "drift_c", "drift_period_s", "packet_interval_s",
+        "gatt_change_at_s", "humidity_pct", "battery_pct", "drift_c", "drift_period_s", "packet_interval_s", "bindkey",
     ]
     /// Keys that describe a connected peripheral's behaviour; only `peripherals:` take them.
     static let linkKeys: Set<String> = [
@@ -300,6 +300,16 @@ struct Reader {
             let period = try double(m, "drift_period_s", what) ?? 600
             let every = try double(m, "packet_interval_s", what) ?? 10
             guard period > 0, every > 0 else { throw fail(n, "drift_period_s and packet_interval_s must be > 0") }
+            var bindkey: [UInt8]?
+            if let text = try string(m, "bindkey", what) {
+                guard type == SimSensor.Format.bthome.rawValue else {
+                    throw fail(m["bindkey"], "\(what): only sensor-bthome encrypts (bindkey)")
+                }
+                guard let key = parseHex(text, count: 16) else {
+                    throw fail(m["bindkey"], "\(what).bindkey must be 32 hex digits (the 128-bit key)")
+                }
+                bindkey = key
+            }
             frame = .sensor(
                 SimSensor(
                     format: SimSensor.Format(rawValue: type)!, address: emitterAddress,
@@ -307,7 +317,7 @@ struct Reader {
                     humidityPercent: try double(m, "humidity_pct", what) ?? 45,
                     batteryPercent: try double(m, "battery_pct", what) ?? 90,
                     driftC: try double(m, "drift_c", what) ?? 1.5,
-                    driftPeriodSeconds: period, packetIntervalSeconds: every))
+                    driftPeriodSeconds: period, packetIntervalSeconds: every, bindkey: bindkey))
         default:
             throw fail(
                 m["type"],

@@ -8,7 +8,7 @@ import Foundation
 /// depends on wire formats only, never on the gateway's decoders.
 public struct SimSensor: Sendable, Hashable {
     public enum Format: String, Sendable, Hashable, CaseIterable {
-        /// BTHome v2, unencrypted: packet id, battery, temperature 0.01 °C, humidity 0.01 %.
+        /// BTHome v2: packet id, battery, temperature 0.01 °C, humidity 0.01 %; encrypted (AES-CCM) with a bindkey.
         case bthome = "sensor-bthome"
         /// atc1441's 13-octet custom format (service data 0x181A, big-endian).
         case atc1441 = "sensor-atc1441"
@@ -28,12 +28,15 @@ public struct SimSensor: Sendable, Hashable {
     public var driftC: Double
     public var driftPeriodSeconds: Double
     public var packetIntervalSeconds: Double
+    /// BTHome only: the 16-octet key the frames are encrypted with (nil: sent in the clear).
+    public var bindkey: [UInt8]?
 
     public init(
         format: Format, address: BDAddress, temperatureC: Double = 21.5, humidityPercent: Double = 45,
         batteryPercent: Double = 90, driftC: Double = 1.5, driftPeriodSeconds: Double = 600,
-        packetIntervalSeconds: Double = 10
+        packetIntervalSeconds: Double = 10, bindkey: [UInt8]? = nil
     ) {
+        self.bindkey = bindkey
         self.format = format
         self.address = address
         self.temperatureC = temperatureC
@@ -68,9 +71,22 @@ public struct SimSensor: Sendable, Hashable {
         for k in (0..<6).reversed() { mac.append(UInt8(truncatingIfNeeded: address.rawValue >> (8 * UInt64(k)))) }
         switch format {
         case .bthome:
-            var body: [UInt8] = [0x40, 0x00, UInt8(truncatingIfNeeded: packet), 0x01, battery, 0x02]
-            body += le16(UInt16(bitPattern: Int16((temperature * 100).rounded())))
-            body += [0x03] + le16(UInt16((humidity * 100).rounded()))
+            var objects: [UInt8] = [0x00, UInt8(truncatingIfNeeded: packet), 0x01, battery, 0x02]
+            objects += le16(UInt16(bitPattern: Int16((temperature * 100).rounded())))
+            objects += [0x03] + le16(UInt16((humidity * 100).rounded()))
+            var body: [UInt8]
+            if let bindkey {
+                // BTHome v2 encryption: device information 0x41 (v2, encrypted); the objects sealed with AES-CCM,
+                // a 4-octet MIC, the nonce MAC (6, as written) | UUID 0xFCD2 (little-endian) | device information |
+                // counter (4, little-endian); the counter follows the ciphertext in the clear, then the MIC.
+                let info: UInt8 = 0x41
+                let counter = le32(packet)
+                let nonce = mac + [0xD2, 0xFC, info] + counter
+                let sealed = SimAES.sealCCM(objects, key: bindkey, nonce: nonce, tagLength: 4)
+                body = [info] + sealed.dropLast(4) + counter + sealed.suffix(4)
+            } else {
+                body = [0x40] + objects
+            }
             return [UInt8(body.count + 3), 0x16, 0xD2, 0xFC] + body
         case .atc1441:
             var body = mac
@@ -97,4 +113,5 @@ public struct SimSensor: Sendable, Hashable {
 }
 
 func le16(_ v: UInt16) -> [UInt8] { [UInt8(v & 0xFF), UInt8(v >> 8)] }
+func le32(_ v: UInt32) -> [UInt8] { (0..<4).map { UInt8(truncatingIfNeeded: v >> (8 * $0)) } }
 func be16(_ v: UInt16) -> [UInt8] { [UInt8(v >> 8), UInt8(v & 0xFF)] }

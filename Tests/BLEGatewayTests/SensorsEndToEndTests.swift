@@ -33,7 +33,15 @@ extension EndToEndSuites {
                  temperature_c: 19.5, humidity_pct: 38, packet_interval_s: 1, interval_ms: 100, position: [1, 1]}
               - {name: s-ruuvi, type: sensor-ruuvi, temperature_c: 4.0, humidity_pct: 80, packet_interval_s: 1,
                  interval_ms: 100, position: [-1, 0]}
+              - {name: s-sealed, type: sensor-bthome, address: "A4:C1:38:00:00:0E", address_type: public,
+                 bindkey: 231d39c1d7cc1ab1aee224cd096db932, temperature_c: 25.0, humidity_pct: 50,
+                 packet_interval_s: 1, interval_ms: 100, position: [0, -1]}
+              - {name: s-wrong-key, type: sensor-bthome, address: "A4:C1:38:00:00:0F", address_type: public,
+                 bindkey: 00112233445566778899aabbccddeeff, temperature_c: 30.0, humidity_pct: 60,
+                 packet_interval_s: 1, interval_ms: 100, position: [-1, -1]}
             """
+        static let sealed = "a4c13800000e"
+        static let wrongKey = "a4c13800000f"
 
         @Test func everySimulatedSensorIsPublishedOncePerPacketWithItsValues() async throws {
             signal(SIGPIPE, SIG_IGN)
@@ -57,6 +65,11 @@ extension EndToEndSuites {
             c.gateway.id = "gw-s"
             c.publishing.healthIntervalSeconds = 1
             c.sensors.minIntervalSeconds = 0
+            // The sealed sensor's key as the scenario gives it; the other's is not the one it encrypts with.
+            c.sensors.bindkeys = [
+                try #require(BDAddress("A4:C1:38:00:00:0E")): Array(SimAESTestsKey.hex("231d39c1d7cc1ab1aee224cd096db932")),
+                try #require(BDAddress("A4:C1:38:00:00:0F")): Array(SimAESTestsKey.hex("ffeeddccbbaa99887766554433221100")),
+            ]
             let runtime = try GatewayRuntime(
                 configuration: c, source: source, clock: clock, clockSynchronized: { true })
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/gw-s/#")
@@ -71,9 +84,21 @@ extension EndToEndSuites {
             // Each sensor publishes at least five packets.
             try await RemoteConfigEndToEndTests.waitFor("five packets from each sensor", limit: .seconds(60)) {
                 let byTopic = Dictionary(grouping: published(), by: \.topic)
-                return byTopic.count == 4 && byTopic.values.allSatisfy { $0.count >= 5 }
+                // The undecryptable sensor's frames all read alike (no values): the first is published, the rest
+                // are repeats.
+                return byTopic.count == 6
+                    && byTopic.allSatisfy { $0.key.hasSuffix(Self.wrongKey) || $0.value.count >= 5 }
             }
-            let all = published()
+            // Sealed by the simulator's own AES-CCM, opened by the gateway's: the values, marked encrypted.
+            let sealed = published().filter { $0.topic == sensorPrefix + Self.sealed }
+            #expect(!sealed.isEmpty && sealed.allSatisfy { $0.json["encrypted"] as? Bool == true })
+            // With the wrong key: never a value, the reason said.
+            let wrong = published().filter { $0.topic == sensorPrefix + Self.wrongKey }
+            #expect(!wrong.isEmpty && wrong.allSatisfy {
+                $0.json["undecryptable"] as? String == "authentication_failed"
+                    && ($0.json["values"] as? [String: Any])?.isEmpty == true
+            }, "\(wrong.first?.json ?? [:])")
+            let all = published().filter { $0.topic != sensorPrefix + Self.wrongKey }
             let emitters = Dictionary(uniqueKeysWithValues: scenario.emitters.map { ($0.address.topicComponent, $0) })
             var formats: Set<String> = []
             for (topic, json) in all {
@@ -93,6 +118,7 @@ extension EndToEndSuites {
                 #expect(abs((values["humidity_pct"] ?? -1) - truth.humidity) <= 0.51, "\(topic): \(values)")
             }
             #expect(formats == ["bthome", "atc1441", "pvvx", "ruuvi-5"])
+            #expect(all.contains { $0.topic.hasSuffix(Self.sealed) && $0.json["format"] as? String == "bthome" })
             // Once per packet: no counter twice on one topic (the counters of these sensors do not wrap in a minute).
             for (topic, readings) in Dictionary(grouping: all, by: \.topic) {
                 let counters = readings.compactMap { $0.json["counter"] as? Int }
@@ -116,5 +142,13 @@ extension EndToEndSuites {
             sim.cancel()
             _ = try? await sim.value
         }
+    }
+}
+
+/// Hex for the keys above.
+enum SimAESTestsKey {
+    static func hex(_ s: String) -> [UInt8] {
+        let d = Array(s)
+        return stride(from: 0, to: d.count, by: 2).map { UInt8(String(d[$0..<($0 + 2)]), radix: 16)! }
     }
 }
