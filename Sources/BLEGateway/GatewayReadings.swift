@@ -127,6 +127,15 @@ struct GatewayReadings: Sendable {
             p.bool("connected", h.publish.connected)
             p.int("reconnects", h.reconnects)
             p.int("rejected", h.publish.rejected)
+            // Refusals for now (Not authorized, Quota exceeded …): the readings are kept and sent again.
+            p.object("refused") { r in
+                r.int("count", h.publish.refused)
+                if let refusal = h.publish.refusal {
+                    r.int("reason_code", refusal.reason.rawValue)
+                    r.string("reason", refusal.reason.name ?? "unknown")
+                    r.number("since", refusal.since, digits: 3)
+                }
+            }
         }
         o.object("scan") { s in
             s.int("reports", h.reports)

@@ -149,7 +149,19 @@ public final class GatewayRuntime: Service, Sendable {
         let log = logger
         publisher = SpoolPublisher(
             spool: spool, client: client, window: configuration.mqtt.inflight, clock: clock,
-            onRejected: { r, e in log.error("broker refused reading seq \(r.seq) on \(r.reading.topic): \(e); dropped") })
+            onRejected: { r, e in log.error("broker refused reading seq \(r.seq) on \(r.reading.topic): \(e); dropped") },
+            onRefusal: { r, e in
+                // Once per episode: the first refusal, and when publishes are acknowledged again.
+                if let r, let e {
+                    let why = MQTTReasonCode(rawValue: e.code)
+                    log.error("""
+                        broker refuses publishes (\(why), first seq \(r.seq) on \(r.reading.topic)): kept in the \
+                        spool, sent again with backoff
+                        """)
+                } else {
+                    log.notice("broker accepts publishes again; the readings it refused are being sent")
+                }
+            })
         // Set once `self` exists: a device found for a name or service entry is announced to Home Assistant.
         let seen = Locked<(@Sendable (BDAddress) -> Void)?>(nil)
         peripherals = Self.makePeripherals(configuration: effective, readings: readings, spool: spool,

@@ -14,14 +14,25 @@ public final class SpoolPublisher: Sendable {
     public struct Statistics: Sendable, Equatable {
         /// Readings the broker acknowledged.
         public var acknowledged: UInt64 = 0
-        /// Readings the broker refused for good (an MQTT 5 reason ≥ 0x80, e.g. 0x95 Packet Too Large): removed
-        /// from the spool, counted here and logged, since retrying can never deliver them.
+        /// Readings the broker refused for good (0x90 Topic Name invalid, 0x95 Packet too large, 0x99 Payload format
+        /// invalid): removed from the spool, counted here and logged, since retrying can never deliver them.
         public var rejected: UInt64 = 0
+        /// Publishes the broker refused for now (0x87 Not authorized, 0x97 Quota exceeded, 0x89 Server busy, 0x83,
+        /// 0x80 …): the reading stays in the spool and is sent again after a backoff.
+        public var refused: UInt64 = 0
+        /// The refusal in force (the last publish was refused and none acknowledged since), with when it began.
+        public var refusal: Refusal?
         /// Publishes that failed because the connection ended; they are replayed.
         public var replays: UInt64 = 0
         /// Readings handed to the client and not yet resolved.
         public var inFlight: Int = 0
         public var connected = false
+    }
+
+    /// A broker refusing publishes for now: its reason and since when (the publisher's clock, Unix time).
+    public struct Refusal: Sendable, Equatable {
+        public var reason: MQTTReasonCode
+        public var since: Double
     }
 
     let spool: Spool
@@ -31,6 +42,11 @@ public final class SpoolPublisher: Sendable {
     /// After a failed spool read, the next try (a retry delay; nothing else is waited for by time).
     let retryInterval: Duration
     let onRejected: @Sendable (SpooledReading, MQTTError) -> Void
+    /// A refusal episode began (once per episode, for the log) or ended (nil).
+    let onRefusal: @Sendable (SpooledReading?, MQTTError?) -> Void
+    /// The wait before sending again after a refusal, doubling up to `maxRefusalBackoff` while refusals go on.
+    let refusalBackoff: Duration
+    let maxRefusalBackoff: Duration
     let wake = WakeSignal()
     /// Signalled on every acknowledgement and connection change: `drain` waits on it.
     let progress = WakeSignal()
@@ -43,6 +59,9 @@ public final class SpoolPublisher: Sendable {
         var inFlight: Set<UInt64> = []
         /// A publish failed for want of a connection: restart from the oldest unacknowledged reading.
         var rewind = false
+        /// Refused: nothing is sent before this time (the publisher's clock), then from the oldest again.
+        var pausedUntil: Duration?
+        var backoff: Duration = .zero
     }
 
     /// - Parameters:
@@ -52,8 +71,13 @@ public final class SpoolPublisher: Sendable {
     ///     and connection changes wake it too.
     public init(
         spool: Spool, client: MQTTClient, window: Int, clock: any BLEClock, retryInterval: Duration = .milliseconds(100),
-        onRejected: @escaping @Sendable (SpooledReading, MQTTError) -> Void = { _, _ in }
+        refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60),
+        onRejected: @escaping @Sendable (SpooledReading, MQTTError) -> Void = { _, _ in },
+        onRefusal: @escaping @Sendable (SpooledReading?, MQTTError?) -> Void = { _, _ in }
     ) {
+        self.refusalBackoff = refusalBackoff
+        self.maxRefusalBackoff = maxRefusalBackoff
+        self.onRefusal = onRefusal
         precondition(window > 0)
         self.spool = spool
         self.client = client
@@ -97,6 +121,15 @@ public final class SpoolPublisher: Sendable {
             guard connected else {
                 await wake.wait()  // connectionChanged signals
                 continue
+            }
+            // Refused for now: wait out the backoff (or a connection change), then start again from the oldest.
+            if let until = state.withLock({ $0.pausedUntil }) {
+                if clock.now() < until {
+                    await wake.wait(upTo: until - clock.now(), clock: clock)
+                    continue
+                }
+                state.withLock { $0.pausedUntil = nil }
+                cursor = 0
             }
             let room = window - inFlight
             var handed = 0
@@ -150,11 +183,35 @@ public final class SpoolPublisher: Sendable {
         switch result {
         case .success:
             spool.acknowledge(CollectionOfOne(r.seq))
+            let ended = state.withLock { s -> Bool in
+                defer { s.stats.refusal = nil; s.backoff = .zero }
+                return s.stats.refusal != nil
+            }
             finish(r.seq) { $0.acknowledged += 1 }
-        case .failure(let e) where e.kind == .reasonCode && e.code >= 0x80:
+            if ended { onRefusal(nil, nil) }
+        case .failure(let e) where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isLastingForThisMessage:
             onRejected(r, e)
             spool.acknowledge(CollectionOfOne(r.seq))
             finish(r.seq) { $0.rejected += 1 }
+        case .failure(let e) where e.kind == .reasonCode && e.code >= 0x80:
+            // Refused for now: kept in the spool, sent again from the oldest after a backoff that doubles while
+            // the refusals go on. Everything else in flight is likely refused too; its answers only count.
+            let now = clock.now()
+            let began = state.withLock { s -> Bool in
+                s.inFlight.remove(r.seq)
+                s.stats.inFlight = s.inFlight.count
+                s.stats.refused += 1
+                let began = s.stats.refusal == nil
+                if began {
+                    s.stats.refusal = Refusal(reason: MQTTReasonCode(rawValue: e.code), since: clock.unixTime())
+                }
+                if s.pausedUntil == nil {
+                    s.backoff = s.backoff == .zero ? refusalBackoff : min(maxRefusalBackoff, s.backoff * 2)
+                    s.pausedUntil = now + s.backoff
+                }
+                return began
+            }
+            if began { onRefusal(r, e) }
         case .failure:
             // Not acknowledged, not connected, window full: it stays in the spool and is replayed.
             state.withLock {

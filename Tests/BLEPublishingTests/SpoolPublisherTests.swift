@@ -188,4 +188,53 @@ struct OversizedPayloadTests {
             group.cancelAll()
         }
     }
+
+    /// An operator's ACL mistake, fixed with a reload: under MQTT 5 mosquitto answers the denied publishes with
+    /// PUBACK 0x87 Not authorized. Nothing is lost: the readings stay in the spool, the refusal is counted and
+    /// named while it lasts, and once the ACL allows them every seq arrives, in order, none dropped as rejected.
+    @Test func publishesDeniedByAnACLForAWhileAllArriveOnceItAllows() async throws {
+        var acl = ""
+        let broker = try startBroker { b in
+            acl = try b.writeFile("acl", "topic read #\n")  // anonymous clients may read, not write
+            b.extraConfiguration = ["acl_file \(acl)"]
+        }
+        let spool = try SpoolPublisherTests().makeSpool()
+        let observer = MQTTClient(configuration: testConfiguration(broker, id: "acl-observer"))
+        let watch = Task { try await observer.run() }
+        defer { watch.cancel() }
+        let received = try observer.subscribe("pub/#", qos: .atLeastOnce)
+        for i in 1...20 { _ = try spool.appendDurably(SpoolPublisherTests().reading(i, .state)) }
+        var configuration = testConfiguration(broker, id: "acl-publisher")
+        configuration.maxInFlight = 8
+        let client = MQTTClient(configuration: configuration)
+        let publisher = SpoolPublisher(spool: spool, client: client, window: 8, clock: SystemClock(),
+                                       refusalBackoff: .milliseconds(100), maxRefusalBackoff: .milliseconds(400))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await client.run() }
+            group.addTask {
+                for await e in client.events {
+                    if case .connected = e { publisher.connectionChanged(connected: true) }
+                    if case .disconnected = e { publisher.connectionChanged(connected: false) }
+                }
+            }
+            group.addTask { await spool.run(clock: SystemClock(), committed: publisher.readingsAvailable) }
+            group.addTask { await publisher.run() }
+            for _ in 0..<500 where publisher.statistics.refused < 3 { try await Task.sleep(for: .milliseconds(20)) }
+            let refusing = publisher.statistics
+            #expect(refusing.refused >= 3, "the broker never refused")
+            #expect(refusing.refusal?.reason == .notAuthorized, "\(String(describing: refusing.refusal))")
+            #expect(refusing.acknowledged == 0 && refusing.rejected == 0)
+            #expect(spool.statistics.depth == 20, "every refused reading is still in the spool")
+            // The operator fixes the ACL and reloads the broker.
+            try "topic readwrite #\n".write(toFile: acl, atomically: true, encoding: .utf8)
+            broker.reload()
+            let messages = await collect(received, count: 20)
+            #expect(SpoolPublisherTests().seqs(messages) == Array(1...20))
+            for _ in 0..<200 where spool.statistics.depth > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            let s = publisher.statistics
+            #expect(spool.statistics.depth == 0 && s.acknowledged == 20 && s.rejected == 0)
+            #expect(s.refusal == nil, "the refusal ended with the first acknowledgement")
+            group.cancelAll()
+        }
+    }
 }

@@ -70,8 +70,11 @@ final class MosquittoBroker: @unchecked Sendable {
         let config = directory.appendingPathComponent("mosquitto.conf")
         try (lines.joined(separator: "\n") + "\n").write(to: config, atomically: true, encoding: .utf8)
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.executable)
-        process.arguments = ["-c", config.path]
+        // Through perl (Essential in Debian), which clears the signal mask before it becomes mosquitto: a child
+        // inherits the test thread's mask, which may block SIGHUP, and `reload()` must reach the broker.
+        let unblock = "use POSIX; sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die"
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/perl")
+        process.arguments = ["-e", unblock, "--", Self.executable, "-c", config.path]
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
         try process.run()
@@ -94,6 +97,9 @@ final class MosquittoBroker: @unchecked Sendable {
         process.waitUntilExit()
         self.process = nil
     }
+
+    /// SIGHUP: the broker reloads its configuration, ACL and password files included (an operator's reload).
+    func reload() { if let process { Foundation.kill(process.processIdentifier, SIGHUP) } }
 
     /// SIGSTOP / SIGCONT: the broker stops answering but keeps its sockets open, so publishes stay unacknowledged.
     func pause() { if let process { Foundation.kill(process.processIdentifier, SIGSTOP) } }

@@ -1,0 +1,47 @@
+/// An MQTT 5 reason code (MQTT v5.0 §2.4, the table of reason codes) as PUBACK, PUBREC and DISCONNECT carry it: an
+/// open set, printed with its number and the specification's name.
+public struct MQTTReasonCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+    public let rawValue: Int
+    public init(rawValue: Int) { self.rawValue = rawValue }
+
+    public static let success = Self(rawValue: 0x00)
+    public static let noMatchingSubscribers = Self(rawValue: 0x10)
+    public static let unspecifiedError = Self(rawValue: 0x80)
+    public static let implementationSpecificError = Self(rawValue: 0x83)
+    public static let notAuthorized = Self(rawValue: 0x87)
+    public static let serverBusy = Self(rawValue: 0x89)
+    public static let topicNameInvalid = Self(rawValue: 0x90)
+    public static let packetIdentifierInUse = Self(rawValue: 0x91)
+    public static let packetTooLarge = Self(rawValue: 0x95)
+    public static let quotaExceeded = Self(rawValue: 0x97)
+    public static let payloadFormatInvalid = Self(rawValue: 0x99)
+
+    public var name: String? {
+        switch self {
+        case .success: "Success"
+        case .noMatchingSubscribers: "No matching subscribers"
+        case .unspecifiedError: "Unspecified error"
+        case .implementationSpecificError: "Implementation specific error"
+        case .notAuthorized: "Not authorized"
+        case .serverBusy: "Server busy"
+        case .topicNameInvalid: "Topic Name invalid"
+        case .packetIdentifierInUse: "Packet Identifier in use"
+        case .packetTooLarge: "Packet too large"
+        case .quotaExceeded: "Quota exceeded"
+        case .payloadFormatInvalid: "Payload format invalid"
+        default: nil
+        }
+    }
+
+    public var description: String {
+        let number = "0x" + String(rawValue, radix: 16, uppercase: true)
+        return name.map { "\(number) \($0)" } ?? number
+    }
+
+    /// What a refused publish is: a refusal that an operator or time can lift (the broker's ACL, a quota, load, its
+    /// own trouble) keeps the reading to be sent again; one that no retry can change (the packet, its topic or
+    /// payload is what is wrong) does not.
+    public var isLastingForThisMessage: Bool {
+        self == .topicNameInvalid || self == .packetTooLarge || self == .payloadFormatInvalid
+    }
+}
