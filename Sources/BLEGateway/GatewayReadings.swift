@@ -119,6 +119,7 @@ struct GatewayReadings: Sendable {
             s.int("bytes", h.spool.bytesOnDisk)
             s.int("dropped_samples", samples.droppedOldest + samples.droppedInMemory)
             s.int("downsampled_samples", samples.downsampled)
+            s.int("dropped_states", (h.spool.drops[.state] ?? DropCounters()).total)
             if let e = h.spool.lastError { s.string("error", "\(e)") }
         }
         o.object("publish") { p in

@@ -324,10 +324,14 @@ public final class GatewayRuntime: Service, Sendable {
     static func recordDurably(_ reading: Reading, spool: Spool, publisher: SpoolPublisher, logger: Logger) {
         do {
             _ = try spool.appendDurably(reading)
+        } catch let e as SpoolError where e.code == .bufferFull {
+            // Not taken: the buffer already holds as many states as it may while commits fail. Counted (health
+            // `spool.dropped_states`), never appended a second way.
+            logger.error("spool: state on \(reading.topic) dropped: \(e)")
         } catch {
-            // Disk full or similar: the spool keeps it buffered (states are never dropped) and retries.
-            logger.error("spool: \(error)")
-            _ = spool.append(reading)
+            // Disk full or similar: the spool took it and keeps it buffered, in order, until a commit succeeds.
+            // Appending it again would store it twice under two seqs.
+            logger.error("spool: \(error); the state stays buffered until a commit succeeds")
         }
         publisher.readingsAvailable()
     }

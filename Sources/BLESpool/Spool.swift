@@ -17,6 +17,14 @@ public final class Spool: @unchecked Sendable {
     private var buffer = ReadingBuffer()
     private var acknowledged: Set<UInt64> = []
     private var droppedInMemorySinceCommit: UInt64 = 0
+    /// States refused because the buffer already held `maxBufferedStates` (a disk that stays full): guarded by
+    /// `bufferLock`, published as the state drops.
+    private var refusedStates: UInt64 = 0
+    private var refusedStateCounters: DropCounters {
+        var d = DropCounters()
+        d.droppedInMemory = bufferLock.withLock { refusedStates }
+        return d
+    }
     /// Wakes `run` before its window ends: an urgent reading is waiting.
     private let urgent = WakeSignal()
 
@@ -107,7 +115,10 @@ public final class Spool: @unchecked Sendable {
     @discardableResult
     public func append(_ reading: Reading, urgent: Bool = false) -> Bool {
         let taken = bufferLock.withLock {
-            if reading.readingClass == .state, buffer.states >= configuration.maxBufferedStates { return false }
+            if reading.readingClass == .state, buffer.states >= configuration.maxBufferedStates {
+                refusedStates += 1
+                return false
+            }
             let removed = buffer.append(reading, maxSamples: configuration.maxBufferedSamples)
             droppedInMemorySinceCommit += UInt64(removed)
             return true
@@ -127,6 +138,7 @@ public final class Spool: @unchecked Sendable {
         try databaseLock.withLock {
             let batch: [Reading] = try bufferLock.withLock {
                 if reading.readingClass == .state, buffer.states >= configuration.maxBufferedStates {
+                    refusedStates += 1
                     throw SpoolError(.bufferFull, path: configuration.path, context: "appendDurably")
                 }
                 let removed = buffer.append(reading, maxSamples: configuration.maxBufferedSamples)
@@ -324,7 +336,7 @@ public final class Spool: @unchecked Sendable {
             return SpoolStatistics(
                 depth: max(0, ledger.rows - acked), buffered: buffered, storedBytes: ledger.storedBytes,
                 bytesOnDisk: Spool.fileSize(configuration.path) + Spool.fileSize(configuration.path + "-wal"),
-                lastSeq: ledger.lastSeq, drops: [.sample: samples, .state: DropCounters()], commits: commits,
+                lastSeq: ledger.lastSeq, drops: [.sample: samples, .state: refusedStateCounters], commits: commits,
                 failedCommits: failedCommits, lastError: lastError, openReport: openReport
             )
         }
