@@ -47,8 +47,9 @@ extension GatewayReadings {
         o.string("hex", String(decoding: hex, as: UTF8.self))
         if let decoded { o.raw("value", decoded) }
         let topic = topics.peripheralCharacteristic(address.topicComponent, characteristic.shortDescription)
+        // No MQTT 5 expiry: a temperature history is worth having after an outage (beacon samples keep theirs).
         return Reading(.sample, topic: topic, body: o.finished, qos: sampleQoS, retain: false, ts: ts,
-                       clockSynchronized: synced, expiry: sampleExpiry, run: run)
+                       clockSynchronized: synced, expiry: nil, run: run)
     }
 
     /// The discovered GATT database, retained: services with their handle ranges, characteristics with their value

@@ -11,7 +11,8 @@ extension GatewayReadings {
         Reading(
             .sample, topic: topics.sensor(address.topicComponent),
             body: Self.sensorBody(r, address: address, rssi: rssi),
-            qos: sampleQoS, retain: false, ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
+            // No MQTT 5 expiry, like a peripheral's values: the readings' history outlives an outage.
+            qos: sampleQoS, retain: false, ts: ts, clockSynchronized: synced, expiry: nil, run: run)
     }
 
     static func sensorBody(_ r: SensorReading, address: BDAddress, rssi: Int8?) -> [UInt8] {

@@ -128,6 +128,7 @@ struct GatewayReadings: Sendable {
             p.bool("connected", h.publish.connected)
             p.int("reconnects", h.reconnects)
             p.int("rejected", h.publish.rejected)
+            p.int("expired", h.publish.expired)
             // Refusals for now (Not authorized, Quota exceeded …): the readings are kept and sent again.
             p.object("refused") { r in
                 r.int("count", h.publish.refused)

@@ -24,6 +24,9 @@ public final class SpoolPublisher: Sendable {
         public var refusal: Refusal?
         /// Publishes that failed because the connection ended; they are replayed.
         public var replays: UInt64 = 0
+        /// Samples whose MQTT 5 expiry had already passed when their turn came (a backlog after an outage): not sent
+        /// with a second to live, but counted and removed.
+        public var expired: UInt64 = 0
         /// Readings handed to the client and not yet resolved.
         public var inFlight: Int = 0
         public var connected = false
@@ -140,6 +143,11 @@ public final class SpoolPublisher: Sendable {
                let batch = Self.read(spool, after: cursor, limit: room, failed: &readFailed) {
                 let busy = state.withLock { $0.inFlight }
                 for r in batch where !busy.contains(r.seq) {
+                    if Self.hasExpired(r, now: clock.unixTime()) {
+                        spool.acknowledge(CollectionOfOne(r.seq))
+                        state.withLock { $0.stats.expired += 1 }
+                        continue
+                    }
                     state.withLock {
                         $0.inFlight.insert(r.seq)
                         $0.stats.inFlight = $0.inFlight.count
@@ -231,6 +239,13 @@ public final class SpoolPublisher: Sendable {
             $0.stats.inFlight = $0.inFlight.count
             count(&$0.stats)
         }
+    }
+
+    /// A reading with an expiry whose time is up, judged only when its clock was synchronised (a clock jump must not
+    /// mass-expire a backlog).
+    static func hasExpired(_ r: SpooledReading, now: Double) -> Bool {
+        guard let e = r.reading.expiry, r.reading.clockSynchronized else { return false }
+        return now - r.reading.ts >= e
     }
 
     /// The MQTT message for a spooled reading: the envelope rendered around its body, and for readings with an
