@@ -44,15 +44,9 @@ public struct BDAddress: Hashable, Sendable, Comparable, CustomStringConvertible
 
     /// "AA:BB:CC:DD:EE:FF".
     public var description: String {
-        let hex = Array("0123456789ABCDEF".utf8)
         var out = [UInt8]()
         out.reserveCapacity(17)
-        for i in (0..<6).reversed() {
-            let b = Int((rawValue >> (UInt64(i) * 8)) & 0xFF)
-            out.append(hex[b >> 4])
-            out.append(hex[b & 0xF])
-            if i > 0 { out.append(UInt8(ascii: ":")) }
-        }
+        appendDescription(to: &out)
         return String(decoding: out, as: UTF8.self)
     }
 

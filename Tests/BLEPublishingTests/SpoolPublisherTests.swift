@@ -22,11 +22,13 @@ struct SpoolPublisherTests {
 
     /// Runs client, publisher and the event bridge between them around `body`.
     func withPublisher(_ broker: MosquittoBroker, spool: Spool, window: Int = 16,
+                       refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60),
                        _ body: @Sendable (MQTTClient, SpoolPublisher) async throws -> Void) async throws {
         var configuration = testConfiguration(broker)
         configuration.maxInFlight = window
         let client = MQTTClient(configuration: configuration)
-        let publisher = SpoolPublisher(spool: spool, client: client, window: window, clock: SystemClock())
+        let publisher = SpoolPublisher(spool: spool, client: client, window: window, clock: SystemClock(),
+                                       refusalBackoff: refusalBackoff, maxRefusalBackoff: maxRefusalBackoff)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await client.run() }
             group.addTask {
@@ -168,6 +170,48 @@ struct SpoolPublisherTests {
             #expect(s.expired == 4 && s.acknowledged == 6 && spool.statistics.depth == 0, "\(s)")
         }
     }
+
+    /// An operator's ACL mistake, fixed with a reload: under MQTT 5 mosquitto answers the denied publishes with
+    /// PUBACK 0x87 Not authorized. Nothing is lost: the readings stay in the spool, the refusal is counted and
+    /// named while it lasts, and once the ACL allows them every seq arrives, none dropped as rejected.
+    @Test func publishesDeniedByAnACLForAWhileAllArriveOnceItAllows() async throws {
+        var aclPath = ""
+        let broker = try startBroker { b in
+            aclPath = try b.writeFile("acl", "topic read #\n")  // anonymous clients may read, not write
+            b.extraConfiguration = ["acl_file \(aclPath)"]
+        }
+        let acl = aclPath
+        let spool = try makeSpool()
+        let observer = MQTTClient(configuration: testConfiguration(broker, id: "acl-observer"))
+        let watch = Task { try await observer.run() }
+        defer { watch.cancel() }
+        let received = try observer.subscribe("pub/#", qos: .atLeastOnce)
+        for i in 1...20 { _ = try spool.appendDurably(reading(i, .state)) }
+        try await withPublisher(broker, spool: spool, window: 8, refusalBackoff: .milliseconds(100),
+                                maxRefusalBackoff: .milliseconds(400)) { _, publisher in
+            for _ in 0..<500 where publisher.statistics.refused < 3 { try await Task.sleep(for: .milliseconds(20)) }
+            let refusing = publisher.statistics
+            #expect(refusing.refused >= 3, "the broker never refused")
+            #expect(refusing.refusal?.reason == .notAuthorized, "\(String(describing: refusing.refusal))")
+            #expect(refusing.acknowledged == 0 && refusing.rejected == 0)
+            #expect(spool.statistics.depth == 20, "every refused reading is still in the spool")
+            // The operator fixes the ACL and reloads the broker.
+            try "topic readwrite #\n".write(toFile: acl, atomically: true, encoding: .utf8)
+            broker.reload()
+            // At least once, each seq: a publish in flight when the ACL changed may overtake the oldest, refused
+            // one, which is sent again after its backoff (consumers order by seq).
+            var arrived: Set<Int> = []
+            for await m in received {
+                if let seq = seqs([m]).first { arrived.insert(seq) }
+                if arrived.count == 20 { break }
+            }
+            #expect(arrived == Set(1...20))
+            for _ in 0..<200 where spool.statistics.depth > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            let s = publisher.statistics
+            #expect(spool.statistics.depth == 0 && s.acknowledged == 20 && s.rejected == 0)
+            #expect(s.refusal == nil, "the refusal ended with the first acknowledgement")
+        }
+    }
 }
 
 @Suite(.enabled(if: MosquittoBroker.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
@@ -208,61 +252,6 @@ struct OversizedPayloadTests {
             let s = publisher.statistics
             #expect(s.acknowledged == 2, "the readings before and after the oversized one are delivered")
             #expect(s.rejected == 1, "the oversized one is counted as refused by the broker")
-            group.cancelAll()
-        }
-    }
-
-    /// An operator's ACL mistake, fixed with a reload: under MQTT 5 mosquitto answers the denied publishes with
-    /// PUBACK 0x87 Not authorized. Nothing is lost: the readings stay in the spool, the refusal is counted and
-    /// named while it lasts, and once the ACL allows them every seq arrives, none dropped as rejected.
-    @Test func publishesDeniedByAnACLForAWhileAllArriveOnceItAllows() async throws {
-        var acl = ""
-        let broker = try startBroker { b in
-            acl = try b.writeFile("acl", "topic read #\n")  // anonymous clients may read, not write
-            b.extraConfiguration = ["acl_file \(acl)"]
-        }
-        let spool = try SpoolPublisherTests().makeSpool()
-        let observer = MQTTClient(configuration: testConfiguration(broker, id: "acl-observer"))
-        let watch = Task { try await observer.run() }
-        defer { watch.cancel() }
-        let received = try observer.subscribe("pub/#", qos: .atLeastOnce)
-        for i in 1...20 { _ = try spool.appendDurably(SpoolPublisherTests().reading(i, .state)) }
-        var configuration = testConfiguration(broker, id: "acl-publisher")
-        configuration.maxInFlight = 8
-        let client = MQTTClient(configuration: configuration)
-        let publisher = SpoolPublisher(spool: spool, client: client, window: 8, clock: SystemClock(),
-                                       refusalBackoff: .milliseconds(100), maxRefusalBackoff: .milliseconds(400))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await client.run() }
-            group.addTask {
-                for await e in client.events {
-                    if case .connected = e { publisher.connectionChanged(connected: true) }
-                    if case .disconnected = e { publisher.connectionChanged(connected: false) }
-                }
-            }
-            group.addTask { await spool.run(clock: SystemClock(), committed: publisher.readingsAvailable) }
-            group.addTask { await publisher.run() }
-            for _ in 0..<500 where publisher.statistics.refused < 3 { try await Task.sleep(for: .milliseconds(20)) }
-            let refusing = publisher.statistics
-            #expect(refusing.refused >= 3, "the broker never refused")
-            #expect(refusing.refusal?.reason == .notAuthorized, "\(String(describing: refusing.refusal))")
-            #expect(refusing.acknowledged == 0 && refusing.rejected == 0)
-            #expect(spool.statistics.depth == 20, "every refused reading is still in the spool")
-            // The operator fixes the ACL and reloads the broker.
-            try "topic readwrite #\n".write(toFile: acl, atomically: true, encoding: .utf8)
-            broker.reload()
-            // At least once, each seq: a publish in flight when the ACL changed may overtake the oldest, refused
-            // one, which is sent again after its backoff (consumers order by seq).
-            var arrived: Set<Int> = []
-            for await m in received {
-                if let seq = SpoolPublisherTests().seqs([m]).first { arrived.insert(seq) }
-                if arrived.count == 20 { break }
-            }
-            #expect(arrived == Set(1...20))
-            for _ in 0..<200 where spool.statistics.depth > 0 { try await Task.sleep(for: .milliseconds(20)) }
-            let s = publisher.statistics
-            #expect(spool.statistics.depth == 0 && s.acknowledged == 20 && s.rejected == 0)
-            #expect(s.refusal == nil, "the refusal ended with the first acknowledgement")
             group.cancelAll()
         }
     }
