@@ -145,6 +145,13 @@ struct HomeAssistantAnnouncer: Sendable {
     /// `name_prefix` or `service` entry is configured: its devices are announced only once heard again, and removing
     /// them at every start would make Home Assistant forget and re-create them.
     func retainedDocument(topic: String, payload: [UInt8]) -> [Message] {
+        // This gateway's sensor documents (their object ids carry its id) with `sensors` off: removed. With it on they
+        // stay, since the sensors are announced again only once heard.
+        if case .announcing(let prefix, let published) = state, configuration?.homeAssistant.sensors == false,
+           published[topic] == nil, !payload.isEmpty,
+           topic.hasPrefix("\(prefix)/device/blegateway_\(HomeAssistantDiscovery.objectID(topics.gatewayID))_sensor_") {
+            return [Message(topic: topic, payload: [])]
+        }
         let byAddressOnly = configuration?.peripherals.allSatisfy {
             if case .address = $0.match { true } else { false }
         } ?? true

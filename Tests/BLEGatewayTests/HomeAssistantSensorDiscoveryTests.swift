@@ -81,4 +81,20 @@ import Testing
         #expect(a.sensorHeard(other, model: "BTHome", keys: ["temperature_c"]).isEmpty)
         #expect(a.announcedDevices == 2)
     }
+
+    /// A sensor document an earlier run left retained is removed at start when `sensors` is off now, and kept when
+    /// on (the sensor is announced again once heard).
+    @Test func anEarlierRunsSensorDocumentGoesOnlyWhenSensorsAreOff() throws {
+        let document = Array(#"{"dev":{"identifiers":["blegateway_sensor_a4c138000073"]}}"#.utf8)
+        var on = HomeAssistantAnnouncer(topics: HomeAssistantDiscoveryTests.topics, version: "0.1.0")
+        _ = on.configure(try Self.configuration())
+        #expect(on.retainedDocument(topic: Self.topic, payload: document).isEmpty)
+        var off = HomeAssistantAnnouncer(topics: HomeAssistantDiscoveryTests.topics, version: "0.1.0")
+        _ = off.configure(try Self.configuration("homeassistant: {enabled: true, sensors: false}"))
+        #expect(HomeAssistantDiscoveryTests.messages(off.retainedDocument(topic: Self.topic, payload: document))
+                    == ["remove \(Self.topic)"])
+        // Another gateway's document for the same sensor is not this gateway's to remove.
+        let other = "homeassistant/device/blegateway_gw-2_sensor_a4c138000073/config"
+        #expect(off.retainedDocument(topic: other, payload: document).isEmpty)
+    }
 }
