@@ -48,6 +48,11 @@ struct HomeAssistantAnnouncer: Sendable {
     /// Broadcasting sensors heard, in the order heard, each with every quantity it has reported; at most
     /// `max_devices` kept (the rest could not be announced anyway).
     private var sensors: [HomeAssistantDiscovery.HeardSensor] = []
+    /// Sensors not kept because the list was full, counted with the refused devices (health
+    /// `homeassistant.refused_devices`), so a crowd of neighbours' sensors is visible, not silently left out; the set
+    /// itself is bounded (beyond it the count stops growing).
+    private var sensorsLeftOut: Set<BDAddress> = []
+    static let sensorsLeftOutBound = 10_000
 
     init(topics: Topics, version: String) {
         self.topics = topics
@@ -82,7 +87,12 @@ struct HomeAssistantAnnouncer: Sendable {
             sensors[i].keys += new
             sensors[i].model = model
         } else {
-            guard sensors.count < c.homeAssistant.maxDevices else { return [] }
+            guard sensors.count < c.homeAssistant.maxDevices else {
+                if sensorsLeftOut.count < Self.sensorsLeftOutBound, sensorsLeftOut.insert(address).inserted {
+                    refusedDevices += 1
+                }
+                return []
+            }
             sensors.append(.init(address: address, model: model, keys: Array(keys)))
         }
         return configure(c)
@@ -108,6 +118,7 @@ struct HomeAssistantAnnouncer: Sendable {
         guard settings.enabled else {
             state = .disabled
             sensors = []
+            sensorsLeftOut = []
             current = []
             discovery = nil
             announcedDevices = 0
@@ -115,11 +126,11 @@ struct HomeAssistantAnnouncer: Sendable {
             return out
         }
         let d = HomeAssistantDiscovery(settings: settings, topics: topics, version: version)
-        if !settings.sensors { sensors = [] }
+        if !settings.sensors { sensors = []; sensorsLeftOut = [] }
         let devices = d.devices(for: c, found: found, sensors: sensors)
         let kept = Array(devices.prefix(settings.maxDevices))
         announcedDevices = kept.count
-        refusedDevices = devices.count - kept.count
+        refusedDevices = devices.count - kept.count + sensorsLeftOut.count
         current = kept.map { (d.topic(for: $0.objectID), $0) }
         discovery = d
         var next: [String: Published] = [:]

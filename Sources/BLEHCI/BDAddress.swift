@@ -52,14 +52,9 @@ public struct BDAddress: Hashable, Sendable, Comparable, CustomStringConvertible
 
     /// "aabbccddeeff": the form used in MQTT topics (only characters the gateway formats itself).
     public var topicComponent: String {
-        let hex = Array("0123456789abcdef".utf8)
         var out = [UInt8]()
         out.reserveCapacity(12)
-        for i in (0..<6).reversed() {
-            let b = Int((rawValue >> (UInt64(i) * 8)) & 0xFF)
-            out.append(hex[b >> 4])
-            out.append(hex[b & 0xF])
-        }
+        HexDigits.append(rawValue, digits: 12, upper: false, to: &out)
         return String(decoding: out, as: UTF8.self)
     }
 

@@ -1,3 +1,5 @@
+import BLETransport
+
 /// An MQTT 5 reason code (MQTT v5.0 §2.4, the table of reason codes) as PUBACK, PUBREC and DISCONNECT carry it: an
 /// open set, printed with its number and the specification's name.
 public struct MQTTReasonCode: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
@@ -34,7 +36,7 @@ public struct MQTTReasonCode: RawRepresentable, Hashable, Sendable, CustomString
     }
 
     public var description: String {
-        let number = "0x" + String(rawValue, radix: 16, uppercase: true)
+        let number = "0x" + upperHex(rawValue, digits: 2)
         return name.map { "\(number) \($0)" } ?? number
     }
 

@@ -80,6 +80,9 @@ import Testing
         let other = BDAddress(rawValue: 0xA4C1_3800_0074)
         #expect(a.sensorHeard(other, model: "BTHome", keys: ["temperature_c"]).isEmpty)
         #expect(a.announcedDevices == 2)
+        #expect(a.refusedDevices == 1, "a sensor left out is counted, not silent")
+        _ = a.sensorHeard(other, model: "BTHome", keys: ["temperature_c"])
+        #expect(a.refusedDevices == 1, "once per sensor, not per reading")
     }
 
     /// A sensor document an earlier run left retained is removed at start when `sensors` is off now, and kept when
