@@ -7,6 +7,7 @@ let all: [(String, @Sendable ([String]) async -> Void)] = [
     ("sensors", { runSensorDecodingBenchmark(arguments: $0) }),
     ("hci", { runHCIBenchmark(args: $0) }),
     ("ranging", { await runRangingBenchmark(arguments: $0) }),
+    ("presence", { await runPresenceBenchmark(arguments: $0) }),
     ("spool", { await runSpoolBenchmark(arguments: $0) }),
     ("sim", { runSimulatorBenchmark(arguments: $0) }),
     ("mqtt", { do { try await runMQTTBenchmark(arguments: $0) } catch { print("mqtt benchmark failed: \(error)") } }),

@@ -197,6 +197,9 @@ public struct Scenario: Sendable {
     /// Each gateway's configuration: the scenario's `gateway_config:` with the gateway's own merged over it
     /// (nil when neither has one). Written by the loader.
     public var gatewayConfigYAMLByGateway: [String: String] = [:]
+    /// The `site:` section with the gateways placed (their positions and `room`s), for the fleet service's
+    /// presence; nil without one. Written by the loader.
+    public var siteYAML: String?
 
     public init(name: String) { self.name = name }
 }

@@ -126,7 +126,7 @@ struct Reader {
             root, "the scenario",
             allowed: [
                 "name", "description", "duration_s", "truth_interval_s", "radio", "gateways", "beacons", "tags",
-                "peripherals", "generate", "faults", "gateway_config",
+                "peripherals", "generate", "faults", "gateway_config", "site",
             ])
         var s = Scenario(name: try string(m, "name", "scenario") ?? "unnamed")
         s.duration = try double(m, "duration_s", "scenario")
@@ -176,7 +176,25 @@ struct Reader {
             case (let base?, let own?): s.gatewayConfigYAMLByGateway[g.id] = try Yams.serialize(node: Self.merge(own, over: base))
             }
         }
+        if let site = m["site"] { s.siteYAML = try siteYAML(site, gateways: s.gateways, nodes: try sequence(m["gateways"], "gateways")) }
         return s
+    }
+
+    /// The scenario's `site:` (floors, rooms) with its gateways placed where the radio has them, in their `room`:
+    /// one geometry for the simulated air and for the fleet service's presence (docs/PRESENCE.md). The fleet
+    /// service checks the rooms; here only the shape the simulator adds to.
+    func siteYAML(_ site: Node, gateways: [GatewaySpec], nodes: [Node]) throws -> String {
+        guard var m = site.mapping else { throw fail(site, "site must be a mapping (floors, rooms, presence)") }
+        if m["gateways"] != nil { throw fail(site, "site.gateways comes from the scenario's gateways (give each a 'room')") }
+        var placed: [Node] = []
+        for (g, n) in zip(gateways, nodes) {
+            guard let room = n.mapping?["room"]?.string else { continue }
+            func num(_ v: Double) -> Node { Node(String(v), Tag(.float)) }
+            let position = Node.sequence(.init([num(g.position.x), num(g.position.y), num(g.position.z)], .implicit, .flow))
+            placed.append(.mapping(.init([(Node("id"), Node(g.id)), (Node("position"), position), (Node("room"), Node(room))], .implicit, .flow)))
+        }
+        m["gateways"] = .sequence(.init(placed))
+        return try Yams.serialize(node: .mapping(m))
     }
 
     /// `overlay` over `base`: mappings merge key by key, anything else (a list, a scalar) replaces.
@@ -208,7 +226,7 @@ struct Reader {
     }
 
     func gateway(_ n: Node, index: Int) throws -> GatewaySpec {
-        let m = try mapping(n, "a gateway", allowed: ["id", "position", "address", "rx_offset_db", "max_connections", "gateway_config"])
+        let m = try mapping(n, "a gateway", allowed: ["id", "position", "address", "rx_offset_db", "max_connections", "gateway_config", "room"])
         let id = try requireString(m, "id", "a gateway", at: n)
         guard !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
             throw fail(m["id"], "gateway id '\(id)' may use only letters, digits, '-' and '_' (it names a socket file)")

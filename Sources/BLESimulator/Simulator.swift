@@ -82,7 +82,13 @@ public final class Simulator: Sendable {
         for (id, yaml) in scenario.gatewayConfigYAMLByGateway {
             try yaml.write(toFile: gatewayConfigPath(for: id), atomically: true, encoding: .utf8)
         }
+        if let yaml = scenario.siteYAML {
+            try yaml.write(toFile: sitePath, atomically: true, encoding: .utf8)
+        }
     }
+
+    /// DIR/site.yaml: the scenario's site description with its gateways placed (docs/PRESENCE.md).
+    public var sitePath: String { (options.socketDirectory as NSString).appendingPathComponent("site.yaml") }
 
     deinit { plugs.forEach { $0.stop() } }
 

@@ -1,0 +1,38 @@
+import BLEFleet
+import Foundation
+
+/// Room presence and position across gateways (docs/PRESENCE.md): the office scenario scored against its ground
+/// truth, the fleet's algorithm beside the ESPresense companion's default (Nadaraya–Watson), on the same readings.
+///
+/// Arguments: `--seconds S` of virtual time (default 3600), `--seed N` (default 1); to try other presence settings
+/// on the same data, `--dwell-s`, `--still-dwell-s`, `--still-after-s`, `--margin-m`, `--walking-speed-mps`.
+func runPresenceBenchmark(arguments: [String]) async {
+    func value(_ name: String, _ fallback: Double) -> Double {
+        guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Double(arguments[i + 1]) else {
+            return fallback
+        }
+        return v
+    }
+    var setup = PresenceScoreSetup()
+    setup.seconds = value("--seconds", 3600)
+    setup.seed = UInt64(value("--seed", 1))
+    let given = { (name: String) in arguments.contains(name) ? value(name, .nan) : nil }
+    let (dwell, stillDwell, stillAfter, margin, speed) =
+        (given("--dwell-s"), given("--still-dwell-s"), given("--still-after-s"), given("--margin-m"), given("--walking-speed-mps"))
+    setup.tune = { p in
+        if let dwell { p.dwellS = dwell }
+        if let stillDwell { p.stillDwellS = stillDwell }
+        if let stillAfter { p.stillAfterS = stillAfter }
+        if let margin { p.marginM = margin }
+        if let speed { p.walkingSpeedMPS = speed }
+    }
+    let started = ContinuousClock.now
+    do {
+        let score = try await scorePresence(setup)
+        print("presence: scored \(Int(setup.seconds)) s of the office, seed \(setup.seed), "
+            + "in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s")
+        print(score.table())
+    } catch {
+        print("presence: scoring failed: \(error)")
+    }
+}
