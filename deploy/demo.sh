@@ -54,7 +54,7 @@ FLEET_PORT=${FLEET_PORT:-$(free_port)}
     --history "$WORK/fleet-history.sqlite" >"$WORK/fleet.log" 2>&1 &
 pids+=($!)
 wait_for "the fleet dashboard on port $FLEET_PORT" bash -c "exec 3<>/dev/tcp/127.0.0.1/$FLEET_PORT"
-echo "fleet dashboard: http://127.0.0.1:$FLEET_PORT/  (metrics: http://127.0.0.1:$FLEET_PORT/metrics)"
+echo "fleet dashboard: http://127.0.0.1:$FLEET_PORT/  (room presence: /presence, metrics: /metrics)"
 
 mkdir -p "$WORK/sim"
 "$BIN" sim --scenario "$SCENARIO" --socket-dir "$WORK/sim" --speed "$SPEED" --truth "$WORK/truth.jsonl" \
@@ -62,6 +62,11 @@ mkdir -p "$WORK/sim"
 pids+=($!)
 wait_for "the simulator" bash -c "ls '$WORK'/sim/*.sock >/dev/null 2>&1"
 sleep 0.3  # every gateway's socket is created in one pass; give the last one a moment
+
+# …and its site description (rooms, where the gateways are): pushed retained, the fleet service's presence uses it.
+if [ -s "$WORK/sim/site.yaml" ]; then
+    "$BIN" site push --broker "mqtt://127.0.0.1:$PORT" --prefix "$PREFIX" "$WORK/sim/site.yaml" >>"$WORK/fleet.log" 2>&1
+fi
 
 # The scenario ships the configuration its gateways run with (regions, peripherals to keep connected).
 CONFIG="$WORK/sim/gateway-config.yaml"

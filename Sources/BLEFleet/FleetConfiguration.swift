@@ -22,6 +22,12 @@ public struct FleetConfiguration: Sendable {
     /// bursts: 1,000 gateways × 50 beacons is 50,000 messages at once. Beyond this the oldest are dropped, counted
     /// and shown (about 300 bytes each held).
     public var receiveBuffer = 131_072
+    /// The first site's description, for room presence (docs/PRESENCE.md); nil waits for one pushed retained on
+    /// `<prefix>/fleet/site`.
+    public var site: SiteDescription?
+    /// With a value, each tracked tag is announced to Home Assistant under this discovery prefix as a
+    /// `device_tracker` (docs/HOMEASSISTANT.md, "Presence").
+    public var homeAssistantDiscoveryPrefix: String?
 
     public init(mqtt: MQTTConfiguration, brokerURL: String, prefix: String) {
         self.init(mqtt: mqtt, brokerURL: brokerURL, sites: [prefix])

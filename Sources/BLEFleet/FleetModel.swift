@@ -53,8 +53,15 @@ public struct FleetModel: Sendable {
 
     /// Folds one message. `retained` is the MQTT retain flag as received (set only for messages the broker stored
     /// before this subscription); `now` is the service's clock.
-    public mutating func receive(topic: String, payload: [UInt8], retained: Bool, now: Double) {
-        guard let (site, kind) = Self.parse(topic, sites: sites) else { return }
+    /// Returns the site and where the topic sits in the schema (nil outside every site).
+    @discardableResult
+    public mutating func receive(topic: String, payload: [UInt8], retained: Bool, now: Double) -> (site: String, topic: FleetTopic)? {
+        guard let (site, kind) = Self.parse(topic, sites: sites) else { return nil }
+        receive(site: site, kind: kind, topic: topic, payload: payload, retained: retained, now: now)
+        return (site, kind)
+    }
+
+    private mutating func receive(site: String, kind: FleetTopic, topic: String, payload: [UInt8], retained: Bool, now: Double) {
         counters.messages += 1
         revision += 1
         switch kind {

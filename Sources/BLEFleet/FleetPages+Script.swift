@@ -360,7 +360,9 @@ extension FleetPages {
             });
           }
 
-          return { overview, gateway, beacon, sensor, plot };
+          // For page scripts of their own (presence.js).
+          const helpers = { el, link, cell, num, ago, when, fill, live, setTitle };
+          return { overview, gateway, beacon, sensor, plot, helpers };
         })();
         """#
 }

@@ -13,7 +13,7 @@ enum FleetPages {
         <script src="/static/fleet.js"></script>
         </head>
         <body>
-        <header><a href="/">BLEGateway fleet</a> <span id="page-title"></span>
+        <header><a href="/">BLEGateway fleet</a> <a href="/presence">presence</a> <span id="page-title"></span>
         <span id="broker" class="pill">connecting…</span> <span id="live" class="pill">…</span></header>
         <main>
         \#(body)
@@ -76,6 +76,15 @@ enum FleetPages {
         <p id="legend" class="legend"></p></section>
         """#, "Fleet.beacon();")
 
+    static let presence = shell("Presence — BLEGateway fleet", #"""
+        <section><h2>Where the tags are</h2><p id="presence-note"></p><div id="floorplans"></div></section>
+        <section><h2>Tags <small id="tag-count"></small></h2>
+        <div class="scroll"><table id="tags"><thead><tr><th>Tag</th><th>Name</th><th>Room</th><th>Since</th>
+        <th>Confidence</th><th>Method</th><th>Position</th><th>Gateways</th></tr></thead><tbody></tbody></table></div>
+        </section>
+        <script src="/static/presence.js"></script>
+        """#, "Fleet.presence();")
+
     static let style = #"""
         :root { --bad: #c62828; --warn: #ef6c00; --ok: #2e7d32; --muted: #666; }
         body { font: 15px/1.4 system-ui, sans-serif; margin: 0; color: #222; background: #fafafa; }
@@ -102,6 +111,12 @@ enum FleetPages {
         figcaption { font-size: .9em; color: var(--muted); }
         .plot svg { width: 100%; height: auto; display: block; }
         .legend span { margin-right: 1em; white-space: nowrap; }
+        .floorplan svg { width: 100%; max-width: 1000px; height: auto; background: #fff; border: 1px solid #e0e0e0; }
+        .floorplan .room { fill: #eceff1; stroke: #90a4ae; stroke-width: .05; }
+        .floorplan .room-label { font-size: .6px; fill: #546e7a; }
+        .floorplan .gateway { fill: #263238; } .floorplan .gateway-label { font-size: .45px; fill: #263238; }
+        .floorplan .error { fill: #1565c0; fill-opacity: .12; stroke: #1565c0; stroke-width: .04; }
+        .floorplan .tag { fill: #1565c0; } .floorplan .tag-label { font-size: .45px; fill: #0d47a1; }
         @media (max-width: 600px) {
           body { font-size: 14px; } main { padding: .3em .4em; } th, td { padding: .25em .35em; }
         }

@@ -14,13 +14,16 @@ enum FleetRoutes {
         router.get("gateway/:id") { _, _ in page(FleetPages.gateway) }
         router.get("beacon/:id") { _, _ in page(FleetPages.beacon) }
         router.get("sensor/:id") { _, _ in page(FleetPages.sensor) }
+        router.get("presence") { _, _ in page(FleetPages.presence) }
         router.get("static/fleet.js") { _, _ in text(FleetPages.script, type: "text/javascript; charset=utf-8") }
+        router.get("static/presence.js") { _, _ in text(FleetPages.presenceScript, type: "text/javascript; charset=utf-8") }
         router.get("static/fleet.css") { _, _ in text(FleetPages.style, type: "text/css; charset=utf-8") }
 
         router.get("api/overview") { _, _ in try json(service.overview()) }
         router.get("api/gateway/:id") { _, ctx in try json(service.gatewayPage(try ctx.parameters.require("id"))) }
         router.get("api/beacon/:id") { _, ctx in try json(service.beaconPage(try ctx.parameters.require("id"))) }
         router.get("api/sensor/:id") { _, ctx in try json(service.sensorPage(try ctx.parameters.require("id"))) }
+        router.get("api/presence") { _, _ in try json(service.presencePage()) }
         router.get("api/history/gateway/:id") { req, ctx in
             let since = service.clock.unixTime() - hours(req) * 3600
             return try json(try service.history?.health(gateway: try ctx.parameters.require("id"), since: since) ?? [])
@@ -36,6 +39,7 @@ enum FleetRoutes {
         }
 
         router.get("events/overview") { _, _ in events(service) { service.overview() } }
+        router.get("events/presence") { _, _ in events(service) { service.presencePage() } }
         router.get("events/sensor/:id") { _, ctx in
             let id = try ctx.parameters.require("id")
             return events(service) { service.sensorPage(id) }

@@ -18,6 +18,7 @@ public final class FleetService: Service, Sendable {
     let clock: any BLEClock
     let logger: Logger
     let client: MQTTClient
+    let presence: Locked<FleetPresence>
     private let onListening: @Sendable (Int) async -> Void
 
     /// - Parameters:
@@ -32,6 +33,7 @@ public final class FleetService: Service, Sendable {
         self.logger = logger
         self.onListening = onListening
         self.client = MQTTClient(configuration: configuration.mqtt, clock: clock)
+        self.presence = Locked(FleetPresence(sites: configuration.sites, configured: configuration.site))
     }
 
     public func run() async throws {
@@ -40,6 +42,10 @@ public final class FleetService: Service, Sendable {
         // never receives another site's topics).
         let streams = try configuration.sites.map {
             try client.subscribe("\($0)/#", qos: .atLeastOnce, buffer: configuration.receiveBuffer)
+        }
+        // Home Assistant says `online` when it (re)starts: its entities are announced again then.
+        let homeAssistant = try configuration.homeAssistantDiscoveryPrefix.map {
+            try client.subscribe("\($0)/status", qos: .atLeastOnce, buffer: 16)
         }
         let app = Application(
             router: FleetRoutes.router(self),
@@ -53,6 +59,8 @@ public final class FleetService: Service, Sendable {
             for messages in streams { group.addTask { await self.ingest(messages) } }
             group.addTask { await self.follow(client.events) }
             group.addTask { try await self.recordHistory() }
+            group.addTask { try await self.publishPresence() }
+            if let homeAssistant { group.addTask { await self.followHomeAssistant(homeAssistant) } }
             group.addTask {
                 // On graceful shutdown the server stops accepting and waits for the requests in flight: end the
                 // pages' event streams first, so none holds it open. Then everything else is cancelled, in turn.
@@ -71,7 +79,20 @@ public final class FleetService: Service, Sendable {
     func ingest(_ messages: AsyncStream<MQTTMessage>) async {
         for await m in messages {
             let now = clock.unixTime()
-            model.withLock { $0.receive(topic: m.topic, payload: m.payload, retained: m.retain, now: now) }
+            let (parsed, beacon) = model.withLock { model -> ((site: String, topic: FleetTopic)?, FleetGateway.Beacon?) in
+                let parsed = model.receive(topic: m.topic, payload: m.payload, retained: m.retain, now: now)
+                // The reading just folded (not an older one left by a payload that did not parse).
+                guard case .beacon(let gw, let id)? = parsed?.topic, let g = model.gateways[gw], g.site == parsed?.site,
+                      let b = g.beacons[id], b.receivedAt == now else { return (parsed, nil) }
+                return (parsed, b)
+            }
+            if let parsed {
+                if let beacon, case .beacon(let gw, let id) = parsed.topic {
+                    presence.withLock { $0.observe(parsed.site, gateway: gw, beacon: id, reading: beacon, now: now) }
+                } else if case .notFromAGateway = parsed.topic, m.topic == FleetPresence.siteTopic(parsed.site) {
+                    receiveSite(parsed.site, payload: m.payload)
+                }
+            }
             changes.changed()
         }
     }
@@ -118,6 +139,54 @@ public final class FleetService: Service, Sendable {
         }
     }
 
+    func receiveSite(_ site: String, payload: [UInt8]) {
+        let problem = presence.withLock { $0.receiveSite(site, payload: payload, isFirstSite: site == configuration.prefix) }
+        if let problem {
+            logger.error("fleet: site description refused, the one in force stays: \(problem)")
+        } else {
+            logger.info("fleet: site description for \(site)/ \(payload.isEmpty ? "removed" : "applied")")
+        }
+    }
+
+    /// Once a second: every tag's room decided again; what changed is published retained on
+    /// `<prefix>/fleet/presence/<beacon-id>` (and, with Home Assistant, a tag's discovery document first).
+    func publishPresence() async throws {
+        while true {
+            try await clock.sleep(for: .seconds(1))
+            let now = clock.unixTime()
+            let due = presence.withLock { p -> [(topic: String, payload: [UInt8], discovery: [UInt8]?, dtopic: String?)] in
+                p.tick(now: now).compactMap { prefix, report in
+                    guard let site = p.sites[prefix]?.engine.site else { return nil }
+                    var discovery: [UInt8]?, dtopic: String?
+                    if let dp = configuration.homeAssistantDiscoveryPrefix, p.announce(prefix, beacon: report.beacon) {
+                        dtopic = PresenceDiscovery.topic(discoveryPrefix: dp, beacon: report.beacon)
+                        discovery = PresenceDiscovery.document(prefix: prefix, beacon: report.beacon)
+                    }
+                    return (FleetPresence.presenceTopic(prefix, beacon: report.beacon),
+                            PresencePayload.encode(report, site: site), discovery, dtopic)
+                }
+            }
+            for d in due {
+                do {
+                    if let doc = d.discovery, let t = d.dtopic {
+                        _ = try await client.publish(MQTTMessage(topic: t, payload: doc, qos: .atLeastOnce, retain: true))
+                    }
+                    _ = try await client.publish(MQTTMessage(topic: d.topic, payload: d.payload, qos: .atLeastOnce, retain: true))
+                } catch {
+                    // A report not sent now is sent again within the engine's heartbeat (30 s); counted for the page.
+                    presence.withLock { $0.notPublished += 1 }
+                }
+            }
+            if !due.isEmpty { changes.changed() }
+        }
+    }
+
+    func followHomeAssistant(_ messages: AsyncStream<MQTTMessage>) async {
+        for await m in messages where m.payload == Array("online".utf8) {
+            presence.withLock { $0.forgetAnnouncements() }
+        }
+    }
+
     /// The broker connection as the pages show it, with the service's own losses.
     func brokerState() -> FleetViews.BrokerState {
         var b = broker.withLock { $0 }
@@ -148,6 +217,13 @@ public final class FleetService: Service, Sendable {
         let b = brokerState()
         let now = clock.unixTime()
         return model.withLock { FleetViews.sensor($0, id: id, broker: b, now: now) }
+    }
+
+    func presencePage() -> FleetViews.PresencePage {
+        let b = brokerState()
+        let now = clock.unixTime()
+        let p = presence.withLock { $0 }
+        return model.withLock { FleetViews.presence(p, model: $0, broker: b, now: now) }
     }
 
     func metrics() -> String {

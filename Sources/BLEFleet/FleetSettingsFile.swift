@@ -11,6 +11,8 @@ import Yams
 ///   listen: 127.0.0.1:8080
 ///   history: /var/lib/blegateway/fleet-history.sqlite
 ///   beacon_timeout_s: 300
+///   site: /etc/blegateway/site.yaml   # or the description itself, inline (docs/PRESENCE.md)
+///   homeassistant: {discovery_prefix: homeassistant}   # tracked tags as device trackers
 /// ```
 /// Without `fleet.broker`/`fleet.prefix`, the file's `mqtt.broker`/`mqtt.prefix` apply, so a gateway's file can
 /// serve both. Unknown keys are errors, named by path, as in the gateway's configuration.
@@ -22,6 +24,10 @@ public struct FleetSettingsFile: Sendable, Equatable {
     public var listen: String?
     public var history: String?
     public var beaconTimeoutS: Double?
+    /// `fleet.site`: the first site's description (read from its file when given as a path).
+    public var site: SiteDescription?
+    /// `fleet.homeassistant.discovery_prefix`.
+    public var homeAssistantDiscoveryPrefix: String?
 
     public struct Problem: Error, CustomStringConvertible {
         public let path: String
@@ -29,7 +35,9 @@ public struct FleetSettingsFile: Sendable, Equatable {
         public var description: String { "\(path): \(reason)" }
     }
 
-    static let keys: Set<String> = ["broker", "prefix", "sites", "listen", "history", "beacon_timeout_s"]
+    static let keys: Set<String> = [
+        "broker", "prefix", "sites", "listen", "history", "beacon_timeout_s", "site", "homeassistant",
+    ]
 
     public init() {}
 
@@ -70,6 +78,29 @@ public struct FleetSettingsFile: Sendable, Equatable {
                 throw Problem(path: "fleet.beacon_timeout_s", reason: "expected a positive number of seconds")
             }
             beaconTimeoutS = d
+        }
+        if let v = section["site"] {
+            if let path = v as? String {
+                // Relative to the configuration file, as an operator reads it.
+                let base = (file as NSString).deletingLastPathComponent
+                let full = path.hasPrefix("/") || base.isEmpty ? path : (base as NSString).appendingPathComponent(path)
+                guard let text = try? String(contentsOfFile: full, encoding: .utf8) else {
+                    throw Problem(path: "fleet.site", reason: "cannot read \(full)")
+                }
+                site = try SiteDescription(text: text, path: full)
+            } else {
+                site = try SiteDescription(node: v, path: "fleet.site")
+            }
+        }
+        if let v = section["homeassistant"] {
+            guard let m = v as? [String: Any] else { throw Problem(path: "fleet.homeassistant", reason: "expected a mapping") }
+            for key in m.keys where key != "discovery_prefix" {
+                throw Problem(path: "fleet.homeassistant.\(key)", reason: "unknown key; expected discovery_prefix")
+            }
+            guard let p = m["discovery_prefix"] as? String, FleetConfiguration.problem(sites: [p]) == nil else {
+                throw Problem(path: "fleet.homeassistant.discovery_prefix", reason: "expected a topic prefix")
+            }
+            homeAssistantDiscoveryPrefix = p
         }
     }
 

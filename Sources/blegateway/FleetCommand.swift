@@ -27,6 +27,12 @@ struct FleetCommand: AsyncParsableCommand {
     @Option(help: "SQLite file for the plots' history (default: none; plots then start empty at each start).")
     var history: String?
 
+    @Option(help: "The site description for room presence (YAML: floors, rooms, gateway positions; docs/PRESENCE.md).")
+    var site: String?
+
+    @Option(help: "Announce tracked tags to Home Assistant as device trackers under this discovery prefix.")
+    var homeassistantDiscoveryPrefix: String?
+
     func run() async throws {
         var file = FleetSettingsFile()
         if let config {
@@ -47,6 +53,15 @@ struct FleetCommand: AsyncParsableCommand {
         c.listenPort = port
         c.historyPath = history ?? file.history
         if let t = file.beaconTimeoutS { c.beaconTimeoutS = t }
+        c.site = file.site
+        if let site {
+            do {
+                c.site = try SiteDescription(text: try String(contentsOfFile: site, encoding: .utf8), path: site)
+            } catch {
+                throw ValidationError("--site: \(error)")
+            }
+        }
+        c.homeAssistantDiscoveryPrefix = homeassistantDiscoveryPrefix ?? file.homeAssistantDiscoveryPrefix
         let logger = Logger(label: "blegateway-fleet")
         let service = try FleetService(configuration: c, logger: logger) { bound in
             let shown = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host

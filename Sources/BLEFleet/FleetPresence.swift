@@ -1,0 +1,186 @@
+import Foundation
+
+/// Presence for every site the service follows (docs/PRESENCE.md): each site's description, where it came from, and
+/// its engine. A site's description is the one pushed retained on `<site>/fleet/site` when there is one, else the
+/// configured one (`fleet.site`, which describes the first site); a pushed document that does not parse is bad input,
+/// shown and logged, and the description in force stays. Pure: the service feeds it and publishes what it returns.
+public struct FleetPresence: Sendable {
+    public enum Source: String, Sendable, Encodable {
+        case configuration
+        case retained
+    }
+
+    public struct Site: Sendable {
+        public var engine: PresenceEngine
+        public var source: Source
+        /// The newest pushed document that was refused, and why.
+        public var refused: String?
+    }
+
+    public let configured: SiteDescription?
+    public private(set) var sites: [String: Site] = [:]
+    /// Beacons whose discovery document was published, per site (bounded by `max_tags`).
+    var announced: [String: Set<String>] = [:]
+    /// Reports the broker connection could not take (each is sent again within the heartbeat).
+    public internal(set) var notPublished = 0
+
+    public init(sites prefixes: [String], configured: SiteDescription?) {
+        self.configured = configured
+        if let configured { sites[prefixes[0]] = Site(engine: PresenceEngine(site: configured), source: .configuration) }
+    }
+
+    /// The topic a site's description is pushed to.
+    public static func siteTopic(_ prefix: String) -> String { "\(prefix)/fleet/site" }
+    public static func presenceTopic(_ prefix: String, beacon: String) -> String { "\(prefix)/fleet/presence/\(beacon)" }
+
+    /// A message on `<prefix>/fleet/site`: a new description (or, empty, back to the configured one). Returns the
+    /// problem when the document is refused.
+    public mutating func receiveSite(_ prefix: String, payload: [UInt8], isFirstSite: Bool) -> SiteDescription.Problem? {
+        if payload.isEmpty {
+            if isFirstSite, let configured {
+                replace(prefix, configured, source: .configuration)
+            } else {
+                sites[prefix] = nil
+                announced[prefix] = nil
+            }
+            return nil
+        }
+        do {
+            let site = try SiteDescription(text: String(decoding: payload, as: UTF8.self), path: Self.siteTopic(prefix))
+            replace(prefix, site, source: .retained)
+            return nil
+        } catch let problem as SiteDescription.Problem {
+            sites[prefix]?.refused = problem.description
+            return problem
+        } catch {
+            let problem = SiteDescription.Problem(path: Self.siteTopic(prefix), reason: "\(error)")
+            sites[prefix]?.refused = problem.description
+            return problem
+        }
+    }
+
+    private mutating func replace(_ prefix: String, _ site: SiteDescription, source: Source) {
+        if sites[prefix] == nil {
+            sites[prefix] = Site(engine: PresenceEngine(site: site), source: source)
+        } else {
+            sites[prefix]!.engine.replaceSite(site)
+            sites[prefix]!.source = source
+            sites[prefix]!.refused = nil
+        }
+    }
+
+    /// One gateway's beacon reading, under `prefix`.
+    public mutating func observe(_ prefix: String, gateway: String, beacon: String, reading: FleetGateway.Beacon, now: Double) {
+        guard sites[prefix] != nil else { return }
+        sites[prefix]!.engine.observe(
+            beacon: beacon,
+            reading: .init(gateway: gateway, distance: reading.distanceM, accuracy: reading.accuracyM, rssi: reading.rssi,
+                           ts: reading.ts),
+            now: now)
+    }
+
+    /// Every site's reports due now, with the site they belong to.
+    public mutating func tick(now: Double) -> [(prefix: String, report: PresenceEngine.Report)] {
+        var out: [(String, PresenceEngine.Report)] = []
+        for prefix in sites.keys.sorted() {
+            for r in sites[prefix]!.engine.tick(now: now) { out.append((prefix, r)) }
+        }
+        return out
+    }
+
+    /// Whether `beacon`'s Home Assistant document is still to be published (and, if so, now counted as published).
+    mutating func announce(_ prefix: String, beacon: String) -> Bool {
+        announced[prefix, default: []].insert(beacon).inserted
+    }
+
+    /// Home Assistant forgot its entities (it said `online` again): every tag is announced again.
+    mutating func forgetAnnouncements() { announced = [:] }
+}
+
+/// The retained presence payload (docs/TOPICS.md, `<prefix>/fleet/presence/<beacon-id>`).
+enum PresencePayload {
+    struct Body: Encodable {
+        var ts: Double
+        var beacon: String
+        /// The room's id, or `not_home`.
+        var room: String
+        var room_name: String?
+        var floor: String?
+        var since: Double
+        var confidence: Double
+        var method: String
+        var position: Position?
+        var gateways: [Heard]
+    }
+
+    struct Position: Encodable {
+        var x: Double
+        var y: Double
+        var floor: String
+        var error_m: Double
+    }
+
+    struct Heard: Encodable {
+        var gateway: String
+        var distance_m: Double
+        var accuracy_m: Double?
+        var rssi: Double?
+        var ts: Double
+    }
+
+    static let notHome = "not_home"
+
+    static func encode(_ r: PresenceEngine.Report, site: SiteDescription) -> [UInt8] {
+        let room = r.room.flatMap { site.room($0) }
+        let body = Body(
+            ts: r.ts, beacon: r.beacon, room: r.room ?? notHome, room_name: room?.name, floor: room?.floor, since: r.since,
+            confidence: r.confidence, method: r.method.rawValue,
+            position: r.position.map { Position(x: $0.x, y: $0.y, floor: $0.floor, error_m: $0.error) },
+            gateways: r.gateways.map {
+                Heard(gateway: $0.gateway, distance_m: ($0.distance * 100).rounded() / 100,
+                      accuracy_m: $0.accuracy.map { ($0 * 100).rounded() / 100 }, rssi: $0.rssi.map { ($0 * 10).rounded() / 10 },
+                      ts: $0.ts)
+            })
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return Array((try? encoder.encode(body)) ?? Data())
+    }
+}
+
+/// Home Assistant MQTT discovery for tracked tags (docs/HOMEASSISTANT.md, "Presence"): one `device_tracker` per tag,
+/// its state the room (`not_home` when away), its position and confidence as attributes.
+enum PresenceDiscovery {
+    static func objectID(_ beacon: String) -> String {
+        "blegateway_tag_" + String(beacon.map { $0.isLetter || $0.isNumber ? $0 : "_" })
+    }
+
+    static func topic(discoveryPrefix: String, beacon: String) -> String {
+        "\(discoveryPrefix)/device_tracker/\(objectID(beacon))/config"
+    }
+
+    static func document(prefix: String, beacon: String) -> [UInt8] {
+        let state = FleetPresence.presenceTopic(prefix, beacon: beacon)
+        let id = objectID(beacon)
+        let doc: [String: Any] = [
+            "unique_id": id,
+            "object_id": id,
+            // The entity is the device's only one: named after it (Home Assistant's naming rules since 2023.8).
+            "name": NSNull(),
+            "state_topic": state,
+            "value_template": "{{ value_json.room }}",
+            "payload_home": "home",
+            "payload_not_home": PresencePayload.notHome,
+            "json_attributes_topic": state,
+            "json_attributes_template":
+                "{{ {'room_name': value_json.room_name, 'floor': value_json.floor, 'confidence': value_json.confidence, "
+                + "'method': value_json.method, 'x': (value_json.position or {}).x, 'y': (value_json.position or {}).y, "
+                + "'error_m': (value_json.position or {}).error_m, 'since': value_json.since} | tojson }}",
+            "source_type": "bluetooth_le",
+            "device": ["identifiers": [id], "name": "Tag \(beacon)", "manufacturer": "BLEGateway",
+                       "model": "tracked beacon"],
+            "origin": ["name": "blegateway fleet"],
+        ]
+        let data = (try? JSONSerialization.data(withJSONObject: doc, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        return Array(data)
+    }
+}
