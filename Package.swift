@@ -86,7 +86,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "BLEFleetTests", dependencies: [
-            "BLEFleet", "BLEPublishing", .product(name: "Logging", package: "swift-log"),
+            "BLEFleet", "BLEPublishing", "BLESimulator", "BLEDomain", "BLEHCI", "BLETransport",
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport"]),
     ]

@@ -199,7 +199,12 @@ public struct PresenceEngine: Sendable {
         var scores: [String: Double] = [:]
         var geometric = false
         if let fix = PositionSolver.solve(ranges, z: z) {
-            if fix.method == .trilateration && !fix.consistent {
+            // A fit that agrees with no point, or places the tag well outside every room on its floor (a gateway
+            // reporting at the wrong scale can pull it there), is not a position: keep the last good one.
+            let plausible = site.rooms.contains {
+                $0.floor == floorID && Geometry.signedDistance($0.polygon, .init(fix.x, fix.y)) >= -settings.outsideM
+            }
+            if fix.method == .trilateration && (!fix.consistent || !plausible) {
                 counters.contradictions += 1
                 tag.method = .lastGoodPosition
                 tag.filter?.inflate(now: now, speed: settings.walkingSpeedMPS)

@@ -209,6 +209,8 @@ public struct PresenceSettings: Sendable, Equatable {
     public var stillAfterS = 20.0
     /// …and lead by this much: metres inside it beyond the current room (position), or metres nearer its gateway.
     public var marginM = 1.0
+    /// A fit further than this outside every room of its floor is implausible (the last good position is kept).
+    public var outsideM = 1.0
     /// With no reading from any gateway for this long, the tag is `not_home`.
     public var awayAfterS = 60.0
     /// Readings whose own `ts` is this far behind the newest reading for the tag are left out of a fit (clock skew
@@ -228,7 +230,7 @@ public struct PresenceSettings: Sendable, Equatable {
     init(node: Any?, path: String) throws {
         guard let node else { return }
         let m = try SiteDescription.mapping(node, path, keys: [
-            "dwell_s", "still_dwell_s", "still_after_s", "margin_m", "away_after_s", "window_s", "tag_height_m", "walking_speed_mps", "beacons", "max_tags",
+            "dwell_s", "still_dwell_s", "still_after_s", "margin_m", "outside_m", "away_after_s", "window_s", "tag_height_m", "walking_speed_mps", "beacons", "max_tags",
         ])
         func positive(_ key: String, _ into: inout Double) throws {
             guard let d = try SiteDescription.number(m[key], "\(path).\(key)") else { return }
@@ -239,6 +241,7 @@ public struct PresenceSettings: Sendable, Equatable {
         try positive("still_dwell_s", &stillDwellS)
         try positive("still_after_s", &stillAfterS)
         try positive("margin_m", &marginM)
+        try positive("outside_m", &outsideM)
         try positive("away_after_s", &awayAfterS)
         try positive("window_s", &windowS)
         try positive("tag_height_m", &tagHeightM)

@@ -1,0 +1,95 @@
+import BLEPublishing
+import Foundation
+import Logging
+import Testing
+@testable import BLEFleet
+
+/// Presence through the broker, as a deployment runs it against a real mosquitto: gateways' beacon topics in, the
+/// retained `<prefix>/fleet/presence/<beacon-id>` out, Home Assistant's device tracker announced, and a site
+/// description pushed retained taking over (or, when bad, refused with the one in force kept).
+@Suite(.serialized) struct FleetPresenceServiceTests {
+    static let tag = "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-100-1"
+
+    /// A gateway's beacon topic payload (docs/TOPICS.md) for the tag at (x, y).
+    static func beacon(_ gateway: SiteDescription.Gateway, at p: (Double, Double), seq: Int) -> [UInt8] {
+        let q = gateway.position!
+        let d = ((p.0 - q.x) * (p.0 - q.x) + (p.1 - q.y) * (p.1 - q.y) + (1.2 - q.z) * (1.2 - q.z)).squareRoot()
+        let ts = Date().timeIntervalSince1970
+        return Array((#"{"run":"r-\#(gateway.id)","seq":\#(seq),"ts":\#(ts),"clock_synced":true,"id":"\#(tag)","#
+            + #""kind":"ibeacon","address":"C4:BB:CA:D0:7F:7D","rssi":-70.5,"samples":4,"interval_s":1,"#
+            + #""distance_m":\#(d),"accuracy_m":\#(0.1 * d + 0.3),"proximity":"far"}"#).utf8)
+    }
+
+    func next(_ messages: AsyncStream<MQTTMessage>, _ where: (MQTTMessage, [String: Any]) -> Bool) async -> [String: Any]? {
+        for await m in messages {
+            guard let json = try? JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any] else { continue }
+            if `where`(m, json) { return json }
+        }
+        return nil
+    }
+
+    @Test(.enabled(if: LocalBroker.isAvailable), .timeLimit(.minutes(1)))
+    func beaconReadingsBecomeARetainedRoomAHomeAssistantTrackerAndFollowAPushedSite() async throws {
+        let broker = try LocalBroker()
+        try broker.start()
+        let http = try freeLoopbackPort()
+        let tests = FleetServiceTests()
+        let site = try SiteDescription(text: SiteDescriptionTests.office)
+        var config = FleetConfiguration(mqtt: tests.mqtt(port: broker.port, role: "presence"),
+                                        brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: "t")
+        config.listenPort = http
+        config.site = site
+        config.homeAssistantDiscoveryPrefix = "ha"
+        let service = try FleetService(configuration: config, logger: Logger(label: "fleet-test"))
+        let publisher = MQTTClient(configuration: tests.mqtt(port: broker.port, role: "presence-gateways"))
+        let presence = try publisher.subscribe("t/fleet/presence/+")
+        let discovery = try publisher.subscribe("ha/device_tracker/+/config")
+        var connected = publisher.events.filter { if case .connected = $0 { true } else { false } }.makeAsyncIterator()
+
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await service.run() }
+            group.addTask { try await publisher.run() }
+            _ = await connected.next()
+            // Three gateways range the tag in the lab, once a second, as long as the test runs.
+            group.addTask {
+                var seq = 1
+                while true {
+                    for g in site.gateways.values {
+                        try await publisher.publish(MQTTMessage(topic: "t/\(g.id)/beacons/\(Self.tag)",
+                                                                payload: Self.beacon(g, at: (21, 3), seq: seq), qos: .atMostOnce))
+                    }
+                    seq += 1
+                    try await Task.sleep(for: .milliseconds(500))
+                }
+            }
+            let inLab = await next(presence) { m, j in m.topic == "t/fleet/presence/\(Self.tag)" && j["room"] as? String == "lab" }
+            #expect(inLab?["method"] as? String == "trilateration")
+            #expect((inLab?["gateways"] as? [[String: Any]])?.count == 3)
+
+            let tracker = await next(discovery) { m, _ in m.topic.hasPrefix("ha/device_tracker/blegateway_tag_") }
+            #expect(tracker?["source_type"] as? String == "bluetooth_le")
+            #expect(tracker?["state_topic"] as? String == "t/fleet/presence/\(Self.tag)")
+            #expect(tracker?["payload_not_home"] as? String == "not_home")
+
+            // A pushed description that does not parse is refused; the configured one stays in force.
+            try await publisher.publish(MQTTMessage(topic: "t/fleet/site", payload: Array("rooms: [{id: a}]".utf8), retain: true))
+            try await offPool { try waitUntilListening(port: http, what: "the fleet service") }
+            let events = try EventStreamReader(url: "http://127.0.0.1:\(http)/events/presence")
+            let refused = await events.next { v in
+                ((v["sites"] as? [[String: Any]])?.first?["refused"] as? String)?.contains("polygon") == true
+            }
+            #expect(refused != nil, "the page never showed the refused description")
+
+            // A valid one takes over: here without positions, so presence is by the nearest gateway, and says so.
+            var unplaced = SiteDescriptionTests.office.replacingOccurrences(of: "position: [4, 4, 2.5], ", with: "")
+            unplaced = unplaced.replacingOccurrences(of: "position: [20, 5, 2.5], ", with: "")
+            unplaced = unplaced.replacingOccurrences(of: "position: [10, 16, 2.5], ", with: "")
+            // The readings' generator still needs positions: the service only reads the description's.
+            try await publisher.publish(MQTTMessage(topic: "t/fleet/site", payload: Array(unplaced.utf8), retain: true))
+            let nearest = await next(presence) { _, j in j["method"] as? String == "nearest_gateway" }
+            #expect(nearest?["room"] as? String == "lab")
+            #expect(service.presence.withLock { $0.sites["t"]?.source } == .retained)
+            group.cancelAll()
+        }
+    }
+}

@@ -1,0 +1,1 @@
+../../Benchmarks/RangingScoring.swift
