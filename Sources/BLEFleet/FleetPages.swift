@@ -111,12 +111,13 @@ enum FleetPages {
         figcaption { font-size: .9em; color: var(--muted); }
         .plot svg { width: 100%; height: auto; display: block; }
         .legend span { margin-right: 1em; white-space: nowrap; }
-        .floorplan svg { width: 100%; max-width: 1000px; height: auto; background: #fff; border: 1px solid #e0e0e0; }
+        .floorplan svg { width: 100%; max-width: 1000px; max-height: 75vh; height: auto; background: #fff;
+                         border: 1px solid #e0e0e0; }
         .floorplan .room { fill: #eceff1; stroke: #90a4ae; stroke-width: .05; }
         .floorplan .room-label { font-size: .6px; fill: #546e7a; }
         .floorplan .gateway { fill: #263238; } .floorplan .gateway-label { font-size: .45px; fill: #263238; }
         .floorplan .error { fill: #1565c0; fill-opacity: .12; stroke: #1565c0; stroke-width: .04; }
-        .floorplan .tag { fill: #1565c0; } .floorplan .tag-label { font-size: .45px; fill: #0d47a1; }
+        .floorplan .tag { fill: #1565c0; } .floorplan .tag-label { font-size: .35px; fill: #0d47a1; }
         @media (max-width: 600px) {
           body { font-size: 14px; } main { padding: .3em .4em; } th, td { padding: .25em .35em; }
         }

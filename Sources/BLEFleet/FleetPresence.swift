@@ -32,6 +32,8 @@ public struct FleetPresence: Sendable {
     /// The topic a site's description is pushed to.
     public static func siteTopic(_ prefix: String) -> String { "\(prefix)/fleet/site" }
     public static func presenceTopic(_ prefix: String, beacon: String) -> String { "\(prefix)/fleet/presence/\(beacon)" }
+    /// The room alone, as plain text (`not_home` when away): what a device tracker's state is read from.
+    public static func roomTopic(_ prefix: String, beacon: String) -> String { "\(prefix)/fleet/presence/\(beacon)/room" }
 
     /// A message on `<prefix>/fleet/site`: a new description (or, empty, back to the configured one). Returns the
     /// problem when the document is refused.
@@ -159,18 +161,19 @@ enum PresenceDiscovery {
     }
 
     static func document(prefix: String, beacon: String) -> [UInt8] {
-        let state = FleetPresence.presenceTopic(prefix, beacon: beacon)
+        let attributes = FleetPresence.presenceTopic(prefix, beacon: beacon)
         let id = objectID(beacon)
         let doc: [String: Any] = [
             "unique_id": id,
             "object_id": id,
             // The entity is the device's only one: named after it (Home Assistant's naming rules since 2023.8).
             "name": NSNull(),
-            "state_topic": state,
-            "value_template": "{{ value_json.room }}",
+            // The room's own plain topic, not a template over the JSON: Home Assistant 2025.4 takes a location
+            // name from the raw payload, not the rendered value_template (components/mqtt/device_tracker.py).
+            "state_topic": FleetPresence.roomTopic(prefix, beacon: beacon),
             "payload_home": "home",
             "payload_not_home": PresencePayload.notHome,
-            "json_attributes_topic": state,
+            "json_attributes_topic": attributes,
             "json_attributes_template":
                 "{{ {'room_name': value_json.room_name, 'floor': value_json.floor, 'confidence': value_json.confidence, "
                 + "'method': value_json.method, 'x': (value_json.position or {}).x, 'y': (value_json.position or {}).y, "

@@ -154,7 +154,7 @@ public final class FleetService: Service, Sendable {
         while true {
             try await clock.sleep(for: .seconds(1))
             let now = clock.unixTime()
-            let due = presence.withLock { p -> [(topic: String, payload: [UInt8], discovery: [UInt8]?, dtopic: String?)] in
+            let due = presence.withLock { p -> [(topic: String, payload: [UInt8], room: [UInt8], discovery: [UInt8]?, dtopic: String?)] in
                 p.tick(now: now).compactMap { prefix, report in
                     guard let site = p.sites[prefix]?.engine.site else { return nil }
                     var discovery: [UInt8]?, dtopic: String?
@@ -163,7 +163,8 @@ public final class FleetService: Service, Sendable {
                         discovery = PresenceDiscovery.document(prefix: prefix, beacon: report.beacon)
                     }
                     return (FleetPresence.presenceTopic(prefix, beacon: report.beacon),
-                            PresencePayload.encode(report, site: site), discovery, dtopic)
+                            PresencePayload.encode(report, site: site), Array((report.room ?? PresencePayload.notHome).utf8),
+                            discovery, dtopic)
                 }
             }
             for d in due {
@@ -172,6 +173,8 @@ public final class FleetService: Service, Sendable {
                         _ = try await client.publish(MQTTMessage(topic: t, payload: doc, qos: .atLeastOnce, retain: true))
                     }
                     _ = try await client.publish(MQTTMessage(topic: d.topic, payload: d.payload, qos: .atLeastOnce, retain: true))
+                    _ = try await client.publish(MQTTMessage(topic: d.topic + "/room", payload: d.room, qos: .atLeastOnce,
+                                                             retain: true))
                 } catch {
                     // A report not sent now is sent again within the engine's heartbeat (30 s); counted for the page.
                     presence.withLock { $0.notPublished += 1 }

@@ -43,6 +43,7 @@ import Testing
         let service = try FleetService(configuration: config, logger: Logger(label: "fleet-test"))
         let publisher = MQTTClient(configuration: tests.mqtt(port: broker.port, role: "presence-gateways"))
         let presence = try publisher.subscribe("t/fleet/presence/+")
+        let roomTopic = try publisher.subscribe("t/fleet/presence/+/room")
         let discovery = try publisher.subscribe("ha/device_tracker/+/config")
         var connected = publisher.events.filter { if case .connected = $0 { true } else { false } }.makeAsyncIterator()
 
@@ -65,10 +66,14 @@ import Testing
             let inLab = await next(presence) { m, j in m.topic == "t/fleet/presence/\(Self.tag)" && j["room"] as? String == "lab" }
             #expect(inLab?["method"] as? String == "trilateration")
             #expect((inLab?["gateways"] as? [[String: Any]])?.count == 3)
+            var rooms = roomTopic.makeAsyncIterator()
+            let room = await rooms.next()
+            #expect(room?.topic == "t/fleet/presence/\(Self.tag)/room" && room?.payload == Array("lab".utf8) && room?.retain == false)
 
             let tracker = await next(discovery) { m, _ in m.topic.hasPrefix("ha/device_tracker/blegateway_tag_") }
             #expect(tracker?["source_type"] as? String == "bluetooth_le")
-            #expect(tracker?["state_topic"] as? String == "t/fleet/presence/\(Self.tag)")
+            #expect(tracker?["state_topic"] as? String == "t/fleet/presence/\(Self.tag)/room")
+            #expect(tracker?["json_attributes_topic"] as? String == "t/fleet/presence/\(Self.tag)")
             #expect(tracker?["payload_not_home"] as? String == "not_home")
 
             // A pushed description that does not parse is refused; the configured one stays in force.

@@ -107,6 +107,42 @@ try:
     bad = wait_until(lambda: driver.execute_script("return document.querySelector('#bad tbody').textContent;"), 10) or ""
     check("bad payloads and unknown topics are listed", "not JSON" in bad and "not in the topic schema" in bad, bad)
 
+    # 1c. Presence: the office's floor plan with its rooms and gateways, and the static beacons in their rooms,
+    # on the page and in the retained presence topics (which follow schema/v1/presence.json).
+    driver.get(a.url + "/presence")
+
+    def plan():
+        return driver.execute_script("""
+            const rooms = {};
+            for (const tr of document.querySelectorAll("#tags tbody tr")) rooms[tr.dataset.tag] = tr.children[2].textContent;
+            return {rooms: document.querySelectorAll("polygon[data-room]").length,
+                    gateways: document.querySelectorAll("rect[data-gateway]").length,
+                    tags: document.querySelectorAll("circle[data-tag]").length, where: rooms};""")
+
+    statics = {"ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-1-2": "lobby", "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-2-2": "lab",
+               "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-3-3": "kitchen"}
+    placed = wait_until(lambda: (lambda p: p if all(p["where"].get(b) == r for b, r in statics.items()) else None)(plan()), 30)
+    shown = placed or plan()
+    check("presence page draws the office's 4 rooms and 3 gateways", shown["rooms"] == 4 and shown["gateways"] == 3,
+          f"{shown['rooms']} rooms, {shown['gateways']} gateways")
+    check("static beacons shown in their rooms", placed is not None,
+          f"{ {b: shown['where'].get(b) for b in statics} }")
+    check("tags drawn with their error circles", shown["tags"] >= 10, f"{shown['tags']} tags")
+    driver.save_screenshot(os.path.join(a.screenshots, "presence.png"))
+    messages = []
+    for b, room in statics.items():
+        payload = retained(f"{a.prefix}/fleet/presence/{b}")
+        check(f"retained presence of {b[-5:]} says {room}", (payload or {}).get("room") == room, f"{payload}")
+        messages.append(json.dumps({"topic": f"{a.prefix}/fleet/presence/{b}", "payload": json.dumps(payload)}))
+    jsonl = os.path.join(a.screenshots, "presence-messages.jsonl")
+    with open(jsonl, "w") as f:
+        f.write("\n".join(messages) + "\n")
+    validated = subprocess.run(["/usr/bin/python3", os.path.join(os.path.dirname(__file__), "..", "tools", "validate_payloads.py"),
+                                a.prefix, jsonl], capture_output=True, text=True)
+    check("presence payloads follow schema/v1/presence.json", validated.returncode == 0 and "3 passed, 0 failed" in validated.stdout,
+          validated.stdout + validated.stderr)
+    driver.get(a.url + "/")
+
     # 2. A killed gateway turns offline on the page, without a reload, within its keepalive plus 2 s.
     victim = sorted(gateways)[0]
     driver.execute_script("window.__notReloaded = true;")

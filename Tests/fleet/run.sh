@@ -70,7 +70,7 @@ while read -r _ pid; do pids+=("$pid"); done <"$WORK/gateways.txt"
 
 HTTP_PORT=$(free_port)
 "$BIN" fleet --broker "mqtt://127.0.0.1:$MQTT_PORT" --prefix "$PREFIX" --listen "127.0.0.1:$HTTP_PORT" \
-    --history "$WORK/history.sqlite" >"$WORK/fleet.log" 2>&1 &
+    --history "$WORK/history.sqlite" --site "$WORK/sim/site.yaml" >"$WORK/fleet.log" 2>&1 &
 pids+=($!)
 wait_for "the fleet service" bash -c "exec 3<>/dev/tcp/127.0.0.1/$HTTP_PORT"
 

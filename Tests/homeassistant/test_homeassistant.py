@@ -36,6 +36,12 @@ SENSOR_ADDRESS = "A4:C1:38:00:00:73"
 SENSOR_DEVICE = "blegateway_sensor_a4c138000073"
 # The gateway cuts names to 64 characters after dropping control characters and collapsing white space.
 PERIPHERAL_NAME = "Thermo lobby with a name far longer than anyone would want to read in a list of devices"[:64]
+# The desk badge, followed by the fleet service's presence (docs/PRESENCE.md) as a device tracker.
+DESK_BEACON = "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-100-1"
+TRACKER_DEVICE = "blegateway_tag_" + DESK_BEACON.replace("-", "_")
+SITE = """rooms: [{id: office, name: Office, polygon: [[-5, -5], [5, -5], [5, 5], [-5, 5]]}]
+gateways: [{id: gw-ha, position: [0, 0, 2], room: office}]
+"""
 # Each wait has its own bound; Home Assistant itself starts in under 10 s.
 WAIT = 30.0
 
@@ -290,6 +296,12 @@ async def main(binary, venv):
                                   "--gateway-id", GW, "--device", f"unix:{sim_dir}/{GW}.sock",
                                   "--broker", f"mqtt://127.0.0.1:{mqtt_port}", "--prefix", PREFIX,
                                   "--spool", os.path.join(work, "spool.sqlite")], work)
+    site_path = os.path.join(work, "site.yaml")
+    with open(site_path, "w") as f:
+        f.write(SITE)
+    fleet = Process("fleet", [binary, "fleet", "--broker", f"mqtt://127.0.0.1:{mqtt_port}", "--prefix", PREFIX,
+                              "--listen", "127.0.0.1:0", "--site", site_path,
+                              "--homeassistant-discovery-prefix", "homeassistant"], work)
     ha = HomeAssistant(venv, work, mqtt_port)
     results_seen = []
     watcher = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="ha-check-watcher")
@@ -304,6 +316,7 @@ async def main(binary, venv):
         # The gateway's configuration as the simulator wrote it, kept apart so the check can change it later.
         shutil.copy(os.path.join(sim_dir, "gateway-config.yaml"), config_path)
         gateway.start()
+        fleet.start()
 
         async def broker_up():
             try:
@@ -425,6 +438,23 @@ async def main(binary, venv):
         check("the sensor's battery is a diagnostic entity",
               registry.get(entity("sensor", "battery_pct", sensor_key), {}).get("entity_category") == "diagnostic")
 
+        # The fleet service's presence: the desk badge is a device tracker whose state is its room.
+        async def tracker():
+            devices, registry = await ha.registries()
+            if TRACKER_DEVICE not in devices:
+                return None
+            ids = [e for e, v in registry.items() if v.get("unique_id") == TRACKER_DEVICE]
+            return ids[0] if ids else None
+        tracker_id = await until("the desk badge's device tracker", tracker)
+        check("a tracked tag is a device_tracker entity", tracker_id is not None and tracker_id.startswith("device_tracker."),
+              f"{tracker_id}")
+        if tracker_id:
+            check("its state is the room, with source type bluetooth_le and its position as attributes",
+                  await state_is(tracker_id, lambda s: s["state"] == "office"
+                                 and s["attributes"].get("source_type") == "bluetooth_le"
+                                 and s["attributes"].get("room_name") == "Office"
+                                 and is_number(s["attributes"].get("confidence"))))
+
         # A write from Home Assistant reaches the peripheral: the number entity sends the write command.
         status = await ha.call("number", "set_value", {"entity_id": ALERT, "value": 2})
 
@@ -499,6 +529,7 @@ async def main(binary, venv):
     finally:
         watcher.loop_stop()
         await ha.close()
+        fleet.stop()
         gateway.stop()
         sim.stop()
         mosquitto.stop()

@@ -36,8 +36,9 @@ def main():
     prefix, path = args[0], args[1]
     topics = json.loads((ROOT / "topics.json").read_text())
     table = dict(topics["topics"])
+    table.update(topics["fleet_topics"])
     if operator:
-        table.update(topics["operator_topics"])
+        table.update({f: n for f, n in topics["operator_topics"].items() if n.endswith(".json")})
     schemas = {}
     for name in set(table.values()):
         schemas[name] = json.loads((ROOT / name).read_text())
