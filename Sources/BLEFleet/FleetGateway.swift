@@ -74,6 +74,8 @@ public struct FleetGateway: Sendable, Encodable {
         public var reason: String?
         public var reasonCode: Int?
         public var rssi: Int?
+        /// With `standby`: the gateway of the fleet that owns it (docs/PERIPHERALS.md).
+        public var owner: String?
     }
 
     /// A broadcasting sensor's latest reading, as this gateway published it.

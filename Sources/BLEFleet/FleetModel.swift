@@ -199,8 +199,9 @@ public struct FleetModel: Sendable {
             v.state = p.state
             v.since = p.since
             v.attempts = p.attempts
-            v.reason = p.reason
+            v.reason = p.reason ?? p.owner.map { "owned by \($0)" }
             v.reasonCode = p.reason_code
+            v.owner = p.owner
             g.peripherals[address] = v
         case .peripheralRSSI(_, let address):
             let p = try readFlat(FleetPayload.PeripheralRSSI.init).1

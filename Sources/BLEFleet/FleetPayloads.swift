@@ -105,6 +105,8 @@ enum FleetPayload {
         var reason: String?
         var reason_code: Int?
         var name: String?
+        /// With `standby`: the gateway that owns the peripheral.
+        var owner: String?
     }
 
     struct PeripheralRSSI: Decodable {

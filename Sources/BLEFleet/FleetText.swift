@@ -30,7 +30,8 @@ public enum FleetText {
 
         var peripheralLines: [String] = []
         for g in m.gateways.values.sorted(by: { $0.id < $1.id }) {
-            for (addr, p) in g.peripherals.sorted(by: { $0.key < $1.key }) where p.state != "connected" {
+            // Standby is as wanted: another gateway of the fleet holds the link.
+            for (addr, p) in g.peripherals.sorted(by: { $0.key < $1.key }) where p.state != "connected" && p.state != "standby" {
                 peripheralLines.append("  " + pad(g.id, 14) + pad(addr, 14) + pad(p.name ?? "", 16) + pad(p.state, 14)
                     + (p.reason ?? ""))
             }

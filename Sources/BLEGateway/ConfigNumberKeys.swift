@@ -25,6 +25,8 @@ extension GatewayConfiguration.Connections {
         .init("rssi_interval_s", 0...3600, get: { $0.rssiIntervalSeconds }, set: { $0.rssiIntervalSeconds = $1 }),
         .init("max_backoff_s", 1...3600, get: { $0.maxBackoffSeconds }, set: { $0.maxBackoffSeconds = $1 }),
         .init("att_timeout_s", 1...30, get: { $0.attTimeoutSeconds }, set: { $0.attTimeoutSeconds = $1 }),
+        .init("owner_lease_s", 0...3600, get: { $0.ownerLeaseSeconds }, set: { $0.ownerLeaseSeconds = $1 }),
+        .init("owner_margin_db", 0...40, get: { $0.ownerMarginDB }, set: { $0.ownerMarginDB = $1 }),
     ]
 }
 

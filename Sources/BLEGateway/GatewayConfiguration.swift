@@ -175,6 +175,12 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var maxBackoffSeconds = 60.0
         /// ATT transaction timeout (Core v5.4, Vol 3, Part F, §3.3.3: 30 s); the link is dropped after it.
         public var attTimeoutSeconds = 30.0
+        /// One owner per peripheral (docs/PERIPHERALS.md): 0 (the default) connects every configured address
+        /// itself; above 0, the gateways under the prefix agree through the broker which one connects each, with a
+        /// claim lease of this many seconds. Read at start.
+        public var ownerLeaseSeconds = 0.0
+        /// A standby gateway takes a peripheral over when it hears it this much better than the owner.
+        public var ownerMarginDB = 8.0
     }
 
     /// How RSSI becomes distance and proximity (`ranging:`): the tunable part of `RangingConfiguration`, whose

@@ -24,6 +24,21 @@ extension GatewayReadings {
                        retain: true, ts: ts, clockSynchronized: synced, run: run)
     }
 
+    /// Retained `standby`: another gateway of the fleet owns the peripheral and keeps it connected
+    /// (docs/PERIPHERALS.md, "One owner per peripheral").
+    func peripheralStandby(_ address: BDAddress, name: String?, owner: String, since: Double, ts: Double,
+                           synced: Bool) -> Reading {
+        var o = JSONObjectWriter()
+        o.string("address", address.description)
+        if let name { o.string("name", name) }
+        o.string("state", "standby")
+        o.number("since", since)
+        o.int("attempts", 0)
+        o.string("owner", owner)
+        return Reading(.state, topic: topics.peripheralState(address.topicComponent), body: o.finished, qos: stateQoS,
+                       retain: true, ts: ts, clockSynchronized: synced, run: run)
+    }
+
     /// Connection RSSI (HCI Read RSSI), a sample.
     func peripheralRSSI(_ address: BDAddress, rssi: Int8, ts: Double, synced: Bool) -> Reading {
         var o = JSONObjectWriter()

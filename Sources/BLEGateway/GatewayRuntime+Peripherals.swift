@@ -41,6 +41,11 @@ extension GatewayRuntime {
             gatt: { address, mtu, database in
                 record(readings.peripheralGATT(address, mtu: mtu, database: database, ts: clock.unixTime(),
                                                synced: synced()))
+            },
+            standby: { address, name, owner in
+                let ts = clock.unixTime()
+                record(readings.peripheralStandby(address, name: name, owner: owner, since: ts, ts: ts, synced: synced()))
+                stateSeen(address)
             })
         return PeripheralService(intents: configuration.peripherals, connections: configuration.connections,
                                  clock: clock, logger: logger, output: output)

@@ -29,6 +29,8 @@ public final class GatewayRuntime: Service, Sendable {
     let applying = Locked(())
     /// The peripheral links (configured intents, their GATT work and write commands).
     let peripherals: PeripheralService
+    /// With `connections.owner_lease_s`: one owner per peripheral across the fleet.
+    let ownership: OwnershipCoordinator?
     /// Home Assistant discovery (GatewayRuntime+HomeAssistant.swift).
     let homeAssistant: Locked<HomeAssistantLink>
     /// Bindkeys for encrypted sensor formats (`sensors.bindkeys`); never logged.
@@ -168,6 +170,17 @@ public final class GatewayRuntime: Service, Sendable {
                                            publisher: publisher, clock: clock, logger: logger,
                                            synced: clockSynchronized, stateSeen: { a in seen.withLock { $0 }?(a) })
         homeAssistant = Locked(HomeAssistantLink(announcer: HomeAssistantAnnouncer(topics: topics, version: Self.version)))
+        if effective.connections.ownerLeaseSeconds > 0 {
+            let addresses = effective.peripherals.compactMap { i -> BDAddress? in
+                if case .address(let a) = i.match { return a } else { return nil }
+            }
+            ownership = OwnershipCoordinator(
+                gateway: effective.gateway.id, addresses: addresses, lease: effective.connections.ownerLeaseSeconds,
+                margin: effective.connections.ownerMarginDB, client: client, topics: topics, peripherals: peripherals,
+                clock: clock, logger: logger)
+        } else {
+            ownership = nil
+        }
         source = try makeSource(peripherals)
         seen.withLock { $0 = { [weak self] a in self?.peripheralSeen(a) } }
     }
@@ -220,6 +233,7 @@ public final class GatewayRuntime: Service, Sendable {
         var following = followRemoteConfiguration()
         if let t = correctStalePeripheralStates() { following.append(t) }
         if let t = followWrites() { following.append(t) }
+        if let t = ownership?.start() { following.append(t) }
         let mqtt = Task { try await client.run() }
         let events = Task { await followConnection() }
         // Samples wait for their commit, not for the publisher's next poll as well.
@@ -296,6 +310,7 @@ public final class GatewayRuntime: Service, Sendable {
                 recordState(readings.status(online: true, reason: first ? nil : "reconnected", ts: clock.unixTime(),
                                             synced: clockSynchronized()))
                 publisher.connectionChanged(connected: true)
+                ownership?.brokerConnected()
                 configurationProgress.signal()
                 if !first { republishToHomeAssistant() }
             case .disconnected(let error):

@@ -20,15 +20,39 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         public var value: @Sendable (BDAddress, BluetoothUUID?, BluetoothUUID, [UInt8], String) -> Void
         /// The discovered database and the ATT_MTU.
         public var gatt: @Sendable (BDAddress, Int, GATTDatabase) -> Void
+        /// Another gateway owns the peripheral (docs/PERIPHERALS.md, "One owner per peripheral"): name, owner.
+        public var standby: @Sendable (BDAddress, String?, String) -> Void
         public init(state: @escaping @Sendable (BDAddress, String?, ConnectionManager.Status) -> Void,
                     rssi: @escaping @Sendable (BDAddress, Int8) -> Void,
                     value: @escaping @Sendable (BDAddress, BluetoothUUID?, BluetoothUUID, [UInt8], String) -> Void,
-                    gatt: @escaping @Sendable (BDAddress, Int, GATTDatabase) -> Void) {
+                    gatt: @escaping @Sendable (BDAddress, Int, GATTDatabase) -> Void,
+                    standby: @escaping @Sendable (BDAddress, String?, String) -> Void = { _, _, _ in }) {
             self.state = state
             self.rssi = rssi
             self.value = value
             self.gatt = gatt
+            self.standby = standby
         }
+    }
+
+    /// With one owner per peripheral: what the service tells the coordinator, and which addresses it may connect.
+    public struct Ownership: Sendable {
+        /// The device heard (an advertisement's or the link's RSSI).
+        public var heard: @Sendable (BDAddress, Double) -> Void
+        /// The adapter that makes links came up (true) or went away.
+        public var adapter: @Sendable (Bool) -> Void
+        public init(heard: @escaping @Sendable (BDAddress, Double) -> Void, adapter: @escaping @Sendable (Bool) -> Void) {
+            self.heard = heard
+            self.adapter = adapter
+        }
+    }
+
+    struct Owned: Sendable {
+        var hooks: Ownership
+        /// Addresses this gateway owns (connected, or being connected).
+        var owned: Set<BDAddress> = []
+        /// Addresses another gateway owns, with the owner.
+        var standby: [BDAddress: String] = [:]
     }
 
     /// Counters for the health topic.
@@ -88,6 +112,9 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     private let stats = Locked(Statistics())
     /// Kernel link ids, unique for the service's life (across sessions).
     private let kernelLinkIDs = LinkIDs()
+    /// Set when peripherals have one owner across the fleet (`connections.owner_lease_s`): address intents are then
+    /// connected only when owned.
+    private let ownership = Locked<Owned?>(nil)
 
     public init(intents: [PeripheralIntent], connections: GatewayConfiguration.Connections, clock: any BLEClock,
                 logger: Logger, output: Output) {
@@ -102,10 +129,46 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// Wants every address intent, publishing each `disconnected`: at start, this corrects whatever state an
     /// earlier run left retained. Devices matched by name or service are wanted when first heard.
     public func announce() {
+        let coordinated = ownership.withLock { $0 != nil }
         for intent in intents.withLock({ $0 }) {
             if case .address(let a) = intent.match {
-                post(.want(.init(address: a, addressType: intent.addressType ?? .public)))
+                if coordinated {
+                    // Not wanted until owned; still reported disconnected now.
+                    output.state(a, intent.name, .init(state: .disconnected, reason: nil, attempts: 0, since: clock.now()))
+                } else {
+                    post(.want(.init(address: a, addressType: intent.addressType ?? .public)))
+                }
             }
+        }
+    }
+
+    /// One owner per peripheral: from now on address intents are connected only when `take` says so.
+    public func coordinate(_ hooks: Ownership) {
+        ownership.withLock { $0 = Owned(hooks: hooks) }
+    }
+
+    /// This gateway owns `address`: keep it connected.
+    public func take(_ address: BDAddress) {
+        guard let intent = intent(for: address) else { return }
+        ownership.withLock { o in
+            o?.owned.insert(address)
+            o?.standby[address] = nil
+        }
+        logger.info("peripheral \(address): this gateway owns it")
+        post(.want(.init(address: address, addressType: intent.addressType ?? .public)))
+    }
+
+    /// Another gateway owns `address`: let it go, and report `standby` naming the owner once the link is down.
+    public func standBy(_ address: BDAddress, owner: String) {
+        ownership.withLock { o in
+            o?.owned.remove(address)
+            o?.standby[address] = owner
+        }
+        logger.info("peripheral \(address): owned by \(owner); standby")
+        let live = manager.withLock { $0.status(of: address) }
+        post(.unwant(address))
+        if live == nil || live?.state == .disconnected {
+            output.standby(address, intent(for: address)?.name, owner)
         }
     }
 
@@ -129,6 +192,11 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// Every sighting, before the scan filter: a connectable advertisement of a wanted device is the moment to
     /// connect; a name or service that matches an intent makes the device wanted.
     public func observe(_ s: Sighting) {
+        if let o = ownership.withLock({ $0 }), intents.withLock({ $0.contains { $0.match == .address(s.address) } }) {
+            if let rssi = s.rssi { o.hooks.heard(s.address, Double(rssi)) }
+            // Wanted by `take` once owned; a sighting of a device another gateway owns changes nothing here.
+            guard o.owned.contains(s.address) else { return }
+        }
         let peer = ConnectionManager.Peer(address: s.address, addressType: s.addressType)
         let known = manager.withLock { $0.status(of: s.address) != nil }
         if !known {
@@ -241,6 +309,11 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         for action in actions {
             if case .publish(let address, let status) = action {
                 let name = intent(for: address)?.name
+                if status.state == .disconnected, let owner = ownership.withLock({ $0?.standby[address] }) {
+                    // Let go for its owner: that is what it is now.
+                    output.standby(address, name, owner)
+                    continue
+                }
                 if status.state == .connected || status.reason != nil {
                     let label = name.map { " (\($0))" } ?? ""
                     let why = status.reason.map { " — \($0)" } ?? ""
@@ -293,12 +366,14 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             // The maker's listeners were subscribed when it was made (LELinks at init; the kernel maker's jobs are
             // queued until `run` takes them), so actions may be taken at once.
             post(.adapterUp)
+            ownership.withLock { $0 }?.hooks.adapter(true)
             // The first to end (the link layer's end, or cancellation by the adapter's owner) ends the session.
             await group.next()
             group.cancelAll()
         }
         continuation.finish()
         session.withLock { $0 = nil }
+        ownership.withLock { $0 }?.hooks.adapter(false)
         for link in s.gatt.withLock({ Array($0.values) }) {
             link.task?.cancel()
             await link.task?.value
@@ -358,7 +433,10 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                     let every = Duration.seconds(connections.rssiIntervalSeconds)
                     while !Task.isCancelled {
                         do { try await clock.sleep(for: every) } catch { return }
-                        if let rssi = await maker.rssi(of: link.handle) { output.rssi(link.peer.address, rssi) }
+                        if let rssi = await maker.rssi(of: link.handle) {
+                            output.rssi(link.peer.address, rssi)
+                            ownership.withLock { $0 }?.hooks.heard(link.peer.address, Double(rssi))
+                        }
                     }
                 }
             }

@@ -46,6 +46,13 @@ public struct Topics: Sendable, Hashable {
 
     var base: String { "\(prefix)/\(gatewayID)" }
 
+    /// Every gateway's retained status under the prefix (peripheral ownership follows which are online).
+    public var allStatuses: String { "\(prefix)/+/status" }
+    /// The claim on one peripheral: the one gateway of the fleet that connects it (docs/PERIPHERALS.md).
+    public func peripheralOwner(_ address: String) -> String { "\(prefix)/fleet/peripherals/\(address)/owner" }
+    /// Every peripheral's claim.
+    public var peripheralOwners: String { "\(prefix)/fleet/peripherals/+/owner" }
+
     /// Retained online/offline; the last will sets offline.
     public var status: String { "\(base)/status" }
     /// Retained adapter state.

@@ -1,0 +1,157 @@
+import BLEHCI
+import BLEPublishing
+import BLETransport
+import Foundation
+import Logging
+
+/// Carries out `PeripheralOwnership` (docs/PERIPHERALS.md, "One owner per peripheral"): follows the claim topics and
+/// every gateway's retained status, ticks the state machine once a second, writes this gateway's claims and tells the
+/// peripheral service what it owns.
+///
+/// Claims go straight to the broker, not through the spool: a claim is a statement about now, worth nothing when
+/// replayed after an outage (the lease would have run out), and while the broker is away no other gateway can read
+/// it anyway. Each owned claim is renewed every `renew_s`; the gateway's last will (its status offline) voids them
+/// all at once.
+final class OwnershipCoordinator: @unchecked Sendable {
+    let machine: Locked<PeripheralOwnership>
+    let client: MQTTClient
+    let topics: Topics
+    let peripherals: PeripheralService
+    let clock: any BLEClock
+    let logger: Logger
+    /// Foreign claims already logged, by address (logged once each).
+    private let logged = Locked<Set<BDAddress>>([])
+
+    init(gateway: String, addresses: [BDAddress], lease: Double, margin: Double, client: MQTTClient, topics: Topics,
+         peripherals: PeripheralService, clock: any BLEClock, logger: Logger) {
+        var s = PeripheralOwnership.Settings()
+        s.leaseS = lease
+        s.renewS = max(lease / 3, 1)
+        s.marginDB = margin
+        machine = Locked(PeripheralOwnership(gateway: gateway, addresses: addresses, settings: s))
+        self.client = client
+        self.topics = topics
+        self.peripherals = peripherals
+        self.clock = clock
+        self.logger = logger
+        peripherals.coordinate(.init(
+            heard: { [machine, clock] address, rssi in
+                machine.withLock { $0.heard(address, rssi: rssi, now: clock.now().seconds) }
+            },
+            adapter: { [weak self] up in self?.adapter(up: up) }))
+    }
+
+    /// Subscribes (before the client runs, so retained claims and statuses come with the first connection) and
+    /// follows; the task ends when cancelled.
+    func start() -> Task<Void, Never>? {
+        let claims: AsyncStream<MQTTMessage>
+        let statuses: AsyncStream<MQTTMessage>
+        do {
+            claims = try client.subscribe(topics.peripheralOwners, qos: .atLeastOnce)
+            statuses = try client.subscribe(topics.allStatuses, qos: .atLeastOnce)
+        } catch {
+            logger.error("peripherals: cannot follow ownership claims: \(error)")
+            return nil
+        }
+        return Task { [self] in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { for await m in statuses { self.status(m) } }
+                group.addTask { for await m in claims { self.claim(m) } }
+                group.addTask {
+                    while !Task.isCancelled {
+                        do { try await self.clock.sleep(for: .seconds(1)) } catch { return }
+                        let actions = self.machine.withLock { $0.tick(now: self.clock.now().seconds) }
+                        await self.perform(actions)
+                    }
+                }
+                await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    /// The runtime saw the broker connection come up.
+    func brokerConnected() {
+        machine.withLock { $0.brokerConnected(now: clock.now().seconds) }
+    }
+
+    func adapter(up: Bool) {
+        let actions = machine.withLock { $0.adapter(up: up, now: clock.now().seconds) }
+        if !actions.isEmpty { Task { await perform(actions) } }
+    }
+
+    func status(_ m: MQTTMessage) {
+        let levels = m.topic.split(separator: "/")
+        guard levels.count >= 2, levels.last == "status" else { return }
+        let gateway = String(levels[levels.count - 2])
+        let online: Bool
+        if m.payload.isEmpty {
+            online = false
+        } else if case .object(let pairs)? = try? RemoteJSONParser.parse(m.payload),
+                  case .string(let state)? = Dictionary(pairs, uniquingKeysWith: { a, _ in a })["state"] {
+            online = state == "online"
+        } else {
+            return
+        }
+        machine.withLock { $0.status(of: gateway, online: online) }
+    }
+
+    func claim(_ m: MQTTMessage) {
+        let levels = m.topic.split(separator: "/")
+        guard levels.count >= 2, let address = BDAddress(hexTopic: levels[levels.count - 2]) else { return }
+        let now = clock.now().seconds
+        var claim: PeripheralOwnership.Claim?
+        if !m.payload.isEmpty {
+            guard case .object(let pairs)? = try? RemoteJSONParser.parse(m.payload) else {
+                note(address, "a claim that is not a JSON object on \(m.topic): ignored")
+                return
+            }
+            let fields = Dictionary(pairs, uniquingKeysWith: { a, _ in a })
+            guard case .string(let gateway)? = fields["gateway"], case .number(let lease, _)? = fields["lease_s"],
+                  lease > 0 else {
+                note(address, "a claim without gateway and lease_s on \(m.topic): ignored")
+                return
+            }
+            var rssi: Double?
+            if case .number(let r, _)? = fields["rssi"] { rssi = r }
+            claim = .init(gateway: gateway, rssi: rssi, leaseS: lease, receivedAt: now)
+        }
+        let taken = machine.withLock { $0.claimed(address, claim, now: now) }
+        if !taken, let c = claim {
+            note(address, "claim on \(m.topic) by \"\(c.gateway)\", which is not an online gateway under this prefix: ignored")
+        }
+    }
+
+    private func note(_ address: BDAddress, _ text: String) {
+        if logged.withLock({ $0.insert(address).inserted }) { logger.warning("peripherals: \(text)") }
+    }
+
+    func perform(_ actions: [PeripheralOwnership.Action]) async {
+        for a in actions {
+            switch a {
+            case .claim(let address, let rssi):
+                let lease = machine.withLock { $0.settings.leaseS }
+                var body = #"{"gateway":"\#(machine.withLock { $0.me })","lease_s":\#(lease),"ts":\#(clock.unixTime())"#
+                if let rssi { body += #","rssi":\#((rssi * 10).rounded() / 10)"# }
+                body += "}"
+                await send(address, Array(body.utf8))
+            case .release(let address):
+                await send(address, [])
+            case .connect(let address):
+                peripherals.take(address)
+            case .standby(let address, let owner):
+                peripherals.standBy(address, owner: owner)
+            }
+        }
+    }
+
+    private func send(_ address: BDAddress, _ payload: [UInt8]) async {
+        do {
+            _ = try await client.publish(MQTTMessage(topic: topics.peripheralOwner(address.topicComponent), payload: payload,
+                                                     qos: .atLeastOnce, retain: true))
+        } catch {
+            // Not connected: the claim is not made, and the state machine tries again (its echo never came back).
+            logger.debug("peripherals: claim on \(address) not sent: \(error)")
+        }
+    }
+}

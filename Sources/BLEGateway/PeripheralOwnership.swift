@@ -1,0 +1,262 @@
+import BLEHCI
+
+/// One gateway per peripheral, agreed through the broker alone (docs/PERIPHERALS.md, "One owner per peripheral").
+///
+/// Each configured address has one retained claim topic, `<prefix>/fleet/peripherals/<address>/owner`: the last
+/// claim written there is the owner, as long as its gateway's retained status says online and the claim's lease has
+/// not run out (the owner renews it). Every gateway sees the claims in the broker's one order, so the last word is
+/// the same for all of them. A gateway claims what no valid claim holds and it hears; it waits `settle_s` for its own
+/// claim to come back (another written after it wins), then connects. A standby gateway takes over only when it hears
+/// the device better than the owner's claim says, by `margin_db`, for `dwell_s`; the owner then yields. Pure: events
+/// and the clock in, actions out; the coordinator does the I/O.
+public struct PeripheralOwnership: Sendable {
+    public struct Settings: Sendable, Equatable {
+        public init() {}
+        /// A claim not renewed for this long is void.
+        public var leaseS = 30.0
+        /// The owner writes its claim again this often (with its current RSSI).
+        public var renewS = 10.0
+        /// A standby gateway must hear the device this much better than the owner…
+        public var marginDB = 8.0
+        /// …for this long before it takes over.
+        public var dwellS = 10.0
+        /// A new claim waits this long for a later one before connecting (the broker's order decides).
+        public var settleS = 2.0
+        /// What this gateway heard longer ago than this does not count.
+        public var heardWithinS = 30.0
+        /// After connecting to the broker, retained claims and statuses arrive first: nothing is claimed before.
+        public var startupS = 3.0
+        /// A free device is claimed after a wait that grows as this gateway hears it worse: this many seconds per dB
+        /// below −40 dBm (−60 dBm: 2 s; −90 dBm: 5 s), so the gateway that hears it best claims first.
+        public var claimDelayPerDB = 0.1
+
+        func claimDelay(_ rssi: Double) -> Double { max(0, -40 - rssi) * claimDelayPerDB }
+    }
+
+    /// A claim as read from the broker.
+    public struct Claim: Sendable, Equatable {
+        public var gateway: String
+        /// The owner's RSSI to the device (filtered); nil when it no longer hears it.
+        public var rssi: Double?
+        public var leaseS: Double
+        /// This gateway's clock when the claim arrived (a lease is timed here, immune to other gateways' clocks).
+        public var receivedAt: Double
+
+        public init(gateway: String, rssi: Double?, leaseS: Double, receivedAt: Double) {
+            self.gateway = gateway
+            self.rssi = rssi
+            self.leaseS = leaseS
+            self.receivedAt = receivedAt
+        }
+    }
+
+    public enum State: Sendable, Equatable {
+        /// Neither this gateway's nor another's.
+        case idle
+        /// Another gateway owns it.
+        case standby(owner: String)
+        /// This gateway's claim is written; waiting `settle_s` for a later one.
+        case claiming(since: Double)
+        /// This gateway owns it (and keeps it connected).
+        case owner(since: Double, renewedAt: Double)
+    }
+
+    public enum Action: Sendable, Equatable {
+        /// Write this gateway's claim (retained), with its RSSI to the device.
+        case claim(BDAddress, rssi: Double?)
+        /// Clear this gateway's claim (an empty retained message).
+        case release(BDAddress)
+        /// Keep it connected.
+        case connect(BDAddress)
+        /// Let it go (disconnect if connected) and report `standby`, naming the owner.
+        case standby(BDAddress, owner: String)
+    }
+
+    public struct Counters: Sendable, Equatable {
+        /// Claims naming something that is not an online gateway of this fleet: ignored.
+        public var foreignClaims = 0
+        public var takeovers = 0
+        public var yields = 0
+    }
+
+    struct Entry: Sendable {
+        var state = State.idle
+        var rssi: Double?
+        var heardAt = -Double.infinity
+        /// The newest claim on the topic (ours included); nil when cleared.
+        var claim: Claim?
+        /// Since when this gateway has heard the device better than the owner by the margin.
+        var betterSince: Double?
+        /// Since when the device has been free for this gateway to claim (no valid claim, heard, ready).
+        var freeSince: Double?
+    }
+
+    public let me: String
+    public let settings: Settings
+    var entries: [BDAddress: Entry]
+    var online: Set<String> = []
+    var readyAt: Double?
+    var adapterUp = false
+    public private(set) var counters = Counters()
+
+    public init(gateway: String, addresses: [BDAddress], settings: Settings = Settings()) {
+        me = gateway
+        self.settings = settings
+        entries = Dictionary(addresses.map { ($0, Entry()) }, uniquingKeysWith: { a, _ in a })
+    }
+
+    public func state(of address: BDAddress) -> State? { entries[address]?.state }
+    public var addresses: [BDAddress] { Array(entries.keys) }
+
+    // MARK: Events
+
+    /// The device heard: an advertisement's RSSI, or the link's (HCI Read RSSI).
+    public mutating func heard(_ address: BDAddress, rssi: Double, now: Double) {
+        guard var e = entries[address] else { return }
+        // Smoothed over a few readings: one strong packet is not a better gateway.
+        e.rssi = e.rssi.map { $0 + 0.3 * (rssi - $0) } ?? rssi
+        e.heardAt = now
+        entries[address] = e
+    }
+
+    /// The claim topic's retained or live message: a claim, or nil when cleared. Returns whether it was taken (false:
+    /// written by something that is not an online gateway of this fleet, and ignored).
+    @discardableResult
+    public mutating func claimed(_ address: BDAddress, _ claim: Claim?, now: Double) -> Bool {
+        guard entries[address] != nil else { return true }
+        if let c = claim, c.gateway != me, !online.contains(c.gateway) {
+            counters.foreignClaims += 1
+            return false
+        }
+        entries[address]!.claim = claim
+        return true
+    }
+
+    /// A gateway's retained status (`online` or not).
+    public mutating func status(of gateway: String, online isOnline: Bool) {
+        if isOnline { online.insert(gateway) } else { online.remove(gateway) }
+    }
+
+    /// Connected to the broker: retained claims and statuses come first, so claiming waits `startup_s`.
+    public mutating func brokerConnected(now: Double) {
+        if readyAt == nil { readyAt = now + settings.startupS }
+    }
+
+    /// The adapter that makes the links came up or went away. Going away releases everything owned: another
+    /// gateway takes over at once rather than after the lease.
+    public mutating func adapter(up: Bool, now: Double) -> [Action] {
+        adapterUp = up
+        guard !up else { return [] }
+        var out: [Action] = []
+        for (address, e) in entries {
+            switch e.state {
+            case .owner, .claiming:
+                entries[address]!.state = .idle
+                if e.claim?.gateway == me { entries[address]!.claim = nil }
+                out.append(.release(address))
+            case .idle, .standby:
+                break
+            }
+        }
+        return out
+    }
+
+    /// Once a second.
+    public mutating func tick(now: Double) -> [Action] {
+        var out: [Action] = []
+        for address in entries.keys.sorted(by: { $0.rawValue < $1.rawValue }) { out += decide(address, now: now) }
+        return out
+    }
+
+    // MARK: Deciding
+
+    func valid(_ c: Claim?, now: Double) -> Claim? {
+        guard let c, now - c.receivedAt <= c.leaseS, c.gateway == me || online.contains(c.gateway) else { return nil }
+        return c
+    }
+
+    func heardRecently(_ e: Entry, now: Double) -> Bool { now - e.heardAt <= settings.heardWithinS }
+
+    mutating func decide(_ address: BDAddress, now: Double) -> [Action] {
+        var e = entries[address]!
+        defer { entries[address] = e }
+        let ready = adapterUp && (readyAt.map { now >= $0 } ?? false)
+        let current = valid(e.claim, now: now)
+        let other = current.flatMap { $0.gateway == me ? nil : $0 }
+        let myRSSI = heardRecently(e, now: now) ? e.rssi : nil
+
+        func claim() -> [Action] {
+            e.state = .claiming(since: now)
+            e.betterSince = nil
+            e.freeSince = nil
+            return [.claim(address, rssi: myRSSI)]
+        }
+        /// Free to claim: claimed once it has been free for this gateway's delay (the best hearer's is shortest).
+        func claimWhenDue(_ rssi: Double) -> [Action] {
+            e.freeSince = e.freeSince ?? now
+            return now - e.freeSince! >= settings.claimDelay(rssi) ? claim() : []
+        }
+
+        switch e.state {
+        case .idle:
+            if let o = other {
+                e.state = .standby(owner: o.gateway)
+                e.freeSince = nil
+                return [.standby(address, owner: o.gateway)]
+            }
+            guard ready, let mine = myRSSI else {
+                e.freeSince = nil
+                return []
+            }
+            return claimWhenDue(mine)
+        case .standby(let owner):
+            guard let o = other else {
+                // The owner went offline, its lease ran out, or it let go: the best hearer left claims first.
+                guard ready, let mine = myRSSI else {
+                    e.state = .idle
+                    e.freeSince = nil
+                    return []
+                }
+                let actions = claimWhenDue(mine)
+                if !actions.isEmpty { counters.takeovers += 1 }
+                return actions
+            }
+            e.freeSince = nil
+            if o.gateway != owner {
+                e.state = .standby(owner: o.gateway)
+                return [.standby(address, owner: o.gateway)]
+            }
+            guard ready, let mine = myRSSI, mine >= (o.rssi ?? -.infinity) + settings.marginDB else {
+                e.betterSince = nil
+                return []
+            }
+            e.betterSince = e.betterSince ?? now
+            guard now - e.betterSince! >= settings.dwellS else { return [] }
+            counters.takeovers += 1
+            return claim()
+        case .claiming(let since):
+            guard now - since >= settings.settleS else { return [] }
+            if let o = other {
+                // A claim written after ours: it is the last word.
+                e.state = .standby(owner: o.gateway)
+                return [.standby(address, owner: o.gateway)]
+            }
+            guard current?.gateway == me else {
+                // Ours never came back (the broker is away, or it was cleared): try again next time.
+                e.state = .idle
+                return []
+            }
+            e.state = .owner(since: now, renewedAt: now)
+            return [.connect(address)]
+        case .owner(let since, let renewedAt):
+            if let o = other {
+                counters.yields += 1
+                e.state = .standby(owner: o.gateway)
+                return [.standby(address, owner: o.gateway)]
+            }
+            guard now - renewedAt >= settings.renewS || current == nil else { return [] }
+            e.state = .owner(since: since, renewedAt: now)
+            return [.claim(address, rssi: myRSSI)]
+        }
+    }
+}

@@ -1,0 +1,189 @@
+import BLEPublishing
+import Foundation
+import Testing
+
+extension EndToEndSuites {
+    /// One owner per peripheral through a real broker: the simulated office, its three gateways as real processes,
+    /// each configured with the same five sensors (`connections.owner_lease_s`). Each sensor ends up connected by one
+    /// gateway; when the owner is killed, and when another's adapter loses power, the sensors are connected again by
+    /// another within the lease + 5 s; and at no moment do two gateways hold a link to the same sensor (link intervals
+    /// from every gateway's retained state stream, by their own timestamps).
+    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+           .timeLimit(.minutes(5)), .serialized)
+    struct PeripheralOwnershipEndToEndTests {
+        struct StateEvent: Sendable {
+            var gateway: String
+            var address: String
+            var state: String
+            var ts: Double
+        }
+
+        final class Collector: @unchecked Sendable {
+            let client: MQTTClient
+            private let lock = NSLock()
+            private var events: [StateEvent] = []
+            /// Gateways killed by the test, and when: their last retained states stay, their links do not.
+            private var killed: [String: Double] = [:]
+            private var runner: Task<Void, Error>?
+            private var task: Task<Void, Never>?
+
+            init(port: Int, prefix: String) throws {
+                var c = MQTTConfiguration()
+                c.host = "127.0.0.1"
+                c.port = port
+                c.clientID = "ownership-observer"
+                client = MQTTClient(configuration: c)
+                let stream = try client.subscribe("\(prefix)/+/peripherals/+/state", qos: .atLeastOnce)
+                runner = Task { try await client.run() }
+                task = Task {
+                    for await m in stream {
+                        let levels = m.topic.split(separator: "/")
+                        guard levels.count == 5, let json = try? JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any],
+                              let state = json["state"] as? String, let ts = json["ts"] as? Double else { continue }
+                        self.lock.withLock {
+                            self.events.append(StateEvent(gateway: String(levels[1]), address: String(levels[3]), state: state, ts: ts))
+                        }
+                    }
+                }
+            }
+
+            /// Every state event, with a `disconnected` for each link of a killed gateway at the moment it was killed.
+            var all: [StateEvent] {
+                lock.withLock {
+                    var out = events
+                    for (gw, at) in killed {
+                        for a in Set(events.filter { $0.gateway == gw }.map(\.address)) {
+                            out.append(StateEvent(gateway: gw, address: a, state: "disconnected", ts: at))
+                        }
+                    }
+                    return out.sorted { $0.ts < $1.ts }
+                }
+            }
+
+            func kill(_ gateway: String, at t: Double) { lock.withLock { killed[gateway] = t } }
+
+            /// Who holds each sensor's link now (the gateways whose newest state for it is `connected`).
+            var holders: [String: Set<String>] {
+                var newest: [String: [String: StateEvent]] = [:]
+                for e in all { newest[e.address, default: [:]][e.gateway] = e }
+                return newest.mapValues { Set($0.values.filter { $0.state == "connected" }.map(\.gateway)) }
+            }
+
+            func stop() {
+                runner?.cancel()
+                task?.cancel()
+            }
+        }
+
+        static let sensors = ["001bdc100001", "001bdc100002", "001bdc100003", "001bdc100004", "001bdc100005"]
+        static let lease = 15.0
+
+        /// Waits (the test's own waiting, a second at a time) until `done` holds or `limit` passes.
+        func until(_ limit: Double, _ done: () -> Bool) async throws -> Bool {
+            let end = Date().addingTimeInterval(limit)
+            while Date() < end {
+                if done() { return true }
+                try await Task.sleep(for: .milliseconds(500))
+            }
+            return done()
+        }
+
+        @Test func eachSensorHasOneOwnerAndAnotherTakesOverWhenItDiesOrLosesItsAdapter() async throws {
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("ownership-\(UUID().uuidString.prefix(8))")
+            let simDir = root.appendingPathComponent("sim")
+            try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
+            // The office, with the lab's controller losing power for 40 s once the test has killed the kitchen.
+            let office = try String(contentsOf: BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml"),
+                                    encoding: .utf8)
+            let scenario = root.appendingPathComponent("office-faults.yaml")
+            try (office + "\nfaults:\n  - {at_s: 75, gateway: gw-lab, type: power_off, duration_s: 40}\n")
+                .write(to: scenario, atomically: true, encoding: .utf8)
+            let broker = try PersistentBroker(directory: root)
+            try broker.start()
+            let bin = BuiltProducts.blegateway
+            let sim = try Child(bin, ["sim", "--scenario", scenario.path, "--socket-dir", simDir.path, "--speed", "1",
+                                      "--status-every", "0"], log: root.appendingPathComponent("sim.log").path)
+            defer { sim.stop() }
+            let started = Date()
+            for _ in 0..<200 where !FileManager.default.fileExists(atPath: simDir.appendingPathComponent("gw-lab.sock").path) {
+                try await Task.sleep(for: .milliseconds(25))
+            }
+            let collector = try Collector(port: broker.port, prefix: "own")
+            defer { collector.stop() }
+            var gateways: [String: Child] = [:]
+            for gw in ["gw-lobby", "gw-lab", "gw-kitchen"] {
+                let config = simDir.appendingPathComponent("\(gw).gateway-config.yaml").path
+                #expect(try String(contentsOfFile: config, encoding: .utf8).contains("owner_lease_s: 15"))
+                gateways[gw] = try Child(bin, ["run", "--gateway-id", gw, "--device", "unix:\(simDir.path)/\(gw).sock",
+                                               "--broker", broker.url, "--prefix", "own", "--config", config,
+                                               "--spool", root.appendingPathComponent("\(gw).sqlite").path],
+                                         log: root.appendingPathComponent("\(gw).log").path)
+            }
+            defer { for g in gateways.values { _ = g.stop() } }
+
+            // 1. Every sensor connected, by one gateway each.
+            let settled = try await until(45) {
+                let h = collector.holders
+                return Self.sensors.allSatisfy { h[$0]?.count == 1 }
+            }
+            #expect(settled, "not every sensor had one owner: \(collector.holders)")
+            let kitchenOwned = Self.sensors.filter { collector.holders[$0] == ["gw-kitchen"] }
+            #expect(!kitchenOwned.isEmpty, "the kitchen's gateway owns nothing to take over: \(collector.holders)")
+
+            // 2. The kitchen's gateway dies: its sensors are connected again by another within the lease + 5 s.
+            _ = gateways["gw-kitchen"]!.stop(SIGKILL)
+            let killed = Date().timeIntervalSince1970
+            collector.kill("gw-kitchen", at: killed)
+            let retaken = try await until(Self.lease + 10) {
+                let h = collector.holders
+                return kitchenOwned.allSatisfy { h[$0]?.count == 1 }
+            }
+            #expect(retaken, "after the kill: \(collector.holders)")
+            for a in kitchenOwned {
+                let back = collector.all.filter { $0.address == a && $0.state == "connected" && $0.gateway != "gw-kitchen" && $0.ts > killed }
+                    .map(\.ts).min()
+                #expect((back ?? .infinity) - killed <= Self.lease + 5, "\(a) connected again \((back ?? .infinity) - killed) s after the kill")
+            }
+
+            // 3. The lab's controller loses power (75 s into the simulation): its sensors move, within the bound.
+            let labOwned = Self.sensors.filter { collector.holders[$0] == ["gw-lab"] }
+            #expect(!labOwned.isEmpty, "the lab's gateway owns nothing to move: \(collector.holders)")
+            var moved = labOwned.isEmpty
+            let powerOff = started.timeIntervalSince1970 + 75
+            try await Task.sleep(for: .seconds(max(0, powerOff - Date().timeIntervalSince1970)))
+            if !labOwned.isEmpty {
+                moved = try await until(Self.lease + 10) {
+                    let h = collector.holders
+                    return labOwned.allSatisfy { h[$0] == ["gw-lobby"] }
+                }
+                #expect(moved, "after the lab's power loss: \(collector.holders)")
+                for a in labOwned {
+                    let back = collector.all.filter { $0.address == a && $0.state == "connected" && $0.gateway == "gw-lobby" && $0.ts > powerOff }
+                        .map(\.ts).min()
+                    #expect((back ?? .infinity) - powerOff <= Self.lease + 5, "\(a) connected again \((back ?? .infinity) - powerOff) s after")
+                }
+            }
+            try await Task.sleep(for: .seconds(5))
+
+            // 4. At no moment two links to one sensor: each gateway's connected intervals, by its own timestamps.
+            let events = collector.all
+            var clean = settled && retaken && moved
+            for a in Self.sensors {
+                var open: [String: Double] = [:]
+                var overlaps: [String] = []
+                for e in events where e.address == a {
+                    if e.state == "connected" {
+                        if let other = open.keys.first(where: { $0 != e.gateway }) { overlaps.append("\(e.gateway) while \(other) at \(e.ts)") }
+                        open[e.gateway] = e.ts
+                    } else {
+                        open[e.gateway] = nil
+                    }
+                }
+                #expect(overlaps.isEmpty, "\(a): two links at once: \(overlaps)")
+                clean = clean && overlaps.isEmpty
+            }
+            // Logs kept when something failed.
+            if clean { try? FileManager.default.removeItem(at: root) }
+        }
+    }
+}

@@ -1,0 +1,168 @@
+import BLEHCI
+import Testing
+@testable import BLEGateway
+
+/// One owner per peripheral, as a state machine: several gateways' machines share a broker that delivers every
+/// claim to all of them in one order (as MQTT does for one topic), on a clock the test turns. At every moment at most
+/// one gateway holds each device; the best hearer takes it; the owner's loss, its adapter's, or a better gateway by
+/// the margin moves it, and nothing moves back and forth.
+struct PeripheralOwnershipTests {
+    static let sensor = BDAddress(rawValue: 0x001B_DC10_0001)
+
+    /// Gateways, their broker and what each holds.
+    struct Fleet {
+        var machines: [String: PeripheralOwnership]
+        var retained: PeripheralOwnership.Claim?
+        var holders: [String: Bool] = [:]
+        /// When each gateway was last told to connect.
+        var connectedAt: [String: Double] = [:]
+        var now = 0.0
+
+        init(_ ids: [String], settings: PeripheralOwnership.Settings = .init()) {
+            machines = Dictionary(uniqueKeysWithValues: ids.map {
+                ($0, PeripheralOwnership(gateway: $0, addresses: [PeripheralOwnershipTests.sensor], settings: settings))
+            })
+            for id in ids {
+                for other in ids { machines[id]!.status(of: other, online: true) }
+                machines[id]!.brokerConnected(now: 0)
+                _ = machines[id]!.adapter(up: true, now: 0)
+            }
+        }
+
+        /// What the broker does with a claim: keeps it and delivers it to every gateway, in one order.
+        mutating func deliver(_ claim: PeripheralOwnership.Claim?) {
+            retained = claim
+            for id in machines.keys.sorted() { machines[id]!.claimed(PeripheralOwnershipTests.sensor, claim, now: now) }
+        }
+
+        mutating func apply(_ id: String, _ actions: [PeripheralOwnership.Action]) {
+            for a in actions {
+                switch a {
+                case .claim(_, let rssi): deliver(.init(gateway: id, rssi: rssi, leaseS: machines[id]!.settings.leaseS, receivedAt: now))
+                case .release: if retained?.gateway == id { deliver(nil) }
+                case .connect:
+                    holders[id] = true
+                    connectedAt[id] = now
+                case .standby: holders[id] = false
+                }
+            }
+        }
+
+        /// Seconds pass, one tick a second; `rssi` is what each gateway hears (nil: nothing). Returns the most holders
+        /// seen at any moment.
+        mutating func run(_ seconds: Int, rssi: [String: Double?], gone: Set<String> = []) -> Int {
+            var most = 0
+            for _ in 0..<seconds {
+                now += 1
+                for id in machines.keys.sorted() where !gone.contains(id) {
+                    if let r = rssi[id] ?? nil { machines[id]!.heard(PeripheralOwnershipTests.sensor, rssi: r, now: now) }
+                    apply(id, machines[id]!.tick(now: now))
+                }
+                most = max(most, holders.values.filter { $0 }.count)
+            }
+            return most
+        }
+
+        var owner: String? { holders.first { $0.value }?.key }
+    }
+
+    @Test func aGatewayAloneClaimsWhatItHearsThenConnectsAndRenews() {
+        var f = Fleet(["gw-a"])
+        #expect(f.run(15, rssi: ["gw-a": -60]) == 1)
+        #expect(f.owner == "gw-a")
+        let renewedAt = f.retained?.receivedAt ?? 0
+        _ = f.run(15, rssi: ["gw-a": -60])
+        #expect((f.retained?.receivedAt ?? 0) > renewedAt, "the claim was not renewed")
+    }
+
+    @Test func nothingIsClaimedBeforeTheBrokersRetainedClaimsHaveHadTimeOrWithoutAnAdapter() {
+        var m = PeripheralOwnership(gateway: "gw-a", addresses: [Self.sensor])
+        m.heard(Self.sensor, rssi: -50, now: 0)
+        #expect(m.tick(now: 1).isEmpty)                       // not connected to the broker
+        m.brokerConnected(now: 1)
+        #expect(m.tick(now: 10).isEmpty)                      // no adapter
+        _ = m.adapter(up: true, now: 10)
+        m.heard(Self.sensor, rssi: -50, now: 10)
+        #expect(m.tick(now: 11).isEmpty)                      // −50 dBm: a 1 s claim delay
+        #expect(m.tick(now: 12).first == .claim(Self.sensor, rssi: -50))
+    }
+
+    @Test func theGatewayThatHearsTheDeviceBestTakesIt() {
+        var f = Fleet(["gw-a", "gw-b", "gw-c"])
+        #expect(f.run(20, rssi: ["gw-a": -85, "gw-b": -62, "gw-c": -78]) == 1)
+        #expect(f.owner == "gw-b")
+        #expect(f.machines["gw-a"]!.state(of: Self.sensor) == .standby(owner: "gw-b"))
+        #expect(f.machines["gw-c"]!.state(of: Self.sensor) == .standby(owner: "gw-b"))
+    }
+
+    @Test func claimsWrittenTogetherEndWithTheLastOneForEveryGateway() {
+        // Equal RSSI: both claim in the same second; the broker's order decides, the same for both.
+        var f = Fleet(["gw-a", "gw-b"])
+        #expect(f.run(20, rssi: ["gw-a": -70, "gw-b": -70]) == 1)
+        #expect(f.owner == f.retained?.gateway)
+    }
+
+    @Test func whenTheOwnerGoesOfflineTheNextBestTakesOverWithinTheLease() {
+        var f = Fleet(["gw-a", "gw-b", "gw-c"])
+        _ = f.run(20, rssi: ["gw-a": -60, "gw-b": -70, "gw-c": -80])
+        #expect(f.owner == "gw-a")
+        // gw-a dies: its last will makes its status offline; its link is gone with it.
+        for id in ["gw-b", "gw-c"] { f.machines[id]!.status(of: "gw-a", online: false) }
+        f.holders["gw-a"] = false
+        let killed = f.now
+        #expect(f.run(30, rssi: ["gw-b": -70, "gw-c": -80], gone: ["gw-a"]) <= 1)
+        #expect(f.owner == "gw-b")
+        #expect((f.connectedAt["gw-b"] ?? .infinity) - killed <= f.machines["gw-b"]!.settings.leaseS + 5)
+    }
+
+    @Test func aSilentOwnersClaimRunsOutAfterItsLease() {
+        var f = Fleet(["gw-a", "gw-b"])
+        _ = f.run(20, rssi: ["gw-a": -60, "gw-b": -70])
+        #expect(f.owner == "gw-a")
+        // gw-a hangs (still "online", but renews nothing): the lease voids its claim.
+        f.holders["gw-a"] = false
+        let hung = f.now
+        #expect(f.run(60, rssi: ["gw-b": -70], gone: ["gw-a"]) <= 1)
+        #expect(f.owner == "gw-b")
+        #expect((f.connectedAt["gw-b"] ?? .infinity) - hung <= f.machines["gw-b"]!.settings.leaseS + 5)
+    }
+
+    @Test func aFailedAdapterReleasesAtOnce() {
+        var f = Fleet(["gw-a", "gw-b"])
+        _ = f.run(20, rssi: ["gw-a": -60, "gw-b": -70])
+        f.holders["gw-a"] = false
+        f.apply("gw-a", f.machines["gw-a"]!.adapter(up: false, now: f.now))
+        #expect(f.retained == nil)
+        #expect(f.run(10, rssi: ["gw-b": -70], gone: ["gw-a"]) <= 1)
+        #expect(f.owner == "gw-b")
+    }
+
+    @Test func aBetterGatewayTakesOverOnlyByTheMarginAndNothingMovesBack() {
+        var f = Fleet(["gw-a", "gw-b"])
+        _ = f.run(20, rssi: ["gw-a": -60, "gw-b": -75])
+        #expect(f.owner == "gw-a")
+        // The device walks towards gw-b: better, but within the margin: nothing moves.
+        #expect(f.run(60, rssi: ["gw-a": -70, "gw-b": -65]) == 1)
+        #expect(f.owner == "gw-a")
+        // Past the margin for the dwell: gw-b takes it, and gw-a yields.
+        #expect(f.run(60, rssi: ["gw-a": -85, "gw-b": -60]) == 1)
+        #expect(f.owner == "gw-b")
+        let counters = f.machines["gw-a"]!.counters
+        #expect(counters.yields == 1)
+        // Readings wobble around equal: nothing moves back.
+        var most = 0
+        for i in 0..<120 { most = max(most, f.run(1, rssi: ["gw-a": i % 2 == 0 ? -63 : -70, "gw-b": -66])) }
+        #expect(most == 1 && f.owner == "gw-b")
+    }
+
+    @Test func aClaimBySomethingThatIsNotAGatewayOfThisFleetIsIgnoredAndCounted() {
+        var f = Fleet(["gw-a"])
+        _ = f.run(15, rssi: ["gw-a": -60])
+        let taken = f.machines["gw-a"]!.claimed(Self.sensor, .init(gateway: "intruder", rssi: -30, leaseS: 3600,
+                                                                       receivedAt: f.now), now: f.now)
+        #expect(!taken)
+        #expect(f.machines["gw-a"]!.counters.foreignClaims == 1)
+        _ = f.run(5, rssi: ["gw-a": -60])
+        #expect(f.owner == "gw-a")
+    }
+}
