@@ -110,7 +110,7 @@ endif
 # Two of Home Assistant's requirements (pymicro-vad, pyspeex-noise) build from source: a C++ compiler.
 PKGS_HA      := g++
 
-test-homeassistant: deps
+test-homeassistant: deps deps-browser
 	$(call apt_install,$(PKGS_HA))
 	$(SWIFT) build --product blegateway
 	Tests/homeassistant/run.sh "$$($(SWIFT) build --show-bin-path)/blegateway"

@@ -10,8 +10,9 @@ import time
 import urllib.request
 
 from prometheus_client.parser import text_string_to_metric_families
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools"))
+import headless_chromium  # noqa: E402
 
 args = argparse.ArgumentParser()
 args.add_argument("--url", required=True)
@@ -53,12 +54,7 @@ def retained(topic):
     return json.loads(out.stdout) if out.stdout.strip() else None
 
 
-options = webdriver.ChromeOptions()
-for flag in ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--window-size=1280,900"]:
-    options.add_argument(flag)
-options.binary_location = "/usr/bin/chromium"
-driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-driver.set_page_load_timeout(20)
+driver = headless_chromium.driver(1280, 900, page_load_timeout=20)
 
 try:
     # 1. The overview lists the three gateways with the values the broker holds.

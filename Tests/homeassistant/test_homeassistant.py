@@ -126,6 +126,8 @@ class HomeAssistant:
   time_zone: UTC
   country: DE
   currency: EUR
+frontend:
+config:
 http:
   server_host: 127.0.0.1
   server_port: {self.port}
@@ -139,6 +141,7 @@ logger:
                                work)
         self.mqtt_port = mqtt_port
         self.token = None
+        self.tokens = None
         self.session = None
 
     async def start(self):
@@ -161,7 +164,8 @@ logger:
             code = (await r.json())["auth_code"]
         async with self.session.post(f"{self.base}/auth/token", data={
                 "grant_type": "authorization_code", "code": code, "client_id": client_id}) as r:
-            self.token = (await r.json())["access_token"]
+            self.tokens = await r.json()
+            self.token = self.tokens["access_token"]
         for step, body in [("core_config", {}), ("analytics", {}),
                            ("integration", {"client_id": client_id, "redirect_uri": f"{self.base}/?auth_callback=1"})]:
             async with self.session.post(f"{self.base}/api/onboarding/{step}", json=body,
@@ -454,6 +458,23 @@ async def main(binary, venv):
                                  and s["attributes"].get("source_type") == "bluetooth_le"
                                  and s["attributes"].get("room_name") == "Office"
                                  and is_number(s["attributes"].get("confidence"))))
+
+        # Home Assistant's own pages, for docs/HOMEASSISTANT.md: the gateway's and the peripheral's devices, in the
+        # fleet test's headless Chromium when it is installed (make deps-browser; skipped, and said so, otherwise).
+        browser = "/var/cache/blegateway-browser-venv/bin/python"
+        if os.path.exists(browser) and os.path.exists("/usr/bin/chromium"):
+            devices, _ = await ha.registries()
+            shots = os.path.join(os.path.dirname(os.path.dirname(HERE)), ".build", "homeassistant-screenshots")
+            os.makedirs(shots, exist_ok=True)
+            pages = [f"{devices[d]['id']}={name}={file}" for d, name, file in [
+                (GW_DEVICE, GW, "gateway-device.png"), (PERIPHERAL_DEVICE, devices.get(PERIPHERAL_DEVICE, {}).get("name", ""),
+                                                         "peripheral-device.png")] if d in devices]
+            shot = subprocess.run([browser, os.path.join(HERE, "screenshot.py"), ha.base, json.dumps(ha.tokens), shots]
+                                  + pages, capture_output=True, text=True, timeout=180)
+            check("Home Assistant's device pages render with our devices (screenshots in .build/homeassistant-screenshots)",
+                  shot.returncode == 0 and shot.stdout.count("ok ") == len(pages) == 2, shot.stdout + shot.stderr[-500:])
+        else:
+            print("skip Home Assistant screenshots: no headless Chromium here (make deps-browser installs it)", flush=True)
 
         # A write from Home Assistant reaches the peripheral: the number entity sends the write command.
         status = await ha.call("number", "set_value", {"entity_id": ALERT, "value": 2})
