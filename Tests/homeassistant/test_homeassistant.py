@@ -459,7 +459,7 @@ async def main(binary, venv):
                                  and s["attributes"].get("room_name") == "Office"
                                  and is_number(s["attributes"].get("confidence"))))
 
-        # Home Assistant's own pages, for docs/HOMEASSISTANT.md: the gateway's and the peripheral's devices, in the
+        # Home Assistant's own pages, for docs/HOMEASSISTANT.md: the gateway's, the peripheral's and the tag's devices, in the
         # fleet test's headless Chromium when it is installed (make deps-browser; skipped, and said so, otherwise).
         browser = "/var/cache/blegateway-browser-venv/bin/python"
         if os.path.exists(browser) and os.path.exists("/usr/bin/chromium"):
@@ -467,12 +467,13 @@ async def main(binary, venv):
             shots = os.path.join(os.path.dirname(os.path.dirname(HERE)), ".build", "homeassistant-screenshots")
             os.makedirs(shots, exist_ok=True)
             pages = [f"{devices[d]['id']}={name}={file}" for d, name, file in [
-                (GW_DEVICE, GW, "gateway-device.png"), (PERIPHERAL_DEVICE, devices.get(PERIPHERAL_DEVICE, {}).get("name", ""),
-                                                         "peripheral-device.png")] if d in devices]
+                (GW_DEVICE, GW, "gateway-device.png"),
+                (PERIPHERAL_DEVICE, devices.get(PERIPHERAL_DEVICE, {}).get("name", ""), "peripheral-device.png"),
+                (TRACKER_DEVICE, f"Tag {DESK_BEACON}", "tag-device.png")] if d in devices]
             shot = subprocess.run([browser, os.path.join(HERE, "screenshot.py"), ha.base, json.dumps(ha.tokens), shots]
                                   + pages, capture_output=True, text=True, timeout=180)
             check("Home Assistant's device pages render with our devices (screenshots in .build/homeassistant-screenshots)",
-                  shot.returncode == 0 and shot.stdout.count("ok ") == len(pages) == 2, shot.stdout + shot.stderr[-500:])
+                  shot.returncode == 0 and shot.stdout.count("ok ") == len(pages) == 3, shot.stdout + shot.stderr[-500:])
         else:
             print("skip Home Assistant screenshots: no headless Chromium here (make deps-browser installs it)", flush=True)
 
