@@ -231,6 +231,7 @@ public final class FleetService: Service, Sendable {
 
     func metrics() -> String {
         let b = brokerState()
-        return model.withLock { PrometheusExposition.render($0, broker: b) }
+        let p = presence.withLock { $0 }
+        return model.withLock { PrometheusExposition.render($0, broker: b, presence: p) }
     }
 }

@@ -13,7 +13,7 @@ public enum PrometheusExposition {
         var samples: [(labels: [(String, String)], value: Double)] = []
     }
 
-    public static func render(_ m: FleetModel, broker: FleetViews.BrokerState) -> String {
+    public static func render(_ m: FleetModel, broker: FleetViews.BrokerState, presence: FleetPresence? = nil) -> String {
         var f: [String: Family] = [:]
         var order: [String] = []
         func add(_ name: String, _ type: String, _ help: String, _ labels: [(String, String)], _ value: Double?) {
@@ -88,6 +88,24 @@ public enum PrometheusExposition {
             Double(broker.reconnects))
         add("blegateway_fleet_dropped_messages_total", "counter",
             "Messages the fleet service lost because it fell behind the broker.", [], Double(broker.droppedMessages))
+        if let presence {
+            for (prefix, s) in presence.sites.sorted(by: { $0.key < $1.key }) {
+                let l = [("site", prefix)]
+                let c = s.engine.counters
+                add("blegateway_presence_tags", "gauge", "Tags the presence engine follows.", l, Double(s.engine.tagCount))
+                add("blegateway_presence_readings_total", "counter", "Gateway readings folded into presence.", l,
+                    Double(c.readings))
+                add("blegateway_presence_unplaced_readings_total", "counter",
+                    "Readings from gateways the site description does not place (ignored).", l, Double(c.unplacedReadings))
+                add("blegateway_presence_contradictions_total", "counter",
+                    "Fits whose distances contradicted each other (the last good position kept).", l, Double(c.contradictions))
+                add("blegateway_presence_refused_tags_total", "counter", "Readings of tags beyond presence.max_tags.", l,
+                    Double(c.refusedTags))
+            }
+            add("blegateway_presence_not_published_total", "counter",
+                "Presence reports the broker connection could not take (sent again within 30 s).", [],
+                Double(presence.notPublished))
+        }
 
         var out = ""
         for name in order {

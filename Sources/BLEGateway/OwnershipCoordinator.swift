@@ -118,7 +118,7 @@ final class OwnershipCoordinator: @unchecked Sendable {
         }
         let taken = machine.withLock { $0.claimed(address, claim, now: now) }
         if !taken, let c = claim {
-            note(address, "claim on \(m.topic) by \"\(c.gateway)\", which is not an online gateway under this prefix: ignored")
+            note(address, "claim on \(m.topic) by \"\(c.gateway)\", not (yet) an online gateway under this prefix: ignored unless its status says online")
         }
     }
 

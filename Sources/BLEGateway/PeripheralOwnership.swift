@@ -89,6 +89,9 @@ public struct PeripheralOwnership: Sendable {
         var betterSince: Double?
         /// Since when the device has been free for this gateway to claim (no valid claim, heard, ready).
         var freeSince: Double?
+        /// A claim by a gateway not (yet) seen online: retained messages come in no set order when subscribing, so
+        /// it counts if that gateway's online status follows (and no newer claim came meanwhile).
+        var unconfirmed: Claim?
     }
 
     public let me: String
@@ -126,15 +129,24 @@ public struct PeripheralOwnership: Sendable {
         guard entries[address] != nil else { return true }
         if let c = claim, c.gateway != me, !online.contains(c.gateway) {
             counters.foreignClaims += 1
+            entries[address]!.unconfirmed = c
             return false
         }
         entries[address]!.claim = claim
+        entries[address]!.unconfirmed = nil
         return true
     }
 
     /// A gateway's retained status (`online` or not).
     public mutating func status(of gateway: String, online isOnline: Bool) {
         if isOnline { online.insert(gateway) } else { online.remove(gateway) }
+        guard isOnline else { return }
+        for (address, e) in entries where e.unconfirmed?.gateway == gateway {
+            // Its claim came before its status: it was a gateway of this fleet after all.
+            entries[address]!.claim = e.unconfirmed
+            entries[address]!.unconfirmed = nil
+            counters.foreignClaims -= 1
+        }
     }
 
     /// Connected to the broker: retained claims and statuses come first, so claiming waits `startup_s`.

@@ -66,6 +66,9 @@ import Testing
             let inLab = await next(presence) { m, j in m.topic == "t/fleet/presence/\(Self.tag)" && j["room"] as? String == "lab" }
             #expect(inLab?["method"] as? String == "trilateration")
             #expect((inLab?["gateways"] as? [[String: Any]])?.count == 3)
+            try await offPool { try waitUntilListening(port: http, what: "the fleet service") }
+            let metrics = try await offPool { try httpGet("http://127.0.0.1:\(http)/metrics") }
+            #expect(metrics.contains("blegateway_presence_tags{site=\"t\"} 1\n"), "\(metrics.suffix(800))")
             var rooms = roomTopic.makeAsyncIterator()
             let room = await rooms.next()
             #expect(room?.topic == "t/fleet/presence/\(Self.tag)/room" && room?.payload == Array("lab".utf8) && room?.retain == false)

@@ -155,6 +155,19 @@ struct PeripheralOwnershipTests {
         #expect(most == 1 && f.owner == "gw-b")
     }
 
+    @Test func aRetainedClaimThatArrivesBeforeItsGatewaysStatusCountsOnceTheStatusComes() {
+        // A gateway restarting: the broker's retained claim by gw-b may come before gw-b's retained status.
+        var m = PeripheralOwnership(gateway: "gw-a", addresses: [Self.sensor])
+        m.brokerConnected(now: 0)
+        _ = m.adapter(up: true, now: 0)
+        let taken = m.claimed(Self.sensor, .init(gateway: "gw-b", rssi: -60, leaseS: 30, receivedAt: 0), now: 0)
+        #expect(!taken)
+        m.status(of: "gw-b", online: true)
+        #expect(m.counters.foreignClaims == 0)
+        m.heard(Self.sensor, rssi: -50, now: 4)
+        #expect(m.tick(now: 5) == [.standby(Self.sensor, owner: "gw-b")])
+    }
+
     @Test func aClaimBySomethingThatIsNotAGatewayOfThisFleetIsIgnoredAndCounted() {
         var f = Fleet(["gw-a"])
         _ = f.run(15, rssi: ["gw-a": -60])
