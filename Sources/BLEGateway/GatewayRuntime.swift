@@ -316,6 +316,7 @@ public final class GatewayRuntime: Service, Sendable {
             case .disconnected(let error):
                 if let error { logger.warning("broker connection lost: \(error)") }
                 publisher.connectionChanged(connected: false)
+                ownership?.brokerLost()
             case .connectionRefused(let error):
                 logger.error("broker refused the connection: \(error)")
                 publisher.connectionChanged(connected: false)

@@ -75,6 +75,12 @@ final class OwnershipCoordinator: @unchecked Sendable {
         machine.withLock { $0.brokerConnected(now: clock.now().seconds) }
     }
 
+    /// The runtime saw the broker connection go.
+    func brokerLost() {
+        let actions = machine.withLock { $0.brokerLost(now: clock.now().seconds) }
+        if !actions.isEmpty { Task { await perform(actions) } }
+    }
+
     func adapter(up: Bool) {
         let actions = machine.withLock { $0.adapter(up: up, now: clock.now().seconds) }
         if !actions.isEmpty { Task { await perform(actions) } }
@@ -141,6 +147,9 @@ final class OwnershipCoordinator: @unchecked Sendable {
                 peripherals.take(address)
             case .standby(let address, let owner):
                 peripherals.standBy(address, owner: owner)
+            case .letGo(let address):
+                logger.warning("peripheral \(address): broker connection lost; let go (another gateway may take it)")
+                peripherals.letGo(address)
             }
         }
     }

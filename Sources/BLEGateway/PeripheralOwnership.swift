@@ -70,6 +70,9 @@ public struct PeripheralOwnership: Sendable {
         case connect(BDAddress)
         /// Let it go (disconnect if connected) and report `standby`, naming the owner.
         case standby(BDAddress, owner: String)
+        /// Let it go: this gateway can no longer hold its claim (its broker connection is gone, and with it, by its
+        /// last will, its claims).
+        case letGo(BDAddress)
     }
 
     public struct Counters: Sendable, Equatable {
@@ -152,6 +155,24 @@ public struct PeripheralOwnership: Sendable {
     /// Connected to the broker: retained claims and statuses come first, so claiming waits `startup_s`.
     public mutating func brokerConnected(now: Double) {
         if readyAt == nil { readyAt = now + settings.startupS }
+    }
+
+
+    /// The broker connection is gone: the broker has sent this gateway's last will, so the others see its claims
+    /// void and take the devices over. It lets go of them at once rather than hold a link another is making too.
+    public mutating func brokerLost(now: Double) -> [Action] {
+        readyAt = nil
+        var out: [Action] = []
+        for (address, e) in entries {
+            switch e.state {
+            case .owner, .claiming:
+                entries[address]!.state = .idle
+                out.append(.letGo(address))
+            case .idle, .standby:
+                break
+            }
+        }
+        return out
     }
 
     /// The adapter that makes the links came up or went away. Going away releases everything owned: another

@@ -158,6 +158,13 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         post(.want(.init(address: address, addressType: intent.addressType ?? .public)))
     }
 
+    /// This gateway can no longer claim `address` (its broker connection is gone): the link is ended
+    /// ("no longer wanted") until it owns the device again.
+    public func letGo(_ address: BDAddress) {
+        ownership.withLock { o in _ = o?.owned.remove(address) }
+        post(.unwant(address))
+    }
+
     /// Another gateway owns `address`: let it go, and report `standby` naming the owner once the link is down.
     public func standBy(_ address: BDAddress, owner: String) {
         ownership.withLock { o in

@@ -43,7 +43,7 @@ struct PeripheralOwnershipTests {
                 case .connect:
                     holders[id] = true
                     connectedAt[id] = now
-                case .standby: holders[id] = false
+                case .standby, .letGo: holders[id] = false
                 }
             }
         }
@@ -135,6 +135,24 @@ struct PeripheralOwnershipTests {
         #expect(f.retained == nil)
         #expect(f.run(10, rssi: ["gw-b": -70], gone: ["gw-a"]) <= 1)
         #expect(f.owner == "gw-b")
+    }
+
+    @Test func anOwnerCutOffFromTheBrokerLetsGoAndAnotherTakesOver() {
+        var f = Fleet(["gw-a", "gw-b"])
+        _ = f.run(20, rssi: ["gw-a": -60, "gw-b": -70])
+        #expect(f.owner == "gw-a")
+        // gw-a's broker connection goes: it lets go; the broker sends its last will, so gw-b sees it offline.
+        f.apply("gw-a", f.machines["gw-a"]!.brokerLost(now: f.now))
+        #expect(f.holders["gw-a"] == false)
+        f.machines["gw-b"]!.status(of: "gw-a", online: false)
+        #expect(f.run(20, rssi: ["gw-a": -60, "gw-b": -70], gone: ["gw-a"]) <= 1)
+        #expect(f.owner == "gw-b")
+        // Back on the broker (online again), gw-a finds gw-b's claim and stays standby (it hears the device better,
+        // but within the margin).
+        f.machines["gw-a"]!.brokerConnected(now: f.now)
+        f.machines["gw-b"]!.status(of: "gw-a", online: true)
+        #expect(f.run(30, rssi: ["gw-a": -65, "gw-b": -70]) == 1)
+        #expect(f.owner == "gw-b" && f.machines["gw-a"]!.state(of: Self.sensor) == .standby(owner: "gw-b"))
     }
 
     @Test func aBetterGatewayTakesOverOnlyByTheMarginAndNothingMovesBack() {
