@@ -170,7 +170,8 @@ public struct PresenceEngine: Sendable {
     mutating func decide(_ id: String, now: Double) -> Report? {
         var tag = tags[id]!
         let settings = site.presence
-        tag.readings = tag.readings.filter { now - $0.value.receivedAt <= settings.windowS }
+        // Fresh, and from gateways the site (perhaps replaced since they came) still places.
+        tag.readings = tag.readings.filter { now - $0.value.receivedAt <= settings.windowS && site.gateways[$0.key] != nil }
         let newest = tag.readings.values.map(\.reading.ts).max() ?? 0
         let fresh = tag.readings.values.map(\.reading).filter { newest - $0.ts <= settings.windowS }
             .sorted { ($0.distance!, $0.gateway) < ($1.distance!, $1.gateway) }

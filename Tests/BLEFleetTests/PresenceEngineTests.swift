@@ -145,6 +145,19 @@ struct PresenceEngineTests {
         #expect(e.unplacedGateways == ["gw-attic"])
     }
 
+    @Test func aNewSiteWithoutAGatewayThatWasHeardIsTakenWithoutTrouble() throws {
+        var e = PresenceEngine(site: Self.site)
+        _ = Self.run(&e, from: 0, seconds: 5, at: { _ in (21, 3) })
+        // gw-lobby leaves the description while its readings are still fresh.
+        var smaller = Self.site
+        smaller.gateways["gw-lobby"] = nil
+        e.replaceSite(smaller)
+        _ = e.tick(now: 5)
+        let r = try #require(e.report(of: Self.tag))
+        #expect(r.room == "lab")
+        #expect(!r.gateways.contains { $0.gateway == "gw-lobby" })
+    }
+
     @Test func tagsBeyondTheLimitAreRefusedAndCounted() {
         var site = Self.site
         site.presence.maxTags = 2
