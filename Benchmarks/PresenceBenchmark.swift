@@ -7,12 +7,7 @@ import Foundation
 /// Arguments: `--seconds S` of virtual time (default 3600), `--seed N` (default 1); to try other presence settings
 /// on the same data, `--dwell-s`, `--still-dwell-s`, `--still-after-s`, `--margin-m`, `--walking-speed-mps`.
 func runPresenceBenchmark(arguments: [String]) async {
-    func value(_ name: String, _ fallback: Double) -> Double {
-        guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Double(arguments[i + 1]) else {
-            return fallback
-        }
-        return v
-    }
+    func value(_ name: String, _ fallback: Double) -> Double { benchmarkOption(arguments, name, fallback) }
     var setup = PresenceScoreSetup()
     setup.seconds = value("--seconds", 3600)
     setup.seed = UInt64(value("--seed", 1))

@@ -110,15 +110,7 @@ func scorePresence(_ setup: PresenceScoreSetup) async throws -> PresenceScore {
     var receivers: [Receiver] = []
     for g in scenario.gateways {
         let host = try ScoringHost(path: sim.socketPath(for: g.id))
-        for command: [UInt8] in [
-            [0x01, 0x03, 0x0C, 0x00],
-            [0x01, 0x01, 0x0C, 0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x1F, 0x00, 0x20],
-            [0x01, 0x01, 0x20, 0x08, 0x1F, 0x00, 0, 0, 0, 0, 0, 0],
-            [0x01, 0x0B, 0x20, 0x07, 0x00, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00],
-            [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00],
-        ] {
-            try host.command(command)
-        }
+        try host.startPassiveScan()
         // As the office's gateway_config has it: its path-loss exponent, and each receiver's gain corrected
         // (ranging.rssi_offset_db is the negative of the scenario's rx_offset_db).
         var c = RangingConfiguration()

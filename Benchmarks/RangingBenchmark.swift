@@ -9,12 +9,7 @@ import Foundation
 /// Arguments: `--seconds S` of virtual time to score (default 3600), `--seed N` (default 1),
 /// `--beacons N` tracked during the cost measurement (default 5000).
 func runRangingBenchmark(arguments: [String]) async {
-    func value(_ name: String, _ fallback: Double) -> Double {
-        guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Double(arguments[i + 1]) else {
-            return fallback
-        }
-        return v
-    }
+    func value(_ name: String, _ fallback: Double) -> Double { benchmarkOption(arguments, name, fallback) }
     var setup = RangingScoreSetup()
     setup.seconds = value("--seconds", 3600)
     setup.seed = UInt64(value("--seed", 1))

@@ -155,16 +155,7 @@ func scoreRanging(_ setup: RangingScoreSetup) async throws -> RangingScore {
     defer { run.cancel() }
 
     let host = try ScoringHost(path: sim.socketPath(for: "gw"))
-    // Bring-up and a passive scan with the window always open (10 ms / 10 ms).
-    for command: [UInt8] in [
-        [0x01, 0x03, 0x0C, 0x00],
-        [0x01, 0x01, 0x0C, 0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x1F, 0x00, 0x20],
-        [0x01, 0x01, 0x20, 0x08, 0x1F, 0x00, 0, 0, 0, 0, 0, 0],
-        [0x01, 0x0B, 0x20, 0x07, 0x00, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00],
-        [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00],
-    ] {
-        try host.command(command)
-    }
+    try host.startPassiveScan()
 
     var ranging = RangingEngine(configuration: setup.ranging)
     var regions = RegionMonitor(regions: RangingScoreScenario.regions(setup), at: clock.now())
@@ -332,6 +323,20 @@ final class ScoringHost {
     }
 
     deinit { close(fd) }
+
+    /// Bring-up and a passive scan with the window always open (10 ms / 10 ms): Reset, Set Event Mask, LE Set
+    /// Event Mask, LE Set Scan Parameters, LE Set Scan Enable.
+    func startPassiveScan() throws {
+        for command: [UInt8] in [
+            [0x01, 0x03, 0x0C, 0x00],
+            [0x01, 0x01, 0x0C, 0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x1F, 0x00, 0x20],
+            [0x01, 0x01, 0x20, 0x08, 0x1F, 0x00, 0, 0, 0, 0, 0, 0],
+            [0x01, 0x0B, 0x20, 0x07, 0x00, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00],
+            [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00],
+        ] {
+            try self.command(command)
+        }
+    }
 
     /// Sends a command and waits (≤ 10 s) for its Command Complete.
     func command(_ bytes: [UInt8]) throws {

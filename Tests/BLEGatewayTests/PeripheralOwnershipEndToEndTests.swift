@@ -105,7 +105,11 @@ extension EndToEndSuites {
                                       "--status-every", "0"], log: root.appendingPathComponent("sim.log").path)
             defer { sim.stop() }
             let started = Date()
-            for _ in 0..<200 where !FileManager.default.fileExists(atPath: simDir.appendingPathComponent("gw-lab.sock").path) {
+            // The sockets come first, then the configurations the simulator writes for each gateway (atomically).
+            let written = ["gw-lobby", "gw-lab", "gw-kitchen"].flatMap {
+                [simDir.appendingPathComponent("\($0).sock").path, simDir.appendingPathComponent("\($0).gateway-config.yaml").path]
+            }
+            for _ in 0..<400 where !written.allSatisfy({ FileManager.default.fileExists(atPath: $0) }) {
                 try await Task.sleep(for: .milliseconds(25))
             }
             let collector = try Collector(port: broker.port, prefix: "own")
