@@ -75,6 +75,15 @@ struct PresenceEngineTests {
         #expect(moved.since >= 64 + Self.site.presence.dwellS - 1 && moved.since <= 75, "moved at \(moved.since)")
     }
 
+    @Test func aTagThatWalksDeepIntoTheNextRoomMovesSoonerThanTheDwell() throws {
+        var e = PresenceEngine(site: Self.site)
+        // 60 s in the corridor, then in the kitchen's middle, 4 m past its wall: a lead eight times the margin.
+        let reports = Self.run(&e, from: 0, seconds: 90, at: { i in i < 60 ? (10, 10.5) : (10, 16) })
+        #expect(rooms(reports) == ["corridor", "kitchen"])
+        let moved = try #require(reports.first { $0.room == "kitchen" })
+        #expect(moved.since >= 60 && moved.since < 60 + Self.site.presence.dwellS, "moved at \(moved.since)")
+    }
+
     @Test func aTagNoGatewayHearsIsNotHomeAfterTheTimeoutAndBackWhenHeard() throws {
         var e = PresenceEngine(site: Self.site)
         let away = Self.site.presence.awayAfterS
