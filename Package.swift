@@ -58,8 +58,8 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Yams", package: "Yams"),
         ]),
         .executableTarget(name: "blegateway", dependencies: [
-            "BLEGateway", "BLEFleet", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLEPublishing",
-            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            "BLEGateway", "BLEFleet", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool",
+            "BLEPublishing", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -82,7 +82,7 @@ let package = Package(
         .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport"]),
         .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLETransport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: [
-            "BLEGateway", "BLESimulator", "BLEPublishing", "BLEDomain", "BLEHost", "BLEHCI", "BLETransport",
+            "BLEGateway", "BLESimulator", "BLEPublishing", "BLESpool", "BLEDomain", "BLEHost", "BLEHCI", "BLETransport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "BLEFleetTests", dependencies: [

@@ -91,6 +91,10 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var inflight = 200
         /// MQTT 5 session expiry for persistent sessions (0 = clean session).
         public var sessionExpirySeconds = 3600
+        /// The largest payload the broker takes, for brokers that cannot say so (MQTT 3.1.1: mosquitto acknowledges a
+        /// publish over its `message_size_limit` and drops it). Larger readings go to the dead letters. 0: no limit
+        /// but the broker's own (MQTT 5 announces it in its CONNACK).
+        public var maxPayloadBytes = 0
     }
 
     public struct Spool: Sendable, Equatable {

@@ -69,6 +69,8 @@ struct GatewayReadings: Sendable {
         var uptime: Double
         var spool: SpoolStatistics
         var publish: SpoolPublisher.Statistics
+        /// Retained states sent unretained: the broker keeps none (MQTTClient.unretainedPublishes).
+        var unretained = 0
         var publishRate: Double
         var reconnects: Int
         var reports: Int
@@ -121,6 +123,11 @@ struct GatewayReadings: Sendable {
             s.int("downsampled_samples", samples.downsampled)
             s.int("dropped_states", (h.spool.drops[.state] ?? DropCounters()).total)
             if let e = h.spool.lastError { s.string("error", "\(e)") }
+            s.object("dead_letters") { d in
+                d.int("count", h.spool.deadLetters)
+                d.int("bytes", h.spool.deadLetterBytes)
+                d.int("evicted", h.spool.deadLettersEvicted)
+            }
         }
         o.object("publish") { p in
             p.int("acknowledged", h.publish.acknowledged)
@@ -128,6 +135,7 @@ struct GatewayReadings: Sendable {
             p.bool("connected", h.publish.connected)
             p.int("reconnects", h.reconnects)
             p.int("rejected", h.publish.rejected)
+            p.int("unretained", h.unretained)
             p.int("expired", h.publish.expired)
             // Refusals for now (Not authorized, Quota exceeded …): the readings are kept and sent again.
             p.object("refused") { r in

@@ -151,7 +151,13 @@ public final class GatewayRuntime: Service, Sendable {
         let log = logger
         publisher = SpoolPublisher(
             spool: spool, client: client, window: configuration.mqtt.inflight, clock: clock,
-            onRejected: { r, e in log.error("broker refused reading seq \(r.seq) on \(r.reading.topic): \(e); dropped") },
+            maxPayloadBytes: configuration.mqtt.maxPayloadBytes,
+            onRejected: { r, e in
+                log.error("""
+                    reading seq \(r.seq) on \(r.reading.topic) cannot be delivered (\(e)): kept in the spool's dead \
+                    letters (blegateway spool dead-letters)
+                    """)
+            },
             onRefusal: { r, e in
                 // Once per episode: the first refusal, and when publishes are acknowledged again.
                 if let r, let e {
@@ -508,7 +514,7 @@ public final class GatewayRuntime: Service, Sendable {
                             ids.isEmpty ? nil : (ids.count, ids.filter { s.regions.state(of: $0) == .inside }.count))
                 }
                 let health = GatewayReadings.Health(
-                    uptime: (now - started).seconds, spool: spool.statistics, publish: stats, publishRate: rate,
+                    uptime: (now - started).seconds, spool: spool.statistics, publish: stats, unretained: client.unretainedPublishes, publishRate: rate,
                     reconnects: reconnects, reports: counters.reports, reportRate: reportRate,
                     malformedEvents: counters.malformedEvents, dropped: counters.dropped,
                     trackedBeacons: tracked, evictedBeacons: evicted, residentBytes: SystemFacts.residentBytes(),

@@ -62,6 +62,7 @@ public struct YAMLConfigurationReader {
                     case "reconnect_max_s": c.mqtt.reconnectMaxSeconds = try double(v, p, 0.1...86400)
                     case "inflight": c.mqtt.inflight = try int(v, p, 1...10000)
                     case "session_expiry_s": c.mqtt.sessionExpirySeconds = try int(v, p, 0...0xFFFF_FFFF)
+                    case "max_payload_bytes": c.mqtt.maxPayloadBytes = try int(v, p, 0...268_435_460)
                     case "tls":
                         for (tk, tv) in try mapping(v, p) {
                             let tp = "\(p).\(tk)"

@@ -63,6 +63,10 @@ public final class MQTTClient: Sendable {
     /// Publishes handed to the broker and not yet acknowledged (at most `configuration.maxInFlight`).
     public var inFlightCount: Int { core.inFlightCount }
 
+    /// Retained publishes sent without the retain flag because the broker's CONNACK said it keeps no retained
+    /// messages (MQTT 5 Retain Available = 0).
+    public var unretainedPublishes: Int { core.unretainedCount }
+
     /// Received messages dropped since start because a `subscribe` stream's reader fell a whole buffer behind: a
     /// subscriber that must not lose data silently counts and shows these.
     public var droppedDeliveries: Int { core.droppedDeliveriesCount }

@@ -48,6 +48,10 @@ final class MQTTConnectionCore: @unchecked Sendable {
     private var lastLogLine: String?
     private var pending: [Int32: @Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = [:]
     private var droppedDeliveries = 0
+    /// Retained messages sent unretained because the broker has no retained messages (guarded by `lock`).
+    private var unretained = 0
+    /// What the last CONNACK said of retained messages (guarded by `lock`).
+    fileprivate var retainAvailable = true
     private var subscriptions: [UInt64: Subscription] = [:]
     private var nextSubscriptionID: UInt64 = 0
     private var mailbox: [LoopEvent] = []
@@ -93,6 +97,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
 
     /// Received messages a subscription stream dropped because its reader fell a whole buffer behind.
     var droppedDeliveriesCount: Int { lock.withLock { droppedDeliveries } }
+    var unretainedCount: Int { lock.withLock { unretained } }
 
     /// Graceful stop: sends DISCONNECT (so the broker discards the will) if a socket is open; the loop thread
     /// then exits. If the thread is still inside the blocking connect, it sends DISCONNECT itself afterwards.
@@ -208,10 +213,17 @@ final class MQTTConnectionCore: @unchecked Sendable {
             return completion(.failure(MQTTError.windowFull(limit)))
         }
         var mid: Int32 = 0
-        let rc = message.payload.withUnsafeBytes { payload in
-            mosquitto_publish_v5(mosq, &mid, message.topic, Int32(payload.count), payload.baseAddress,
-                                 Int32(message.qos.rawValue), message.retain, properties)
+        func send(retain: Bool) -> Int32 {
+            message.payload.withUnsafeBytes { payload in
+                mosquitto_publish_v5(mosq, &mid, message.topic, Int32(payload.count), payload.baseAddress,
+                                     Int32(message.qos.rawValue), retain, properties)
+            }
         }
+        // The broker's CONNACK said Retain Available = 0: it keeps no retained message, so a state goes to those
+        // subscribed now, unretained, rather than nowhere (libmosquitto clears the flag; newer ones may refuse).
+        if message.retain && !retainAvailable { unretained += 1 }
+        var rc = send(retain: message.retain && retainAvailable)
+        if rc == Int32(MOSQ_ERR_RETAIN_NOT_SUPPORTED.rawValue) { rc = send(retain: false) }
         if rc == mosqSuccess {
             pending[mid] = completion
             lock.unlock()
@@ -397,8 +409,14 @@ final class MQTTConnectionCore: @unchecked Sendable {
     }
 
     private func installCallbacks(_ mosq: OpaquePointer) {
-        mosquitto_connect_v5_callback_set(mosq) { _, context, rc, flags, _ in
-            core(context)?.post(.connack(rc: rc, flags: flags))
+        mosquitto_connect_v5_callback_set(mosq) { _, context, rc, flags, properties in
+            guard let core = core(context) else { return }
+            // MQTT 5 §3.2.2.3.5 Retain Available: absent means 1. libmosquitto then clears the retain flag of every
+            // publish by itself, silently; the core counts those.
+            var available: UInt8 = 1
+            _ = mosquitto_property_read_byte(properties, Int32(MQTT_PROP_RETAIN_AVAILABLE.rawValue), &available, false)
+            core.lock.withLock { core.retainAvailable = available != 0 }
+            core.post(.connack(rc: rc, flags: flags))
         }
         mosquitto_disconnect_v5_callback_set(mosq) { _, context, rc, _ in
             guard let core = core(context) else { return }

@@ -45,6 +45,24 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
         return text
     }
 
+    /// libmosquitto refused to send this message as it is, before it reached the wire: larger than the broker's
+    /// Maximum Packet Size from its CONNACK (`MOSQ_ERR_OVERSIZE_PACKET`) or than MQTT allows (`MOSQ_ERR_PAYLOAD_SIZE`),
+    /// a topic that is not valid UTF-8 (`MOSQ_ERR_MALFORMED_UTF8`) or not a topic name (`MOSQ_ERR_INVAL`). Sending it
+    /// again can never succeed; the next message can.
+    public var isLocalRefusalOfThisMessage: Bool {
+        kind == .library && [Self.payloadSize, Self.malformedUTF8, Self.oversizePacket, Self.invalidArgument].contains(code)
+    }
+
+    /// The broker announced (CONNACK Maximum QoS) that it does not take the QoS asked for: a broker configuration to
+    /// fix, so the reading waits.
+    public var isQoSNotSupported: Bool { kind == .library && code == Self.qosNotSupported }
+
+    static let invalidArgument = Int(MOSQ_ERR_INVAL.rawValue)
+    static let payloadSize = Int(MOSQ_ERR_PAYLOAD_SIZE.rawValue)
+    static let malformedUTF8 = Int(MOSQ_ERR_MALFORMED_UTF8.rawValue)
+    static let qosNotSupported = Int(MOSQ_ERR_QOS_NOT_SUPPORTED.rawValue)
+    static let oversizePacket = Int(MOSQ_ERR_OVERSIZE_PACKET.rawValue)
+
     /// The broker refused bad credentials (3.1.1 return code 4, MQTT 5 reason 0x86) or authorisation (5, 0x87).
     public var isAuthenticationFailure: Bool {
         kind == .connectionRefused && [4, 5, 0x86, 0x87, 0x8C].contains(code)

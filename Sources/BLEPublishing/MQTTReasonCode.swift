@@ -16,6 +16,7 @@ public struct MQTTReasonCode: RawRepresentable, Hashable, Sendable, CustomString
     public static let packetIdentifierInUse = Self(rawValue: 0x91)
     public static let packetTooLarge = Self(rawValue: 0x95)
     public static let quotaExceeded = Self(rawValue: 0x97)
+    public static let qosNotSupported = Self(rawValue: 0x9B)
     public static let payloadFormatInvalid = Self(rawValue: 0x99)
 
     public var name: String? {
@@ -30,6 +31,7 @@ public struct MQTTReasonCode: RawRepresentable, Hashable, Sendable, CustomString
         case .packetIdentifierInUse: "Packet Identifier in use"
         case .packetTooLarge: "Packet too large"
         case .quotaExceeded: "Quota exceeded"
+        case .qosNotSupported: "QoS not supported"
         case .payloadFormatInvalid: "Payload format invalid"
         default: nil
         }

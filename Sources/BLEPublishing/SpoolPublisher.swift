@@ -14,9 +14,14 @@ public final class SpoolPublisher: Sendable {
     public struct Statistics: Sendable, Equatable {
         /// Readings the broker acknowledged.
         public var acknowledged: UInt64 = 0
-        /// Readings the broker refused for good (0x90 Topic Name invalid, 0x95 Packet too large, 0x99 Payload format
-        /// invalid): removed from the spool, counted here and logged, since retrying can never deliver them.
+        /// Readings that can never be delivered as they are, moved to the spool's dead letters (kept for an operator,
+        /// counted here, logged): the broker refused them for good (0x90 Topic Name invalid, 0x95 Packet too large,
+        /// 0x99 Payload format invalid), libmosquitto refused to send them (larger than the broker's Maximum Packet
+        /// Size, an invalid topic), or the broker closed the connection `poisonAfterLosses` times in a row while the
+        /// reading was the oldest one it had not acknowledged (how MQTT 3.1.1 brokers refuse).
         public var rejected: UInt64 = 0
+        /// Of `rejected`, those set aside because the connection kept ending with them unacknowledged.
+        public var poisoned: UInt64 = 0
         /// Publishes the broker refused for now (0x87 Not authorized, 0x97 Quota exceeded, 0x89 Server busy, 0x83,
         /// 0x80 …): the reading stays in the spool and is sent again after a backoff.
         public var refused: UInt64 = 0
@@ -50,6 +55,11 @@ public final class SpoolPublisher: Sendable {
     /// The wait before sending again after a refusal, doubling up to `maxRefusalBackoff` while refusals go on.
     let refusalBackoff: Duration
     let maxRefusalBackoff: Duration
+    /// Connection losses in a row, each with the same reading as the oldest unacknowledged, after which that
+    /// reading is taken to be what makes the broker close the connection.
+    let poisonAfterLosses: Int
+    /// The largest payload to send (0: no limit of ours); larger readings are dead letters.
+    let maxPayloadBytes: Int
     let wake = WakeSignal()
     /// Signalled on every acknowledgement and connection change: `drain` waits on it.
     let progress = WakeSignal()
@@ -65,6 +75,10 @@ public final class SpoolPublisher: Sendable {
         /// Refused: nothing is sent before this time (the publisher's clock), then from the oldest again.
         var pausedUntil: Duration?
         var backoff: Duration = .zero
+        /// The oldest reading that failed unacknowledged when the current connection ended.
+        var oldestLost: SpooledReading?
+        /// The reading that was the oldest unacknowledged at the last connection losses in a row, and how many.
+        var suspect: (seq: UInt64, losses: Int)?
     }
 
     /// - Parameters:
@@ -74,11 +88,14 @@ public final class SpoolPublisher: Sendable {
     ///     and connection changes wake it too.
     public init(
         spool: Spool, client: MQTTClient, window: Int, clock: any BLEClock, retryInterval: Duration = .milliseconds(100),
-        refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60),
+        maxPayloadBytes: Int = 0,
+        refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60), poisonAfterLosses: Int = 5,
         onRejected: @escaping @Sendable (SpooledReading, MQTTError) -> Void = { _, _ in },
         onRefusal: @escaping @Sendable (SpooledReading?, MQTTError?) -> Void = { _, _ in }
     ) {
         self.refusalBackoff = refusalBackoff
+        self.poisonAfterLosses = max(1, poisonAfterLosses)
+        self.maxPayloadBytes = maxPayloadBytes
         self.maxRefusalBackoff = maxRefusalBackoff
         self.onRefusal = onRefusal
         precondition(window > 0)
@@ -95,10 +112,34 @@ public final class SpoolPublisher: Sendable {
     /// The client connected (after its CONNACK) or lost its connection: the owner of the client's event
     /// stream reports it here.
     public func connectionChanged(connected: Bool) {
-        state.withLock {
-            $0.stats.connected = connected
-            $0.generation += 1
-            $0.rewind = true
+        let poison = state.withLock { s -> SpooledReading? in
+            s.stats.connected = connected
+            s.generation += 1
+            s.rewind = true
+            // On the next CONNACK, judge the connection that ended: was the same reading again the oldest the
+            // broker had not acknowledged? (A 3.1.1 broker closes the connection on a packet it will not take.)
+            guard connected, let lost = s.oldestLost else { return nil }
+            s.oldestLost = nil
+            let losses = s.suspect?.seq == lost.seq ? s.suspect!.losses + 1 : 1
+            guard losses >= poisonAfterLosses else {
+                s.suspect = (lost.seq, losses)
+                return nil
+            }
+            s.suspect = nil
+            return lost
+        }
+        if let poison {
+            // No number to give: MQTT 3.1.1 closes the connection without saying why.
+            let e = MQTTError(kind: .notAcknowledged, code: 0, name: """
+                the broker closed the connection \(poisonAfterLosses) times in a row with this reading the oldest \
+                it had not acknowledged
+                """)
+            spool.deadLetter(poison.seq, reason: DeadLetterReason(code: e.code, name: e.name), at: clock.unixTime())
+            state.withLock {
+                $0.stats.rejected += 1
+                $0.stats.poisoned += 1
+            }
+            onRejected(poison, e)
         }
         wake.signal()
         progress.signal()
@@ -153,8 +194,14 @@ public final class SpoolPublisher: Sendable {
                         $0.stats.inFlight = $0.inFlight.count
                     }
                     handed += 1
+                    let message = Self.message(for: r, now: clock.unixTime())
+                    if maxPayloadBytes > 0, message.payload.count > maxPayloadBytes {
+                        resolved(r, .failure(MQTTError.library(Int32(MQTTError.payloadSize),
+                            detail: "\(message.payload.count) bytes; mqtt.max_payload_bytes is \(maxPayloadBytes)")))
+                        continue
+                    }
                     // Handed over here, in seq order; only the wait for the ack is concurrent.
-                    client.submit(Self.message(for: r, now: clock.unixTime())) { self.resolved(r, $0) }
+                    client.submit(message) { self.resolved(r, $0) }
                 }
                 if let last = batch.last { cursor = max(cursor, last.seq) }
             }
@@ -193,15 +240,19 @@ public final class SpoolPublisher: Sendable {
             spool.acknowledge(CollectionOfOne(r.seq))
             let ended = state.withLock { s -> Bool in
                 defer { s.stats.refusal = nil; s.backoff = .zero }
+                if s.suspect?.seq == r.seq { s.suspect = nil }
                 return s.stats.refusal != nil
             }
             finish(r.seq) { $0.acknowledged += 1 }
             if ended { onRefusal(nil, nil) }
-        case .failure(let e) where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isLastingForThisMessage:
-            onRejected(r, e)
-            spool.acknowledge(CollectionOfOne(r.seq))
+        case .failure(let e) where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isLastingForThisMessage
+            || e.isLocalRefusalOfThisMessage:
+            // Never deliverable as it is; kept, out of the way of the readings behind it.
+            let name = e.detail.map { "\(e.name): \($0)" } ?? e.name
+            spool.deadLetter(r.seq, reason: DeadLetterReason(code: e.code, name: name), at: clock.unixTime())
             finish(r.seq) { $0.rejected += 1 }
-        case .failure(let e) where e.kind == .reasonCode && e.code >= 0x80:
+            onRejected(r, e)
+        case .failure(let e) where e.kind == .reasonCode && e.code >= 0x80 || e.isQoSNotSupported:
             // Refused for now: kept in the spool, sent again from the oldest after a backoff that doubles while
             // the refusals go on. Everything else in flight is likely refused too; its answers only count.
             let now = clock.now()
@@ -211,7 +262,8 @@ public final class SpoolPublisher: Sendable {
                 s.stats.refused += 1
                 let began = s.stats.refusal == nil
                 if began {
-                    s.stats.refusal = Refusal(reason: MQTTReasonCode(rawValue: e.code), since: clock.unixTime())
+                    let reason = e.isQoSNotSupported ? MQTTReasonCode.qosNotSupported : MQTTReasonCode(rawValue: e.code)
+                    s.stats.refusal = Refusal(reason: reason, since: clock.unixTime())
                 }
                 if s.pausedUntil == nil {
                     s.backoff = s.backoff == .zero ? refusalBackoff : min(maxRefusalBackoff, s.backoff * 2)
@@ -220,9 +272,10 @@ public final class SpoolPublisher: Sendable {
                 return began
             }
             if began { onRefusal(r, e) }
-        case .failure:
+        case .failure(let e):
             // Not acknowledged, not connected, window full: it stays in the spool and is replayed.
             state.withLock {
+                if e.kind == .notAcknowledged, $0.oldestLost.map({ r.seq < $0.seq }) ?? true { $0.oldestLost = r }
                 $0.inFlight.remove(r.seq)
                 $0.stats.inFlight = $0.inFlight.count
                 $0.stats.replays += 1

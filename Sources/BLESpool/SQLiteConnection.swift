@@ -112,6 +112,9 @@ package final class SQLiteStatement {
         }
     }
 
+    /// Rows the connection's last INSERT, UPDATE or DELETE changed.
+    package var changes: Int { Int(sqlite3_changes(sqlite3_db_handle(stmt))) }
+
     /// Runs a statement that returns no rows.
     package func run() throws {
         defer { sqlite3_reset(stmt) }

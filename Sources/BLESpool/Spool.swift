@@ -13,9 +13,11 @@ public final class Spool: @unchecked Sendable {
     public let configuration: SpoolConfiguration
 
     // Guarded by bufferLock.
-    private let bufferLock = NSLock()
+    let bufferLock = NSLock()
     private var buffer = ReadingBuffer()
     private var acknowledged: Set<UInt64> = []
+    /// Readings to move to the dead letters with the next commit, with why and when.
+    var deadLettering: [UInt64: (reason: DeadLetterReason, at: Double)] = [:]
     private var droppedInMemorySinceCommit: UInt64 = 0
     /// States refused because the buffer already held `maxBufferedStates` (a disk that stays full): guarded by
     /// `bufferLock`, published as the state drops.
@@ -29,10 +31,10 @@ public final class Spool: @unchecked Sendable {
     private let urgent = WakeSignal()
 
     // Guarded by databaseLock.
-    private let databaseLock = NSLock()
-    private let db: SQLiteConnection
-    private let statements: Statements
-    private var ledger: Ledger
+    let databaseLock = NSLock()
+    let db: SQLiteConnection
+    let statements: Statements
+    var ledger: Ledger
     private let reservation: SequenceReservation
     private var reservedSeq: UInt64
     private var commits: UInt64 = 0
@@ -195,16 +197,20 @@ public final class Spool: @unchecked Sendable {
     }
 
     private func commitLocked(_ batch: [Reading]) throws -> ClosedRange<UInt64>? {
-        let (acks, dropped): ([UInt64], UInt64) = bufferLock.withLock {
-            defer { droppedInMemorySinceCommit = 0 }
-            return (Array(acknowledged), droppedInMemorySinceCommit)
-        }
-        if batch.isEmpty, acks.isEmpty, dropped == 0 { return nil }
+        let (acks, dropped, dead): ([UInt64], UInt64, [UInt64: (reason: DeadLetterReason, at: Double)]) =
+            bufferLock.withLock {
+                defer { droppedInMemorySinceCommit = 0 }
+                return (Array(acknowledged), droppedInMemorySinceCommit, deadLettering)
+            }
+        if batch.isEmpty, acks.isEmpty, dropped == 0, dead.isEmpty { return nil }
         do {
-            let range = try writeTransaction(batch: batch, acks: acks, droppedInMemory: dropped)
+            let range = try writeTransaction(batch: batch, acks: acks, droppedInMemory: dropped, deadLetters: dead)
             commits += 1
             lastError = nil
-            bufferLock.withLock { acknowledged.subtract(acks) }
+            bufferLock.withLock {
+                acknowledged.subtract(acks)
+                for seq in dead.keys { deadLettering[seq] = nil }
+            }
             return range
         } catch {
             let failure = error as? SpoolError
@@ -226,7 +232,7 @@ public final class Spool: @unchecked Sendable {
     @discardableResult
     private func writeTransaction(
         batch: [Reading], acks: [UInt64], droppedInMemory: UInt64, salvaged: [SpooledReading] = [],
-        forcePersist: Bool = false
+        deadLetters: [UInt64: (reason: DeadLetterReason, at: Double)] = [:], forcePersist: Bool = false
     ) throws -> ClosedRange<UInt64>? {
         var next = ledger
         let needed = next.lastSeq + UInt64(batch.count)
@@ -248,6 +254,15 @@ public final class Spool: @unchecked Sendable {
                 next.storedBytes -= size
             }
         }
+        for (seq, why) in deadLetters.sorted(by: { $0.key < $1.key }) {
+            guard try statements.copyToDeadLetters(seq, reason: why.reason, at: why.at),
+                  let size = try statements.delete(seq) else { continue }
+            next.rows -= 1
+            next.storedBytes -= size
+            next.deadLetters += 1
+            next.deadLetterBytes += size
+        }
+        if !deadLetters.isEmpty { try keepDeadLetterBound(&next) }
         let first = next.lastSeq + 1
         for reading in batch {
             next.lastSeq += 1
@@ -313,8 +328,10 @@ public final class Spool: @unchecked Sendable {
     /// again from `after: 0`, i.e. from the oldest unacknowledged reading.
     public func pending(after seq: UInt64 = 0, limit: Int) throws -> [SpooledReading] {
         try databaseLock.withLock {
-            let acked = bufferLock.withLock { acknowledged }
-            return try statements.readings(after: seq, limit: limit).filter { !acked.contains($0.seq) }
+            let (acked, dead) = bufferLock.withLock { (acknowledged, deadLettering) }
+            return try statements.readings(after: seq, limit: limit).filter {
+                !acked.contains($0.seq) && dead[$0.seq] == nil
+            }
         }
     }
 
@@ -337,7 +354,9 @@ public final class Spool: @unchecked Sendable {
                 depth: max(0, ledger.rows - acked), buffered: buffered, storedBytes: ledger.storedBytes,
                 bytesOnDisk: Spool.fileSize(configuration.path) + Spool.fileSize(configuration.path + "-wal"),
                 lastSeq: ledger.lastSeq, drops: [.sample: samples, .state: refusedStateCounters], commits: commits,
-                failedCommits: failedCommits, lastError: lastError, openReport: openReport
+                failedCommits: failedCommits, lastError: lastError, openReport: openReport,
+                deadLetters: ledger.deadLetters, deadLetterBytes: ledger.deadLetterBytes,
+                deadLettersEvicted: ledger.deadLettersEvicted
             )
         }
     }

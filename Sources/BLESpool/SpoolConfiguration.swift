@@ -34,6 +34,10 @@ public struct SpoolConfiguration: Sendable, Hashable {
     /// the producer keeps its event. Default 10,000.
     public var maxBufferedStates: Int
     public var durability: Durability
+    /// Bounds on the dead letters (readings the broker can never take, kept for an operator): beyond either, the
+    /// oldest is evicted and counted. Default 1,000 readings and 8 MiB.
+    public var maxDeadLetters: Int
+    public var maxDeadLetterBytes: Int
     /// Run `PRAGMA quick_check` at open, so a corrupt file is set aside at start rather than failing mid-run.
     /// O(size of the file). Default true.
     public var verifyOnOpen: Bool
@@ -44,8 +48,11 @@ public struct SpoolConfiguration: Sendable, Hashable {
     public init(
         path: String, maxBytes: Int = 64 << 20, trimFraction: Double = 0.9, commitWindow: Duration = .milliseconds(100),
         urgentCommitWindow: Duration = .milliseconds(5), keepOneSampleIn: Int = 2, maxBufferedSamples: Int = 50_000, maxBufferedStates: Int = 10_000,
-        durability: Durability = .full, verifyOnOpen: Bool = true, maxPageCount: Int? = nil
+        durability: Durability = .full, verifyOnOpen: Bool = true, maxPageCount: Int? = nil,
+        maxDeadLetters: Int = 1_000, maxDeadLetterBytes: Int = 8 << 20
     ) {
+        self.maxDeadLetters = maxDeadLetters
+        self.maxDeadLetterBytes = maxDeadLetterBytes
         self.path = path
         self.maxBytes = maxBytes
         self.trimFraction = trimFraction

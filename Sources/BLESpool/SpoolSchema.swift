@@ -18,6 +18,22 @@ enum SpoolSchema {
             size INTEGER NOT NULL
         );
         CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+        CREATE TABLE IF NOT EXISTS dead_letters(
+            seq INTEGER PRIMARY KEY,
+            class INTEGER NOT NULL,
+            topic TEXT NOT NULL,
+            body BLOB NOT NULL,
+            qos INTEGER NOT NULL,
+            retain INTEGER NOT NULL,
+            ts REAL NOT NULL,
+            synced INTEGER NOT NULL,
+            expiry REAL,
+            run TEXT NOT NULL,
+            size INTEGER NOT NULL,
+            reason INTEGER NOT NULL,
+            reason_name TEXT NOT NULL,
+            at REAL NOT NULL
+        );
         """
 
     static let columns = "seq, class, topic, body, qos, retain, ts, synced, expiry, run"
@@ -26,6 +42,16 @@ enum SpoolSchema {
     static let deleteReturningSize = "DELETE FROM readings WHERE seq = ? RETURNING size"
     static let samplesAfter = "SELECT seq, topic, size FROM readings WHERE class = 1 AND seq > ? ORDER BY seq LIMIT ?"
     static let oldestSamples = "SELECT seq, size FROM readings WHERE class = 1 ORDER BY seq LIMIT ?"
+    /// A reading the broker can never take moves, whole and with its seq, to `dead_letters` (docs/SPOOL.md).
+    static let moveToDeadLetters = """
+        INSERT OR REPLACE INTO dead_letters(\(columns), size, reason, reason_name, at)
+        SELECT \(columns), size, ?2, ?3, ?4 FROM readings WHERE seq = ?1
+        """
+    static let deadLetters =
+        "SELECT \(columns), reason, reason_name, at FROM dead_letters WHERE seq > ? ORDER BY seq LIMIT ?"
+    static let requeue = "INSERT OR IGNORE INTO readings(\(columns), size) SELECT \(columns), size FROM dead_letters WHERE seq = ?"
+    static let deleteDeadLetter = "DELETE FROM dead_letters WHERE seq = ? RETURNING size"
+    static let oldestDeadLetter = "SELECT seq FROM dead_letters ORDER BY seq LIMIT 1"
     static let putMeta =
         "INSERT INTO meta(key, value) VALUES(?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value"
 
@@ -35,6 +61,7 @@ enum SpoolSchema {
         static let downsampled = "samples_downsampled"
         static let droppedOldest = "samples_dropped_oldest"
         static let droppedInMemory = "samples_dropped_in_memory"
+        static let deadLettersEvicted = "dead_letters_evicted"
     }
 
     /// Opens `path` the way the spool needs it. EXCLUSIVE locking first: the spool is the file's one owner, and in

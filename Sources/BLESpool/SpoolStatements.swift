@@ -7,6 +7,10 @@ struct Ledger {
     /// Samples up to this seq have been downsampled once.
     var thinHorizon: Int64 = 0
     var samples = DropCounters()
+    /// Rows in `dead_letters`, the sum of their `size`, and how many the bound evicted (persisted).
+    var deadLetters = 0
+    var deadLetterBytes = 0
+    var deadLettersEvicted: UInt64 = 0
 
     /// Reads the ledger; `counterWasStored` is false for a spool that never committed (new, or replacing a lost one).
     static func load(_ db: SQLiteConnection) throws -> (ledger: Ledger, counterWasStored: Bool) {
@@ -14,12 +18,16 @@ struct Ledger {
         let s = try db.prepare("SELECT key, value FROM meta")
         while try s.step() { meta[s.text(0)] = s.int64(1) }
         var ledger = Ledger()
-        let maxSeq = try db.int64("SELECT MAX(seq) FROM readings") ?? 0
+        let maxSeq = max(try db.int64("SELECT MAX(seq) FROM readings") ?? 0,
+                         try db.int64("SELECT MAX(seq) FROM dead_letters") ?? 0)
         ledger.lastSeq = UInt64(max(0, max(maxSeq, meta[SpoolSchema.Key.lastSeq] ?? 0)))
         ledger.rows = Int(try db.int64("SELECT COUNT(*) FROM readings") ?? 0)
         ledger.storedBytes = Int(try db.int64("SELECT COALESCE(SUM(size), 0) FROM readings") ?? 0)
         ledger.thinHorizon = meta[SpoolSchema.Key.thinHorizon] ?? 0
         ledger.samples = DropCounters(meta: meta)
+        ledger.deadLetters = Int(try db.int64("SELECT COUNT(*) FROM dead_letters") ?? 0)
+        ledger.deadLetterBytes = Int(try db.int64("SELECT COALESCE(SUM(size), 0) FROM dead_letters") ?? 0)
+        ledger.deadLettersEvicted = UInt64(max(0, meta[SpoolSchema.Key.deadLettersEvicted] ?? 0))
         return (ledger, meta[SpoolSchema.Key.lastSeq] != nil)
     }
 }
@@ -41,6 +49,11 @@ final class Statements {
     private let samplesAfter: SQLiteStatement
     private let oldestSamples: SQLiteStatement
     private let putMeta: SQLiteStatement
+    private let moveToDeadLetters: SQLiteStatement
+    private let selectDeadLetters: SQLiteStatement
+    private let requeueRow: SQLiteStatement
+    private let deleteDeadLetterRow: SQLiteStatement
+    private let oldestDeadLetter: SQLiteStatement
 
     init(_ db: SQLiteConnection) throws {
         insertRow = try db.prepare(SpoolSchema.insert)
@@ -49,6 +62,11 @@ final class Statements {
         samplesAfter = try db.prepare(SpoolSchema.samplesAfter)
         oldestSamples = try db.prepare(SpoolSchema.oldestSamples)
         putMeta = try db.prepare(SpoolSchema.putMeta)
+        moveToDeadLetters = try db.prepare(SpoolSchema.moveToDeadLetters)
+        selectDeadLetters = try db.prepare(SpoolSchema.deadLetters)
+        requeueRow = try db.prepare(SpoolSchema.requeue)
+        deleteDeadLetterRow = try db.prepare(SpoolSchema.deleteDeadLetter)
+        oldestDeadLetter = try db.prepare(SpoolSchema.oldestDeadLetter)
     }
 
     func insert(_ spooled: SpooledReading) throws {
@@ -131,6 +149,7 @@ final class Statements {
             (SpoolSchema.Key.downsampled, Int64(bitPattern: ledger.samples.downsampled)),
             (SpoolSchema.Key.droppedOldest, Int64(bitPattern: ledger.samples.droppedOldest)),
             (SpoolSchema.Key.droppedInMemory, Int64(bitPattern: ledger.samples.droppedInMemory)),
+            (SpoolSchema.Key.deadLettersEvicted, Int64(bitPattern: ledger.deadLettersEvicted)),
         ]
         for (key, value) in values {
             putMeta.reset()
@@ -138,5 +157,60 @@ final class Statements {
             putMeta.bind(2, value)
             try putMeta.run()
         }
+    }
+
+    // MARK: Dead letters
+
+    /// Copies a reading into `dead_letters` (the caller deletes it from `readings`); false when it was not there.
+    func copyToDeadLetters(_ seq: UInt64, reason: DeadLetterReason, at: Double) throws -> Bool {
+        let s = moveToDeadLetters
+        s.reset()
+        s.bind(1, Int64(bitPattern: seq))
+        s.bind(2, Int64(reason.code))
+        s.bind(3, reason.name)
+        s.bind(4, at)
+        try s.run()
+        return s.changes > 0
+    }
+
+    func deadLetters(after seq: UInt64, limit: Int) throws -> [DeadLetter] {
+        let s = selectDeadLetters
+        s.reset()
+        defer { s.reset() }
+        s.bind(1, Int64(bitPattern: seq))
+        s.bind(2, Int64(limit))
+        var out: [DeadLetter] = []
+        while try s.step() {
+            out.append(DeadLetter(spooled: Statements.reading(s),
+                                  reason: DeadLetterReason(code: Int(s.int64(10)), name: s.text(11)), at: s.double(12)))
+        }
+        return out
+    }
+
+    /// Copies a dead letter back into `readings` with its seq; false when it was not there.
+    func copyToReadings(_ seq: UInt64) throws -> Bool {
+        let s = requeueRow
+        s.reset()
+        s.bind(1, Int64(bitPattern: seq))
+        try s.run()
+        return s.changes > 0
+    }
+
+    func deleteDeadLetter(_ seq: UInt64) throws -> Int? {
+        let s = deleteDeadLetterRow
+        s.reset()
+        s.bind(1, Int64(bitPattern: seq))
+        defer { s.reset() }
+        guard try s.step() else { return nil }
+        let size = Int(s.int64(0))
+        while try s.step() {}
+        return size
+    }
+
+    func oldestDeadLetterSeq() throws -> UInt64? {
+        let s = oldestDeadLetter
+        s.reset()
+        defer { s.reset() }
+        return try s.step() ? UInt64(bitPattern: s.int64(0)) : nil
     }
 }

@@ -35,6 +35,11 @@ public struct SpoolStatistics: Sendable, Hashable {
     public var lastError: SpoolError?
     /// What happened at open (a corrupt file set aside, rows salvaged).
     public var openReport: SpoolOpenReport
+    /// Readings kept in the dead-letter table (the broker can never take them), their bytes, and how many the
+    /// table's bound evicted since the spool was made.
+    public var deadLetters = 0
+    public var deadLetterBytes = 0
+    public var deadLettersEvicted: UInt64 = 0
 }
 
 /// What `Spool.init` found and did. Its description is the log line, e.g. `spool /data/spool.db: corrupt spool file
