@@ -71,6 +71,8 @@ struct GatewayReadings: Sendable {
         var publish: SpoolPublisher.Statistics
         /// Retained states sent unretained: the broker keeps none (MQTTClient.unretainedPublishes).
         var unretained = 0
+        /// MQTT 3.1.1 only: the gateway's own online status did not come back after the last connection (StatusEcho).
+        var deniedSuspected: Bool? = nil
         var publishRate: Double
         var reconnects: Int
         var reports: Int
@@ -136,6 +138,7 @@ struct GatewayReadings: Sendable {
             p.int("reconnects", h.reconnects)
             p.int("rejected", h.publish.rejected)
             p.int("unretained", h.unretained)
+            if let d = h.deniedSuspected { p.bool("denied_suspected", d) }
             p.int("expired", h.publish.expired)
             // Refusals for now (Not authorized, Quota exceeded …): the readings are kept and sent again.
             p.object("refused") { r in

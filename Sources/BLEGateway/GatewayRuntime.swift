@@ -42,6 +42,8 @@ public final class GatewayRuntime: Service, Sendable {
     /// Signalled when the broker accepts the connection and when a remote document arrives: the start-up wait for the
     /// retained configuration waits on it.
     let configurationProgress = WakeSignal()
+    /// Signalled at each CONNACK under MQTT 3.1.1: the own-status echo's deadline starts (GatewayRuntime+StatusEcho).
+    let statusEchoChanged = WakeSignal()
 
     struct RuntimeState: Sendable {
         var ranging: RangingEngine
@@ -63,6 +65,8 @@ public final class GatewayRuntime: Service, Sendable {
         var telemetry: [BDAddress: EddystoneTLM.Plain] = [:]
         /// Which decoded sensor frames are new enough to publish (GatewayRuntime.observe).
         var sensorGate = SensorPublishGate()
+        /// MQTT 3.1.1: whether the gateway's own online status comes back after each connection.
+        var echo = StatusEcho()
     }
 
     /// The remotely tunable part in force: replaced whole when a remote document applies, read per sighting/tick.
@@ -240,6 +244,7 @@ public final class GatewayRuntime: Service, Sendable {
         if let t = correctStalePeripheralStates() { following.append(t) }
         if let t = followWrites() { following.append(t) }
         if let t = ownership?.start() { following.append(t) }
+        if let t = followOwnStatus() { following.append(t) }
         let mqtt = Task { try await client.run() }
         let events = Task { await followConnection() }
         // Samples wait for their commit, not for the publisher's next poll as well.
@@ -311,6 +316,7 @@ public final class GatewayRuntime: Service, Sendable {
                     return !s.connectedOnce
                 }
                 logger.info("connected to \(configuration.mqtt.broker) (session present: \(sessionPresent))")
+                statusEchoConnected()
                 // Online again: a retained status that overrides the last will's offline. It goes through the spool
                 // like every state event, so it takes its place in the sequence.
                 recordState(readings.status(online: true, reason: first ? nil : "reconnected", ts: clock.unixTime(),
@@ -321,6 +327,7 @@ public final class GatewayRuntime: Service, Sendable {
                 if !first { republishToHomeAssistant() }
             case .disconnected(let error):
                 if let error { logger.warning("broker connection lost: \(error)") }
+                state.withLock { $0.echo.disconnected() }
                 publisher.connectionChanged(connected: false)
                 ownership?.brokerLost()
             case .connectionRefused(let error):
@@ -514,7 +521,9 @@ public final class GatewayRuntime: Service, Sendable {
                             ids.isEmpty ? nil : (ids.count, ids.filter { s.regions.state(of: $0) == .inside }.count))
                 }
                 let health = GatewayReadings.Health(
-                    uptime: (now - started).seconds, spool: spool.statistics, publish: stats, unretained: client.unretainedPublishes, publishRate: rate,
+                    uptime: (now - started).seconds, spool: spool.statistics, publish: stats, unretained: client.unretainedPublishes,
+                    deniedSuspected: configuration.mqtt.protocolVersion == 5 ? nil : state.withLock { $0.echo.suspected },
+                    publishRate: rate,
                     reconnects: reconnects, reports: counters.reports, reportRate: reportRate,
                     malformedEvents: counters.malformedEvents, dropped: counters.dropped,
                     trackedBeacons: tracked, evictedBeacons: evicted, residentBytes: SystemFacts.residentBytes(),
