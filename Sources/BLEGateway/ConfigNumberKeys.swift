@@ -27,6 +27,7 @@ extension GatewayConfiguration.Connections {
         .init("att_timeout_s", 1...30, get: { $0.attTimeoutSeconds }, set: { $0.attTimeoutSeconds = $1 }),
         .init("owner_lease_s", 0...3600, get: { $0.ownerLeaseSeconds }, set: { $0.ownerLeaseSeconds = $1 }),
         .init("owner_margin_db", 0...40, get: { $0.ownerMarginDB }, set: { $0.ownerMarginDB = $1 }),
+        .init("max_matched", 1...10_000, whole: true, get: { Double($0.maxMatched) }, set: { $0.maxMatched = Int($1) }),
     ]
 }
 

@@ -185,6 +185,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
         public var ownerLeaseSeconds = 0.0
         /// A standby gateway takes a peripheral over when it hears it this much better than the owner.
         public var ownerMarginDB = 8.0
+        /// Devices wanted because their name or a service matched an intent (any advertiser may claim a name): beyond
+        /// this many, the one not connected for longest is let go and counted (`peripherals.evicted_matches`).
+        public var maxMatched = 64
     }
 
     /// How RSSI becomes distance and proximity (`ranging:`): the tunable part of `RangingConfiguration`, whose

@@ -218,6 +218,7 @@ struct GatewayReadings: Sendable {
                 j.int("att_timeouts", p.attTimeouts)
                 j.int("writes", p.writes)
                 j.int("refused_writes", p.refusedWrites)
+                j.int("evicted_matches", p.evictedMatches)
             }
         }
         return Reading(.sample, topic: topics.health, body: o.finished, qos: sampleQoS, retain: false, ts: ts,

@@ -82,6 +82,9 @@ extension GatewayRuntime {
         }
     }
 
+    /// Write commands carried out at once (each waits for its link's ATT transaction, up to the ATT timeout).
+    static let maxWritesInFlight = 16
+
     /// Write commands on `…/peripherals/+/write`: each answered on `…/write/result`.
     func followWrites() -> Task<Void, Never>? {
         let stream: AsyncStream<MQTTMessage>
@@ -93,9 +96,17 @@ extension GatewayRuntime {
         }
         return Task { [self] in
             await withTaskGroup(of: Void.self) { group in
+                // At most `maxWritesInFlight` at once: the next waits for one to finish, in the subscription's
+                // bounded buffer (what overflows it is counted by the client), not as one more task each.
+                var running = 0
                 // A retained command would be replayed at every start: only live ones are carried out.
                 for await message in stream where !message.retain {
+                    if running >= Self.maxWritesInFlight {
+                        await group.next()
+                        running -= 1
+                    }
                     group.addTask { await self.write(message) }
+                    running += 1
                 }
             }
         }

@@ -64,6 +64,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         public var attTimeouts = 0
         public var writes = 0
         public var refusedWrites = 0
+        /// Devices matched by name or service let go because `connections.max_matched` were already wanted.
+        public var evictedMatches = 0
     }
 
     /// One link's GATT side.
@@ -209,10 +211,45 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         if !known {
             let list = intents.withLock { $0 }
             guard let i = list.firstIndex(where: { $0.matches(s) }) else { return }
-            if case .address = list[i].match {} else { matched.withLock { $0[s.address] = i } }
+            if case .address = list[i].match {} else {
+                guard admitMatch(s.address, intent: i) else { return }
+            }
             post(.want(peer))
         }
         if s.isConnectable { post(.advertised(peer)) }
+    }
+
+    /// A device a name or service intent matched joins the wanted ones within `connections.max_matched`: beyond it the
+    /// matched device that has been without a link longest is let go (counted). False when every matched device is
+    /// linked or being linked: the newcomer waits for a later advertisement.
+    private func admitMatch(_ address: BDAddress, intent: Int) -> Bool {
+        let bound = connections.maxMatched
+        let statuses = manager.withLock { $0.statuses }
+        enum Admission { case admitted, evicting(BDAddress), refused }
+        let admission = matched.withLock { m -> Admission in
+            guard m.count >= bound else {
+                m[address] = intent
+                return .admitted
+            }
+            let idle = m.keys.filter { a in
+                guard let st = statuses[a] else { return true }
+                return st.state == .disconnected
+            }
+            guard let oldest = idle.min(by: {
+                (statuses[$0]?.since ?? .zero, $0.rawValue) < (statuses[$1]?.since ?? .zero, $1.rawValue)
+            }) else { return .refused }
+            m[oldest] = nil
+            m[address] = intent
+            return .evicting(oldest)
+        }
+        switch admission {
+        case .admitted: return true
+        case .refused: return false
+        case .evicting(let victim):
+            stats.withLock { $0.evictedMatches += 1 }
+            post(.unwant(victim))
+            return true
+        }
     }
 
     /// Replaces the intents (a remote configuration applied): new ones are wanted, removed ones let go.

@@ -51,6 +51,10 @@ extension YAMLConfigurationReader {
                     throw fail(v, kp,
                                "a region id is one topic level of letters, digits, '.', '_' or '-', found \"\(s)\"")
                 }
+                // The same bound as the gateway id's and the prefix's levels: topics and file names stay short.
+                guard s.utf8.count <= 64 else {
+                    throw fail(v, kp, "a region id is at most 64 characters, found \(s.utf8.count)")
+                }
                 id = s
             case "uuid":
                 try identity(.uuid, v)

@@ -85,6 +85,13 @@ import Testing
         #expect(e?.path == "regions[0].uuid" && e?.line == 3 && e?.column == 11, "\(String(describing: e))")
     }
 
+    @Test func aRegionIdLongerThanATopicLevelMayBeIsRefusedAtIt() {
+        let long = String(repeating: "r", count: 65)
+        let e = error("regions:\n  - id: \(long)\n    name_prefix: X\n")
+        #expect(e?.path == "regions[0].id" && e?.message.contains("at most 64") == true, "\(String(describing: e))")
+        #expect(error("regions:\n  - id: \(long.dropLast())\n    name_prefix: X\n") == nil)
+    }
+
     @Test func twoIdentitiesAreRefusedAtTheSecond() {
         let e = error("regions:\n  - id: a\n    uuid: E2C56DB5-DFFB-48D2-B060-D0F5A71096E0\n    name_prefix: X\n")
         #expect(e?.path == "regions[0].name_prefix" && e?.line == 4 && e?.column == 18, "\(String(describing: e))")
