@@ -74,7 +74,7 @@ extension GatewayReadings {
         o.string("address", address.description)
         o.int("mtu", mtu)
         var services: [UInt8] = []
-        JSONArrayWriter.write(database.services, to: &services) { service in
+        let omitted = JSONArrayWriter.write(database.services, to: &services, budget: Self.maxStateBytes) { service in
             var j = JSONObjectWriter()
             j.string("uuid", service.uuid.shortDescription)
             j.int("start", service.startHandle)
@@ -105,6 +105,9 @@ extension GatewayReadings {
             return j.finished
         }
         o.raw("services", services)
+        // A server with thousands of attributes would make a retained message brokers refuse: what does not fit is
+        // counted here instead.
+        if omitted > 0 { o.int("truncated_services", omitted) }
         return Reading(.state, topic: topics.peripheralGATT(address.topicComponent), body: o.finished, qos: stateQoS,
                        retain: true, ts: ts, clockSynchronized: synced, run: run)
     }
@@ -134,5 +137,21 @@ enum JSONArrayWriter {
             out.append(contentsOf: render(item))
         }
         out.append(UInt8(ascii: "]"))
+    }
+
+    /// `write` within `budget` bytes of rendered elements: stops before the first that would pass it; returns how
+    /// many were left out.
+    static func write<T>(_ items: [T], to out: inout [UInt8], budget: Int, _ render: (T) -> [UInt8]) -> Int {
+        out.append(UInt8(ascii: "["))
+        var used = 0
+        for (n, item) in items.enumerated() {
+            let rendered = render(item)
+            if used + rendered.count + 1 > budget { out.append(UInt8(ascii: "]")); return items.count - n }
+            if n > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: rendered)
+            used += rendered.count + 1
+        }
+        out.append(UInt8(ascii: "]"))
+        return 0
     }
 }

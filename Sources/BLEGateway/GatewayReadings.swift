@@ -6,6 +6,10 @@ import BLESpool
 /// Turns what the gateway observes into spool readings: topic, class, QoS, retain and the JSON body
 /// (schema/v1). Pure: the caller supplies the time and whether the clock was synchronised.
 struct GatewayReadings: Sendable {
+    /// The budget of a state's variable part (a GATT tree, a verdict's issues): well under the 256 KiB many brokers
+    /// take by default, so a retained state is never the packet a broker refuses.
+    static let maxStateBytes = 64 * 1024
+
     let topics: Topics
     let run: String
     let version: String

@@ -30,8 +30,13 @@ extension GatewayReadings {
                 }
             }
         }
-        w.raw("errors", Self.issues(o.errors))
-        w.raw("warnings", Self.issues(o.warnings))
+        // Within the state budget whatever the document held: what does not fit is counted, not sent.
+        let (errors, moreErrors) = Self.issues(o.errors, budget: Self.maxStateBytes / 2)
+        let (warnings, moreWarnings) = Self.issues(o.warnings, budget: Self.maxStateBytes / 4)
+        w.raw("errors", errors)
+        if moreErrors > 0 { w.int("truncated_errors", moreErrors) }
+        w.raw("warnings", warnings)
+        if moreWarnings > 0 { w.int("truncated_warnings", moreWarnings) }
         if !restartRequired.isEmpty {
             var list: [UInt8] = [UInt8(ascii: "[")]
             for (n, p) in restartRequired.enumerated() {
@@ -45,16 +50,16 @@ extension GatewayReadings {
                        clockSynchronized: synced, run: run)
     }
 
-    static func issues(_ list: [ConfigIssue]) -> [UInt8] {
-        var out: [UInt8] = [UInt8(ascii: "[")]
-        for (n, i) in list.prefix(100).enumerated() {
-            if n > 0 { out.append(UInt8(ascii: ",")) }
+    /// The issues as a JSON array within `budget` bytes, each reason cut at 1,000 characters (ending in "…"); and how
+    /// many issues were left out.
+    static func issues(_ list: [ConfigIssue], budget: Int) -> ([UInt8], Int) {
+        var out: [UInt8] = []
+        let omitted = JSONArrayWriter.write(list, to: &out, budget: budget) { i in
             var o = JSONObjectWriter()
-            o.string("path", i.path)
-            o.string("reason", i.reason)
-            out.append(contentsOf: o.finished)
+            o.string("path", i.path.count > 1000 ? String(i.path.prefix(999)) + "…" : i.path)
+            o.string("reason", i.reason.count > 1000 ? String(i.reason.prefix(999)) + "…" : i.reason)
+            return o.finished
         }
-        out.append(UInt8(ascii: "]"))
-        return out
+        return (out, omitted)
     }
 }
