@@ -129,6 +129,13 @@ struct GatewayReadings: Sendable {
             s.int("downsampled_samples", samples.downsampled)
             s.int("dropped_states", (h.spool.drops[.state] ?? DropCounters()).total)
             if let e = h.spool.lastError { s.string("error", "\(e)") }
+            if h.spool.openReport.setAsideFiles > 0 {
+                // Corrupt files set aside at start (kept for a post-mortem, within spool's bound of 3).
+                s.object("set_aside") { a in
+                    a.int("files", h.spool.openReport.setAsideFiles)
+                    a.int("bytes", h.spool.openReport.setAsideBytes)
+                }
+            }
             s.object("dead_letters") { d in
                 d.int("count", h.spool.deadLetters)
                 d.int("bytes", h.spool.deadLetterBytes)

@@ -20,29 +20,6 @@ struct SequenceReservation {
 
     /// Durably records `ceiling`.
     func write(_ ceiling: UInt64) throws {
-        let temporary = path + ".tmp"
-        let bytes = Array("\(ceiling)\n".utf8)
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
-        guard fd >= 0 else { throw failure("creating \(temporary)") }
-        let written = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress, $0.count) }
-        let synced = fsync(fd)
-        close(fd)
-        guard written == bytes.count, synced == 0 else {
-            let error = failure("writing \(temporary)")
-            unlink(temporary)
-            throw error
-        }
-        guard rename(temporary, path) == 0 else { throw failure("renaming \(temporary)") }
-        let directory = (path as NSString).deletingLastPathComponent
-        let dfd = open(directory.isEmpty ? "." : directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        if dfd >= 0 {
-            fsync(dfd)
-            close(dfd)
-        }
-    }
-
-    private func failure(_ context: String) -> SpoolError {
-        let code = errno
-        return SpoolError(code == ENOSPC ? .diskFull : .fileSystem, path: path, context: context, errno: code)
+        try DurableWrite.replace(path, with: Array("\(ceiling)\n".utf8))
     }
 }

@@ -40,7 +40,7 @@ public final class Spool: @unchecked Sendable {
     private var commits: UInt64 = 0
     private var failedCommits: UInt64 = 0
     private var lastError: SpoolError?
-    private let openReport: SpoolOpenReport
+    private var openReport = SpoolOpenReport()
 
     /// Opens the spool at `configuration.path`, creating it if needed. A file that is not a readable database is
     /// moved aside to `<path>.corrupt-<UTC timestamp>`, readable rows are copied into a fresh spool with their seq,
@@ -56,6 +56,11 @@ public final class Spool: @unchecked Sendable {
         }
         var report = SpoolOpenReport()
         var salvage = SpoolSalvage()
+        // A salvage a crash cut short (the file set aside, its rows not yet committed here) is finished first.
+        if let interrupted = SpoolSalvage.interrupted(path) {
+            report.resumedSalvageOf = interrupted
+            salvage = SpoolSalvage.read(interrupted)
+        }
         let connection: SQLiteConnection
         do {
             connection = try Spool.open(configuration)
@@ -63,7 +68,7 @@ public final class Spool: @unchecked Sendable {
             report.corruption = error
             let aside = try SpoolSalvage.moveAside(path)
             report.movedAsideTo = aside
-            salvage = SpoolSalvage.read(aside)
+            salvage.merge(SpoolSalvage.read(aside))
             connection = try Spool.open(configuration)
         }
         db = connection
@@ -78,12 +83,13 @@ public final class Spool: @unchecked Sendable {
             report.seqFromReservation = reserved > 0 && reserved >= salvage.lastSeq
             loaded.ledger.samples = salvage.counters
         }
+        // A resumed salvage into a spool that already committed: still never below what the old file issued.
+        loaded.ledger.lastSeq = max(loaded.ledger.lastSeq, salvage.lastSeq)
         ledger = loaded.ledger
         reservedSeq = reserved
         if !salvage.rows.isEmpty {
             report.salvagedReadings = salvage.rows.count
         }
-        openReport = report
         // Persist the counter (and any salvaged rows) now, so a fresh spool knows its floor from the first moment.
         if !loaded.counterWasStored || !salvage.rows.isEmpty || reserved <= loaded.ledger.lastSeq {
             _ = try databaseLock.withLock {
@@ -92,6 +98,13 @@ public final class Spool: @unchecked Sendable {
                 )
             }
         }
+        // The salvage is committed: the marker goes, and the files set aside are kept within their bound.
+        if report.movedAsideTo != nil || report.resumedSalvageOf != nil { SpoolSalvage.finished(path) }
+        let kept = SpoolSalvage.prune(path, keep: configuration.maxSetAsideFiles, bytes: configuration.maxBytes)
+        report.setAsideRemoved = kept.removed
+        report.setAsideFiles = kept.left
+        report.setAsideBytes = kept.leftBytes
+        openReport = report
     }
 
     private static func open(_ configuration: SpoolConfiguration) throws -> SQLiteConnection {
@@ -242,10 +255,12 @@ public final class Spool: @unchecked Sendable {
             reservedSeq = ceiling
         }
         try db.execute("BEGIN IMMEDIATE")
-        for spooled in salvaged {
-            try statements.insert(spooled)
+        // Salvaged rows keep their seq; one already here (a salvage resumed after its commit) is left as it is.
+        var salvagedInserted = 0
+        for spooled in salvaged where try statements.insertIfAbsent(spooled) {
             next.rows += 1
             next.storedBytes += spooled.reading.storedSize
+            salvagedInserted += 1
         }
         // Deletions first: on a full disk the pages they free are what the inserts can use.
         for seq in acks {
@@ -275,7 +290,7 @@ public final class Spool: @unchecked Sendable {
         // A commit that only inserted leaves MAX(seq) == lastSeq, which is how `Ledger.load` finds the counter: the
         // meta page then need not be rewritten (4 KiB less per commit on the SD card). Any deletion may remove the
         // highest row, so from then on the stored counter is what keeps seq from going back.
-        let onlyInserted = next.rows - ledger.rows == batch.count + salvaged.count
+        let onlyInserted = next.rows - ledger.rows == batch.count + salvagedInserted
         if forcePersist || !onlyInserted || next.samples != ledger.samples || next.thinHorizon != ledger.thinHorizon {
             try statements.persist(next)
         }

@@ -38,6 +38,9 @@ public struct SpoolConfiguration: Sendable, Hashable {
     /// oldest is evicted and counted. Default 1,000 readings and 8 MiB.
     public var maxDeadLetters: Int
     public var maxDeadLetterBytes: Int
+    /// Corrupt files set aside (`<path>.corrupt-*`) kept for a post-mortem, newest first; beyond this many, or
+    /// beyond `maxBytes` of them, the oldest are removed (counted in the open report). Default 3.
+    public var maxSetAsideFiles = 3
     /// Run `PRAGMA quick_check` at open, so a corrupt file is set aside at start rather than failing mid-run.
     /// O(size of the file). Default true.
     public var verifyOnOpen: Bool

@@ -9,7 +9,34 @@ struct SpoolSalvage {
     var lastSeq: UInt64 = 0
     var counters = DropCounters()
 
+    /// `<path>.salvaging`: written (durably) before a corrupt file is moved aside, naming where it goes, and removed
+    /// once its rows are committed in the new spool. Found at start, it means a salvage was interrupted (a crash or a
+    /// power cut between the two): the start resumes it.
+    static func markerPath(_ path: String) -> String { path + ".salvaging" }
+
+    /// The aside file an interrupted salvage left to finish, if any.
+    static func interrupted(_ path: String) -> String? {
+        guard let data = FileManager.default.contents(atPath: markerPath(path)),
+              let aside = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
+              aside.hasPrefix(path + ".corrupt-"), FileManager.default.fileExists(atPath: aside)
+        else { return nil }
+        return aside
+    }
+
+    /// The salvage is committed: the marker goes.
+    static func finished(_ path: String) { unlink(markerPath(path)) }
+
+    /// Adds what another set-aside file held (a file found corrupt again while a salvage was being resumed).
+    mutating func merge(_ other: SpoolSalvage) {
+        var bySeq = Dictionary(rows.map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
+        for r in other.rows where bySeq[r.seq] == nil { bySeq[r.seq] = r }
+        rows = bySeq.values.sorted { $0.seq < $1.seq }
+        lastSeq = max(lastSeq, other.lastSeq)
+        if other.counters.total > counters.total { counters = other.counters }
+    }
+
     /// Renames `path` and its `-wal`/`-journal`/`-shm` to `<path>.corrupt-<UTC timestamp>[-n]`; returns that name.
+    /// The marker naming it is made durable first, so that a salvage cut short is finished at the next start.
     static func moveAside(_ path: String) throws -> String {
         var t = time(nil)
         var parts = tm()
@@ -18,12 +45,19 @@ struct SpoolSalvage {
             format: "%04d%02d%02dT%02d%02d%02dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
             parts.tm_hour, parts.tm_min, parts.tm_sec
         )
-        var aside = "\(path).corrupt-\(stamp)"
-        var n = 1
-        while FileManager.default.fileExists(atPath: aside) {
-            n += 1
-            aside = "\(path).corrupt-\(stamp)-\(n)"
+        // Within one second, numbered above every file of that second still there (older ones may have been
+        // removed by `prune`, whose order this name must keep).
+        let directory = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let sameSecond = (path as NSString).lastPathComponent + ".corrupt-\(stamp)"
+        let taken = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap { name -> Int? in
+            guard name.hasPrefix(sameSecond) else { return nil }
+            let rest = name.dropFirst(sameSecond.count)
+            if rest.isEmpty || rest == "-wal" || rest == "-journal" || rest == "-shm" { return 1 }
+            return rest.hasPrefix("-") ? Int(rest.dropFirst().prefix { $0.isNumber }) : nil
         }
+        let n = (taken.max() ?? 0) + 1
+        let aside = n == 1 ? "\(path).corrupt-\(stamp)" : "\(path).corrupt-\(stamp)-\(n)"
+        try DurableWrite.replace(markerPath(path), with: Array(aside.utf8))
         for suffix in ["", "-wal", "-journal", "-shm"] where FileManager.default.fileExists(atPath: path + suffix) {
             guard rename(path + suffix, aside + suffix) == 0 else {
                 let code = errno
@@ -33,6 +67,36 @@ struct SpoolSalvage {
             }
         }
         return aside
+    }
+
+    /// Keeps at most `count` set-aside files (`<path>.corrupt-*`, with their WAL) and `bytes` of them, removing the
+    /// oldest first; returns how many it removed and what is left (count, bytes).
+    static func prune(_ path: String, keep count: Int, bytes: Int) -> (removed: Int, left: Int, leftBytes: Int) {
+        let directory = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let base = (path as NSString).lastPathComponent + ".corrupt-"
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
+            .filter { $0.hasPrefix(base) && !$0.hasSuffix("-wal") && !$0.hasSuffix("-journal") && !$0.hasSuffix("-shm")
+                && !$0.hasSuffix(".salvage") }
+        func size(_ file: String) -> Int {
+            var st = stat()
+            return ["", "-wal"].reduce(0) { $0 + (stat(file + $1, &st) == 0 ? Int(st.st_size) : 0) }
+        }
+        // Oldest first: the UTC timestamp in the name, then the -n of files set aside within the same second.
+        func key(_ name: String) -> (String, Int) {
+            let stamp = name.dropFirst(base.count)
+            guard let dash = stamp.firstIndex(of: "-"), let n = Int(stamp[stamp.index(after: dash)...]) else {
+                return (String(stamp), 1)
+            }
+            return (String(stamp[..<dash]), n)
+        }
+        var files = names.sorted { key($0) < key($1) }.map { directory + "/" + $0 }.map { ($0, size($0)) }
+        var removed = 0
+        while files.count > count || files.reduce(0, { $0 + $1.1 }) > bytes && files.count > 1 {
+            let (oldest, _) = files.removeFirst()
+            for suffix in ["", "-wal", "-journal", "-shm"] { unlink(oldest + suffix) }
+            removed += 1
+        }
+        return (removed, files.count, files.reduce(0) { $0 + $1.1 })
     }
 
     /// Reads what it can: rows forwards from the start until the first unreadable page, then backwards from the end

@@ -44,6 +44,7 @@ extension DropCounters {
 /// The prepared statements of one connection, prepared once (SQLITE_PREPARE_PERSISTENT).
 final class Statements {
     private let insertRow: SQLiteStatement
+    private let insertOrIgnoreRow: SQLiteStatement
     private let selectAfter: SQLiteStatement
     private let deleteRow: SQLiteStatement
     private let samplesAfter: SQLiteStatement
@@ -57,6 +58,7 @@ final class Statements {
 
     init(_ db: SQLiteConnection) throws {
         insertRow = try db.prepare(SpoolSchema.insert)
+        insertOrIgnoreRow = try db.prepare(SpoolSchema.insert.replacingOccurrences(of: "INSERT INTO", with: "INSERT OR IGNORE INTO"))
         selectAfter = try db.prepare(SpoolSchema.selectAfter)
         deleteRow = try db.prepare(SpoolSchema.deleteReturningSize)
         samplesAfter = try db.prepare(SpoolSchema.samplesAfter)
@@ -69,9 +71,16 @@ final class Statements {
         oldestDeadLetter = try db.prepare(SpoolSchema.oldestDeadLetter)
     }
 
-    func insert(_ spooled: SpooledReading) throws {
+    func insert(_ spooled: SpooledReading) throws { try bindAndRun(insertRow, spooled) }
+
+    /// Inserts unless a row with that seq exists; true when it inserted.
+    func insertIfAbsent(_ spooled: SpooledReading) throws -> Bool {
+        try bindAndRun(insertOrIgnoreRow, spooled)
+        return insertOrIgnoreRow.changes > 0
+    }
+
+    private func bindAndRun(_ s: SQLiteStatement, _ spooled: SpooledReading) throws {
         let r = spooled.reading
-        let s = insertRow
         s.reset()
         s.bind(1, Int64(bitPattern: spooled.seq))
         s.bind(2, Int64(r.readingClass.rawValue))

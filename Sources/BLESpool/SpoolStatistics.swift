@@ -54,15 +54,29 @@ public struct SpoolOpenReport: Sendable, Hashable, CustomStringConvertible {
     /// The first seq the new spool issues was taken from the reservation file because the old file's counter was
     /// unreadable.
     public var seqFromReservation: Bool = false
+    /// A salvage a crash had cut short, finished at this open: the set-aside file it read.
+    public var resumedSalvageOf: String?
+    /// Corrupt files set aside and kept (`SpoolConfiguration.maxSetAsideFiles`), their bytes, and how many older ones
+    /// this open removed.
+    public var setAsideFiles = 0
+    public var setAsideBytes = 0
+    public var setAsideRemoved = 0
 
     public init() {}
 
     public var description: String {
-        guard let corruption else { return seqFromReservation ? "new spool; seq continues from the reservation" : "ok" }
-        var text = "\(corruption)"
+        var text: String
+        if let corruption {
+            text = "\(corruption)"
+        } else if let resumedSalvageOf {
+            text = "resumed the salvage of \(resumedSalvageOf) that a crash interrupted"
+        } else {
+            return seqFromReservation ? "new spool; seq continues from the reservation" : "ok"
+        }
         if let movedAsideTo { text += "; moved aside to \(movedAsideTo)" }
         text += "; salvaged \(salvagedReadings) readings"
         if seqFromReservation { text += "; seq continues from the reservation" }
+        if setAsideRemoved > 0 { text += "; removed \(setAsideRemoved) older set-aside file(s)" }
         return text
     }
 }
