@@ -108,6 +108,8 @@ public struct GatewayConfiguration: Sendable, Equatable {
         /// A peripheral's values (someone waits for them) are committed within this window instead (≤ the commit
         /// window): latency for them, batching for beacon samples.
         public var valueCommitWindowMS = 5.0
+        /// Space held back beside the spool for states when something else fills the file system (0: none).
+        public var reserveMegabytes = 1.0
     }
 
     public struct Publishing: Sendable, Equatable {

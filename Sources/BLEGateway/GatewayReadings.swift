@@ -128,6 +128,7 @@ struct GatewayReadings: Sendable {
             s.int("dropped_samples", samples.droppedOldest + samples.droppedInMemory)
             s.int("downsampled_samples", samples.downsampled)
             s.int("dropped_states", (h.spool.drops[.state] ?? DropCounters()).total)
+            if h.spool.reserveReleases > 0 { s.int("reserve_releases", h.spool.reserveReleases) }
             if let e = h.spool.lastError { s.string("error", "\(e)") }
             if h.spool.openReport.setAsideFiles > 0 {
                 // Corrupt files set aside at start (kept for a post-mortem, within spool's bound of 3).

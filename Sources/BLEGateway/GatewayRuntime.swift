@@ -141,6 +141,7 @@ public final class GatewayRuntime: Service, Sendable {
 
         var spoolConfiguration = SpoolConfiguration(path: configuration.spool.path)
         spoolConfiguration.maxBytes = Int(configuration.spool.maxMegabytes * 1_048_576)
+        spoolConfiguration.reserveBytes = Int(configuration.spool.reserveMegabytes * 1_048_576)
         spoolConfiguration.commitWindow = .milliseconds(Int64(configuration.spool.commitWindowMS))
         spoolConfiguration.urgentCommitWindow = .microseconds(Int64(configuration.spool.valueCommitWindowMS * 1000))
         try FileManager.default.createDirectory(

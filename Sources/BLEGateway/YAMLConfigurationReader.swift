@@ -86,6 +86,7 @@ public struct YAMLConfigurationReader {
                     case "max_mb": c.spool.maxMegabytes = try double(v, p, 1...1_000_000)
                     case "commit_window_ms": c.spool.commitWindowMS = try double(v, p, 1...100)
                     case "value_commit_window_ms": c.spool.valueCommitWindowMS = try double(v, p, 1...100)
+                    case "reserve_mb": c.spool.reserveMegabytes = try double(v, p, 0...1024)
                     default: unknown(v, p)
                     }
                 }

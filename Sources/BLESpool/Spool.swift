@@ -36,6 +36,9 @@ public final class Spool: @unchecked Sendable {
     let statements: Statements
     var ledger: Ledger
     private let reservation: SequenceReservation
+    private let ballast: SpoolBallast
+    /// Times the reserve was released for a state on a full file system.
+    private var reserveReleases: UInt64 = 0
     private var reservedSeq: UInt64
     private var commits: UInt64 = 0
     private var failedCommits: UInt64 = 0
@@ -74,6 +77,8 @@ public final class Spool: @unchecked Sendable {
         db = connection
         statements = try Statements(connection)
         reservation = SequenceReservation(spoolPath: path)
+        ballast = SpoolBallast(spoolPath: path, bytes: configuration.reserveBytes)
+        ballast.hold()
 
         var loaded = try Ledger.load(connection)
         let reserved = reservation.read() ?? 0
@@ -219,6 +224,8 @@ public final class Spool: @unchecked Sendable {
         do {
             let range = try writeTransaction(batch: batch, acks: acks, droppedInMemory: dropped, deadLetters: dead)
             commits += 1
+            // Space came back after the reserve was used: hold it again.
+            if lastError != nil || reserveReleases > 0 && !ballast.isHeld { ballast.hold() }
             lastError = nil
             bufferLock.withLock {
                 acknowledged.subtract(acks)
@@ -229,6 +236,16 @@ public final class Spool: @unchecked Sendable {
             let failure = error as? SpoolError
                 ?? SpoolError(.sqlite, path: configuration.path, context: "commit: \(error)")
             if db.inTransaction { try? db.execute("ROLLBACK") }
+            // The file system is full (something else filled it, or the spool's budget is above what it has): make
+            // room for the states by removing the oldest samples in the same transaction; the batch's samples wait.
+            if failure.code == .diskFull, batch.contains(where: { $0.readingClass == .state }) {
+                if ballast.release() { reserveReleases += 1 }
+                if let range = try? commitStatesMakingRoom(batch, acks: acks, dropped: dropped, dead: dead) {
+                    commits += 1
+                    lastError = nil
+                    return range
+                }
+            }
             failedCommits += 1
             lastError = failure
             bufferLock.withLock {
@@ -240,12 +257,39 @@ public final class Spool: @unchecked Sendable {
         }
     }
 
+    /// After a commit failed for want of space: the batch's states alone, in one transaction that first removes the
+    /// oldest samples for twice their size (and at least 64 KiB), counted as dropped. The batch's samples go back to
+    /// the buffer and follow the states (their seqs come after). Nil when the batch has no state; throws when even
+    /// that does not fit.
+    private func commitStatesMakingRoom(
+        _ batch: [Reading], acks: [UInt64], dropped: UInt64, dead: [UInt64: (reason: DeadLetterReason, at: Double)]
+    ) throws -> ClosedRange<UInt64>? {
+        let states = batch.filter { $0.readingClass == .state }
+        guard !states.isEmpty else { return nil }
+        let samples = batch.filter { $0.readingClass != .state }
+        let room = max(64 << 10, 2 * states.reduce(0) { $0 + $1.storedSize })
+        do {
+            let range = try writeTransaction(batch: states, acks: acks, droppedInMemory: dropped, deadLetters: dead,
+                                             makeRoom: room)
+            bufferLock.withLock {
+                acknowledged.subtract(acks)
+                for seq in dead.keys { deadLettering[seq] = nil }
+                droppedInMemorySinceCommit += UInt64(buffer.restore(samples, maxSamples: configuration.maxBufferedSamples))
+            }
+            return range
+        } catch {
+            if db.inTransaction { try? db.execute("ROLLBACK") }
+            throw error
+        }
+    }
+
     /// One transaction: insert the batch with fresh seqs, delete the acknowledged, keep the budget, persist the
     /// ledger. The ledger in memory changes only once COMMIT succeeded.
     @discardableResult
     private func writeTransaction(
         batch: [Reading], acks: [UInt64], droppedInMemory: UInt64, salvaged: [SpooledReading] = [],
-        deadLetters: [UInt64: (reason: DeadLetterReason, at: Double)] = [:], forcePersist: Bool = false
+        deadLetters: [UInt64: (reason: DeadLetterReason, at: Double)] = [:], forcePersist: Bool = false,
+        makeRoom: Int = 0
     ) throws -> ClosedRange<UInt64>? {
         var next = ledger
         let needed = next.lastSeq + UInt64(batch.count)
@@ -278,6 +322,7 @@ public final class Spool: @unchecked Sendable {
             next.deadLetterBytes += size
         }
         if !deadLetters.isEmpty { try keepDeadLetterBound(&next) }
+        if makeRoom > 0 { try dropOldestSamples(freeing: makeRoom, &next) }
         let first = next.lastSeq + 1
         for reading in batch {
             next.lastSeq += 1
@@ -322,7 +367,13 @@ public final class Spool: @unchecked Sendable {
                 }
             }
         }
-        dropping: while next.storedBytes > target {
+        try dropOldestSamples(freeing: next.storedBytes - target, &next)
+    }
+
+    /// Removes the oldest samples until `bytes` (as charged) are freed or none is left; counted as dropped oldest.
+    private func dropOldestSamples(freeing bytes: Int, _ next: inout Ledger) throws {
+        var freed = 0
+        dropping: while freed < bytes {
             let oldest = try statements.oldestSamples(limit: 512)
             if oldest.isEmpty { break }
             for seq in oldest {
@@ -330,8 +381,9 @@ public final class Spool: @unchecked Sendable {
                     next.rows -= 1
                     next.storedBytes -= size
                     next.samples.droppedOldest += 1
+                    freed += size
                 }
-                if next.storedBytes <= target { break dropping }
+                if freed >= bytes { break dropping }
             }
         }
     }
@@ -370,7 +422,7 @@ public final class Spool: @unchecked Sendable {
                 bytesOnDisk: Spool.fileSize(configuration.path) + Spool.fileSize(configuration.path + "-wal"),
                 lastSeq: ledger.lastSeq, drops: [.sample: samples, .state: refusedStateCounters], commits: commits,
                 failedCommits: failedCommits, lastError: lastError, openReport: openReport,
-                deadLetters: ledger.deadLetters, deadLetterBytes: ledger.deadLetterBytes,
+                reserveReleases: reserveReleases, deadLetters: ledger.deadLetters, deadLetterBytes: ledger.deadLetterBytes,
                 deadLettersEvicted: ledger.deadLettersEvicted
             )
         }

@@ -41,6 +41,10 @@ public struct SpoolConfiguration: Sendable, Hashable {
     /// Corrupt files set aside (`<path>.corrupt-*`) kept for a post-mortem, newest first; beyond this many, or
     /// beyond `maxBytes` of them, the oldest are removed (counted in the open report). Default 3.
     public var maxSetAsideFiles = 3
+    /// Space held back beside the spool (`<path>.reserve`) and released when a state meets a file system that
+    /// something else filled, so that the oldest samples can be removed to make room for it (a WAL needs room to
+    /// grow even to delete). 0: none. Default 1 MiB.
+    public var reserveBytes = 1 << 20
     /// Run `PRAGMA quick_check` at open, so a corrupt file is set aside at start rather than failing mid-run.
     /// O(size of the file). Default true.
     public var verifyOnOpen: Bool

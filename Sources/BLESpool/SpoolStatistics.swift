@@ -37,6 +37,8 @@ public struct SpoolStatistics: Sendable, Hashable {
     public var openReport: SpoolOpenReport
     /// Readings kept in the dead-letter table (the broker can never take them), their bytes, and how many the
     /// table's bound evicted since the spool was made.
+    /// Times the reserve (`SpoolConfiguration.reserveBytes`) was released for a state on a full file system.
+    public var reserveReleases: UInt64 = 0
     public var deadLetters = 0
     public var deadLetterBytes = 0
     public var deadLettersEvicted: UInt64 = 0

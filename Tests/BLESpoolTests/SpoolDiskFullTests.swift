@@ -72,17 +72,25 @@ struct SpoolDiskFullTests {
         #expect(try reopened.everything().count == 150)
     }
 
+    /// A file full of states (no sample to make room with).
     @Test func aStateEventOnAFullDiskStaysBufferedInOrderAndBeyondTheBoundIsRefusedNotDropped() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
+        var committed: [UInt64] = []
+        do {
+            let filling = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath, maxPageCount: 16))
+            var n = 0
+            // Until not even one more state fits.
+            while n < 100_000, let seq = try? filling.appendDurably(state(String(format: "%0200d", n))) {
+                n += 1
+                committed.append(seq)
+            }
+            #expect(filling.statistics.lastError?.code == .diskFull)
+        }
         let config = SpoolConfiguration(path: dir.spoolPath, maxBufferedStates: 2, maxPageCount: 16)
         let spool = try Spool(configuration: config)
-        var committed: [UInt64] = []
-        var n = 0
-        while spool.statistics.lastError == nil, n < 100_000 {
-            for _ in 0..<50 { n += 1; spool.append(big(n)) }
-            if let range = try? spool.commit() { committed += Array(range) }
-        }
+        for _ in 0..<50 { spool.append(big(0)) }
+        #expect(throws: SpoolError.self) { try spool.commit() }
         #expect(spool.statistics.lastError?.code == .diskFull)
         let buffered = spool.statistics.buffered
 
@@ -141,5 +149,53 @@ struct SpoolDiskFullTests {
         let all = try reopened.everything()
         #expect(all.map(\.seq) == Array(1...2010))
         #expect(all.allSatisfy { $0.text == String(format: "%0200d", Int($0.seq)) })
+    }
+
+    /// Something else filled the file system (journald, the broker's persistence): states still get in, by removing
+    /// the oldest samples, which are counted; samples wait in memory; everything resumes when space returns.
+    @Test(.enabled(if: canMountTmpfs, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
+    func aFileSystemFilledByOthersMakesRoomForStatesByDroppingTheOldestSamples() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        try #require(shell(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir.path]))
+        defer { shell(["umount", dir.path]) }
+        let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
+        for n in 1...3000 { spool.append(big(n)) }
+        #expect(try spool.commit() == 1...3000)
+
+        let filler = dir.path + "/filler"
+        _ = FileManager.default.createFile(atPath: filler, contents: nil)
+        let handle = try #require(FileHandle(forWritingAtPath: filler))
+        let chunk = Data(repeating: 0, count: 4096)
+        while (try? handle.write(contentsOf: chunk)) != nil {}
+        try? handle.close()
+
+        // Samples alone: disk full, kept in memory.
+        for n in 3001...3500 { spool.append(big(n)) }
+        #expect(throws: SpoolError.self) { try spool.commit() }
+        #expect(spool.statistics.lastError?.code == .diskFull)
+
+        // A state: the reserve released and the oldest samples removed for it, committed at once, ahead of the
+        // samples that were waiting (which follow it).
+        #expect(FileManager.default.fileExists(atPath: dir.spoolPath + ".reserve"), "the reserve was held")
+        var states: [UInt64] = []
+        for n in 1...20 { states.append(try spool.appendDurably(state("adapter \(n)"))) }
+        #expect(states.first == 3001, "the first state did not wait behind the samples")
+        #expect(states == states.sorted() && Set(states).count == 20, "each state once, in order, under one seq each")
+        let dropped = try #require(spool.statistics.drops[.sample]?.droppedOldest)
+        #expect(dropped > 0, "the room came from the oldest samples, counted")
+        #expect(spool.statistics.lastError == nil)
+        let rows = try spool.everything()
+        #expect(rows.filter { $0.reading.readingClass == .state }.map(\.text) == (1...20).map { "adapter \($0)" })
+        #expect(rows.first?.seq == UInt64(dropped) + 1, "the oldest went first")
+        #expect(rows.count == 3000 - Int(dropped) + 500 + 20, "the waiting samples are all in, after the first state")
+
+        // Space returns: the reserve is held again.
+        try FileManager.default.removeItem(atPath: filler)
+        spool.append(big(0))
+        #expect(try spool.commit() != nil)
+        #expect(spool.statistics.lastError == nil)
+        var st = stat()
+        #expect(stat(dir.spoolPath + ".reserve", &st) == 0 && st.st_size == 1 << 20)
     }
 }
