@@ -15,8 +15,8 @@ struct ConfigPushRefusalTests {
             let conf = directory.appendingPathComponent("mosquitto.conf")
             try "\(getuid() == 0 ? "user root" : "")\nlistener \(port) 127.0.0.1\nallow_anonymous true\n"
                 .write(to: conf, atomically: true, encoding: .utf8)
-            child = try Child(PersistentBroker.executable, ["-c", conf.path],
-                              log: directory.appendingPathComponent("mosquitto.log").path)
+            child = try Child.unmasked(PersistentBroker.executable, ["-c", conf.path],
+                                       log: directory.appendingPathComponent("mosquitto.log").path)
             let deadline = ContinuousClock.now + .seconds(10)
             while !PersistentBroker.accepts(port) {
                 guard ContinuousClock.now < deadline else { throw POSIXError(.ETIMEDOUT) }

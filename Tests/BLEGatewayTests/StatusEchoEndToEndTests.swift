@@ -31,8 +31,8 @@ extension EndToEndSuites {
                 allow_anonymous true
                 acl_file \(dir.appendingPathComponent("acl").path)
                 """.write(to: dir.appendingPathComponent("m.conf"), atomically: true, encoding: .utf8)
-            let broker = try Child(PersistentBroker.executable, ["-c", dir.appendingPathComponent("m.conf").path],
-                                   log: dir.appendingPathComponent("mosquitto.log").path)
+            let broker = try Child.unmasked(PersistentBroker.executable,
+                                            ["-c", dir.appendingPathComponent("m.conf").path], log: dir.appendingPathComponent("mosquitto.log").path)
             defer { broker.stop(SIGTERM, limit: .seconds(5)) }
             try await RemoteConfigEndToEndTests.waitFor("broker") { PersistentBroker.accepts(port) }
 

@@ -36,6 +36,14 @@ final class Child: @unchecked Sendable {
         try process.run()
     }
 
+    /// A child whose signal mask is cleared before it becomes `executable`, through perl (Essential in Debian): a
+    /// child inherits the test thread's mask, which blocks SIGTERM and SIGHUP, so a stop would wait its full limit
+    /// and a broker would never reload its configuration (an ACL fixed in a test stayed unfixed).
+    static func unmasked(_ executable: String, _ arguments: [String], log: String) throws -> Child {
+        let unblock = "use POSIX; sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die"
+        return try Child("/usr/bin/perl", ["-e", unblock, "--", executable] + arguments, log: log)
+    }
+
     var isRunning: Bool { process.isRunning }
 
     /// The child is gone or a zombie (exited, not yet reaped).
@@ -101,13 +109,10 @@ final class PersistentBroker: @unchecked Sendable {
     var url: String { "mqtt://127.0.0.1:\(port)" }
 
     func start() throws {
-        // Through perl (Essential in Debian), which clears the signal mask before it becomes mosquitto: a child
-        // inherits the test process's mask, which blocks SIGTERM, so `stop()` waited its full 30 s and then killed a
-        // broker that never saved its state.
-        let unblock = "use POSIX; sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die"
-        child = try Child("/usr/bin/perl", ["-e", unblock, "--", Self.executable, "-c",
-                                            directory.appendingPathComponent("mosquitto.conf").path],
-                          log: directory.appendingPathComponent("mosquitto.log").path)
+        // Unmasked: with SIGTERM blocked, `stop()` waited its full 30 s and then killed a broker that never saved
+        // its state.
+        child = try Child.unmasked(Self.executable, ["-c", directory.appendingPathComponent("mosquitto.conf").path],
+                                   log: directory.appendingPathComponent("mosquitto.log").path)
         let deadline = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < deadline {
             if Self.accepts(port) { return }
