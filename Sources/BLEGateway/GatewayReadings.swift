@@ -21,18 +21,28 @@ struct GatewayReadings: Sendable {
 
     var stateQoS: UInt8 { max(1, sampleQoS) }
 
-    func status(online: Bool, reason: String?, ts: Double, synced: Bool) -> Reading {
-        Reading(.state, topic: topics.status, body: statusBody(online: online, reason: reason), qos: stateQoS, retain: true,
-                ts: ts, clockSynchronized: synced, run: run)
+    func status(online: Bool, reason: String?, refusal: SpoolPublisher.Refusal? = nil, ts: Double,
+                synced: Bool) -> Reading {
+        Reading(.state, topic: topics.status, body: statusBody(online: online, reason: reason, refusal: refusal),
+                qos: stateQoS, retain: true, ts: ts, clockSynchronized: synced, run: run)
     }
 
-    func statusBody(online: Bool, reason: String?) -> [UInt8] {
+    func statusBody(online: Bool, reason: String?, refusal: SpoolPublisher.Refusal? = nil) -> [UInt8] {
         var o = JSONObjectWriter()
         o.string("state", online ? "online" : "offline")
         o.string("gateway", topics.gatewayID)
         o.string("version", version)
         o.number("started", started)
         if let reason { o.string("reason", reason) }
+        // While the broker refuses publishes for now (an ACL, a quota): what it says, since when. Delivered where the
+        // broker still takes the status, and in any case once it takes publishes again, followed by a status without.
+        if let refusal {
+            o.object("publish_refused") { r in
+                r.int("reason_code", refusal.reason.rawValue)
+                r.string("reason", refusal.reason.name ?? "unknown")
+                r.number("since", refusal.since, digits: 3)
+            }
+        }
         return o.finished
     }
 

@@ -147,13 +147,16 @@ public final class GatewayRuntime: Service, Sendable {
         try FileManager.default.createDirectory(
             atPath: spoolDirectory, withIntermediateDirectories: true)
         spool = try Spool(configuration: spoolConfiguration)
-        if spool.statistics.openReport.corruption != nil {
+        let opened = spool.statistics.openReport
+        if opened.corruption != nil || opened.resumedSalvageOf != nil || opened.setAsideRemoved > 0 {
             logger.error("spool: \(spool.statistics.openReport)")
         }
 
         client = MQTTClient(configuration: try Self.mqttConfiguration(configuration, readings: readings, clock: clock,
                                                                         synced: clockSynchronized()), clock: clock)
         let log = logger
+        // Set once `self` exists: a refusal episode's start and end are told on the status topic too.
+        let refusalChanged = Locked<(@Sendable () -> Void)?>(nil)
         publisher = SpoolPublisher(
             spool: spool, client: client, window: configuration.mqtt.inflight, clock: clock,
             maxPayloadBytes: configuration.mqtt.maxPayloadBytes,
@@ -174,6 +177,7 @@ public final class GatewayRuntime: Service, Sendable {
                 } else {
                     log.notice("broker accepts publishes again; the readings it refused are being sent")
                 }
+                refusalChanged.withLock { $0 }?()
             })
         // Set once `self` exists: a device found for a name or service entry is announced to Home Assistant.
         let seen = Locked<(@Sendable (BDAddress) -> Void)?>(nil)
@@ -194,6 +198,14 @@ public final class GatewayRuntime: Service, Sendable {
         }
         source = try makeSource(peripherals)
         seen.withLock { $0 = { [weak self] a in self?.peripheralSeen(a) } }
+        refusalChanged.withLock {
+            $0 = { [weak self] in
+                guard let self else { return }
+                // The publisher's own record (reason and start), not the callback's error.
+                recordState(readings.status(online: true, reason: nil, refusal: publisher.statistics.refusal,
+                                            ts: clock.unixTime(), synced: clockSynchronized()))
+            }
+        }
     }
 
     static func mqttConfiguration(_ c: GatewayConfiguration, readings: GatewayReadings, clock: any BLEClock,

@@ -75,6 +75,9 @@ public final class SpoolPublisher: Sendable {
         /// Refused: nothing is sent before this time (the publisher's clock), then from the oldest again.
         var pausedUntil: Duration?
         var backoff: Duration = .zero
+        /// The topics refused in the episode under way (bounded): an ACL refuses by topic, so the episode ends when
+        /// one of them is acknowledged, not when a topic it never refused is (a status, a health report).
+        var refusedTopics: Set<String> = []
         /// The oldest reading that failed unacknowledged when the current connection ended.
         var oldestLost: SpooledReading?
         /// The reading that was the oldest unacknowledged at the last connection losses in a row, and how many.
@@ -239,9 +242,12 @@ public final class SpoolPublisher: Sendable {
         case .success:
             spool.acknowledge(CollectionOfOne(r.seq))
             let ended = state.withLock { s -> Bool in
-                defer { s.stats.refusal = nil; s.backoff = .zero }
                 if s.suspect?.seq == r.seq { s.suspect = nil }
-                return s.stats.refusal != nil
+                guard s.stats.refusal != nil, s.refusedTopics.contains(r.reading.topic) else { return false }
+                s.stats.refusal = nil
+                s.backoff = .zero
+                s.refusedTopics = []
+                return true
             }
             finish(r.seq) { $0.acknowledged += 1 }
             if ended { onRefusal(nil, nil) }
@@ -260,6 +266,7 @@ public final class SpoolPublisher: Sendable {
                 s.inFlight.remove(r.seq)
                 s.stats.inFlight = s.inFlight.count
                 s.stats.refused += 1
+                if s.refusedTopics.count < 1024 { s.refusedTopics.insert(r.reading.topic) }
                 let began = s.stats.refusal == nil
                 if began {
                     let reason = e.isQoSNotSupported ? MQTTReasonCode.qosNotSupported : MQTTReasonCode(rawValue: e.code)

@@ -1,0 +1,96 @@
+import BLEPublishing
+import Foundation
+import Testing
+@testable import BLEGateway
+
+extension EndToEndSuites {
+    /// An operator's ACL mistake, fixed with a reload, seen from the outside: under MQTT 5 the broker refuses the
+    /// gateway's beacon readings (0x87 Not authorized) while it still takes its status; the status says so
+    /// (`publish_refused`), and once the ACL allows them every refused reading arrives and the status says it is over.
+    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+           .timeLimit(.minutes(2)), .serialized)
+    struct PublishRefusalEndToEndTests {
+        typealias Source = RemoteConfigEndToEndTests.Source
+        typealias Observer = RemoteConfigEndToEndTests.Observer
+
+        @Test func theStatusSaysWhileTheBrokerRefusesAndEveryRefusedReadingArrivesAfterTheReload() async throws {
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("refused-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let prefix = "refused\(UInt32.random(in: 0...UInt32.max))"
+            let acl = dir.appendingPathComponent("acl")
+            // Anonymous clients read everything and write everything but beacon readings.
+            try "topic read #\ntopic write \(prefix)/gw-r/status\ntopic write \(prefix)/gw-r/health\n"
+                .appending("topic write \(prefix)/gw-r/adapter\ntopic write \(prefix)/gw-r/config/state\n")
+                .write(to: acl, atomically: true, encoding: .utf8)
+            let port = try PersistentBroker.freePort()
+            try """
+                \(getuid() == 0 ? "user root" : "")
+                listener \(port) 127.0.0.1
+                allow_anonymous true
+                acl_file \(acl.path)
+                """.write(to: dir.appendingPathComponent("m.conf"), atomically: true, encoding: .utf8)
+            let broker = try Child.unmasked(PersistentBroker.executable,
+                                            ["-c", dir.appendingPathComponent("m.conf").path], log: dir.appendingPathComponent("mosquitto.log").path)
+            defer { broker.stop(SIGTERM, limit: .seconds(5)) }
+            try await RemoteConfigEndToEndTests.waitFor("broker") { PersistentBroker.accepts(port) }
+
+            let observer = try Observer(port: port, filter: "\(prefix)/gw-r/#")
+            defer { observer.stop() }
+            var c = GatewayConfiguration()
+            c.gateway.id = "gw-r"
+            c.mqtt.broker = "mqtt://127.0.0.1:\(port)"
+            c.mqtt.prefix = prefix
+            c.spool.path = dir.appendingPathComponent("spool.sqlite").path
+            c.publishing.rangingIntervalSeconds = 0.2
+            c.remoteConfig.enabled = false
+            let source = Source()
+            let runtime = try GatewayRuntime(configuration: c, source: source, clockSynchronized: { true })
+            source.lock.withLock { source.runtime = runtime }
+            let task = Task { try await runtime.run() }
+            defer { task.cancel() }
+
+            let statusTopic = "\(prefix)/gw-r/status"
+            func refused() -> [String: Any]? {
+                observer.states(statusTopic).last?["publish_refused"] as? [String: Any]
+            }
+            do {
+                try await RemoteConfigEndToEndTests.waitFor("the status says publishes are refused", limit: .seconds(20)) {
+                    refused() != nil
+                }
+            } catch {
+                Issue.record("no status with publish_refused; statuses seen: \(observer.states(statusTopic))")
+                throw error
+            }
+            #expect(refused()?["reason_code"] as? Int == 0x87)
+            #expect(refused()?["reason"] as? String == "Not authorized")
+            #expect(observer.beacons(after: 0).isEmpty)
+
+            // The operator fixes the ACL and reloads.
+            try "topic readwrite #\n".write(to: acl, atomically: true, encoding: .utf8)
+            kill(broker.process.processIdentifier, SIGHUP)
+            do {
+                try await RemoteConfigEndToEndTests.waitFor("beacons", limit: .seconds(90)) { observer.beacons(after: 0).count >= 20 }
+            } catch {
+                let log = (try? String(contentsOf: dir.appendingPathComponent("mosquitto.log"), encoding: .utf8)) ?? ""
+                let seen = "seqs seen: \(observer.seqs.suffix(20)); statuses: \(observer.states(statusTopic).suffix(3))"
+                Issue.record("no beacons after the reload; \(seen); broker log: \(String(log.suffix(3000)))")
+                throw error
+            }
+            try await RemoteConfigEndToEndTests.waitFor("a status without the refusal", limit: .seconds(90)) {
+                observer.states(statusTopic).last.map { $0["publish_refused"] == nil && $0["state"] as? String == "online" }
+                    ?? false
+            }
+            // One episode from the first refusal to the reload: the status and health the broker took in between did
+            // not end it (an ACL refuses by topic), so it neither flapped nor let its backoff reset.
+            let episodes = Set(observer.states(statusTopic).compactMap {
+                ($0["publish_refused"] as? [String: Any])?["since"] as? Double
+            })
+            #expect(episodes.count == 1, "\(observer.states(statusTopic))")
+            task.cancel()
+            _ = try? await task.value
+            // Nothing the broker refused is missing (QoS 1 may repeat; it must not skip).
+            #expect(RemoteConfigEndToEndTests.gaps(observer.seqs) == [])
+        }
+    }
+}
