@@ -140,11 +140,20 @@ struct GatewayReadings: Sendable {
             s.int("dropped_states", (h.spool.drops[.state] ?? DropCounters()).total)
             if h.spool.reserveReleases > 0 { s.int("reserve_releases", h.spool.reserveReleases) }
             if let e = h.spool.lastError { s.string("error", "\(e)") }
-            if h.spool.openReport.setAsideFiles > 0 {
-                // Corrupt files set aside at start (kept for a post-mortem, within spool's bound of 3).
+            // Corrupt files set aside at start or while running (kept for a post-mortem, within the spool's bound
+            // of 3): the latest count.
+            let aside = h.spool.lastQuarantine ?? h.spool.openReport
+            if aside.setAsideFiles > 0 {
                 s.object("set_aside") { a in
-                    a.int("files", h.spool.openReport.setAsideFiles)
-                    a.int("bytes", h.spool.openReport.setAsideBytes)
+                    a.int("files", aside.setAsideFiles)
+                    a.int("bytes", aside.setAsideBytes)
+                }
+            }
+            if let q = h.spool.lastQuarantine {
+                s.object("quarantines") { o in
+                    o.int("count", h.spool.quarantines)
+                    o.int("last_salvaged", q.salvagedReadings)
+                    o.int("last_lost", q.lostReadings)
                 }
             }
             s.object("dead_letters") { d in

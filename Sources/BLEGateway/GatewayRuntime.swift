@@ -151,6 +151,10 @@ public final class GatewayRuntime: Service, Sendable {
         if opened.corruption != nil || opened.resumedSalvageOf != nil || opened.setAsideRemoved > 0 {
             logger.error("spool: \(spool.statistics.openReport)")
         }
+        let quarantineLog = logger
+        spool.observeQuarantines { report in
+            quarantineLog.error("spool: set aside while running, continuing on a fresh file: \(report)")
+        }
 
         client = MQTTClient(configuration: try Self.mqttConfiguration(configuration, readings: readings, clock: clock,
                                                                         synced: clockSynchronized()), clock: clock)

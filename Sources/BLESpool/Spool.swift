@@ -32,8 +32,9 @@ public final class Spool: @unchecked Sendable {
 
     // Guarded by databaseLock.
     let databaseLock = NSLock()
-    let db: SQLiteConnection
-    let statements: Statements
+    /// Replaced only by a quarantine (`Spool+Quarantine.swift`): the file found corrupt while running is set aside.
+    var db: SQLiteConnection
+    var statements: Statements
     var ledger: Ledger
     private let reservation: SequenceReservation
     private let ballast: SpoolBallast
@@ -42,8 +43,15 @@ public final class Spool: @unchecked Sendable {
     private var reservedSeq: UInt64
     private var commits: UInt64 = 0
     private var failedCommits: UInt64 = 0
-    private var lastError: SpoolError?
+    var lastError: SpoolError?
     private var openReport = SpoolOpenReport()
+    /// Run-time quarantines (`Spool+Quarantine.swift`): the salvage not yet committed in the fresh file, how many
+    /// there were, the last one, I/O errors in a row, and who is told.
+    var pendingSalvage: PendingSalvage?
+    var quarantines: UInt64 = 0
+    var lastQuarantine: SpoolOpenReport?
+    var ioErrorsInARow = 0
+    var quarantineObserver: (@Sendable (SpoolOpenReport) -> Void)?
 
     /// Opens the spool at `configuration.path`, creating it if needed. A file that is not a readable database is
     /// moved aside to `<path>.corrupt-<UTC timestamp>`, readable rows are copied into a fresh spool with their seq,
@@ -112,7 +120,7 @@ public final class Spool: @unchecked Sendable {
         openReport = report
     }
 
-    private static func open(_ configuration: SpoolConfiguration) throws -> SQLiteConnection {
+    static func open(_ configuration: SpoolConfiguration) throws -> SQLiteConnection {
         let db = try SQLiteConnection(path: configuration.path)
         try SpoolSchema.configure(db, configuration)
         if configuration.verifyOnOpen, let complaint = try SpoolSchema.verify(db) {
@@ -214,16 +222,22 @@ public final class Spool: @unchecked Sendable {
         _ = try? commit()
     }
 
-    private func commitLocked(_ batch: [Reading]) throws -> ClosedRange<UInt64>? {
+    func commitLocked(_ batch: [Reading], afterQuarantine: Bool = false) throws -> ClosedRange<UInt64>? {
         let (acks, dropped, dead): ([UInt64], UInt64, [UInt64: (reason: DeadLetterReason, at: Double)]) =
             bufferLock.withLock {
                 defer { droppedInMemorySinceCommit = 0 }
                 return (Array(acknowledged), droppedInMemorySinceCommit, deadLettering)
             }
-        if batch.isEmpty, acks.isEmpty, dropped == 0, dead.isEmpty { return nil }
+        // After a quarantine, the rows read from the file set aside go into the fresh one with the next commit.
+        let salvaging = pendingSalvage?.fresh == true
+        if batch.isEmpty, acks.isEmpty, dropped == 0, dead.isEmpty, !salvaging { return nil }
         do {
-            let range = try writeTransaction(batch: batch, acks: acks, droppedInMemory: dropped, deadLetters: dead)
+            let range = try writeTransaction(batch: batch, acks: acks, droppedInMemory: dropped,
+                                             salvaged: salvaging ? pendingSalvage?.salvage.rows ?? [] : [],
+                                             deadLetters: dead, forcePersist: salvaging)
             commits += 1
+            ioErrorsInARow = 0
+            if salvaging { salvageCommitted() }
             // Space came back after the reserve was used: hold it again.
             if lastError != nil || reserveReleases > 0 && !ballast.isHeld { ballast.hold() }
             lastError = nil
@@ -236,6 +250,12 @@ public final class Spool: @unchecked Sendable {
             let failure = error as? SpoolError
                 ?? SpoolError(.sqlite, path: configuration.path, context: "commit: \(error)")
             if db.inTransaction { try? db.execute("ROLLBACK") }
+            // The file is corrupt, or keeps failing to read or write: set it aside, continue on a fresh one with
+            // what can be read from it, and commit this batch there.
+            if !afterQuarantine, quarantineIfNeeded(failure) {
+                bufferLock.withLock { droppedInMemorySinceCommit += dropped }
+                return try commitLocked(batch, afterQuarantine: true)
+            }
             // The file system is full (something else filled it, or the spool's budget is above what it has): make
             // room for the states by removing the oldest samples in the same transaction; the batch's samples wait.
             if failure.code == .diskFull, batch.contains(where: { $0.readingClass == .state }) {
@@ -395,10 +415,17 @@ public final class Spool: @unchecked Sendable {
     /// again from `after: 0`, i.e. from the oldest unacknowledged reading.
     public func pending(after seq: UInt64 = 0, limit: Int) throws -> [SpooledReading] {
         try databaseLock.withLock {
-            let (acked, dead) = bufferLock.withLock { (acknowledged, deadLettering) }
-            return try statements.readings(after: seq, limit: limit).filter {
-                !acked.contains($0.seq) && dead[$0.seq] == nil
+            let rows: [SpooledReading]
+            do {
+                rows = try statements.readings(after: seq, limit: limit)
+            } catch let failure as SpoolError where quarantineIfNeeded(failure) {
+                // Continued on a fresh file: the salvaged rows go in first, then are read from there.
+                let batch = bufferLock.withLock { buffer.takeAll() }
+                _ = try commitLocked(batch, afterQuarantine: true)
+                rows = try statements.readings(after: seq, limit: limit)
             }
+            let (acked, dead) = bufferLock.withLock { (acknowledged, deadLettering) }
+            return rows.filter { !acked.contains($0.seq) && dead[$0.seq] == nil }
         }
     }
 
@@ -423,7 +450,7 @@ public final class Spool: @unchecked Sendable {
                 lastSeq: ledger.lastSeq, drops: [.sample: samples, .state: refusedStateCounters], commits: commits,
                 failedCommits: failedCommits, lastError: lastError, openReport: openReport,
                 reserveReleases: reserveReleases, deadLetters: ledger.deadLetters, deadLetterBytes: ledger.deadLetterBytes,
-                deadLettersEvicted: ledger.deadLettersEvicted
+                deadLettersEvicted: ledger.deadLettersEvicted, quarantines: quarantines, lastQuarantine: lastQuarantine
             )
         }
     }

@@ -42,6 +42,10 @@ public struct SpoolStatistics: Sendable, Hashable {
     public var deadLetters = 0
     public var deadLetterBytes = 0
     public var deadLettersEvicted: UInt64 = 0
+    /// Files found corrupt (or failing I/O) while running, set aside and replaced by a fresh file holding what could
+    /// be read from them; the last one's report.
+    public var quarantines: UInt64 = 0
+    public var lastQuarantine: SpoolOpenReport?
 }
 
 /// What `Spool.init` found and did. Its description is the log line, e.g. `spool /data/spool.db: corrupt spool file
@@ -63,6 +67,9 @@ public struct SpoolOpenReport: Sendable, Hashable, CustomStringConvertible {
     public var setAsideFiles = 0
     public var setAsideBytes = 0
     public var setAsideRemoved = 0
+    /// Readings the file held that the salvage could not read (known for a file set aside while running, whose row
+    /// count the spool kept): lost to the corruption, counted.
+    public var lostReadings = 0
 
     public init() {}
 
@@ -77,6 +84,7 @@ public struct SpoolOpenReport: Sendable, Hashable, CustomStringConvertible {
         }
         if let movedAsideTo { text += "; moved aside to \(movedAsideTo)" }
         text += "; salvaged \(salvagedReadings) readings"
+        if lostReadings > 0 { text += "; \(lostReadings) unreadable, lost" }
         if seqFromReservation { text += "; seq continues from the reservation" }
         if setAsideRemoved > 0 { text += "; removed \(setAsideRemoved) older set-aside file(s)" }
         return text
