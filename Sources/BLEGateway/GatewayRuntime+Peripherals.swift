@@ -95,19 +95,11 @@ extension GatewayRuntime {
             return nil
         }
         return Task { [self] in
-            await withTaskGroup(of: Void.self) { group in
-                // At most `maxWritesInFlight` at once: the next waits for one to finish, in the subscription's
-                // bounded buffer (what overflows it is counted by the client), not as one more task each.
-                var running = 0
-                // A retained command would be replayed at every start: only live ones are carried out.
-                for await message in stream where !message.retain {
-                    if running >= Self.maxWritesInFlight {
-                        await group.next()
-                        running -= 1
-                    }
-                    group.addTask { await self.write(message) }
-                    running += 1
-                }
+            // At most `maxWritesInFlight` at once: the next waits in the subscription's bounded buffer (what
+            // overflows it is counted by the client), not as one more task. A retained command would be replayed at
+            // every start: only live ones are carried out.
+            try? await forEachConcurrently(stream.filter { !$0.retain }, atMost: Self.maxWritesInFlight) { message in
+                await self.write(message)
             }
         }
     }
