@@ -6,7 +6,8 @@
 //   BLEFleet sits beside BLEGateway, above BLEPublishing: it reads the broker, never the gateway's internals.
 // BLESimulator depends only on the wire formats (BLETransport, BLEHCI's packet codecs); its L2CAP/ATT are its own.
 // Each C library is imported by exactly one Swift module:
-//   CBluetooth + CBluetoothShim → BLETransport, CSQLite → BLESpool, CMosquitto → BLEPublishing.
+//   CBluetooth + CBluetoothShim → BLETransport, CSQLite → BLESpool,
+//   CMosquitto and COpenSSL (the TLS diagnosis) → BLEPublishing.
 import PackageDescription
 
 let package = Package(
@@ -32,6 +33,7 @@ let package = Package(
         .systemLibrary(name: "CBluetooth", pkgConfig: "bluez", providers: [.apt(["libbluetooth-dev"])]),
         .target(name: "CBluetoothShim"),
         .systemLibrary(name: "CMosquitto", pkgConfig: "libmosquitto", providers: [.apt(["libmosquitto-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
 
         // Layers.
@@ -43,7 +45,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
         .target(name: "BLESpool", dependencies: ["CSQLite", "BLETransport"]),
-        .target(name: "BLEPublishing", dependencies: ["CMosquitto", "BLETransport", "BLESpool"]),
+        .target(name: "BLEPublishing", dependencies: ["CMosquitto", "COpenSSL", "BLETransport", "BLESpool"]),
         .target(name: "BLEGateway", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing",
             .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),

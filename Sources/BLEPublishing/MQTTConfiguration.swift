@@ -28,6 +28,8 @@ public struct MQTTConfiguration: Sendable, Equatable, CustomStringConvertible {
     /// Most publishes awaiting acknowledgement at once; `publish` refuses more with `.inFlightWindowFull`.
     /// Also given to libmosquitto as its send maximum, so its own queue never grows past this window.
     public var maxInFlight: Int = 64
+    /// The TLS handshake is given up after this: a TLS client on a plaintext port is answered by nothing at all.
+    public var connectTimeout: Duration = .seconds(10)
 
     public init() {}
 

@@ -46,6 +46,13 @@ final class MQTTConnectionCore: @unchecked Sendable {
     private var socketOpen = false
     private var disconnectIssued = false
     private var lastLogLine: String?
+    /// From `mosquitto_connect` (TCP, TLS handshake, CONNECT) to the CONNACK, and whether its deadline cut it short.
+    private var connecting = false
+    private var connectTimedOut = false
+    /// A CONNACK came on the current connection: a connection lost before it is diagnosed (`TLSDiagnosis`).
+    private var connackSeen = false
+    /// libmosquitto told of the connection's end (on_disconnect); a TLS handshake cut short ends without it.
+    private var disconnectSeen = false
     private var pending: [Int32: @Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = [:]
     private var droppedDeliveries = 0
     /// Retained messages sent unretained because the broker has no retained messages (guarded by `lock`).
@@ -268,12 +275,29 @@ final class MQTTConnectionCore: @unchecked Sendable {
             _ = mosquitto_property_add_int32(&properties, Int32(MQTT_PROP_SESSION_EXPIRY_INTERVAL.rawValue), seconds)
         }
         let keepAlive = Int32(clamping: Int64(configuration.keepAlive.seconds.rounded()))
-        // Blocking connect (TCP, then the TLS handshake) on this thread, never on a Swift executor.
+        // Blocking connect (TCP, then the TLS handshake, which libmosquitto may finish in its loop) on this thread,
+        // never on a Swift executor. A handshake nothing answers (TLS to a plaintext port) would wait for ever: when
+        // no CONNACK came by the deadline the socket is shut down, which ends the connection with an error.
+        lock.withLock {
+            connecting = true
+            connectTimedOut = false
+            connackSeen = false
+            disconnectSeen = false
+        }
+        let deadline = DispatchWorkItem { [weak self] in self?.connectDeadlinePassed(mosq) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + configuration.connectTimeout.seconds,
+                                          execute: deadline)
         let rc = mosquitto_connect_bind_v5(mosq, configuration.host, Int32(configuration.port), keepAlive, nil,
                                            properties)
+        let timedOut = lock.withLock { connectTimedOut }
         mosquitto_property_free_all(&properties)
         if rc != mosqSuccess {
-            post(.connectFailed(rc: rc, detail: takeLastLogLine()))
+            lock.withLock { connecting = false }
+            deadline.cancel()
+            var detail = takeLastLogLine()
+            if timedOut { detail = Self.joined("no answer within \(configuration.connectTimeout)", detail) }
+            if configuration.tls != nil, let why = diagnose() { detail = Self.joined(detail, why) }
+            post(.connectFailed(rc: rc, detail: detail))
             post(.loopExited)
             return
         }
@@ -285,8 +309,22 @@ final class MQTTConnectionCore: @unchecked Sendable {
         // on_disconnect before mosquitto_loop returns the error.
         // The socket check guards builds with SRV support, whose mosquitto_loop does not return NO_CONN once the
         // socket is gone (lib/loop.c).
-        while mosquitto_loop(mosq, 1000, 1) == mosqSuccess, mosquitto_socket(mosq) != -1 {}
-        lock.withLock { socketOpen = false }
+        var loopResult = mosqSuccess
+        repeat {
+            loopResult = mosquitto_loop(mosq, 1000, 1)
+        } while loopResult == mosqSuccess && mosquitto_socket(mosq) != -1
+        let told = lock.withLock {
+            socketOpen = false
+            connecting = false
+            return disconnectSeen
+        }
+        deadline.cancel()
+        // The broker closed the socket during the TLS handshake (a TLS client on a plaintext port): libmosquitto
+        // says nothing, so the failure is told here, with its diagnosis.
+        if !told {
+            let rc = loopResult == mosqSuccess ? Int32(MOSQ_ERR_CONN_LOST.rawValue) : loopResult
+            post(.disconnected(rc: rc, detail: disconnectDetail(rc)))
+        }
         post(.loopExited)
     }
 
@@ -340,6 +378,46 @@ final class MQTTConnectionCore: @unchecked Sendable {
 
     fileprivate func lastLog() -> String? { lock.withLock { lastLogLine } }
 
+    /// The system's trusted CA certificates, hashed (Debian's ca-certificates).
+    static let systemCADirectory = "/etc/ssl/certs"
+
+    private func connectDeadlinePassed(_ mosq: OpaquePointer) {
+        lock.withLock {
+            guard connecting else { return }
+            connectTimedOut = true
+            let fd = mosquitto_socket(mosq)
+            if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
+    }
+
+    /// What a lost connection's event says: libmosquitto's last log line, and when it was lost before any CONNACK,
+    /// the TLS diagnosis (a plaintext client on a TLS port, a client certificate the broker refused).
+    fileprivate func disconnectDetail(_ rc: Int32) -> String? {
+        let (log, answered, timedOut) = lock.withLock { (lastLogLine, connackSeen, connectTimedOut) }
+        guard rc != mosqSuccess, !answered else { return log }
+        let waited = timedOut ? "no CONNACK within \(configuration.connectTimeout)" : nil
+        return Self.joined(Self.joined(waited, log), diagnose())
+    }
+
+    fileprivate func noteDisconnect() { lock.withLock { disconnectSeen = true } }
+
+    fileprivate func noteConnack() {
+        lock.withLock {
+            connackSeen = true
+            connecting = false
+        }
+    }
+
+    private func diagnose() -> String? {
+        TLSDiagnosis.explain(host: configuration.host, port: configuration.port, tls: configuration.tls,
+                             keyPassphrase: lock.withLock { secrets.keyPassphrase })
+    }
+
+    private static func joined(_ a: String?, _ b: String?) -> String? {
+        let parts = [a, b].compactMap { $0 }
+        return parts.isEmpty ? nil : parts.joined(separator: "; ")
+    }
+
     fileprivate func copyPassphrase(into buffer: UnsafeMutablePointer<CChar>, size: Int32) -> Int32 {
         lock.withLock {
             guard let passphrase = secrets.keyPassphrase, passphrase.count < Int(size) else { return 0 }
@@ -392,10 +470,15 @@ final class MQTTConnectionCore: @unchecked Sendable {
                 return Unmanaged<MQTTConnectionCore>.fromOpaque(context).takeUnretainedValue()
                     .copyPassphrase(into: buffer, size: size)
             }
+            // Without a CA file or directory, the system's: libmosquitto 2.0.11 (Debian 12) refuses mosquitto_tls_set
+            // without either (MOSQ_ERR_INVAL) even with MOSQ_OPT_TLS_USE_OS_CERTS, so Debian's hashed directory is
+            // named as well.
+            var caPath = tls.caPath
             if tls.caFile == nil, tls.caPath == nil {
                 try check(mosquitto_int_option(mosq, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "system CA certificates")
+                caPath = Self.systemCADirectory
             }
-            try check(mosquitto_tls_set(mosq, tls.caFile, tls.caPath, tls.certificateFile, tls.keyFile,
+            try check(mosquitto_tls_set(mosq, tls.caFile, caPath, tls.certificateFile, tls.keyFile,
                                         passwordCallback), "TLS files")
             try check(mosquitto_tls_insecure_set(mosq, !tls.verifyHostname), "TLS hostname verification")
         }
@@ -416,11 +499,13 @@ final class MQTTConnectionCore: @unchecked Sendable {
             var available: UInt8 = 1
             _ = mosquitto_property_read_byte(properties, Int32(MQTT_PROP_RETAIN_AVAILABLE.rawValue), &available, false)
             core.lock.withLock { core.retainAvailable = available != 0 }
+            core.noteConnack()
             core.post(.connack(rc: rc, flags: flags))
         }
         mosquitto_disconnect_v5_callback_set(mosq) { _, context, rc, _ in
             guard let core = core(context) else { return }
-            core.post(.disconnected(rc: rc, detail: core.lastLog()))
+            core.noteDisconnect()
+            core.post(.disconnected(rc: rc, detail: core.disconnectDetail(rc)))
         }
         mosquitto_publish_v5_callback_set(mosq) { _, context, mid, reasonCode, _ in
             core(context)?.acknowledge(mid: mid, reasonCode: reasonCode)
@@ -452,3 +537,4 @@ let mosqSuccess = Int32(MOSQ_ERR_SUCCESS.rawValue)
 private func core(_ context: UnsafeMutableRawPointer?) -> MQTTConnectionCore? {
     context.map { Unmanaged<MQTTConnectionCore>.fromOpaque($0).takeUnretainedValue() }
 }
+

@@ -1,7 +1,9 @@
 import Foundation
 
 /// A throw-away PKI made with `openssl`: a CA, a server certificate for 127.0.0.1/localhost, a client certificate
-/// with an encrypted key (its passphrase in a file), and an unrelated CA that must not be trusted.
+/// with an encrypted key (its passphrase in a file), and an unrelated CA that must not be trusted; and the wrong
+/// ones a deployment meets: a server certificate for another host name, one that has expired, and a client
+/// certificate from the unrelated CA.
 struct TestCertificates {
     let caFile: String
     let serverCertificate: String
@@ -10,6 +12,10 @@ struct TestCertificates {
     let clientKeyEncrypted: String
     let clientKeyPassphraseFile: String
     let otherCAFile: String
+    let wrongHostServerCertificate: String
+    let expiredServerCertificate: String
+    let untrustedClientCertificate: String
+    let untrustedClientKey: String
 
     static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") }
 
@@ -31,6 +37,17 @@ struct TestCertificates {
             if name == "server" { sign += ["-extfile", path("san.cnf")] }
             try run(openssl, sign)
         }
+        try "subjectAltName=DNS:wrong.example\n".write(toFile: path("wrong-san.cnf"), atomically: true, encoding: .utf8)
+        // The same server key, certified for another name, and certified for a day that ended before it began.
+        for (name, days, ext) in [("wrong-host", "2", "wrong-san.cnf"), ("expired", "-1", "san.cnf")] {
+            try run(openssl, ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                              "-CAcreateserial", "-out", path("\(name).crt"), "-days", days, "-extfile", path(ext)])
+        }
+        try run(openssl, ["req"] + ec + ["-keyout", path("untrusted-client.key"), "-out", path("untrusted-client.csr"),
+                                          "-subj", "/CN=intruder"])
+        try run(openssl, ["x509", "-req", "-in", path("untrusted-client.csr"), "-CA", path("other-ca.crt"),
+                          "-CAkey", path("other-ca.key"), "-CAcreateserial", "-out", path("untrusted-client.crt"),
+                          "-days", "2"])
         try "correct horse\n".write(toFile: path("client.pass"), atomically: true, encoding: .utf8)
         try run(openssl, ["pkey", "-in", path("client.key"), "-aes256", "-passout", "pass:correct horse",
                           "-out", path("client.enc.key")])
@@ -41,5 +58,9 @@ struct TestCertificates {
         clientKeyEncrypted = path("client.enc.key")
         clientKeyPassphraseFile = path("client.pass")
         otherCAFile = path("other-ca.crt")
+        wrongHostServerCertificate = path("wrong-host.crt")
+        expiredServerCertificate = path("expired.crt")
+        untrustedClientCertificate = path("untrusted-client.crt")
+        untrustedClientKey = path("untrusted-client.key")
     }
 }
