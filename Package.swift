@@ -82,9 +82,12 @@ let package = Package(
             "BLEDomain", "BLEHCI", "BLETransport", "BLESimulator", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport"]),
-        .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLETransport"]),
+        // Helpers more than one test target needs (a throw-away PKI), in one place.
+        .target(name: "BLETestSupport", path: "Tests/BLETestSupport"),
+        .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLETransport", "BLETestSupport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: [
             "BLEGateway", "BLESimulator", "BLEPublishing", "BLESpool", "BLEDomain", "BLEHost", "BLEHCI", "BLETransport",
+            "BLETestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "BLEFleetTests", dependencies: [

@@ -60,9 +60,10 @@ enum TLSDiagnosis {
             let text = String(cString: X509_verify_cert_error_string(verification))
             return "the broker's certificate does not verify: \(text) (X.509 error \(verification))"
         }
-        // TLS 1.3: the broker judges the client certificate after the client's handshake is done and answers with
-        // an alert on the first read.
-        guard tls?.certificateFile != nil else { return nil }
+        // TLS 1.3: the broker judges the client certificate (or its absence) after the client's handshake is done
+        // and answers with an alert on the first read; a broker content with it waits for CONNECT instead.
+        var brief = timeval(tv_sec: 2, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &brief, socklen_t(MemoryLayout<timeval>.size))
         var byte: UInt8 = 0
         ERR_clear_error()
         if SSL_read(ssl, &byte, 1) <= 0, let reason = lastReason(), reason.contains("alert") {

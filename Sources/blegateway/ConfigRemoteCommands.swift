@@ -18,8 +18,10 @@ struct RemoteConfigBrokerOptions: ParsableArguments {
     @Option(help: "A file holding the MQTT password.")
     var passwordFile: String?
 
+    @OptionGroup var tls: ToolTLSOptions
+
     func client(_ role: String) throws -> MQTTClient {
-        var c = try toolClientConfiguration(broker: broker, role: "config-\(role)")
+        var c = try toolClientConfiguration(broker: broker, role: "config-\(role)", tls: tls)
         if let usernameFile { c.credentials = .init(usernameFile: usernameFile, passwordFile: passwordFile) }
         return MQTTClient(configuration: c)
     }
@@ -63,13 +65,19 @@ func collectRetained(_ client: MQTTClient, _ filters: [String], quiet: Duration 
 
 /// Waits for the client's first CONNACK: true once connected, false when `limit` passed first (the client reports
 /// each failed attempt, so the check comes at least once per retry); a refusal (bad credentials, not authorised)
-/// is thrown with its reason code.
+/// is thrown with its reason code, and when `limit` passes after failed attempts, the last one is thrown with its
+/// cause (a TLS failure names it: an expired certificate, a refused client certificate, a port of the other kind).
 func firstConnection(_ client: MQTTClient, within limit: Duration) async throws -> Bool {
     let start = ContinuousClock.now
+    var lastFailure: MQTTError?
     for await e in client.events {
         if case .connected = e { return true }
         if case .connectionRefused(let error) = e { throw error }
-        if ContinuousClock.now - start > limit { return false }
+        if case .connectionFailed(let error) = e { lastFailure = error }
+        if ContinuousClock.now - start > limit {
+            if let lastFailure { throw ValidationError("cannot reach the broker within \(limit): \(lastFailure)") }
+            return false
+        }
     }
     return false
 }

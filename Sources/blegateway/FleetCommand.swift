@@ -33,6 +33,8 @@ struct FleetCommand: AsyncParsableCommand {
     @Option(help: "Announce tracked tags to Home Assistant as device trackers under this discovery prefix.")
     var homeassistantDiscoveryPrefix: String?
 
+    @OptionGroup var tls: ToolTLSOptions
+
     func run() async throws {
         var file = FleetSettingsFile()
         if let config {
@@ -47,7 +49,7 @@ struct FleetCommand: AsyncParsableCommand {
         let sites = !prefix.isEmpty ? prefix : file.sites ?? [file.prefix ?? "blegateway"]
         if let problem = FleetConfiguration.problem(sites: sites) { throw ValidationError("--prefix: \(problem)") }
         let (host, port) = try FleetSettingsFile.parseListen(listen ?? file.listen ?? "127.0.0.1:8080")
-        var c = FleetConfiguration(mqtt: try toolClientConfiguration(broker: brokerURL, role: "fleet"),
+        var c = FleetConfiguration(mqtt: try toolClientConfiguration(broker: brokerURL, role: "fleet", tls: tls),
                                    brokerURL: brokerURL, sites: sites)
         c.listenHost = host
         c.listenPort = port

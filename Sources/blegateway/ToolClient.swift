@@ -1,9 +1,13 @@
+import ArgumentParser
 import BLEGateway
 import BLEPublishing
+import Foundation
 
-/// The MQTT configuration of the command-line tools that talk to the broker (watch, config push/get): a unique
-/// client id per run, a short reconnect backoff, TLS when the URL says mqtts://.
-func toolClientConfiguration(broker: String, role: String) throws -> MQTTConfiguration {
+/// The MQTT configuration of the command-line tools that talk to the broker (watch, config push/get, fleet): a
+/// unique client id per run, a short reconnect backoff, TLS when the URL says mqtts:// (with `tls`' files).
+func toolClientConfiguration(broker: String, role: String, tls: ToolTLSOptions = ToolTLSOptions()) throws
+    -> MQTTConfiguration
+{
     let address = try BrokerAddress(parsing: broker)
     var c = MQTTConfiguration()
     c.host = address.host
@@ -11,5 +15,31 @@ func toolClientConfiguration(broker: String, role: String) throws -> MQTTConfigu
     c.clientID = "blegateway-\(role)-\(UInt32.random(in: 0...UInt32.max))"
     c.reconnect = .init(minDelay: .milliseconds(200), maxDelay: .seconds(2))
     if address.tls { c.tls = .init() }
+    try tls.apply(to: &c, broker: broker)
     return c
+}
+
+/// The TLS files of the tools, to join a broker that requires mutual TLS (docs/DEPLOY.md): checked before any
+/// connection, so a wrong path or a missing half is said at once.
+struct ToolTLSOptions: ParsableArguments {
+    @Option(help: "PEM file of the CA that signed the broker's certificate (mqtts:// only; default: the system's).")
+    var caFile: String?
+
+    @Option(help: "PEM client certificate, for a broker that requires one (with --key-file).")
+    var certFile: String?
+
+    @Option(help: "PEM private key of --cert-file (unencrypted).")
+    var keyFile: String?
+
+    func apply(to c: inout MQTTConfiguration, broker: String) throws {
+        let given = [("--ca-file", caFile), ("--cert-file", certFile), ("--key-file", keyFile)]
+            .compactMap { name, path in path.map { (name, $0) } }
+        guard let first = given.first else { return }
+        guard c.tls != nil else { throw ValidationError("\(first.0) needs an mqtts:// broker; \(broker) is plain MQTT") }
+        if (certFile == nil) != (keyFile == nil) { throw ValidationError("--cert-file and --key-file go together") }
+        for (name, path) in given where !FileManager.default.isReadableFile(atPath: path) {
+            throw ValidationError("\(name) \(path): no readable file there")
+        }
+        c.tls = .init(caFile: caFile, certificateFile: certFile, keyFile: keyFile)
+    }
 }

@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import BLETransport
 import Foundation
 import Testing

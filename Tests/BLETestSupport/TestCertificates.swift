@@ -4,22 +4,23 @@ import Foundation
 /// with an encrypted key (its passphrase in a file), and an unrelated CA that must not be trusted; and the wrong
 /// ones a deployment meets: a server certificate for another host name, one that has expired, and a client
 /// certificate from the unrelated CA.
-struct TestCertificates {
-    let caFile: String
-    let serverCertificate: String
-    let serverKey: String
-    let clientCertificate: String
-    let clientKeyEncrypted: String
-    let clientKeyPassphraseFile: String
-    let otherCAFile: String
-    let wrongHostServerCertificate: String
-    let expiredServerCertificate: String
-    let untrustedClientCertificate: String
-    let untrustedClientKey: String
+public struct TestCertificates {
+    public let caFile: String
+    public let serverCertificate: String
+    public let serverKey: String
+    public let clientCertificate: String
+    public let clientKey: String
+    public let clientKeyEncrypted: String
+    public let clientKeyPassphraseFile: String
+    public let otherCAFile: String
+    public let wrongHostServerCertificate: String
+    public let expiredServerCertificate: String
+    public let untrustedClientCertificate: String
+    public let untrustedClientKey: String
 
-    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") }
+    public static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl") }
 
-    init(in directory: URL) throws {
+    public init(in directory: URL) throws {
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
         let openssl = "/usr/bin/openssl"
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
@@ -55,6 +56,7 @@ struct TestCertificates {
         serverCertificate = path("server.crt")
         serverKey = path("server.key")
         clientCertificate = path("client.crt")
+        clientKey = path("client.key")
         clientKeyEncrypted = path("client.enc.key")
         clientKeyPassphraseFile = path("client.pass")
         otherCAFile = path("other-ca.crt")
@@ -63,4 +65,26 @@ struct TestCertificates {
         untrustedClientCertificate = path("untrusted-client.crt")
         untrustedClientKey = path("untrusted-client.key")
     }
+}
+
+/// Runs openssl; throws with its output when it fails.
+private func run(_ executable: String, _ arguments: [String]) throws {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let output = Pipe()
+    process.standardOutput = output
+    process.standardError = output
+    try process.run()
+    let data = output.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    guard process.terminationStatus == 0 else {
+        throw CertificateError(message: "\(executable) \(arguments.joined(separator: " ")) failed: "
+                               + String(decoding: data, as: UTF8.self))
+    }
+}
+
+public struct CertificateError: Error, CustomStringConvertible {
+    public var message: String
+    public var description: String { message }
 }
