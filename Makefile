@@ -11,7 +11,7 @@ PKGS_RUN     := mosquitto mosquitto-clients openssl python3-jsonschema python3-v
 # The kernel path is tested in a qemu VM running a Debian kernel and BlueZ's btvirt (x86_64 hosts).
 PKGS_KERNEL  := qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools cpio kmod
 
-.PHONY: all deps deps-kernel deps-browser test-venv sensors-venv build release test test-unit test-kernel test-homeassistant test-fleet demo bench fuzz clean
+.PHONY: all deps deps-kernel deps-browser test-venv sensors-venv build release test test-unit test-kernel test-homeassistant test-fleet demo bench fuzz test-fuzz clean
 
 all: build
 
@@ -78,6 +78,7 @@ test: deps deps-kernel test-venv sensors-venv
 	$(MAKE) --no-print-directory test-fleet
 	$(MAKE) --no-print-directory test-kernel
 	$(MAKE) --no-print-directory test-deploy
+	$(MAKE) --no-print-directory test-fuzz
 
 test-unit: deps test-venv
 	$(SWIFT) test
@@ -137,12 +138,35 @@ bench: deps
 	$(SWIFT) build -c release --product blegateway
 	"$$($(SWIFT) build -c release --show-bin-path)/blegateway-bench" $(BENCH_ARGS)
 
-# Bounded libFuzzer run over the H4/HCI/AD parsers (FUZZ_SECONDS, default 60).
-FUZZ_SECONDS ?= 60
-fuzz: deps
+# libFuzzer over every parser that takes bytes from outside (Fuzz/): each harness with its committed seeds.
+# HCI: H4, advertising reports, AD structures, beacons, sensor decoders; host: ATT, L2CAP signalling, ACL
+# reassembly, GATT values; config: remote-config JSON, the YAML reader. A finding fails the run and is kept as
+# Fuzz/crash-*. `make fuzz` runs each for FUZZ_SECONDS (default 600) and keeps what it learns in Fuzz/corpus-*;
+# `make test` runs each for FUZZ_SMOKE_SECONDS (default 30) from the seeds alone.
+FUZZ_SECONDS       ?= 600
+FUZZ_SMOKE_SECONDS ?= 30
+FUZZ_HARNESSES     := HCIParsers:seeds HostParsers:seeds-host ConfigParsers:seeds-config
+define fuzz_run
 	cd Fuzz && $(SWIFT) build -c debug -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
-	mkdir -p Fuzz/corpus
-	cd Fuzz && "$$($(SWIFT) build --show-bin-path)/FuzzHCIParsers" -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 corpus seeds
+	@bin="$$(cd Fuzz && $(SWIFT) build -c debug --show-bin-path)"; \
+	for h in $(FUZZ_HARNESSES); do \
+	  name=$${h%%:*}; seeds=$${h#*:}; \
+	  corpus=$(1); mkdir -p "$$corpus"; \
+	  echo "fuzzing $$name for $(2) s"; \
+	  log="$$(mktemp)"; \
+	  "$$bin/Fuzz$$name" -max_total_time=$(2) -timeout=10 -print_final_stats=1 -artifact_prefix=Fuzz/ \
+	    "$$corpus" "Fuzz/$$seeds" > "$$log" 2>&1; status=$$?; \
+	  grep -E '^(stat::(number|new|peak)|Done|==|SUMMARY)|ERROR|Fatal error|deadly signal|crash-' "$$log"; rm -f "$$log"; \
+	  [ "$(3)" = keep ] || rm -rf "$$corpus"; \
+	  [ $$status -eq 0 ] || { echo "Fuzz$$name found a crash: Fuzz/crash-*"; exit 1; }; \
+	done
+endef
+
+fuzz: deps
+	$(call fuzz_run,Fuzz/corpus-$$name,$(FUZZ_SECONDS),keep)
+
+test-fuzz: deps
+	$(call fuzz_run,$$(mktemp -d),$(FUZZ_SMOKE_SECONDS),discard)
 
 clean:
 	rm -rf .build Fuzz/.build

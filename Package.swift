@@ -18,7 +18,7 @@ let package = Package(
         .library(name: "BLEGatewayKit", targets: ["BLEGateway"]),
         .library(name: "BLESimulator", targets: ["BLESimulator"]),
         // The wire-format parsers alone, for the libFuzzer package in Fuzz/.
-        .library(name: "BLEParsers", targets: ["BLETransport", "BLEHCI", "BLEDomain"]),
+        .library(name: "BLEParsers", targets: ["BLETransport", "BLEHCI", "BLEHost", "BLEDomain"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),

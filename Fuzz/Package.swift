@@ -1,5 +1,6 @@
 // swift-tools-version:5.3
-// libFuzzer harness for the wire-format parsers: `make fuzz FUZZ_SECONDS=60`.
+// libFuzzer harnesses for every parser that takes bytes from outside: `make fuzz FUZZ_SECONDS=60`; `make test`
+// runs the HCI and host ones for a bounded time over the seeds committed here.
 // Built with `-sanitize=fuzzer,address -parse-as-library`; libFuzzer supplies `main`.
 import PackageDescription
 
@@ -12,6 +13,16 @@ let package = Package(
         .target(
             name: "FuzzHCIParsers",
             dependencies: [.product(name: "BLEParsers", package: "BLEGateway")]
+        ),
+        .target(
+            name: "FuzzHostParsers",
+            dependencies: [.product(name: "BLEParsers", package: "BLEGateway")]
+        ),
+        // The whole gateway module (libmosquitto, SQLite, OpenSSL, swift-crypto's BoringSSL, Yams' libyaml, all
+        // instrumented): minutes to build, so `make fuzz` runs it and `make test` does not.
+        .target(
+            name: "FuzzConfigParsers",
+            dependencies: [.product(name: "BLEGatewayKit", package: "BLEGateway")]
         ),
     ]
 )

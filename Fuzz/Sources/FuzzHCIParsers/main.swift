@@ -1,6 +1,7 @@
 // One libFuzzer input is an H4 byte stream. It goes through everything that reads untrusted radio
 // bytes: the H4 deframer, the LE (Extended) Advertising Report parsers, the AD structure decoder,
-// beacon recognition, the JSON line encoder and the scan filter. Any trap or sanitizer report is
+// beacon recognition, the sensor decoders (BTHome, Xiaomi, ATC/PVVX, Govee, SwitchBot, Victron, Inkbird …, the
+// encrypted ones under a key so their decryption runs), the JSON line encoder and the scan filter. Any trap or sanitizer report is
 // a finding; the parsers promise to return nil or flag issues instead.
 import BLEDomain
 import BLEHCI
@@ -52,4 +53,9 @@ func exercise(_ s: Sighting) {
     _ = s.advertisement.serviceUUIDs
     _ = filter.matches(s)
     _ = s.identity.id
+    _ = SensorDecoder.decode(s.advertisement, address: s.address, keys: .none)
+    _ = SensorDecoder.decode(s.advertisement, address: s.address, keys: sensorKeys)
 }
+
+// The same 16-octet key for the advertisers the inputs use, so encrypted frames reach their decryption.
+let sensorKeys = SensorKeys(octets: [BDAddress(rawValue: 0x1122_3344_5566): Array(0..<16)])
