@@ -36,6 +36,9 @@ public final class GatewayRuntime: Service, Sendable {
     /// Bindkeys for encrypted sensor formats (`sensors.bindkeys`); never logged.
     let sensorKeys: SensorKeys
     let clockSynchronized: @Sendable () -> Bool
+    /// The service manager (systemd `Type=notify`): told when the gateway runs, fed its watchdog while it makes
+    /// progress (`Liveness`), told when it stops.
+    let notifier: ServiceManagerNotifier
     /// `run --trace ADDRESS`: the traced address and its explainer (GatewayRuntime+Trace).
     let traced = Locked<TraceState?>(nil)
     let state: Locked<RuntimeState>
@@ -94,10 +97,11 @@ public final class GatewayRuntime: Service, Sendable {
     public convenience init(
         configuration: GatewayConfiguration, source: any SightingSource, clock: any BLEClock = SystemClock(),
         logger: Logger = Logger(label: "blegateway"),
-        clockSynchronized: @escaping @Sendable () -> Bool = { SystemFacts.clockIsSynchronized() }
+        clockSynchronized: @escaping @Sendable () -> Bool = { SystemFacts.clockIsSynchronized() },
+        notifier: ServiceManagerNotifier = ServiceManagerNotifier()
     ) throws {
         try self.init(configuration: configuration, makeSource: { _ in source }, clock: clock, logger: logger,
-                      clockSynchronized: clockSynchronized)
+                      clockSynchronized: clockSynchronized, notifier: notifier)
     }
 
     /// - Parameter makeSource: builds the sighting source, given the role it runs on each controller session (the
@@ -105,9 +109,11 @@ public final class GatewayRuntime: Service, Sendable {
     public init(
         configuration: GatewayConfiguration, makeSource: (any ControllerRole) throws -> any SightingSource,
         clock: any BLEClock = SystemClock(), logger: Logger = Logger(label: "blegateway"),
-        clockSynchronized: @escaping @Sendable () -> Bool = { SystemFacts.clockIsSynchronized() }
+        clockSynchronized: @escaping @Sendable () -> Bool = { SystemFacts.clockIsSynchronized() },
+        notifier: ServiceManagerNotifier = ServiceManagerNotifier()
     ) throws {
         self.configuration = configuration
+        self.notifier = notifier
         self.clock = clock
         self.baseLogger = logger
         self.clockSynchronized = clockSynchronized
@@ -270,6 +276,7 @@ public final class GatewayRuntime: Service, Sendable {
         // Remote configuration before the first scan: the broker's retained documents (subscribed before the client
         // starts), within a bounded wait so a gateway without a broker still scans (with what the local store kept).
         await awaitRetainedConfiguration()
+        notifier.notify("READY=1\nSTATUS=running")
         let ticker = Task { await tick(started: started) }
         // Finishes when `scan()` returns by itself (the end of a replayed capture); iterating it, unlike awaiting the
         // task's value, ends when the waiter is cancelled.
@@ -289,6 +296,7 @@ public final class GatewayRuntime: Service, Sendable {
             group.cancelAll()
         }
         let graceful = !Task.isCancelled
+        notifier.notify("STOPPING=1\nSTATUS=stopping")
 
         // 1. End the peripheral links (their GATT work with them), then stop scanning.
         await peripherals.stop()
@@ -500,6 +508,7 @@ public final class GatewayRuntime: Service, Sendable {
         var lastAck: UInt64 = 0
         var lastReports = 0
         var lastHealthTime = clock.now()
+        var watchdog = makeWatchdog()
         while !Task.isCancelled {
             // Wake at least every 250 ms so a remote change of the intervals takes effect within that, not at the
             // end of a long old interval.
@@ -514,6 +523,7 @@ public final class GatewayRuntime: Service, Sendable {
                 nextHealth = nextHealth - healthEvery + .seconds(p.healthIntervalSeconds)
                 healthEvery = .seconds(p.healthIntervalSeconds)
             }
+            feedWatchdog(&watchdog, now: now)
             if now >= next {
                 flushIntervals()
                 next += interval
