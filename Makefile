@@ -11,7 +11,7 @@ PKGS_RUN     := mosquitto mosquitto-clients openssl python3-jsonschema python3-v
 # The kernel path is tested in a qemu VM running a Debian kernel and BlueZ's btvirt (x86_64 hosts).
 PKGS_KERNEL  := qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools cpio kmod
 
-.PHONY: all deps deps-kernel deps-browser test-venv sensors-venv build release test test-unit test-kernel test-homeassistant test-fleet demo bench fuzz test-fuzz clean
+.PHONY: all deps deps-kernel deps-browser test-venv sensors-venv build release test test-unit test-kernel test-homeassistant test-fleet demo bench fuzz test-fuzz amqtt-venv clean
 
 all: build
 
@@ -67,7 +67,7 @@ release: deps
 
 # Unit, protocol and end-to-end tests (a real mosquitto, SQLite on real files, the simulator), then the Linux
 # kernel path in a VM, then the Debian package in a Debian root. Each part prints its own closing count.
-test: deps deps-kernel test-venv sensors-venv
+test: deps deps-kernel test-venv sensors-venv amqtt-venv
 	# Package.swift lists exactly what each target imports.
 	$(SWIFT) package dump-package | python3 Tests/tools/check_target_imports.py
 	$(SWIFT) build --build-tests
@@ -85,6 +85,18 @@ test-unit: deps test-venv
 
 # Home Assistant's sensor parsers (and TheengsDecoder), pinned, for the sensor oracle test
 # (Tests/BLEDomainTests/SensorOracleTests.swift). Cached outside the clone; rebuilt only when the pins change.
+# A second broker implementation (amqtt, Python), for the retained-config round trip (docs/DEPLOY.md, "Brokers").
+AMQTT_VENV := /var/cache/blegateway-amqtt-venv
+AMQTT_REQS := Tests/tools/amqtt-requirements.txt
+amqtt-venv:
+	$(call apt_install,python3-venv)
+	@if ! cmp -s $(AMQTT_REQS) $(AMQTT_VENV)/requirements.txt; then \
+	  echo "Building the second broker's venv in $(AMQTT_VENV)"; \
+	  $(SUDO) rm -rf $(AMQTT_VENV) && $(SUDO) python3 -m venv $(AMQTT_VENV) && \
+	  $(SUDO) $(AMQTT_VENV)/bin/pip install -q --disable-pip-version-check -r $(AMQTT_REQS) && \
+	  $(SUDO) cp $(AMQTT_REQS) $(AMQTT_VENV)/requirements.txt; \
+	fi
+
 SENSORS_VENV := /var/cache/blegateway-sensors-venv
 SENSORS_REQS := Tests/tools/sensor-oracle-requirements.txt
 sensors-venv:

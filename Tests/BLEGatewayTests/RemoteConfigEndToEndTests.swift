@@ -42,10 +42,11 @@ extension EndToEndSuites {
             var runner: Task<Void, Error>?
             var task: Task<Void, Never>?
 
-            init(port: Int, filter: String) throws {
+            init(port: Int, filter: String, protocolVersion: MQTTProtocolVersion = .v5) throws {
                 var c = MQTTConfiguration()
                 c.host = "127.0.0.1"
                 c.port = port
+                c.protocolVersion = protocolVersion
                 c.clientID = "rc-observer-\(UUID().uuidString.prefix(8))"
                 c.reconnect = .init(minDelay: .milliseconds(50), maxDelay: .milliseconds(300), jitter: 0)
                 client = MQTTClient(configuration: c)

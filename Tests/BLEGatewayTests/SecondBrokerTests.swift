@@ -1,0 +1,91 @@
+import BLEPublishing
+import Foundation
+import Testing
+@testable import BLEGateway
+
+/// The gateway is not tied to mosquitto: the retained-config round trip against a second implementation, amqtt
+/// (Python, PyPI; `make test` keeps it in /var/cache/blegateway-amqtt-venv). amqtt speaks MQTT 3.1.1 only (it
+/// closes an MQTT 5 connection), so the gateway and the operator use 3.1.1 here. What differs from mosquitto is in
+/// docs/DEPLOY.md, "Brokers".
+enum Amqtt {
+    static let executable = "/var/cache/blegateway-amqtt-venv/bin/amqtt"
+    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+}
+
+extension EndToEndSuites {
+    @Suite(.enabled(if: Amqtt.isAvailable, "needs amqtt (make amqtt-venv)"), .timeLimit(.minutes(2)), .serialized)
+    struct SecondBrokerTests {
+        typealias Source = RemoteConfigEndToEndTests.Source
+        typealias Observer = RemoteConfigEndToEndTests.Observer
+
+        @Test func aRetainedConfigAppliesReportsAndIsInForceAgainAtTheNextStartUnderAmqtt() async throws {
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("amqtt-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let port = try PersistentBroker.freePort()
+            try """
+                listeners:
+                  default:
+                    type: tcp
+                    bind: 127.0.0.1:\(port)
+                plugins:
+                  amqtt.plugins.authentication.AnonymousAuthPlugin:
+                    allow_anonymous: true
+                """.write(to: dir.appendingPathComponent("amqtt.yaml"), atomically: true, encoding: .utf8)
+            let broker = try Child.unmasked(Amqtt.executable, ["-c", dir.appendingPathComponent("amqtt.yaml").path],
+                                            log: dir.appendingPathComponent("amqtt.log").path)
+            defer { broker.stop(SIGTERM, limit: .seconds(5)) }
+            try await RemoteConfigEndToEndTests.waitFor("amqtt", limit: .seconds(20)) { PersistentBroker.accepts(port) }
+
+            let prefix = "amqtt\(UInt32.random(in: 0...UInt32.max))"
+            let observer = try Observer(port: port, filter: "\(prefix)/#", protocolVersion: .v311)
+            defer { observer.stop() }
+            var c = GatewayConfiguration()
+            c.gateway.id = "gw-a"
+            c.mqtt.broker = "mqtt://127.0.0.1:\(port)"
+            c.mqtt.prefix = prefix
+            c.mqtt.protocolVersion = 3
+            c.mqtt.reconnectMinSeconds = 0.1
+            c.mqtt.reconnectMaxSeconds = 0.5
+            c.spool.path = dir.appendingPathComponent("spool.sqlite").path
+            c.publishing.rangingIntervalSeconds = 0.2
+            let stateTopic = "\(prefix)/gw-a/config/state"
+            func start() throws -> (GatewayRuntime, Source, Task<Void, Error>) {
+                let source = Source()
+                let runtime = try GatewayRuntime(configuration: c, source: source, clockSynchronized: { true })
+                source.lock.withLock { source.runtime = runtime }
+                return (runtime, source, Task { try await runtime.run() })
+            }
+
+            // Mid-run: the operator's retained document applies and the verdict comes back. (In a scope of its own:
+            // the runtime holds the spool until it is gone.)
+            do {
+                let (runtime, _, task) = try start()
+                try await RemoteConfigEndToEndTests.waitFor("readings flowing", limit: .seconds(20)) {
+                    observer.beacons(after: 0).count >= 4
+                }
+                try await observer.publish("\(prefix)/gw-a/config",
+                                           Array(#"{"version": 4, "scan": {"filters": ["name:A"]}}"#.utf8))
+                try await RemoteConfigEndToEndTests.waitFor("the verdict", limit: .seconds(20)) {
+                    observer.states(stateTopic).contains {
+                        $0["version"] as? Int == 4 && $0["status"] as? String == "applied"
+                    }
+                }
+                #expect(runtime.effectiveConfiguration.scan.filters == ["name:A"])
+                task.cancel()
+                _ = try? await task.value
+            }
+
+            // The next start: the retained document comes from amqtt before the first scan.
+            let (_, source, again) = try start()
+            try await RemoteConfigEndToEndTests.waitFor("first scan", limit: .seconds(20)) {
+                source.lock.withLock { source.configurationAtStart != nil }
+            }
+            #expect(source.lock.withLock { source.configurationAtStart }?.scan.filters == ["name:A"])
+            again.cancel()
+            _ = try? await again.value
+            // Nothing the broker acknowledged went missing on the way (3.1.1: acknowledged means delivered here).
+            #expect(RemoteConfigEndToEndTests.gaps(observer.seqs) == [])
+        }
+    }
+}
