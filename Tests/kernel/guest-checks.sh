@@ -213,12 +213,15 @@ check exclusive-force-down-takes-adapter "$r"
 # the gateway must reopen it by itself and decode advertisements again, without being restarted.
 kill $BLUETOOTHD 2>/dev/null; wait $BLUETOOTHD 2>/dev/null
 log "adapter lifecycle: btvirt restart under scan"
-timeout 60 "$BIN" scan --device hci0 --mode exclusive --json --duration 40 > "$OUT/lifecycle.json" 2> "$OUT/lifecycle.err" &
+timeout 90 "$BIN" scan --device hci0 --mode exclusive --json --duration 60 > "$OUT/lifecycle.json" 2> "$OUT/lifecycle.err" &
 SCANNER=$!
-# The adapter must be the scan's before it vanishes (a loaded host starts the scan late). Binding the user channel
-# takes the index away from the management interface, so wait (bounded) until btmgmt no longer lists hci0.
-sleep 3
-for i in $(seq 1 20); do timeout 5 btmgmt info 2>/dev/null | grep -q '^hci0:' || break; sleep 0.5; done
+# The adapter must be the scan's, and scanning, before it vanishes: a loaded host starts the scan late, and one that
+# never ran exits at once on an absent adapter (a user's mistake, not a fault to recover from). Wait (bounded) for
+# proof: a decoded advertisement, which it prints only once it holds hci0 and scans. (Waiting for btmgmt to stop
+# listing hci0 was not proof: a btmgmt that timed out under load ended the wait early, and CI saw "No such
+# adapter".)
+end=$(( $(date +%s) + 30 ))
+while [ ! -s "$OUT/lifecycle.json" ] && [ "$(date +%s)" -lt "$end" ]; do advertise_legacy_on_hci1; sleep 1; done
 kill $BTVIRT 2>/dev/null; wait $BTVIRT 2>/dev/null
 sleep 3
 btvirt -l2 > "$OUT/btvirt2.log" 2>&1 &
