@@ -255,7 +255,8 @@ echo "credentials $(ls "$CREDENTIALS_DIRECTORY" | tr '\n' ' ')password=$(cat "$C
 echo "version $(/usr/bin/blegateway --version)"
 PROBE
             chmod 0755 "$CHROOT/usr/local/bin/blegateway-probe"
-            printf '[Unit]\nSuccessAction=poweroff\nFailureAction=poweroff\n[Service]\nExecStart=\nExecStart=%s\n' \
+            # Type=exec: the probe is not the gateway and never says READY=1 (the unit is Type=notify).
+            printf '[Unit]\nSuccessAction=poweroff\nFailureAction=poweroff\n[Service]\nType=exec\nExecStart=\nExecStart=%s\n' \
                 /usr/local/bin/blegateway-probe >"$d/blegateway.service.d/probe.conf"
             ln -sf /lib/systemd/system/blegateway.service "$d/multi-user.target.wants/blegateway.service"
             # nspawn keeps CAP_NET_ADMIN out of the container unless asked; the unit needs it in its bounding set.
