@@ -10,19 +10,7 @@ struct ConfigPushRefusalTests {
     final class Broker {
         let child: Child
         let port: Int
-        init(_ directory: URL) throws {
-            port = try PersistentBroker.freePort()
-            let conf = directory.appendingPathComponent("mosquitto.conf")
-            try "\(getuid() == 0 ? "user root" : "")\nlistener \(port) 127.0.0.1\nallow_anonymous true\n"
-                .write(to: conf, atomically: true, encoding: .utf8)
-            child = try Child.unmasked(PersistentBroker.executable, ["-c", conf.path],
-                                       log: directory.appendingPathComponent("mosquitto.log").path)
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !PersistentBroker.accepts(port) {
-                guard ContinuousClock.now < deadline else { throw POSIXError(.ETIMEDOUT) }
-                usleep(20_000)
-            }
-        }
+        init(_ directory: URL) throws { (child, port) = try PersistentBroker.plain(in: directory) }
         var url: String { "mqtt://127.0.0.1:\(port)" }
     }
 

@@ -23,17 +23,8 @@ extension EndToEndSuites {
             try "topic read #\ntopic write \(prefix)/gw-r/status\ntopic write \(prefix)/gw-r/health\n"
                 .appending("topic write \(prefix)/gw-r/adapter\ntopic write \(prefix)/gw-r/config/state\n")
                 .write(to: acl, atomically: true, encoding: .utf8)
-            let port = try PersistentBroker.freePort()
-            try """
-                \(getuid() == 0 ? "user root" : "")
-                listener \(port) 127.0.0.1
-                allow_anonymous true
-                acl_file \(acl.path)
-                """.write(to: dir.appendingPathComponent("m.conf"), atomically: true, encoding: .utf8)
-            let broker = try Child.unmasked(PersistentBroker.executable,
-                                            ["-c", dir.appendingPathComponent("m.conf").path], log: dir.appendingPathComponent("mosquitto.log").path)
+            let (broker, port) = try PersistentBroker.plain(in: dir, ["acl_file \(acl.path)"])
             defer { broker.stop(SIGTERM, limit: .seconds(5)) }
-            try await RemoteConfigEndToEndTests.waitFor("broker") { PersistentBroker.accepts(port) }
 
             let observer = try Observer(port: port, filter: "\(prefix)/gw-r/#")
             defer { observer.stop() }

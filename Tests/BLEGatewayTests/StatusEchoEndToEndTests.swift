@@ -24,17 +24,8 @@ extension EndToEndSuites {
             let acl = "topic read #\ntopic write \(prefix)/gw-echo/health\n"
                 + (statusDenied ? "" : "topic write \(prefix)/gw-echo/status\n")
             try acl.write(to: dir.appendingPathComponent("acl"), atomically: true, encoding: .utf8)
-            let port = try PersistentBroker.freePort()
-            try """
-                \(getuid() == 0 ? "user root" : "")
-                listener \(port) 127.0.0.1
-                allow_anonymous true
-                acl_file \(dir.appendingPathComponent("acl").path)
-                """.write(to: dir.appendingPathComponent("m.conf"), atomically: true, encoding: .utf8)
-            let broker = try Child.unmasked(PersistentBroker.executable,
-                                            ["-c", dir.appendingPathComponent("m.conf").path], log: dir.appendingPathComponent("mosquitto.log").path)
+            let (broker, port) = try PersistentBroker.plain(in: dir, ["acl_file \(dir.appendingPathComponent("acl").path)"])
             defer { broker.stop(SIGTERM, limit: .seconds(5)) }
-            try await RemoteConfigEndToEndTests.waitFor("broker") { PersistentBroker.accepts(port) }
 
             let observer = try Observer(port: port, filter: "\(prefix)/gw-echo/health")
             defer { observer.stop() }

@@ -12,25 +12,11 @@ struct ToolTLSTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let pki = try TestCertificates(in: dir)
-        let port = try PersistentBroker.freePort()
-        let conf = dir.appendingPathComponent("mosquitto.conf")
-        try """
-            \(getuid() == 0 ? "user root" : "")
-            listener \(port) 127.0.0.1
-            allow_anonymous true
-            cafile \(pki.caFile)
-            certfile \(pki.serverCertificate)
-            keyfile \(pki.serverKey)
-            require_certificate true
-            """.write(to: conf, atomically: true, encoding: .utf8)
-        let broker = try Child.unmasked(PersistentBroker.executable, ["-c", conf.path],
-                                        log: dir.appendingPathComponent("mosquitto.log").path)
+        let (broker, port) = try PersistentBroker.plain(in: dir, [
+            "cafile \(pki.caFile)", "certfile \(pki.serverCertificate)", "keyfile \(pki.serverKey)",
+            "require_certificate true",
+        ])
         defer { broker.stop() }
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !PersistentBroker.accepts(port) {
-            guard ContinuousClock.now < deadline else { throw POSIXError(.ETIMEDOUT) }
-            usleep(20_000)
-        }
         let published = try ConfigPushRefusalTests.run("/usr/bin/mosquitto_pub", [
             "-h", "127.0.0.1", "-p", "\(port)", "--cafile", pki.caFile, "--cert", pki.clientCertificate,
             "--key", pki.clientKey, "-r", "-q", "1", "-t", "site/gw-1/config", "-m", #"{"version": 3}"#])

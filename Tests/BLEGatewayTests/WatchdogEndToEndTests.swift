@@ -59,17 +59,11 @@ extension EndToEndSuites {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("watchdog-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: dir) }
-            let port = try PersistentBroker.freePort()
-            try "\(getuid() == 0 ? "user root" : "")\nlistener \(port) 127.0.0.1\nallow_anonymous true\n"
-                .write(to: dir.appendingPathComponent("m.conf"), atomically: true, encoding: .utf8)
-            let broker = try Child.unmasked(PersistentBroker.executable,
-                                            ["-c", dir.appendingPathComponent("m.conf").path],
-                                            log: dir.appendingPathComponent("mosquitto.log").path)
+            let (broker, port) = try PersistentBroker.plain(in: dir)
             defer {
                 broker.signal(SIGCONT)
                 broker.stop(SIGTERM, limit: .seconds(5))
             }
-            try await RemoteConfigEndToEndTests.waitFor("broker") { PersistentBroker.accepts(port) }
             let socket = try NotifySocket(path: dir.appendingPathComponent("notify").path)
             defer { socket.stop() }
 

@@ -124,6 +124,27 @@ final class PersistentBroker: @unchecked Sendable {
     /// SIGTERM: the broker saves its state and exits, like `systemctl restart mosquitto` (which waits 90 s).
     func stop() { child?.stop(SIGTERM, limit: .seconds(30)) }
 
+    /// A throw-away mosquitto for one test (no persistence): anonymous clients on a free port of 127.0.0.1, with
+    /// `lines` after the listener (an ACL, TLS files …), its configuration and log in `directory`, the signal mask
+    /// cleared (so SIGHUP reloads reach it). Returns once it accepts connections.
+    static func plain(in directory: URL, _ lines: [String] = []) throws -> (child: Child, port: Int) {
+        let port = try freePort()
+        let conf = directory.appendingPathComponent("mosquitto.conf")
+        try ([getuid() == 0 ? "user root" : "", "listener \(port) 127.0.0.1", "allow_anonymous true"] + lines)
+            .joined(separator: "\n").appending("\n").write(to: conf, atomically: true, encoding: .utf8)
+        let child = try Child.unmasked(executable, ["-c", conf.path],
+                                       log: directory.appendingPathComponent("mosquitto.log").path)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !accepts(port) {
+            guard ContinuousClock.now < deadline else {
+                child.stop()
+                throw POSIXError(.ETIMEDOUT)
+            }
+            usleep(20_000)
+        }
+        return (child, port)
+    }
+
     static func accepts(_ port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(fd) }
