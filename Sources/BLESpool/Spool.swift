@@ -52,6 +52,9 @@ public final class Spool: @unchecked Sendable {
     var lastQuarantine: SpoolOpenReport?
     var ioErrorsInARow = 0
     var quarantineObserver: (@Sendable (SpoolOpenReport) -> Void)?
+    /// Told each range of seqs once its commit returned (fsync'd at `synchronous=FULL`): the moment a reading is
+    /// durable, which the power-loss drill (Tests/kernel/powerloss.sh) holds the spool to.
+    private var commitObserver: (@Sendable (ClosedRange<UInt64>) -> Void)?
 
     /// Opens the spool at `configuration.path`, creating it if needed. A file that is not a readable database is
     /// moved aside to `<path>.corrupt-<UTC timestamp>`, readable rows are copied into a fresh spool with their seq,
@@ -183,6 +186,12 @@ public final class Spool: @unchecked Sendable {
 
     // MARK: Committing
 
+    /// `observer` is told the seqs of every commit once it returned, that is once they are durable; called with the
+    /// database lock held, so it must not call back into the spool. One observer; a later call replaces it.
+    public func observeCommits(_ observer: @escaping @Sendable (ClosedRange<UInt64>) -> Void) {
+        databaseLock.withLock { commitObserver = observer }
+    }
+
     /// Commits everything buffered and every acknowledgement in one transaction; assigns the seqs. Returns the seqs
     /// committed, or nil when there were no readings. On failure nothing was written: the readings go back to the
     /// front of the buffer (bounded), the error is kept in `statistics.lastError` and thrown.
@@ -238,6 +247,7 @@ public final class Spool: @unchecked Sendable {
             commits += 1
             ioErrorsInARow = 0
             if salvaging { salvageCommitted() }
+            if let range { commitObserver?(range) }
             // Space came back after the reserve was used: hold it again.
             if lastError != nil || reserveReleases > 0 && !ballast.isHeld { ballast.hold() }
             lastError = nil
@@ -262,6 +272,7 @@ public final class Spool: @unchecked Sendable {
                 if ballast.release() { reserveReleases += 1 }
                 if let range = try? commitStatesMakingRoom(batch, acks: acks, dropped: dropped, dead: dead) {
                     commits += 1
+                    commitObserver?(range)
                     lastError = nil
                     return range
                 }

@@ -23,6 +23,27 @@ struct SpoolSequenceTests {
         #expect(try spool.commit() == nil, "an empty commit assigns nothing")
     }
 
+    @Test func theCommitObserverHearsEveryDurableRangeOnceAndOnlyAfterItsCommit() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let heard = Locked<[ClosedRange<UInt64>]>([])
+        do {
+            let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
+            spool.observeCommits { range in heard.withLock { $0.append(range) } }
+            spool.append(sample(1))
+            spool.append(sample(2))
+            #expect(heard.withLock { $0 }.isEmpty, "appended is not durable")
+            try spool.commit()
+            #expect(try spool.appendDurably(state("connected")) == 3)
+            spool.acknowledge([1])
+            try spool.commit()
+        }
+        #expect(heard.withLock { $0 } == [1...2, 3...3], "a commit of acknowledgements alone issues no seq")
+        // What it heard is what the reopened spool holds (less the acknowledged).
+        let reopened = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
+        #expect(try reopened.everything().map(\.seq) == [2, 3])
+    }
+
     @Test func seqIsMonotonicAcrossReopenAndNeverReusedAfterTheTableEmpties() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
