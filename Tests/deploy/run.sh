@@ -253,17 +253,35 @@ touch /usr/write-test 2>/dev/null || echo "/usr read-only"
 [ ! -e /tmp/debs ] && echo "/tmp private"
 echo "credentials $(ls "$CREDENTIALS_DIRECTORY" | tr '\n' ' ')password=$(cat "$CREDENTIALS_DIRECTORY/mqtt_password")"
 echo "version $(/usr/bin/blegateway --version)"
+# The adapter ladder's devices: hidden, refused, or reaching the kernel (opened, or no such device behind the node).
+for n in /dev/rfkill /dev/bus/usb/001/002; do
+    if [ ! -e "$n" ]; then echo "$n hidden"
+    elif (exec 3<>"$n") 2>/tmp/open.err; then echo "$n reached"
+    else case $(cat /tmp/open.err) in *"No such device"*) echo "$n reached" ;; *) echo "$n $(sed 's/.*: //' /tmp/open.err)" ;; esac
+    fi
+done
 PROBE
             chmod 0755 "$CHROOT/usr/local/bin/blegateway-probe"
             # Type=exec: the probe is not the gateway and never says READY=1 (the unit is Type=notify).
             printf '[Unit]\nSuccessAction=poweroff\nFailureAction=poweroff\n[Service]\nType=exec\nExecStart=\nExecStart=%s\n' \
                 /usr/local/bin/blegateway-probe >"$d/blegateway.service.d/probe.conf"
             ln -sf /lib/systemd/system/blegateway.service "$d/multi-user.target.wants/blegateway.service"
+            # With the adapter-recovery drop-in (argument "devices"), as docs/DEPLOY.md installs it.
+            [ "${1:-}" = devices ] && cp "$REPO/deploy/systemd/adapter-recovery.conf" "$d/blegateway.service.d/"
+            # /dev/rfkill and a USB adapter's usbfs node, owned as deploy/udev/60-blegateway-adapter-recovery.rules
+            # makes them (group blegateway, 0664); this machine may have neither driver, so reaching the kernel
+            # (ENODEV, ENXIO) is the proof that the sandbox let the gateway through.
+            local nodes=$WORK/devnodes gid
+            gid=$(chroot "$CHROOT" getent group blegateway | cut -d: -f3)
+            rm -rf "$nodes"; mkdir -p "$nodes/usb/001"
+            mknod "$nodes/rfkill" c 10 242 && mknod "$nodes/usb/001/002" c 189 1 || return 1
+            chgrp "$gid" "$nodes/rfkill" "$nodes/usb/001/002" && chmod 0664 "$nodes/rfkill" "$nodes/usb/001/002"
             # nspawn keeps CAP_NET_ADMIN out of the container unless asked; the unit needs it in its bounding set.
             (cd "$WORK" && timeout 120 systemd-nspawn -q -D "$CHROOT" --boot --register=no --keep-unit \
-                --capability=CAP_NET_ADMIN </dev/null >"$WORK/nspawn.log" 2>&1)
+                --capability=CAP_NET_ADMIN --bind="$nodes/rfkill:/dev/rfkill" --bind="$nodes/usb:/dev/bus/usb" \
+                </dev/null >"$WORK/nspawn.log" 2>&1)
             rm -rf "$d/blegateway.service.d" "$d/multi-user.target.wants/blegateway.service" "$CHROOT/home/someone" \
-                "$CHROOT/usr/local/bin/blegateway-probe" "$CHROOT"/etc/blegateway/credentials/*
+                "$CHROOT/usr/local/bin/blegateway-probe" "$CHROOT"/etc/blegateway/credentials/* "$nodes"
             out=$(cat "$CHROOT/var/lib/blegateway/probe.txt" 2>/dev/null) || {
                 echo "no probe output; the boot said:"; tail -n 15 "$WORK/nspawn.log" | tr -d '\r'; return 1; }
             rm -f "$CHROOT"/var/lib/blegateway/{probe.txt,write-test}
@@ -278,6 +296,11 @@ state dir writable
 /tmp private
 credentials mqtt_password mqtt_username password=s3cret
 version $NEW_VERSION"
+            if [ "${1:-}" = devices ]; then
+                expected+=$'\n/dev/rfkill reached\n/dev/bus/usb/001/002 reached'
+            else
+                expected+=$'\n/dev/rfkill hidden\n/dev/bus/usb/001/002 hidden'
+            fi
             echo "$out"
             [ "$(echo "$out" | sort)" = "$(echo "$expected" | sort)" ]
         }
@@ -286,8 +309,12 @@ version $NEW_VERSION"
         elif ! command -v systemd-nspawn >/dev/null; then nspawn_reason="systemd-nspawn is not installed (package systemd-container)"
         fi
         if [ -z "$nspawn_reason" ]; then
-            check "unit: under systemd (nspawn boot): user blegateway, caps NET_ADMIN+NET_RAW only, read-only system, credentials" \
+            check "unit: under systemd (nspawn boot): user blegateway, caps NET_ADMIN+NET_RAW only, read-only system, credentials, no rfkill or USB nodes" \
                 unit_probe
+            # DevicePolicy=closed itself is not observable here: nspawn's containers on this machine do not enforce
+            # device cgroups (a node the drop-in does not allow opens too), so this shows the two nodes let through.
+            check "unit: with deploy/systemd/adapter-recovery.conf, /dev/rfkill and the adapter's usbfs node reach the kernel" \
+                unit_probe devices
         else
             skip "unit: under systemd (nspawn boot)" "$nspawn_reason"
         fi

@@ -42,7 +42,10 @@ install -m 0644 "$ROOT/docs/DEPLOY.md" "$ROOT/docs/CONFIG.md" "$pkg/usr/share/do
 install -d -m 0755 "$pkg/usr/share/doc/blegateway/examples/grafana"
 install -m 0644 "$ROOT"/deploy/grafana/*.json "$pkg/usr/share/doc/blegateway/examples/grafana/"
 [ -f "$ROOT/docs/TOPICS.md" ] && install -m 0644 "$ROOT/docs/TOPICS.md" "$pkg/usr/share/doc/blegateway/"
-install -m 0644 "$ROOT/deploy/systemd/serial-adapter.conf" "$pkg/usr/share/doc/blegateway/examples/systemd/"
+install -m 0644 "$ROOT/deploy/systemd/serial-adapter.conf" "$ROOT/deploy/systemd/adapter-recovery.conf" \
+    "$pkg/usr/share/doc/blegateway/examples/systemd/"
+install -d -m 0755 "$pkg/usr/share/doc/blegateway/examples/udev"
+install -m 0644 "$ROOT"/deploy/udev/*.rules "$pkg/usr/share/doc/blegateway/examples/udev/"
 install -m 0644 "$ROOT"/deploy/mosquitto/*.conf "$ROOT"/deploy/mosquitto/*.acl \
     "$pkg/usr/share/doc/blegateway/examples/mosquitto/"
 
