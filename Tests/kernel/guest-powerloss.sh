@@ -1,0 +1,69 @@
+#!/bin/sh
+# One boot of the power-loss drill (Tests/kernel/powerloss.sh), inside the VM: $1 the blegateway binary, $2 the
+# results share. The share's drill.env says which boot this is and what it does:
+#   control  a writer at synchronous=OFF on the virtio disk, logging each commit (the drill must see it lose some)
+#   run      the gateway on the virtio disk, its log (with each commit's durable seqs) on the share
+#   final    nothing runs: this boot only records what it found
+# Every boot first mounts the disk (the kernel replays ext4's journal) and copies what it finds to the share, before
+# anything writes to it: that copy is what the host checks against what the previous boot had said was durable.
+BIN=$1
+OUT=$2
+. "$OUT/drill.env"
+D=$OUT/boot-$BOOT
+mkdir -p "$D/found"
+say() { echo "[powerloss] $* (at $(cut -d" " -f1 /proc/uptime) s)" > /dev/console; }
+
+ip link set lo up && ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 && ip route add default via 10.0.2.2 ||
+    say "network setup failed"
+mkdir -p /run/spool
+# commit=60: ext4 commits its journal on its own only every minute, so what is on the disk at a cut is what was
+# fsync'd (the spool's commits), not what the journal happened to carry along.
+if ! mount -t ext4 -o commit=60 /dev/vda /run/spool 2> "$D/mount.err"; then
+    say "mount failed"
+    exit 1
+fi
+for f in /run/spool/*; do
+    case $f in *.reserve|*/lost+found) continue ;; esac
+    [ -e "$f" ] && cp "$f" "$D/found/"
+done
+say "found $(ls /run/spool | tr '\n' ' ')"
+
+case $MODE in
+final)
+    umount /run/spool
+    say "final boot done"
+    ;;
+control)
+    say "process starting"
+    exec python3 - /run/spool/control.sqlite "$D/control.log" > /dev/console <<'PY'
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("PRAGMA journal_mode = WAL")
+db.execute("PRAGMA synchronous = OFF")
+db.execute("CREATE TABLE IF NOT EXISTS rows(n INTEGER PRIMARY KEY, body BLOB)")
+log = open(sys.argv[2], "w", buffering=1)
+n = 0
+while True:
+    n += 1
+    db.execute("BEGIN")
+    db.execute("INSERT INTO rows VALUES(?, zeroblob(200))", (n,))
+    db.execute("COMMIT")
+    log.write(f"committed {n}\n")
+    if n == 1:
+        print("[powerloss] committing", flush=True)
+PY
+    ;;
+run)
+    say "process starting"
+    exec "$BIN" run --config "$OUT/gateway.yaml" --gateway-id gw-lobby --device "tcp:10.0.2.2:$HCI_PORT" \
+        --broker "mqtt://10.0.2.2:$MQTT_PORT" --prefix pl --spool /run/spool/spool.sqlite --log-level debug 2>&1 |
+        tee "$D/gateway.log" | while IFS= read -r line; do
+            # The console hears at once (awk would wait to fill its input buffer) of the first commit of more than
+            # one reading: the scan's samples are flowing, not just the start's status and adapter state.
+            case $line in *"spool: seq "*"..."*" durable"*)
+                range=${line##*spool: seq }; range=${range%% durable*}
+                [ -z "${told:-}" ] && [ "${range%...*}" != "${range#*...}" ] && say "committing" && told=1 ;;
+            esac
+        done
+    ;;
+esac

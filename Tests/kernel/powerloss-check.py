@@ -1,0 +1,121 @@
+#!/usr/bin/env python3
+"""Judges a power-loss drill (Tests/kernel/powerloss.sh): WORK holds each boot's log and the copy of the disk
+the boot after it found, and delivered.txt, what a subscriber received through every cut.
+
+For each cut boot k, every seq its gateway logged as durable ("spool: seq A...B durable", logged once the commit
+returned) must be in boot k+1's copy of the spool (readings or dead letters) or have been delivered; no boot may
+issue a seq an earlier boot had issued; a seq delivered twice carries the same reading both times; every boot's
+gateway opened its spool (salvaging a damaged one is allowed, and counted). The control boot (synchronous=OFF)
+must lose committed rows, or the cut was not a power cut. Prints PASS/FAIL lines, the figures, and
+"N passed, N failed"; exits 1 on any failure."""
+import json, os, re, shutil, sqlite3, sys, tempfile
+
+work, boots = sys.argv[1], int(sys.argv[2])
+results = os.path.join(work, "results")
+passed = failed = 0
+
+
+def check(name, ok, why=""):
+    global passed, failed
+    if ok:
+        passed += 1
+        print(f"PASS {name}")
+    else:
+        failed += 1
+        print(f"FAIL {name}: {why}")
+
+
+def found_rows(boot, name, queries):
+    """The rows of `name` as boot `boot` found it, read from a copy (opening runs WAL recovery, which writes)."""
+    src = os.path.join(results, f"boot-{boot}", "found")
+    if not os.path.exists(os.path.join(src, name)):
+        return set(), "absent"
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in os.listdir(src):
+            if f.startswith(name):
+                shutil.copy(os.path.join(src, f), tmp)
+        try:
+            db = sqlite3.connect(os.path.join(tmp, name))
+            rows = set()
+            for q in queries:
+                rows |= {r[0] for r in db.execute(q)}
+            db.close()
+            return rows, "ok"
+        except sqlite3.DatabaseError as e:
+            return set(), f"unreadable: {e}"
+
+
+def log_lines(boot, name):
+    path = os.path.join(results, f"boot-{boot}", name)
+    return open(path, errors="replace").read().splitlines() if os.path.exists(path) else []
+
+
+# The control boot: rows committed at synchronous=OFF, then the cut.
+committed = {int(l.split()[1]) for l in log_lines(1, "control.log") if l.startswith("committed ")}
+kept, state = found_rows(2, "control.sqlite", ["SELECT n FROM rows"])
+lost_control = committed - kept
+check("the cut loses what was never synced (control at synchronous=OFF)",
+      len(committed) > 0 and len(lost_control) > 0,
+      f"{len(committed)} rows committed, {len(lost_control)} lost ({state}): the VM's cut is not a power cut")
+
+# What was delivered: seq -> the distinct payloads seen for it (QoS 1 may repeat a reading, never change it).
+delivered = {}
+for line in open(os.path.join(work, "delivered.txt"), errors="replace"):
+    topic, _, payload = line.rstrip("\n").partition(" ")
+    try:
+        seq = json.loads(payload).get("seq")
+    except ValueError:
+        continue
+    if isinstance(seq, int):
+        delivered.setdefault(seq, set()).add(payload)
+
+durable_line = re.compile(r"spool: seq (\d+)\.\.\.(\d+) durable")
+confirmed_total, found_total, lost_total, salvaged, committed_boots, sampling_boots = set(), 0, [], 0, 0, 0
+issued_before = 0
+reused = []
+for k in range(2, boots):
+    lines = log_lines(k, "gateway.log")
+    confirmed, batches = set(), 0
+    for line in lines:
+        m = durable_line.search(line)
+        if m:
+            confirmed |= set(range(int(m.group(1)), int(m.group(2)) + 1))
+            batches += m.group(1) != m.group(2)
+    sampling_boots += batches > 0
+    if any("set aside" in l or "corruption" in l or "salvage" in l.lower() for l in lines):
+        salvaged += 1
+    fatal = [l for l in lines if l.startswith("Error:") or "cannot open" in l]
+    if fatal:
+        check(f"boot {k}: the gateway started", False, fatal[0])
+    if confirmed:
+        committed_boots += 1
+        if min(confirmed) <= issued_before:
+            reused.append((k, min(confirmed), issued_before))
+        issued_before = max(issued_before, max(confirmed))
+    spool, state = found_rows(k + 1, "spool.sqlite",
+                              ["SELECT seq FROM readings", "SELECT seq FROM dead_letters"])
+    if confirmed and state != "ok":
+        check(f"cut {k - 1}: the next boot reads the spool", False, state)
+    lost = sorted(s for s in confirmed if s not in spool and s not in delivered)
+    confirmed_total |= confirmed
+    found_total += len(confirmed) - len(lost)
+    if lost:
+        lost_total.append((k, lost))
+
+check("every seq confirmed durable before a cut is in the next boot's spool or was delivered",
+      not lost_total and confirmed_total,
+      "; ".join(f"boot {k}: {len(l)} lost, first {l[:10]}" for k, l in lost_total) or "nothing was confirmed")
+check("no boot issues a seq an earlier boot issued", not reused,
+      "; ".join(f"boot {k} began at {m}, an earlier boot had issued up to {b}" for k, m, b in reused))
+twice = sorted(s for s, p in delivered.items() if len(p) > 1)
+check("a seq delivered twice is the same reading", not twice, f"seqs with different readings: {twice[:10]}")
+check("the gateways committed the scan's samples in at least half the boots (the drill exercised the spool)",
+      sampling_boots >= (boots - 2) // 2, f"only {sampling_boots} of {boots - 2} boots committed samples")
+
+cuts = boots - 2
+print(f"power-loss figures: {cuts} cuts of a gateway and 1 control cut; {len(confirmed_total)} readings confirmed "
+      f"durable before a cut, {found_total} found after it (in the spool or delivered), "
+      f"{sum(len(l) for _, l in lost_total)} lost; {len(delivered)} seqs delivered; {committed_boots} boots committed, {sampling_boots} of them samples; "
+      f"{salvaged} salvages; control at synchronous=OFF: {len(committed)} committed, {len(lost_control)} lost")
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
