@@ -26,10 +26,11 @@ extension EndToEndSuites {
             private var task: Task<Void, Never>?
             private var runner: Task<Void, Error>?
 
-            init(port: Int, prefix: String) throws {
+            init(port: Int, prefix: String, protocolVersion: MQTTProtocolVersion = .v5) throws {
                 var c = MQTTConfiguration()
                 c.host = "127.0.0.1"
                 c.port = port
+                c.protocolVersion = protocolVersion
                 c.clientID = "zero-loss-observer"
                 c.session = .persistent(expiry: .seconds(3600))
                 c.reconnect = .init(minDelay: .milliseconds(50), maxDelay: .milliseconds(300), jitter: 0)

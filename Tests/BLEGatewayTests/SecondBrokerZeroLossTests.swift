@@ -1,0 +1,84 @@
+import BLEPublishing
+import Foundation
+import Testing
+
+extension EndToEndSuites {
+    /// The zero-loss drill's gateway half against the second broker: the gateway, a real process fed by the
+    /// simulator's office, SIGKILLed 20 times while it publishes to amqtt under MQTT 3.1.1; every reading that became
+    /// durable reaches a subscriber that stays connected, QoS 1 duplicates allowed, no gap in `seq`. The broker half
+    /// (restarts, an outage) is not run against amqtt: it loses the QoS 1 messages queued for a persistent session
+    /// when it restarts, even with its session database (docs/DEPLOY.md, "Other brokers"), so a gap there would be
+    /// the broker's, not the gateway's.
+    @Suite(.enabled(if: Amqtt.isAvailable, "needs amqtt (make amqtt-venv)"), .timeLimit(.minutes(4)), .serialized)
+    struct SecondBrokerZeroLossTests {
+        @Test func noDurableReadingIsLostAcrossGatewayKillsUnderAmqtt() async throws {
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent("zl-amqtt-\(UUID().uuidString.prefix(8))")
+            let simDir = root.appendingPathComponent("sim")
+            try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
+            let port = try PersistentBroker.freePort()
+            try """
+                listeners:
+                  default:
+                    type: tcp
+                    bind: 127.0.0.1:\(port)
+                plugins:
+                  amqtt.plugins.authentication.AnonymousAuthPlugin:
+                    allow_anonymous: true
+                """.write(to: root.appendingPathComponent("amqtt.yaml"), atomically: true, encoding: .utf8)
+            let broker = try Child.unmasked(Amqtt.executable, ["-c", root.appendingPathComponent("amqtt.yaml").path],
+                                            log: root.appendingPathComponent("amqtt.log").path)
+            defer { broker.stop(SIGTERM, limit: .seconds(5)) }
+            try await RemoteConfigEndToEndTests.waitFor("amqtt", limit: .seconds(20)) { PersistentBroker.accepts(port) }
+
+            let bin = BuiltProducts.blegateway
+            let scenario = BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml").path
+            let sim = try Child(bin, ["sim", "--scenario", scenario, "--socket-dir", simDir.path, "--speed", "1",
+                                      "--status-every", "0"], log: root.appendingPathComponent("sim.log").path)
+            defer { sim.stop() }
+            let socket = simDir.appendingPathComponent("gw-lobby.sock").path
+            try await RemoteConfigEndToEndTests.waitFor("the simulator's socket") {
+                FileManager.default.fileExists(atPath: socket)
+            }
+            let subscriber = try ZeroLossTests.Subscriber(port: port, prefix: "zla", protocolVersion: .v311)
+            defer { subscriber.stop() }
+            try await Task.sleep(for: .milliseconds(500))
+
+            let config = root.appendingPathComponent("gateway.yaml")
+            try "mqtt:\n  protocol: 3\n  reconnect_min_s: 0.2\n  reconnect_max_s: 1\n"
+                .write(to: config, atomically: true, encoding: .utf8)
+            let gatewayLog = root.appendingPathComponent("gateway.log").path
+            func startGateway() throws -> Child {
+                try Child(bin, ["run", "--gateway-id", "gw-lobby", "--device", "unix:\(socket)",
+                                "--broker", "mqtt://127.0.0.1:\(port)", "--prefix", "zla",
+                                "--spool", root.appendingPathComponent("spool.sqlite").path, "--config", config.path],
+                          log: gatewayLog)
+            }
+            var gateway = try startGateway()
+            try await Task.sleep(for: .seconds(2))
+            var rng = SystemRandomNumberGenerator()
+            for _ in 0..<20 {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 300...1500, using: &rng)))
+                gateway.stop(SIGKILL)
+                gateway = try startGateway()
+            }
+            try await Task.sleep(for: .seconds(5))
+            // A graceful stop drains what is left and publishes the final offline status: the highest seq.
+            #expect(gateway.stop(SIGTERM, limit: .seconds(20)), "the gateway stops on SIGTERM")
+            try await Task.sleep(for: .seconds(2))
+
+            let got = subscriber.messages
+            let seqs = Set(got.map(\.seq))
+            let top = seqs.max() ?? 0
+            let missing = (1...max(top, 1)).filter { !seqs.contains($0) }
+            #expect(top > 100, "the run produced a substantial stream (\(top) readings)")
+            #expect(missing.isEmpty, "seq gaps: \(missing.prefix(20)) (\(missing.count) missing of \(top))")
+            let last = got.filter { $0.seq == top }.first
+            #expect(last?.topic == "zla/gw-lobby/status" && last?.payload.contains("\"offline\"") == true,
+                    "the last reading is the retained offline status")
+            #expect(subscriber.willCount >= 1, "a SIGKILLed gateway's last will reached the subscriber through amqtt")
+            let differing = Dictionary(grouping: got, by: \.seq).filter { Set($0.value.map(\.payload)).count > 1 }
+            #expect(differing.isEmpty, "a seq delivered twice is the same reading: \(differing.keys.sorted().prefix(10))")
+            if missing.isEmpty { try? FileManager.default.removeItem(at: root) }
+        }
+    }
+}
