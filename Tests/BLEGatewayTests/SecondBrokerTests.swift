@@ -10,6 +10,27 @@ import Testing
 enum Amqtt {
     static let executable = "/var/cache/blegateway-amqtt-venv/bin/amqtt"
     static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: executable) }
+
+    /// amqtt on a free port of 127.0.0.1, anonymous clients allowed, its configuration and log in `directory`;
+    /// returns once it accepts connections.
+    static func start(in directory: URL) async throws -> (child: Child, port: Int) {
+        let port = try PersistentBroker.freePort()
+        try """
+            listeners:
+              default:
+                type: tcp
+                bind: 127.0.0.1:\(port)
+            plugins:
+              amqtt.plugins.authentication.AnonymousAuthPlugin:
+                allow_anonymous: true
+            """.write(to: directory.appendingPathComponent("amqtt.yaml"), atomically: true, encoding: .utf8)
+        let child = try Child.unmasked(executable, ["-c", directory.appendingPathComponent("amqtt.yaml").path],
+                                       log: directory.appendingPathComponent("amqtt.log").path)
+        try await EndToEndSuites.RemoteConfigEndToEndTests.waitFor("amqtt", limit: .seconds(20)) {
+            PersistentBroker.accepts(port)
+        }
+        return (child, port)
+    }
 }
 
 extension EndToEndSuites {
@@ -22,20 +43,8 @@ extension EndToEndSuites {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("amqtt-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: dir) }
-            let port = try PersistentBroker.freePort()
-            try """
-                listeners:
-                  default:
-                    type: tcp
-                    bind: 127.0.0.1:\(port)
-                plugins:
-                  amqtt.plugins.authentication.AnonymousAuthPlugin:
-                    allow_anonymous: true
-                """.write(to: dir.appendingPathComponent("amqtt.yaml"), atomically: true, encoding: .utf8)
-            let broker = try Child.unmasked(Amqtt.executable, ["-c", dir.appendingPathComponent("amqtt.yaml").path],
-                                            log: dir.appendingPathComponent("amqtt.log").path)
+            let (broker, port) = try await Amqtt.start(in: dir)
             defer { broker.stop(SIGTERM, limit: .seconds(5)) }
-            try await RemoteConfigEndToEndTests.waitFor("amqtt", limit: .seconds(20)) { PersistentBroker.accepts(port) }
 
             let prefix = "amqtt\(UInt32.random(in: 0...UInt32.max))"
             let observer = try Observer(port: port, filter: "\(prefix)/#", protocolVersion: .v311)

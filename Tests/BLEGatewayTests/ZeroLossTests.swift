@@ -112,19 +112,10 @@ extension EndToEndSuites {
             try broker.start()
             try await Task.sleep(for: .seconds(5))
 
-            // A graceful stop drains what is left and publishes the final offline status: the highest seq.
             #expect(gateway.stop(SIGTERM, limit: .seconds(20)), "the gateway stops on SIGTERM")
             try await Task.sleep(for: .seconds(2))
             let got = subscriber.messages
-            let seqs = Set(got.map(\.seq))
-            let top = seqs.max() ?? 0
-            let missing = (1...max(top, 1)).filter { !seqs.contains($0) }
-            #expect(top > 1000, "the run produced a substantial stream (\(top) readings)")
-            #expect(missing.isEmpty, "seq gaps: \(missing.prefix(20)) (\(missing.count) missing of \(top))")
-            let last = got.filter { $0.seq == top }.first
-            #expect(last?.topic == "zl/gw-lobby/status" && last?.payload.contains("\"offline\"") == true,
-                    "the last reading is the retained offline status")
-            #expect(subscriber.willCount >= 1, "a SIGKILLed gateway's last will reached the subscriber")
+            let complete = Self.expectEverySeq(got, subscriber: subscriber, status: "zl/gw-lobby/status", atLeast: 1000)
             // Every state event of the run: adapter states, online and offline statuses, all present in the sequence.
             let states = got.filter { $0.topic.hasSuffix("/adapter") || $0.topic.hasSuffix("/status") }
             #expect(states.count >= 2 * 21, "each of the 21 gateway runs recorded its status and adapter state")
@@ -133,7 +124,26 @@ extension EndToEndSuites {
             let published = got.map { (topic: $0.topic, payload: $0.payload) }
             let problems = try SchemaValidation.problems(published, prefix: "zl", directory: root, name: "messages.jsonl")
             #expect(problems == nil, "schema validation: \(problems ?? "")")
-            if missing.isEmpty && problems == nil { try? FileManager.default.removeItem(at: root) }
+            if complete && problems == nil { try? FileManager.default.removeItem(at: root) }
+        }
+
+        /// The drill's verdict once the gateway was stopped gracefully (which drains the spool and publishes the final
+        /// offline status, the highest seq): more than `atLeast` readings, no seq missing, the offline status last, a
+        /// last will delivered, and a seq delivered twice (QoS 1) always the same reading. Returns whether no seq was
+        /// missing.
+        static func expectEverySeq(_ got: [Received], subscriber: Subscriber, status: String, atLeast: Int) -> Bool {
+            let seqs = Set(got.map(\.seq))
+            let top = seqs.max() ?? 0
+            let missing = (1...max(top, 1)).filter { !seqs.contains($0) }
+            #expect(top > atLeast, "the run produced a substantial stream (\(top) readings)")
+            #expect(missing.isEmpty, "seq gaps: \(missing.prefix(20)) (\(missing.count) missing of \(top))")
+            let last = got.filter { $0.seq == top }.first
+            #expect(last?.topic == status && last?.payload.contains("\"offline\"") == true,
+                    "the last reading is the retained offline status")
+            #expect(subscriber.willCount >= 1, "a SIGKILLed gateway's last will reached the subscriber")
+            let differing = Dictionary(grouping: got, by: \.seq).filter { Set($0.value.map(\.payload)).count > 1 }
+            #expect(differing.isEmpty, "a seq delivered twice is the same reading: \(differing.keys.sorted().prefix(10))")
+            return missing.isEmpty
         }
     }
 }
