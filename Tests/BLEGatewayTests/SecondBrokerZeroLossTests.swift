@@ -13,20 +13,12 @@ extension EndToEndSuites {
     struct SecondBrokerZeroLossTests {
         @Test func noDurableReadingIsLostAcrossGatewayKillsUnderAmqtt() async throws {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("zl-amqtt-\(UUID().uuidString.prefix(8))")
-            let simDir = root.appendingPathComponent("sim")
-            try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             let (broker, port) = try await Amqtt.start(in: root)
             defer { broker.stop(SIGTERM, limit: .seconds(5)) }
-
             let bin = BuiltProducts.blegateway
-            let scenario = BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml").path
-            let sim = try Child(bin, ["sim", "--scenario", scenario, "--socket-dir", simDir.path, "--speed", "1",
-                                      "--status-every", "0"], log: root.appendingPathComponent("sim.log").path)
+            let (sim, socket) = try await ZeroLossTests.startOffice(in: root)
             defer { sim.stop() }
-            let socket = simDir.appendingPathComponent("gw-lobby.sock").path
-            try await RemoteConfigEndToEndTests.waitFor("the simulator's socket") {
-                FileManager.default.fileExists(atPath: socket)
-            }
             let subscriber = try ZeroLossTests.Subscriber(port: port, prefix: "zla", protocolVersion: .v311)
             defer { subscriber.stop() }
             try await Task.sleep(for: .milliseconds(500))

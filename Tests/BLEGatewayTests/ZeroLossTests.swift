@@ -63,17 +63,12 @@ extension EndToEndSuites {
 
         @Test func noDurableReadingIsLostAcrossBrokerRestartsAnOutageAndGatewayKills() async throws {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("zeroloss-\(UUID().uuidString.prefix(8))")
-            let simDir = root.appendingPathComponent("sim")
-            try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             let broker = try PersistentBroker(directory: root)
             try broker.start()
             let bin = BuiltProducts.blegateway
-            let scenario = BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml").path
-            let sim = try Child(bin, ["sim", "--scenario", scenario, "--socket-dir", simDir.path, "--speed", "1",
-                                      "--status-every", "0"], log: root.appendingPathComponent("sim.log").path)
+            let (sim, socket) = try await Self.startOffice(in: root)
             defer { sim.stop() }
-            let socket = simDir.appendingPathComponent("gw-lobby.sock").path
-            for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { try await Task.sleep(for: .milliseconds(25)) }
             let subscriber = try Subscriber(port: broker.port, prefix: "zl")
             defer { subscriber.stop() }
             try await Task.sleep(for: .milliseconds(300))
@@ -125,6 +120,22 @@ extension EndToEndSuites {
             let problems = try SchemaValidation.problems(published, prefix: "zl", directory: root, name: "messages.jsonl")
             #expect(problems == nil, "schema validation: \(problems ?? "")")
             if complete && problems == nil { try? FileManager.default.removeItem(at: root) }
+        }
+
+        /// The simulator's office at real speed in `root`/sim, its log in `root`; returns once the lobby gateway's
+        /// controller socket is there.
+        static func startOffice(in root: URL) async throws -> (child: Child, lobbySocket: String) {
+            let simDir = root.appendingPathComponent("sim")
+            try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
+            let scenario = BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml").path
+            let sim = try Child(BuiltProducts.blegateway, ["sim", "--scenario", scenario, "--socket-dir", simDir.path,
+                                                           "--speed", "1", "--status-every", "0"],
+                                log: root.appendingPathComponent("sim.log").path)
+            let socket = simDir.appendingPathComponent("gw-lobby.sock").path
+            try await RemoteConfigEndToEndTests.waitFor("the simulator's socket") {
+                FileManager.default.fileExists(atPath: socket)
+            }
+            return (sim, socket)
         }
 
         /// The drill's verdict once the gateway was stopped gracefully (which drains the spool and publishes the final
