@@ -1,3 +1,4 @@
+import BLETestSupport
 import Foundation
 import Testing
 @testable import BLEGateway
@@ -12,20 +13,6 @@ struct ConfigPushRefusalTests {
         let port: Int
         init(_ directory: URL) throws { (child, port) = try PersistentBroker.plain(in: directory) }
         var url: String { "mqtt://127.0.0.1:\(port)" }
-    }
-
-    /// Runs the command; its exit status and what it wrote to stdout and stderr.
-    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-        let p = Process()
-        p.executableURL = URL(fileURLWithPath: executable)
-        p.arguments = arguments
-        let pipe = Pipe()
-        p.standardOutput = pipe
-        p.standardError = pipe
-        try p.run()
-        let out = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        p.waitUntilExit()
-        return (p.terminationStatus, out)
     }
 
     @Test func pushRefusesUnsignedLowerOrWronglySignedDocumentsAndSendsASignedTombstone() throws {
@@ -49,33 +36,33 @@ struct ConfigPushRefusalTests {
             + #""signed_only":true,"floors":{"gateway":{"version":5,"#
             + #""sha256":"\#(ConfigSigning.digest(Array(v5.utf8)))"}},"#
             + #""errors":[],"warnings":[]}"#
-        let published = try Self.run("/usr/bin/mosquitto_pub", [
+        let published = try ToolRun.run("/usr/bin/mosquitto_pub", [
             "-h", "127.0.0.1", "-p", "\(broker.port)", "-r", "-q", "1", "-t", "site/gw-1/config/state", "-m", state])
         #expect(published.status == 0, "\(published.output)")
 
         let common = ["config", "push", "--gateway", "gw-1", "--prefix", "site", "--broker", broker.url, "--wait", "0"]
         let bin = BuiltProducts.blegateway
-        let unsigned = try Self.run(bin, common + [try file("v6.json", #"{"version": 6}"#)])
+        let unsigned = try ToolRun.run(bin, common + [try file("v6.json", #"{"version": 6}"#)])
         #expect(unsigned.status == 2 && unsigned.output.contains("applies only signed documents"), "\(unsigned.output)")
-        let lower = try Self.run(bin, common + ["--sign", key, try file("v4.json", #"{"version": 4}"#)])
+        let lower = try ToolRun.run(bin, common + ["--sign", key, try file("v4.json", #"{"version": 4}"#)])
         #expect(lower.status == 2 && lower.output.contains("lower than 5"), "\(lower.output)")
-        let otherBytes = try Self.run(bin, common + ["--sign", key, try file("v5b.json", #"{"version": 5}"#)])
+        let otherBytes = try ToolRun.run(bin, common + ["--sign", key, try file("v5b.json", #"{"version": 5}"#)])
         #expect(otherBytes.status == 2 && otherBytes.output.contains("other content"), "\(otherBytes.output)")
         let v7 = try file("v7.json", #"{"version": 7}"#)
-        let wrongKey = try Self.run(bin, common + ["--sign", key, "--public-key", other, v7])
+        let wrongKey = try ToolRun.run(bin, common + ["--sign", key, "--public-key", other, v7])
         #expect(wrongKey.status == 2 && wrongKey.output.contains("$.signature"), "\(wrongKey.output)")
-        let emptyDelete = try Self.run(bin, common + ["--delete"])
+        let emptyDelete = try ToolRun.run(bin, common + ["--delete"])
         #expect(emptyDelete.status == 2 && emptyDelete.output.contains("signed tombstone"), "\(emptyDelete.output)")
         // The tombstone's version is one above the floor the gateway reports.
-        let tombstone = try Self.run(bin, common + ["--delete", "--sign", key, "--public-key", pub])
+        let tombstone = try ToolRun.run(bin, common + ["--delete", "--sign", key, "--public-key", pub])
         #expect(tombstone.status == 0 && tombstone.output.contains("signed tombstone, version 6"),
                 "\(tombstone.output)")
-        let retained = try Self.run("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-C", "1",
+        let retained = try ToolRun.run("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-C", "1",
                                                                 "-W", "3", "-t", "site/gw-1/config"])
         let signed = try #require(ConfigSigning.signedDocument(Array(retained.output.utf8.dropLast())))
         #expect(String(decoding: signed, as: UTF8.self) == #"{"version":6,"delete":true}"#)
         let v8 = try file("v8.json", #"{"version": 8}"#)
-        let good = try Self.run(bin, common + ["--sign", key, "--public-key", pub, v8])
+        let good = try ToolRun.run(bin, common + ["--sign", key, "--public-key", pub, v8])
         #expect(good.status == 0 && good.output.contains("published"), "\(good.output)")
     }
 }

@@ -1,5 +1,6 @@
 import BLEDomain
 import BLEHCI
+import BLETestSupport
 import BLETransport
 import Foundation
 import Logging
@@ -102,8 +103,9 @@ extension YAMLConfigurationReader {
         while !FileManager.default.fileExists(atPath: socket) && ContinuousClock.now < deadline { usleep(20_000) }
         let config = dir.appendingPathComponent("gateway.yaml")
         try "scan:\n  filters: [\"rssi:-20\"]\n".write(to: config, atomically: true, encoding: .utf8)
-        let (status, output) = try ConfigPushRefusalTests.run(BuiltProducts.blegateway, [
+        let explained = try ToolRun.run(BuiltProducts.blegateway, [
             "explain", "00:1B:DC:10:00:01", "--config", config.path, "--device", "unix:\(socket)", "--duration", "2"])
+        let (status, output) = (explained.status, explained.output)
         #expect(status == 0, "\(output)")
         // The lobby sensor advertises every 500 ms: a few reports, each stopped by the RSSI floor, with its reason.
         let heard = output.components(separatedBy: "heard: RSSI").count - 1

@@ -17,26 +17,26 @@ struct ToolTLSTests {
             "require_certificate true",
         ])
         defer { broker.stop() }
-        let published = try ConfigPushRefusalTests.run("/usr/bin/mosquitto_pub", [
+        let published = try ToolRun.run("/usr/bin/mosquitto_pub", [
             "-h", "127.0.0.1", "-p", "\(port)", "--cafile", pki.caFile, "--cert", pki.clientCertificate,
             "--key", pki.clientKey, "-r", "-q", "1", "-t", "site/gw-1/config", "-m", #"{"version": 3}"#])
         #expect(published.status == 0, "\(published.output)")
 
         let get = ["config", "get", "--gateway", "gw-1", "--prefix", "site", "--broker", "mqtts://127.0.0.1:\(port)"]
         let files = ["--ca-file", pki.caFile, "--cert-file", pki.clientCertificate, "--key-file", pki.clientKey]
-        let joined = try ConfigPushRefusalTests.run(BuiltProducts.blegateway, get + files)
+        let joined = try ToolRun.run(BuiltProducts.blegateway, get + files)
         #expect(joined.status == 0 && (joined.output.contains(#""version": 3"#) || joined.output.contains(#""version":3"#)),
                 "\(joined.output)")
-        let noClientCertificate = try ConfigPushRefusalTests.run(BuiltProducts.blegateway,
+        let noClientCertificate = try ToolRun.run(BuiltProducts.blegateway,
                                                                  get + ["--ca-file", pki.caFile])
         #expect(noClientCertificate.status != 0, "\(noClientCertificate.output)")
         #expect(noClientCertificate.output.contains("the broker refused the client certificate"),
                 "\(noClientCertificate.output)")
-        let plain = try ConfigPushRefusalTests.run(BuiltProducts.blegateway, [
+        let plain = try ToolRun.run(BuiltProducts.blegateway, [
             "config", "get", "--gateway", "gw-1", "--prefix", "site", "--broker", "mqtt://127.0.0.1:\(port)",
             "--ca-file", pki.caFile])
         #expect(plain.status != 0 && plain.output.contains("needs an mqtts:// broker"), "\(plain.output)")
-        let half = try ConfigPushRefusalTests.run(BuiltProducts.blegateway,
+        let half = try ToolRun.run(BuiltProducts.blegateway,
                                                   get + ["--cert-file", pki.clientCertificate])
         #expect(half.status != 0 && half.output.contains("--cert-file and --key-file go together"), "\(half.output)")
     }

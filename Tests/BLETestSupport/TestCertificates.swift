@@ -24,33 +24,33 @@ public struct TestCertificates {
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
         let openssl = "/usr/bin/openssl"
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try run(openssl, ["req", "-x509"] + ec + ["-keyout", path("ca.key"), "-out", path("ca.crt"), "-days", "2",
+        try ToolRun.succeeding(openssl, ["req", "-x509"] + ec + ["-keyout", path("ca.key"), "-out", path("ca.crt"), "-days", "2",
                                                    "-subj", "/CN=BLEGateway Test CA"])
-        try run(openssl, ["req", "-x509"] + ec + ["-keyout", path("other-ca.key"), "-out", path("other-ca.crt"),
+        try ToolRun.succeeding(openssl, ["req", "-x509"] + ec + ["-keyout", path("other-ca.key"), "-out", path("other-ca.crt"),
                                                    "-days", "2", "-subj", "/CN=Untrusted CA"])
         try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("san.cnf"), atomically: true,
                                                                   encoding: .utf8)
         for (name, subject) in [("server", "/CN=localhost"), ("client", "/CN=blegateway-test")] {
-            try run(openssl, ["req"] + ec + ["-keyout", path("\(name).key"), "-out", path("\(name).csr"),
+            try ToolRun.succeeding(openssl, ["req"] + ec + ["-keyout", path("\(name).key"), "-out", path("\(name).csr"),
                                               "-subj", subject])
             var sign = ["x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
                         "-CAcreateserial", "-out", path("\(name).crt"), "-days", "2"]
             if name == "server" { sign += ["-extfile", path("san.cnf")] }
-            try run(openssl, sign)
+            try ToolRun.succeeding(openssl, sign)
         }
         try "subjectAltName=DNS:wrong.example\n".write(toFile: path("wrong-san.cnf"), atomically: true, encoding: .utf8)
         // The same server key, certified for another name, and certified for a day that ended before it began.
         for (name, days, ext) in [("wrong-host", "2", "wrong-san.cnf"), ("expired", "-1", "san.cnf")] {
-            try run(openssl, ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+            try ToolRun.succeeding(openssl, ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
                               "-CAcreateserial", "-out", path("\(name).crt"), "-days", days, "-extfile", path(ext)])
         }
-        try run(openssl, ["req"] + ec + ["-keyout", path("untrusted-client.key"), "-out", path("untrusted-client.csr"),
+        try ToolRun.succeeding(openssl, ["req"] + ec + ["-keyout", path("untrusted-client.key"), "-out", path("untrusted-client.csr"),
                                           "-subj", "/CN=intruder"])
-        try run(openssl, ["x509", "-req", "-in", path("untrusted-client.csr"), "-CA", path("other-ca.crt"),
+        try ToolRun.succeeding(openssl, ["x509", "-req", "-in", path("untrusted-client.csr"), "-CA", path("other-ca.crt"),
                           "-CAkey", path("other-ca.key"), "-CAcreateserial", "-out", path("untrusted-client.crt"),
                           "-days", "2"])
         try "correct horse\n".write(toFile: path("client.pass"), atomically: true, encoding: .utf8)
-        try run(openssl, ["pkey", "-in", path("client.key"), "-aes256", "-passout", "pass:correct horse",
+        try ToolRun.succeeding(openssl, ["pkey", "-in", path("client.key"), "-aes256", "-passout", "pass:correct horse",
                           "-out", path("client.enc.key")])
         caFile = path("ca.crt")
         serverCertificate = path("server.crt")
@@ -67,24 +67,3 @@ public struct TestCertificates {
     }
 }
 
-/// Runs openssl; throws with its output when it fails.
-private func run(_ executable: String, _ arguments: [String]) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else {
-        throw CertificateError(message: "\(executable) \(arguments.joined(separator: " ")) failed: "
-                               + String(decoding: data, as: UTF8.self))
-    }
-}
-
-public struct CertificateError: Error, CustomStringConvertible {
-    public var message: String
-    public var description: String { message }
-}

@@ -1,3 +1,4 @@
+import BLETestSupport
 import Foundation
 
 /// A real `/usr/sbin/mosquitto` on a free loopback port, with a config written to its own temporary directory.
@@ -109,7 +110,7 @@ final class MosquittoBroker: @unchecked Sendable {
     /// Adds `user` with `password` to a password file (`mosquitto_passwd -b`) and requires authentication.
     func requirePassword(user: String, password: String) throws {
         let file = directory.appendingPathComponent("passwd").path
-        try run("/usr/bin/mosquitto_passwd", ["-c", "-b", file, user, password])
+        try ToolRun.succeeding("/usr/bin/mosquitto_passwd", ["-c", "-b", file, user, password])
         extraConfiguration.append("password_file \(file)")
         allowAnonymous = false
     }
@@ -158,24 +159,4 @@ final class MosquittoBroker: @unchecked Sendable {
 struct BrokerError: Error, CustomStringConvertible {
     var message: String
     var description: String { message }
-}
-
-/// Runs a tool and throws with its output when it fails.
-@discardableResult
-func run(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    if let directory { process.currentDirectoryURL = directory }
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    let text = String(decoding: data, as: UTF8.self)
-    guard process.terminationStatus == 0 else {
-        throw BrokerError(message: "\(executable) \(arguments.joined(separator: " ")) failed: \(text)")
-    }
-    return text
 }
