@@ -81,7 +81,7 @@ let package = Package(
         .testTarget(name: "BLEDomainTests", dependencies: [
             "BLEDomain", "BLEHCI", "BLETransport", "BLESimulator", .product(name: "Crypto", package: "swift-crypto"),
         ]),
-        .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport"]),
+        .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport", "BLETestSupport"]),
         // Helpers more than one test target needs (a throw-away PKI), in one place.
         .target(name: "BLETestSupport", path: "Tests/BLETestSupport"),
         .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLETransport", "BLETestSupport"]),

@@ -1,33 +1,14 @@
+import BLETestSupport
 import Foundation
 import Testing
 @testable import BLEGateway
-
-/// Whether this process may mount a tmpfs (root, or CAP_SYS_ADMIN).
-private func mount(_ arguments: [String]) -> Bool {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = arguments
-    p.standardOutput = FileHandle.nullDevice
-    p.standardError = FileHandle.nullDevice
-    guard (try? p.run()) != nil else { return false }
-    p.waitUntilExit()
-    return p.terminationStatus == 0
-}
-
-private let canMountTmpfs: Bool = {
-    let dir = NSTemporaryDirectory() + "tmpfs-probe-\(UUID().uuidString)"
-    try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-    defer { try? FileManager.default.removeItem(atPath: dir) }
-    guard mount(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir]) else { return false }
-    return mount(["umount", dir])
-}()
 
 extension EndToEndSuites {
     /// The whole gateway with its spool on a small file system that another file fills: states (here, verdicts on
     /// configuration documents) still reach the broker, each once; the samples removed to make room are counted in
     /// health; everything flows again when space returns.
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
-           .enabled(if: canMountTmpfs, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"),
+           .enabled(if: Tmpfs.canMount, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"),
            .timeLimit(.minutes(2)), .serialized)
     struct DiskFullEndToEndTests {
         typealias Fixture = RemoteConfigEndToEndTests.Fixture
@@ -38,8 +19,8 @@ extension EndToEndSuites {
             defer { f.broker.stop() }
             let disk = f.directory.appendingPathComponent("disk").path
             try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
-            try #require(mount(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", disk]))
-            defer { _ = mount(["umount", "-l", disk]) }
+            try #require(Tmpfs.mount(size: "8m", on: disk))
+            defer { Tmpfs.unmount(disk) }
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
             defer { observer.stop() }
             var c = f.configuration()

@@ -1,3 +1,4 @@
+import BLETestSupport
 import Foundation
 import Testing
 @testable import BLESpool
@@ -6,28 +7,6 @@ private func big(_ n: Int) -> Reading {
     Reading(.sample, topic: "gw/beacon/a", body: Array(String(format: "%0200d", n).utf8), qos: 0, ts: 0,
             clockSynchronized: true, run: "r1")
 }
-
-/// Runs a command; true when it exits 0.
-@discardableResult
-private func shell(_ arguments: [String]) -> Bool {
-    let p = Process()
-    p.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-    p.arguments = arguments
-    p.standardOutput = FileHandle.nullDevice
-    p.standardError = FileHandle.nullDevice
-    guard (try? p.run()) != nil else { return false }
-    p.waitUntilExit()
-    return p.terminationStatus == 0
-}
-
-/// Whether this process may mount a tmpfs (root, or CAP_SYS_ADMIN; not in most unprivileged containers).
-private let canMountTmpfs: Bool = {
-    let dir = TemporaryDirectory()
-    defer { dir.remove() }
-    guard shell(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir.path]) else { return false }
-    shell(["umount", dir.path])
-    return true
-}()
 
 @Suite("disk full: a clear error, nothing corrupted, bounded memory, recovery", .serialized)
 struct SpoolDiskFullTests {
@@ -113,12 +92,12 @@ struct SpoolDiskFullTests {
         #expect(spool.statistics.drops[.state]?.droppedInMemory == 2)
     }
 
-    @Test(.enabled(if: canMountTmpfs, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
+    @Test(.enabled(if: Tmpfs.canMount, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
     func aRealFullFileSystemGivesDiskFullAndCommitsOnceSpaceReturns() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        try #require(shell(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", dir.path]))
-        defer { shell(["umount", dir.path]) }
+        try #require(Tmpfs.mount(size: "1m", on: dir.path))
+        defer { Tmpfs.unmount(dir.path) }
         let config = SpoolConfiguration(path: dir.spoolPath)
         var spool: Spool? = try Spool(configuration: config)
         for n in 1...10 { spool!.append(big(n)) }
@@ -153,12 +132,12 @@ struct SpoolDiskFullTests {
 
     /// Something else filled the file system (journald, the broker's persistence): states still get in, by removing
     /// the oldest samples, which are counted; samples wait in memory; everything resumes when space returns.
-    @Test(.enabled(if: canMountTmpfs, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
+    @Test(.enabled(if: Tmpfs.canMount, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
     func aFileSystemFilledByOthersMakesRoomForStatesByDroppingTheOldestSamples() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        try #require(shell(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", dir.path]))
-        defer { shell(["umount", dir.path]) }
+        try #require(Tmpfs.mount(size: "4m", on: dir.path))
+        defer { Tmpfs.unmount(dir.path) }
         let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
         for n in 1...3000 { spool.append(big(n)) }
         #expect(try spool.commit() == 1...3000)
