@@ -44,8 +44,10 @@ extension Spool {
             report.corruption = failure
             report.movedAsideTo = aside
             report.salvagedReadings = salvage.rows.count
-            // The rows it held that could not be read, and its dead letters (a salvage reads only the queue).
-            report.lostReadings = max(0, ledger.rows - salvage.rows.count) + ledger.deadLetters
+            report.salvagedDeadLetters = salvage.deadLetters.count
+            // The rows and dead letters it held that could not be read.
+            report.lostReadings = max(0, ledger.rows - salvage.rows.count)
+                + max(0, ledger.deadLetters - salvage.deadLetters.count)
             pendingSalvage = PendingSalvage(aside: aside, salvage: salvage, report: report)
             quarantines += 1
         }

@@ -103,14 +103,15 @@ public final class Spool: @unchecked Sendable {
         loaded.ledger.lastSeq = max(loaded.ledger.lastSeq, salvage.lastSeq)
         ledger = loaded.ledger
         reservedSeq = reserved
-        if !salvage.rows.isEmpty {
-            report.salvagedReadings = salvage.rows.count
-        }
+        report.salvagedReadings = salvage.rows.count
+        report.salvagedDeadLetters = salvage.deadLetters.count
         // Persist the counter (and any salvaged rows) now, so a fresh spool knows its floor from the first moment.
-        if !loaded.counterWasStored || !salvage.rows.isEmpty || reserved <= loaded.ledger.lastSeq {
+        let salvaged = !salvage.rows.isEmpty || !salvage.deadLetters.isEmpty
+        if !loaded.counterWasStored || salvaged || reserved <= loaded.ledger.lastSeq {
             _ = try databaseLock.withLock {
                 try writeTransaction(
-                    batch: [], acks: [], droppedInMemory: 0, salvaged: salvage.rows, forcePersist: true
+                    batch: [], acks: [], droppedInMemory: 0, salvaged: salvage.rows,
+                    salvagedDeadLetters: salvage.deadLetters, forcePersist: true
                 )
             }
         }
@@ -243,6 +244,7 @@ public final class Spool: @unchecked Sendable {
         do {
             let range = try writeTransaction(batch: batch, acks: acks, droppedInMemory: dropped,
                                              salvaged: salvaging ? pendingSalvage?.salvage.rows ?? [] : [],
+                                             salvagedDeadLetters: salvaging ? pendingSalvage?.salvage.deadLetters ?? [] : [],
                                              deadLetters: dead, forcePersist: salvaging)
             commits += 1
             ioErrorsInARow = 0
@@ -319,7 +321,7 @@ public final class Spool: @unchecked Sendable {
     @discardableResult
     private func writeTransaction(
         batch: [Reading], acks: [UInt64], droppedInMemory: UInt64, salvaged: [SpooledReading] = [],
-        deadLetters: [UInt64: (reason: DeadLetterReason, at: Double)] = [:], forcePersist: Bool = false,
+        salvagedDeadLetters: [DeadLetter] = [], deadLetters: [UInt64: (reason: DeadLetterReason, at: Double)] = [:], forcePersist: Bool = false,
         makeRoom: Int = 0
     ) throws -> ClosedRange<UInt64>? {
         var next = ledger
@@ -337,6 +339,10 @@ public final class Spool: @unchecked Sendable {
             next.storedBytes += spooled.reading.storedSize
             salvagedInserted += 1
         }
+        for letter in salvagedDeadLetters where try statements.insertDeadLetterIfAbsent(letter) {
+            next.deadLetters += 1
+            next.deadLetterBytes += letter.spooled.reading.storedSize
+        }
         // Deletions first: on a full disk the pages they free are what the inserts can use.
         for seq in acks {
             if let size = try statements.delete(seq) {
@@ -352,7 +358,7 @@ public final class Spool: @unchecked Sendable {
             next.deadLetters += 1
             next.deadLetterBytes += size
         }
-        if !deadLetters.isEmpty { try keepDeadLetterBound(&next) }
+        if !deadLetters.isEmpty || !salvagedDeadLetters.isEmpty { try keepDeadLetterBound(&next) }
         if makeRoom > 0 { try dropOldestSamples(freeing: makeRoom, &next) }
         let first = next.lastSeq + 1
         for reading in batch {

@@ -5,6 +5,8 @@ import Foundation
 struct SpoolSalvage {
     /// Readable rows, ascending seq.
     var rows: [SpooledReading] = []
+    /// Its dead letters, kept as they were (seq, reason, when): an operator's to requeue, not the salvage's to drop.
+    var deadLetters: [DeadLetter] = []
     /// The highest seq known to have been issued (the stored counter, else the highest row).
     var lastSeq: UInt64 = 0
     var counters = DropCounters()
@@ -31,6 +33,9 @@ struct SpoolSalvage {
         var bySeq = Dictionary(rows.map { ($0.seq, $0) }, uniquingKeysWith: { a, _ in a })
         for r in other.rows where bySeq[r.seq] == nil { bySeq[r.seq] = r }
         rows = bySeq.values.sorted { $0.seq < $1.seq }
+        var letters = Dictionary(deadLetters.map { ($0.spooled.seq, $0) }, uniquingKeysWith: { a, _ in a })
+        for d in other.deadLetters where letters[d.spooled.seq] == nil { letters[d.spooled.seq] = d }
+        deadLetters = letters.values.sorted { $0.spooled.seq < $1.spooled.seq }
         lastSeq = max(lastSeq, other.lastSeq)
         if other.counters.total > counters.total { counters = other.counters }
     }
@@ -121,23 +126,33 @@ struct SpoolSalvage {
     private static func readRows(_ scratch: String, into salvage: inout SpoolSalvage) {
         guard let db = try? SQLiteConnection(path: scratch) else { return }
         _ = try? db.execute("PRAGMA locking_mode = EXCLUSIVE")
-        var found: [UInt64: SpooledReading] = [:]
-        for order in ["ASC", "DESC"] {
-            guard let s = try? db.prepare("SELECT \(SpoolSchema.columns) FROM readings ORDER BY seq \(order)") else {
-                continue
-            }
-            while (try? s.step()) == true {
-                let row = Statements.reading(s)
-                if found[row.seq] != nil { break }  // reached what the other direction read
-                found[row.seq] = row
-            }
-        }
-        salvage.rows = found.values.sorted { $0.seq < $1.seq }
+        salvage.rows = readBothWays(db, "SELECT \(SpoolSchema.columns) FROM readings", Statements.reading, \.seq)
+        salvage.deadLetters = readBothWays(
+            db, "SELECT \(SpoolSchema.columns), reason, reason_name, at FROM dead_letters", Statements.deadLetter,
+            \.spooled.seq)
         var meta: [String: Int64] = [:]
         if let s = try? db.prepare("SELECT key, value FROM meta") {
             while (try? s.step()) == true { meta[s.text(0)] = s.int64(1) }
         }
         salvage.counters = DropCounters(meta: meta)
-        salvage.lastSeq = max(salvage.rows.last?.seq ?? 0, UInt64(max(0, meta[SpoolSchema.Key.lastSeq] ?? 0)))
+        salvage.lastSeq = max(salvage.rows.last?.seq ?? 0, salvage.deadLetters.last?.spooled.seq ?? 0,
+                              UInt64(max(0, meta[SpoolSchema.Key.lastSeq] ?? 0)))
+    }
+
+    /// The rows of `select` forwards from the first until the first unreadable page, then backwards from the last
+    /// until the same or what the forward pass read; sorted by seq.
+    private static func readBothWays<Row>(
+        _ db: SQLiteConnection, _ select: String, _ row: (SQLiteStatement) -> Row, _ seq: KeyPath<Row, UInt64>
+    ) -> [Row] {
+        var found: [UInt64: Row] = [:]
+        for order in ["ASC", "DESC"] {
+            guard let s = try? db.prepare("\(select) ORDER BY seq \(order)") else { continue }
+            while (try? s.step()) == true {
+                let r = row(s)
+                if found[r[keyPath: seq]] != nil { break }  // reached what the other direction read
+                found[r[keyPath: seq]] = r
+            }
+        }
+        return found.values.sorted { $0[keyPath: seq] < $1[keyPath: seq] }
     }
 }

@@ -49,6 +49,11 @@ enum SpoolSchema {
         """
     static let deadLetters =
         "SELECT \(columns), reason, reason_name, at FROM dead_letters WHERE seq > ? ORDER BY seq LIMIT ?"
+    /// A dead letter read from a file set aside goes into the fresh one whole, with its seq and why.
+    static let insertDeadLetterIfAbsent = """
+        INSERT OR IGNORE INTO dead_letters(\(columns), size, reason, reason_name, at)
+        VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        """
     static let requeue = "INSERT OR IGNORE INTO readings(\(columns), size) SELECT \(columns), size FROM dead_letters WHERE seq = ?"
     static let deleteDeadLetter = "DELETE FROM dead_letters WHERE seq = ? RETURNING size"
     static let oldestDeadLetter = "SELECT seq FROM dead_letters ORDER BY seq LIMIT 1"

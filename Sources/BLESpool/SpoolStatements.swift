@@ -55,6 +55,7 @@ final class Statements {
     private let requeueRow: SQLiteStatement
     private let deleteDeadLetterRow: SQLiteStatement
     private let oldestDeadLetter: SQLiteStatement
+    private let insertDeadLetter: SQLiteStatement
 
     init(_ db: SQLiteConnection) throws {
         insertRow = try db.prepare(SpoolSchema.insert)
@@ -69,6 +70,7 @@ final class Statements {
         requeueRow = try db.prepare(SpoolSchema.requeue)
         deleteDeadLetterRow = try db.prepare(SpoolSchema.deleteDeadLetter)
         oldestDeadLetter = try db.prepare(SpoolSchema.oldestDeadLetter)
+        insertDeadLetter = try db.prepare(SpoolSchema.insertDeadLetterIfAbsent)
     }
 
     func insert(_ spooled: SpooledReading) throws { try bindAndRun(insertRow, spooled) }
@@ -79,7 +81,23 @@ final class Statements {
         return insertOrIgnoreRow.changes > 0
     }
 
+    /// Inserts a dead letter unless one with that seq exists; true when it inserted.
+    func insertDeadLetterIfAbsent(_ letter: DeadLetter) throws -> Bool {
+        bind(insertDeadLetter, letter.spooled)
+        insertDeadLetter.bind(12, Int64(letter.reason.code))
+        insertDeadLetter.bind(13, letter.reason.name)
+        insertDeadLetter.bind(14, letter.at)
+        try insertDeadLetter.run()
+        return insertDeadLetter.changes > 0
+    }
+
     private func bindAndRun(_ s: SQLiteStatement, _ spooled: SpooledReading) throws {
+        bind(s, spooled)
+        try s.run()
+    }
+
+    /// Resets `s` and binds a reading's columns and charged size to parameters 1–11.
+    private func bind(_ s: SQLiteStatement, _ spooled: SpooledReading) {
         let r = spooled.reading
         s.reset()
         s.bind(1, Int64(bitPattern: spooled.seq))
@@ -93,7 +111,6 @@ final class Statements {
         s.bind(9, r.expiry)
         s.bind(10, r.run)
         s.bind(11, Int64(r.storedSize))
-        try s.run()
     }
 
     /// Deletes one row; returns its charged size, or nil when it was not there (already dropped or deleted).
@@ -189,11 +206,14 @@ final class Statements {
         s.bind(1, Int64(bitPattern: seq))
         s.bind(2, Int64(limit))
         var out: [DeadLetter] = []
-        while try s.step() {
-            out.append(DeadLetter(spooled: Statements.reading(s),
-                                  reason: DeadLetterReason(code: Int(s.int64(10)), name: s.text(11)), at: s.double(12)))
-        }
+        while try s.step() { out.append(Statements.deadLetter(s)) }
         return out
+    }
+
+    /// The current row of a `SELECT <columns>, reason, reason_name, at FROM dead_letters`.
+    static func deadLetter(_ s: SQLiteStatement) -> DeadLetter {
+        DeadLetter(spooled: reading(s), reason: DeadLetterReason(code: Int(s.int64(10)), name: s.text(11)),
+                   at: s.double(12))
     }
 
     /// Copies a dead letter back into `readings` with its seq; false when it was not there.

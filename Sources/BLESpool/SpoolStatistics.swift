@@ -57,6 +57,8 @@ public struct SpoolOpenReport: Sendable, Hashable, CustomStringConvertible {
     public var movedAsideTo: String?
     /// Readings copied from the moved file into the new spool, with their original seq.
     public var salvagedReadings: Int = 0
+    /// Dead letters copied likewise, with their seq, reason and time.
+    public var salvagedDeadLetters: Int = 0
     /// The first seq the new spool issues was taken from the reservation file because the old file's counter was
     /// unreadable.
     public var seqFromReservation: Bool = false
@@ -84,6 +86,7 @@ public struct SpoolOpenReport: Sendable, Hashable, CustomStringConvertible {
         }
         if let movedAsideTo { text += "; moved aside to \(movedAsideTo)" }
         text += "; salvaged \(salvagedReadings) readings"
+        if salvagedDeadLetters > 0 { text += " and \(salvagedDeadLetters) dead letters" }
         if lostReadings > 0 { text += "; \(lostReadings) unreadable, lost" }
         if seqFromReservation { text += "; seq continues from the reservation" }
         if setAsideRemoved > 0 { text += "; removed \(setAsideRemoved) older set-aside file(s)" }

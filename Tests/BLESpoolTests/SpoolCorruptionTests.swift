@@ -57,4 +57,40 @@ struct SpoolCorruptionTests {
         let next = try #require(try spool.commit())
         #expect(next.lowerBound > UInt64(count), "no seq is reused after a salvage")
     }
+
+    @Test func deadLettersOfADamagedFileAreSalvagedWithTheirSeqReasonAndTime() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let config = SpoolConfiguration(path: dir.spoolPath)
+        let count = 2000
+        let tooLarge = DeadLetterReason(code: 0x95, name: "Packet too large")
+        do {
+            let spool = try Spool(configuration: config)
+            for n in 1...count { spool.append(sample(n)) }
+            try spool.commit()
+            spool.deadLetter(1, reason: tooLarge, at: 1_700_000_001)
+            spool.deadLetter(UInt64(count), reason: tooLarge, at: 1_700_000_002)
+            try spool.commit()
+        }
+        // A torn page in the middle of the readings, as above.
+        let handle = try #require(FileHandle(forUpdatingAtPath: dir.spoolPath))
+        let pages = try handle.seekToEnd() / 4096
+        try handle.seek(toOffset: (pages / 2) * 4096)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+
+        let spool = try Spool(configuration: config)
+        let report = spool.statistics.openReport
+        #expect(report.corruption?.code == .corrupt)
+        #expect(report.salvagedDeadLetters == 2, "\(report)")
+        let letters = try spool.deadLetters()
+        #expect(letters.map(\.spooled.seq) == [1, UInt64(count)])
+        #expect(letters.allSatisfy { $0.reason == tooLarge && $0.spooled.text == "rssi \($0.spooled.seq)" })
+        #expect(letters.map(\.at) == [1_700_000_001, 1_700_000_002])
+        #expect(try spool.everything().allSatisfy { $0.seq != 1 && $0.seq != UInt64(count) },
+                "a dead letter stays out of the queue")
+        // An operator can still put them back.
+        #expect(try spool.requeueDeadLetters() == 2)
+        #expect(try spool.everything().first?.seq == 1)
+    }
 }
