@@ -34,13 +34,7 @@ struct SpoolCorruptionTests {
             try spool.commit()
         }  // closing checkpoints the WAL into the main file
         #expect(!FileManager.default.fileExists(atPath: dir.spoolPath + "-wal"))
-        // Overwrite one page in the middle of the table with garbage (an SD card's torn write).
-        let handle = try #require(FileHandle(forUpdatingAtPath: dir.spoolPath))
-        let size = try handle.seekToEnd()
-        let pages = size / 4096
-        try handle.seek(toOffset: (pages / 2) * 4096)
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
-        try handle.close()
+        try Self.tearMiddlePage(of: dir.spoolPath)
 
         let spool = try Spool(configuration: config)
         let report = spool.statistics.openReport
@@ -72,12 +66,7 @@ struct SpoolCorruptionTests {
             spool.deadLetter(UInt64(count), reason: tooLarge, at: 1_700_000_002)
             try spool.commit()
         }
-        // A torn page in the middle of the readings, as above.
-        let handle = try #require(FileHandle(forUpdatingAtPath: dir.spoolPath))
-        let pages = try handle.seekToEnd() / 4096
-        try handle.seek(toOffset: (pages / 2) * 4096)
-        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
-        try handle.close()
+        try Self.tearMiddlePage(of: dir.spoolPath)
 
         let spool = try Spool(configuration: config)
         let report = spool.statistics.openReport
@@ -92,5 +81,14 @@ struct SpoolCorruptionTests {
         // An operator can still put them back.
         #expect(try spool.requeueDeadLetters() == 2)
         #expect(try spool.everything().first?.seq == 1)
+    }
+
+    /// Overwrites the page in the middle of the file with garbage: an SD card's torn write, inside the readings.
+    static func tearMiddlePage(of path: String) throws {
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        let pages = try handle.seekToEnd() / 4096
+        try handle.seek(toOffset: (pages / 2) * 4096)
+        try handle.write(contentsOf: Data(repeating: 0xA5, count: 4096))
+        try handle.close()
     }
 }
