@@ -121,7 +121,7 @@ endif
 
 # The power-loss drill (docs/RELIABILITY.md): the gateway in the VM with its spool on a virtio disk, the VM killed
 # at random moments; every reading the spool said was durable must be found after the reboot. 20 cuts in `make
-# test` (~5 min), 200 in `make soak` (~45 min).
+# test` (~5 min, beside the kernel checks), 200 in `make soak` (~50 min).
 POWER_CUTS ?= 20
 test-powerloss: deps deps-kernel
 ifeq ($(ARCH),x86_64)

@@ -51,7 +51,8 @@ mkdir -p "$WORK/sim"
 for _ in $(seq 1 100); do [ -S "$WORK/sim/gw-lobby.sock" ] && break; sleep 0.1; done
 [ -S "$WORK/sim/gw-lobby.sock" ] || fail_setup "the simulator made no gw-lobby socket: $(tail -n 5 "$WORK/sim.log")"
 HCI_PORT=$(free_port)
-socat "TCP-LISTEN:$HCI_PORT,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$WORK/sim/gw-lobby.sock" & PIDS+=($!)
+# Each cut leaves its connection broken mid-write: socat says so, in its own log.
+socat "TCP-LISTEN:$HCI_PORT,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$WORK/sim/gw-lobby.sock" 2>"$WORK/socat.log" & PIDS+=($!)
 for _ in $(seq 1 50); do mosquitto_sub -h 127.0.0.1 -p "$MQTT_PORT" -t x -E -W 1 2>/dev/null && break; sleep 0.1; done
 mosquitto_sub -h 127.0.0.1 -p "$MQTT_PORT" -q 1 -t 'pl/#' -v > "$WORK/delivered.txt" 2>"$WORK/subscriber.log" &
 SUBSCRIBER=$!
