@@ -76,12 +76,12 @@ for boot in $(seq 1 "$BOOTS"); do
     if [ "$boot" -eq 1 ]; then mode=control; elif [ "$boot" -eq "$BOOTS" ]; then mode=final; else mode=run; fi
     printf 'BOOT=%s\nMODE=%s\nMQTT_PORT=%s\nHCI_PORT=%s\n' "$boot" "$mode" "$MQTT_PORT" "$HCI_PORT" \
         > "$WORK/results/drill.env"
-    # Where the cut falls: one cut in four anywhere in the process's first 4 s (it takes ~3 s under TCG to load
+    # Where the cut falls: every fourth boot anywhere in the process's first 4 s (it takes ~3 s under TCG to load
     # and open its spool: cuts in the start, the open and the recovery), the others within 4 s of its first commit
-    # of samples (cuts while it commits and publishes). The control writer is cut within 1 s of its first commit,
-    # well before anything would write its pages back.
+    # of samples (cuts while it commits and publishes); the moment is random, the mix is not, so every run exercises
+    # both. The control writer is cut within 1 s of its first commit, well before anything would write its pages back.
     delay=$((RANDOM % 4000)); trigger=committing
-    if [ "$mode" = control ]; then delay=$((RANDOM % 1000)); elif [ $((RANDOM % 4)) -eq 0 ]; then trigger="process starting"; fi
+    if [ "$mode" = control ]; then delay=$((RANDOM % 1000)); elif [ $((boot % 4)) -eq 0 ]; then trigger="process starting"; fi
     rm -f "$WORK/console"; mkfifo "$WORK/console"
     vm_qemu stdio -drive "file=$WORK/disk.img,format=raw,if=virtio,cache=writeback" \
         -netdev user,id=net0 -device virtio-net-pci,netdev=net0 < /dev/null > "$WORK/console" 2>&1 &
