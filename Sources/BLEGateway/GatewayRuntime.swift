@@ -157,14 +157,14 @@ public final class GatewayRuntime: Service, Sendable {
         if opened.corruption != nil || opened.resumedSalvageOf != nil || opened.setAsideRemoved > 0 {
             logger.error("spool: \(spool.statistics.openReport)")
         }
-        let quarantineLog = logger
+        let spoolLog = logger
         spool.observeQuarantines { report in
-            quarantineLog.error("spool: set aside while running, continuing on a fresh file: \(report)")
+            spoolLog.error("spool: set aside while running, continuing on a fresh file: \(report)")
         }
         // At debug level, the seqs each commit made durable: what a reader of the log may hold the spool to after a
         // power cut (the drill in Tests/kernel/powerloss.sh does).
         spool.observeCommits { seqs in
-            quarantineLog.debug("spool: seq \(seqs.lowerBound)...\(seqs.upperBound) durable")
+            spoolLog.debug("spool: seq \(seqs.lowerBound)...\(seqs.upperBound) durable")
         }
 
         client = MQTTClient(configuration: try Self.mqttConfiguration(configuration, readings: readings, clock: clock,

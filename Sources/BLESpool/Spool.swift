@@ -242,9 +242,10 @@ public final class Spool: @unchecked Sendable {
         let salvaging = pendingSalvage?.fresh == true
         if batch.isEmpty, acks.isEmpty, dropped == 0, dead.isEmpty, !salvaging { return nil }
         do {
+            let salvage = salvaging ? pendingSalvage?.salvage : nil
             let range = try writeTransaction(batch: batch, acks: acks, droppedInMemory: dropped,
-                                             salvaged: salvaging ? pendingSalvage?.salvage.rows ?? [] : [],
-                                             salvagedDeadLetters: salvaging ? pendingSalvage?.salvage.deadLetters ?? [] : [],
+                                             salvaged: salvage?.rows ?? [],
+                                             salvagedDeadLetters: salvage?.deadLetters ?? [],
                                              deadLetters: dead, forcePersist: salvaging)
             commits += 1
             ioErrorsInARow = 0
@@ -321,8 +322,8 @@ public final class Spool: @unchecked Sendable {
     @discardableResult
     private func writeTransaction(
         batch: [Reading], acks: [UInt64], droppedInMemory: UInt64, salvaged: [SpooledReading] = [],
-        salvagedDeadLetters: [DeadLetter] = [], deadLetters: [UInt64: (reason: DeadLetterReason, at: Double)] = [:], forcePersist: Bool = false,
-        makeRoom: Int = 0
+        salvagedDeadLetters: [DeadLetter] = [], deadLetters: [UInt64: (reason: DeadLetterReason, at: Double)] = [:],
+        forcePersist: Bool = false, makeRoom: Int = 0
     ) throws -> ClosedRange<UInt64>? {
         var next = ledger
         let needed = next.lastSeq + UInt64(batch.count)

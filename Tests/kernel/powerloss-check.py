@@ -115,7 +115,8 @@ check("the gateways committed the scan's samples in at least half the boots (the
 cuts = boots - 2
 print(f"power-loss figures: {cuts} cuts of a gateway and 1 control cut; {len(confirmed_total)} readings confirmed "
       f"durable before a cut, {found_total} found after it (in the spool or delivered), "
-      f"{sum(len(l) for _, l in lost_total)} lost; {len(delivered)} seqs delivered; {committed_boots} boots committed, {sampling_boots} of them samples; "
+      f"{sum(len(l) for _, l in lost_total)} lost; {len(delivered)} seqs delivered; "
+      f"{committed_boots} boots committed, {sampling_boots} of them samples; "
       f"{salvaged} salvages; control at synchronous=OFF: {len(committed)} committed, {len(lost_control)} lost")
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -5,7 +5,7 @@
 # defines fail_setup MESSAGE.
 
 KVER=${KVER:-$(ls /lib/modules | sort -V | tail -n 1)}
-KERNEL=${VM_KERNEL:-/boot/vmlinuz-$KVER}
+KERNEL=/boot/vmlinuz-$KVER
 MODDIR=/lib/modules/$KVER
 BUSYBOX=$(command -v busybox || true)
 REPO_DIR=$(cd "$HERE/../.." && pwd)
@@ -23,7 +23,6 @@ vm_preflight() {
 # vm_kernel — the kernel qemu boots: the ELF inside the bzImage when it can be unpacked (qemu starts it through its
 # PVH entry, skipping the self-decompression that costs ~4 s per boot under TCG), else the bzImage itself.
 vm_kernel() {
-    [ -n "${VM_KERNEL:-}" ] && return 0
     python3 - "$KERNEL" "$WORK/vmlinux" <<'PY' && KERNEL=$WORK/vmlinux || true
 import lzma, sys, zlib
 image = open(sys.argv[1], "rb").read()
@@ -131,7 +130,7 @@ vm_qemu() {
     console=$1; shift
     exec ${VM_TIMEOUT:+timeout "$VM_TIMEOUT"} qemu-system-x86_64 -accel tcg -m 1024 -smp 1 -no-reboot \
         -kernel "$KERNEL" -initrd "$WORK/initramfs.gz" \
-        -append "console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init${VM_APPEND:+ $VM_APPEND}" \
+        -append "console=ttyS0 panic=-1 quiet loglevel=3 rdinit=/init" \
         -display none -serial "$console" -monitor none \
         -virtfs local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap \
         -virtfs "local,path=$WORK/results,mount_tag=results,security_model=none" \
