@@ -6,8 +6,9 @@ extension EndToEndSuites {
     /// One owner per peripheral through a real broker: the simulated office, its three gateways as real processes,
     /// each configured with the same five sensors (`connections.owner_lease_s`). Each sensor ends up connected by one
     /// gateway; when the owner is killed, and when another's adapter loses power, the sensors are connected again by
-    /// another within the lease + 5 s; and at no moment do two gateways hold a link to the same sensor (link intervals
-    /// from every gateway's retained state stream, by their own timestamps).
+    /// another within the lease + 5 s; a sensor carried from the lobby into the lab moves to the lab's gateway by the
+    /// margin rule within the lease + 5 s of arriving; and at no moment do two gateways hold a link to the same sensor
+    /// (link intervals from every gateway's retained state stream, by their own timestamps).
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(5)), .serialized)
     struct PeripheralOwnershipEndToEndTests {
@@ -77,6 +78,10 @@ extension EndToEndSuites {
 
         static let sensors = ["001bdc100001", "001bdc100002", "001bdc100003", "001bdc100004", "001bdc100005"]
         static let lease = 15.0
+        /// The lobby's sensor, carried to the lab: it leaves at `walkStart` and arrives 15 s later.
+        static let walker = "001bdc100001"
+        static let walkStart = 110.0
+        static let walkArrival = walkStart + 21 / 1.4
 
         /// Waits (the test's own waiting, a second at a time) until `done` holds or `limit` passes.
         func until(_ limit: Double, _ done: () -> Bool) async throws -> Bool {
@@ -92,11 +97,18 @@ extension EndToEndSuites {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("ownership-\(UUID().uuidString.prefix(8))")
             let simDir = root.appendingPathComponent("sim")
             try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
-            // The office, with the lab's controller losing power for 40 s once the test has killed the kitchen.
+            // The office, with the lab's controller losing power for 30 s once the test has killed the kitchen, and
+            // the lobby's sensor carried to the lab once the lab is back: it stands at its place until 110 s, then
+            // walks 21 m at 1.4 m/s (a first leg of no length holds it there for the pause).
             let office = try String(contentsOf: BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml"),
                                     encoding: .utf8)
+            let standing = #"address: "00:1B:DC:10:00:01", address_type: public, interval_ms: 500, position: [1.0, 4.0, 1.0]}"#
+            #expect(office.contains(standing), "the office's lobby sensor moved; this test carries it from there")
+            let walking = #"address: "00:1B:DC:10:00:01", address_type: public, interval_ms: 500, speed_mps: 1.4, "#
+                + "pause_s: \(Self.walkStart), loop: false, waypoints: [[1, 4, 1], [1, 4, 1], [22, 4, 1]]}"
             let scenario = root.appendingPathComponent("office-faults.yaml")
-            try (office + "\nfaults:\n  - {at_s: 75, gateway: gw-lab, type: power_off, duration_s: 40}\n")
+            try (office.replacingOccurrences(of: standing, with: walking)
+                + "\nfaults:\n  - {at_s: 75, gateway: gw-lab, type: power_off, duration_s: 30}\n")
                 .write(to: scenario, atomically: true, encoding: .utf8)
             let broker = try PersistentBroker(directory: root)
             try broker.start()
@@ -167,11 +179,30 @@ extension EndToEndSuites {
                     #expect((back ?? .infinity) - powerOff <= Self.lease + 5, "\(a) connected again \((back ?? .infinity) - powerOff) s after")
                 }
             }
+
+            // 4. The lobby's sensor is carried into the lab: the lab's gateway, hearing it better by the margin, takes
+            // it over from the lobby's (the link never drops: the simulated radio reaches about 70 m), within the
+            // lease + 5 s of its arrival.
+            let leaves = started.timeIntervalSince1970 + Self.walkStart
+            try await Task.sleep(for: .seconds(max(0, leaves - Date().timeIntervalSince1970)))
+            #expect(collector.holders[Self.walker] == ["gw-lobby"], "before the walk: \(collector.holders)")
+            let arrives = started.timeIntervalSince1970 + Self.walkArrival
+            let handedOver = try await until(max(0, arrives - Date().timeIntervalSince1970) + Self.lease + 10) {
+                collector.holders[Self.walker] == ["gw-lab"]
+            }
+            #expect(handedOver, "after the walk into the lab: \(collector.holders)")
+            let byLab = collector.all.filter { $0.address == Self.walker && $0.state == "connected" && $0.gateway == "gw-lab" && $0.ts > leaves }
+                .map(\.ts).min()
+            #expect((byLab ?? .infinity) - arrives <= Self.lease + 5, "the lab connected it \((byLab ?? .infinity) - arrives) s after it arrived")
+            // The lobby let it go just before (the new owner waits settle_s after its claim): no long gap either.
+            let letGo = collector.all.filter { $0.address == Self.walker && $0.state != "connected" && $0.gateway == "gw-lobby" && $0.ts > leaves }
+                .map(\.ts).min()
+            if let letGo, let byLab { #expect(byLab - letGo <= 5, "unconnected for \(byLab - letGo) s during the handover") }
             try await Task.sleep(for: .seconds(5))
 
-            // 4. At no moment two links to one sensor: each gateway's connected intervals, by its own timestamps.
+            // 5. At no moment two links to one sensor: each gateway's connected intervals, by its own timestamps.
             let events = collector.all
-            var clean = settled && retaken && moved
+            var clean = settled && retaken && moved && handedOver
             for a in Self.sensors {
                 var open: [String: Double] = [:]
                 var overlaps: [String] = []
