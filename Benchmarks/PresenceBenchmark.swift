@@ -5,7 +5,8 @@ import Foundation
 /// truth, the fleet's algorithm beside the ESPresense companion's default (Nadaraya–Watson), on the same readings.
 ///
 /// Arguments: `--seconds S` of virtual time (default 3600), `--seed N` (default 1); to try other presence settings
-/// on the same data, `--dwell-s`, `--still-dwell-s`, `--still-after-s`, `--margin-m`, `--walking-speed-mps`.
+/// on the same data, `--dwell-s`, `--still-dwell-s`, `--still-after-s`, `--margin-m`, `--walking-speed-mps`;
+/// `--misses` adds where the walkers' wrong seconds were.
 func runPresenceBenchmark(arguments: [String]) async {
     func value(_ name: String, _ fallback: Double) -> Double { benchmarkOption(arguments, name, fallback) }
     var setup = PresenceScoreSetup()
@@ -27,6 +28,7 @@ func runPresenceBenchmark(arguments: [String]) async {
         print("presence: scored \(Int(setup.seconds)) s of the office, seed \(setup.seed), "
             + "in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s")
         print(score.table())
+        if arguments.contains("--misses") { print(score.missTable()) }
     } catch {
         print("presence: scoring failed: \(error)")
     }

@@ -43,6 +43,27 @@ struct PresenceScore {
     var walkers: Int
     var hours: Double
     var readings: Int
+    /// Walkers' seconds where ours named the wrong room, by (true room, ours, the room of our smoothed position):
+    /// where the position itself is right, the hysteresis held the tag back.
+    var walkerMisses: [WalkerMiss: Int] = [:]
+
+    struct WalkerMiss: Hashable {
+        var truth: String
+        var ours: String
+        var position: String
+    }
+
+    /// The walkers' misses, most seconds first, split into those the hysteresis caused and those of the position.
+    func missTable() -> String {
+        let total = walkerMisses.values.reduce(0, +)
+        let held = walkerMisses.filter { $0.key.position == $0.key.truth }.values.reduce(0, +)
+        var s = "walkers' misses: \(total) s; held back by the hysteresis (the position's room right): \(held) s\n"
+        s += "| true room | ours | room of our position | seconds |\n|---|---|---|---|\n"
+        for (k, v) in walkerMisses.sorted(by: { ($0.value, $1.key.truth) > ($1.value, $0.key.truth) }) {
+            s += "| \(k.truth) | \(k.ours) | \(k.position) | \(v) |\n"
+        }
+        return s
+    }
 
     func table() -> String {
         func f(_ v: Double, _ d: Int = 2) -> String { String(format: "%.\(d)f", v) }
@@ -197,6 +218,7 @@ private func scorePresence(
     func nearestRoom(_ x: Double, _ y: Double) -> String {
         site.rooms.max { Geometry.signedDistance($0.polygon, .init(x, y)) < Geometry.signedDistance($1.polygon, .init(x, y)) }!.id
     }
+    var misses: [PresenceScore.WalkerMiss: Int] = [:]
     let scored = truth.roles.filter { ($0.value == "beacon" || $0.value == "tag") && ours[$0.key] != nil }
     var staticTags = 0, walkers = 0
     func algorithm(_ name: String, _ series: [String: [(t: Double, room: String?, x: Double?, y: Double?)]]) -> PresenceAlgorithmScore {
@@ -233,11 +255,18 @@ private func scorePresence(
             staticFlapsPerHour: Double(flaps) / Double(max(staticTags, 1)) / hours, positions: errors.count)
     }
     let mine = algorithm("fleet presence (robust least squares, hysteresis)", ours)
+    for (id, role) in scored where role == "tag" {
+        for s in ours[id] ?? [] where s.t >= setup.warmUp {
+            guard let p = truth.position(id, at: s.t), let r = room(p.x, p.y), s.room != r else { continue }
+            let at = s.x.flatMap { x in s.y.flatMap { y in room(x, y) } }
+            misses[.init(truth: r, ours: s.room ?? "away", position: at ?? "none"), default: 0] += 1
+        }
+    }
     var baselineSeries: [String: [(t: Double, room: String?, x: Double?, y: Double?)]] = [:]
     for (id, s) in theirs { baselineSeries[id] = s.map { ($0.t, nearestRoom($0.x, $0.y), $0.x, $0.y) } }
     let base = algorithm("baseline (Nadaraya–Watson, 1/d²)", baselineSeries)
     return PresenceScore(ours: mine, baseline: base, staticTags: staticTags, walkers: walkers,
-                         hours: (setup.seconds - setup.warmUp) / 3600, readings: readings)
+                         hours: (setup.seconds - setup.warmUp) / 3600, readings: readings, walkerMisses: misses)
 }
 
 func percentile(_ v: [Double], _ q: Double) -> Double {
