@@ -22,9 +22,13 @@ public struct AdapterLifecycle: Sendable {
         public static let poweredOn = Status(rawValue: "poweredOn")
         public static let poweredOff = Status(rawValue: "poweredOff")
         public static let resetting = Status(rawValue: "resetting")
+        /// A capability is missing (CAP_NET_RAW / CAP_NET_ADMIN).
         public static let unauthorized = Status(rawValue: "unauthorized")
+        /// No LE, or no Bluetooth in this kernel.
         public static let unsupported = Status(rawValue: "unsupported")
+        /// rfkill blocks the radio.
         public static let blocked = Status(rawValue: "blocked")
+        /// No such adapter (unplugged, or never there).
         public static let absent = Status(rawValue: "absent")
         public static let unknown = Status(rawValue: "unknown")
         public var description: String { rawValue }
@@ -92,6 +96,11 @@ public struct AdapterLifecycle: Sendable {
         case rfkillChanged(soft: Bool, hard: Bool)
         case adapterAdded
         case adapterRemoved
+        /// The adapter was powered off by whoever owns it (shared mode: the kernel, on a management Set Powered, an
+        /// rfkill block or `hciconfig down`). Nothing is broken and nothing is the gateway's to recover: the state is
+        /// `poweredOff` (or `blocked`), and the adapter is opened again when it comes back (`adapterAdded`), or at
+        /// the slow retry.
+        case adapterPoweredOff(reason: String)
         /// Nothing happened, but time passed (the caller's wait ended).
         case timePassed
     }
@@ -258,6 +267,15 @@ extension AdapterLifecycle {
             climb = nil
             openBackoff = configuration.initialBackoff
             settle(.absent, "the adapter was removed", retryAfter: configuration.maxBackoff, now: now, &out)
+        case .adapterPoweredOff(let reason):
+            if case .idle = phase { break }
+            climb = nil
+            openBackoff = configuration.initialBackoff
+            if isBlocked {
+                blocked(reason, now: now, &out)
+            } else {
+                settle(.poweredOff, reason, retryAfter: configuration.maxBackoff, now: now, &out)
+            }
         case .timePassed:
             break
         }

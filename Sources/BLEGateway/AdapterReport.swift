@@ -1,23 +1,10 @@
+import BLEDomain
+
 /// What the gateway says about its adapter on the retained `…/adapter` topic (schema/v1/adapter.json).
 /// iOS's CBManagerState, plus what a Linux gateway can tell apart: blocked (rfkill) and absent.
 public struct AdapterReport: Sendable, Equatable {
-    public struct State: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public static let poweredOn = State(rawValue: "poweredOn")
-        public static let poweredOff = State(rawValue: "poweredOff")
-        public static let resetting = State(rawValue: "resetting")
-        /// A capability is missing (CAP_NET_RAW / CAP_NET_ADMIN).
-        public static let unauthorized = State(rawValue: "unauthorized")
-        /// No LE, or no Bluetooth in this kernel.
-        public static let unsupported = State(rawValue: "unsupported")
-        /// rfkill blocks the radio.
-        public static let blocked = State(rawValue: "blocked")
-        /// No such adapter (unplugged, or never there).
-        public static let absent = State(rawValue: "absent")
-        public static let unknown = State(rawValue: "unknown")
-        public var description: String { rawValue }
-    }
+    /// The one adapter state vocabulary: the lifecycle's, published as it decides it.
+    public typealias State = AdapterLifecycle.Status
 
     public var state: State
     public var device: String

@@ -4,9 +4,14 @@ import BLEHost
 import BLETransport
 import Logging
 
-/// Carries out `AdapterLifecycle`'s actions on a real transport (exclusive mode: the gateway owns the controller):
-/// opens the transport, brings the controller up, scans, and runs the recovery ladder's steps; hands every outcome
-/// and every fault (Hardware Error, unanswered command, end of transport, silence) back to the machine.
+/// Carries out `AdapterLifecycle`'s actions on a real transport: opens the transport, brings the controller up,
+/// scans, and runs the recovery ladder's steps; hands every outcome and every fault (Hardware Error, unanswered
+/// command, end of transport, silence) back to the machine.
+///
+/// Exclusive mode owns the controller. Shared mode is a listen-only session of the same life: the kernel owns the
+/// controller and scans for us (`KernelSharedTransport`), so there is no bring-up and no step but opening the
+/// session again, and the adapter's power is its owner's business: the kernel's index events say when it goes down,
+/// comes up or goes away (`followIndexes`), and the adapter topic says so.
 ///
 /// One `run()`; every operation is a child task of it, and a session (transport, controller, scanner) is torn down
 /// before the next is opened, so one transport is open at a time.
@@ -81,6 +86,9 @@ final class AdapterSupervisor: @unchecked Sendable {
 
     var statistics: L.Statistics { statisticsBox.withLock { $0 } }
 
+    /// Shared mode: the host only listens; the kernel brings the controller up and scans.
+    var listensOnly: Bool { mode == .shared }
+
     /// The parameters of the running scanner, or of the next one.
     var parameters: ScanParameters { parametersBox.withLock { $0 } }
 
@@ -116,6 +124,7 @@ final class AdapterSupervisor: @unchecked Sendable {
             var timer: Task<Void, Never>?
             defer { timer?.cancel() }
             if case .kernel(let name) = spec { group.addTask { await self.followRfkill(adapter: name) } }
+            if case .kernel(let name) = spec, listensOnly { group.addTask { await self.followIndexes(adapter: name) } }
             post(.start)
             for await event in inbox {
                 if Task.isCancelled { break }
@@ -130,10 +139,11 @@ final class AdapterSupervisor: @unchecked Sendable {
                         }
                         let info = status == .poweredOn ? sessionBox.withLock({ $0?.info }) : nil
                         adapter(AdapterReport(
-                            state: AdapterReport.State(rawValue: status.rawValue), device: device, mode: modeName,
+                            state: status, device: device, mode: modeName,
                             address: info?.address.description, hciVersion: info.map { Int($0.version.hciVersion) },
                             manufacturer: info.map { Int($0.version.companyIdentifier) },
-                            scanning: info.map { $0.supportsExtendedAdvertising ? "extended" : "legacy" } ?? "off",
+                            scanning: info.map { $0.supportsExtendedAdvertising ? "extended" : "legacy" }
+                                ?? (listensOnly && status == .poweredOn ? "observer" : "off"),
                             reason: reason))
                     case .open:
                         operationBegan.withLock { $0 = clock.now() }
@@ -196,6 +206,38 @@ final class AdapterSupervisor: @unchecked Sendable {
         }
     }
 
+    /// Shared mode: the kernel's word on our adapter. Powered off or removed, the session is closed at once (its
+    /// discovery would only be refused) and the machine told; powered on or added, the machine opens it again now
+    /// rather than at its next retry. Without a monitor socket shared mode cannot run at all, so this is no less
+    /// available than the session itself.
+    func followIndexes(adapter configured: String) async {
+        let watcher: KernelIndexEvents
+        do { watcher = try KernelIndexEvents() } catch {
+            logger.debug("adapter \(configured): no index events (\(error))")
+            return
+        }
+        defer { watcher.close() }
+        do {
+            for try await e in watcher.events {
+                let name = boundAdapter.withLock { $0 } ?? configured
+                guard "hci\(e.index)" == name else { continue }
+                switch e.change {
+                case .up, .added:
+                    post(.adapterAdded)
+                case .down:
+                    tearDown()
+                    post(.adapterPoweredOff(reason: "\(name) was powered off (by bluetoothd, the management interface, "
+                                            + "rfkill or `hciconfig down`)"))
+                case .removed:
+                    tearDown()
+                    post(.adapterRemoved)
+                }
+            }
+        } catch {
+            logger.debug("adapter \(configured): index events ended: \(error)")
+        }
+    }
+
     // MARK: - Operations (each reports its outcome as events)
 
     /// Opens the transport, brings the controller up and scans.
@@ -204,6 +246,10 @@ final class AdapterSupervisor: @unchecked Sendable {
         let transport: any HCITransport
         do {
             transport = try openTransport(try resolveKernelAdapter(), mode: mode, clock: clock, options: options)
+        } catch let e as TransportError where listensOnly && e.kind == .adapterDown {
+            // Down by its owner's choice: nothing to retry at pace; its power-on is announced (`followIndexes`).
+            post(.adapterPoweredOff(reason: e.message))
+            return
         } catch let e as TransportError {
             post(.transportFailed(Self.failure(for: e), reason: e.message))
             return
@@ -212,13 +258,51 @@ final class AdapterSupervisor: @unchecked Sendable {
             return
         }
         let session = Session(transport: transport, controller: HCIController(transport: transport, clock: clock))
+        // A listener subscribes before the controller reads anything (`watch` starts it), so no report is missed.
+        let listener = listensOnly
+            ? Scanner(controller: session.controller, mode: .observer, parameters: parameters, logger: logger) : nil
         sessionBox.withLock { $0 = session }
         post(.transportOpened)
         watch(session)
-        await bringUpAndScan(session, sighting: sighting)
+        if let listener {
+            listen(session, with: listener, sighting: sighting)
+        } else {
+            await bringUpAndScan(session, sighting: sighting)
+        }
+    }
+
+    /// Shared mode: the kernel's scan, followed (the transport started our discovery when it opened), and the
+    /// peripheral role through the kernel's L2CAP sockets. Usable at once: there is nothing to bring up.
+    private func listen(_ session: Session, with scanner: Scanner, sighting: @escaping @Sendable (Sighting) -> Void) {
+        session.scanner = scanner
+        session.scannerTask = Task {
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask { try? await scanner.run() }
+                group.addTask {
+                    do {
+                        for try await r in scanner.reports {
+                            sighting(Sighting(scanReport: r))
+                            self.noteReport()
+                        }
+                    } catch {}
+                }
+                await group.waitForAll()
+            }
+            self.countersBox.withLock { $0.add(session: scanner) }
+        }
+        if let role, case .kernel(let configured) = spec {
+            let name = boundAdapter.withLock { $0 } ?? configured  // the adapter `open` resolved
+            session.roleTask = Task { await role.serve(kernelAdapter: name) }
+        }
+        post(.scanEnabled)
     }
 
     func perform(_ step: L.Step, sighting: @escaping @Sendable (Sighting) -> Void) async {
+        if listensOnly {
+            // The kernel owns the controller: the host's only remedy is a new session (sockets, discovery, monitor).
+            await open(sighting: sighting)
+            return
+        }
         let session = sessionBox.withLock { $0 }
         switch step {
         case .reenableScan:
@@ -461,7 +545,11 @@ final class AdapterSupervisor: @unchecked Sendable {
                 case .transportEnded(let error):
                     // Only the live session's end matters; a session torn down on purpose is not a fault.
                     let live = self.sessionBox.withLock { $0 === session }
-                    if live { self.post(.transportEnded(reason: error.map { "\($0)" } ?? "the transport ended")) }
+                    guard live else { continue }
+                    // A shared session ends with its adapter's removal (Delete Index); the index watcher, reading the
+                    // same news in order after the adapter's Close Index, tells the machine.
+                    if self.listensOnly, (error as? TransportError)?.isAdapterRemoval == true { continue }
+                    self.post(.transportEnded(reason: error.map { "\($0)" } ?? "the transport ended"))
                 default:
                     continue
                 }

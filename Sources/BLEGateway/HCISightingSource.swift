@@ -16,7 +16,9 @@ public protocol ScanParametersUpdatable: Sendable {
 
 /// Sightings from an HCI controller: open the transport, bring the controller up (exclusive mode) or
 /// follow the kernel's scan (shared mode), scan, decode. Every way this can fail ends in an adapter
-/// state with a reason; the runtime retries with backoff.
+/// state with a reason. A live adapter, in either mode, is one `AdapterSupervisor` session after another,
+/// recovered in place; a capture is replayed once, here, and its end is the end of the run (a recording
+/// has nothing to recover, and reopening it would replay it again).
 public final class HCISightingSource: SightingSource, ScanParametersUpdatable, AdapterLifecycleReporting,
     @unchecked Sendable
 {
@@ -80,9 +82,17 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
 
     public func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
                     sighting: @escaping @Sendable (Sighting) -> Void) async throws {
-        if mode == .exclusive, !spec.isCapture, let lifecycle {
-            // The gateway owns the controller: the lifecycle supervises it, recovering in place; this returns only
-            // when cancelled.
+        // Shared mode is always supervised: its adapter's power, blocks and removal are followed only there.
+        let supervised = mode == .shared && spec.isKernel ? lifecycle ?? AdapterLifecycle.Configuration()
+            : mode == .exclusive && !spec.isCapture ? lifecycle : nil
+        if var lifecycle = supervised {
+            // One adapter life for both modes: the lifecycle supervises the session, recovering in place; this
+            // returns only when cancelled. In shared mode the session only listens, and the adapter is the
+            // kernel's: the gateway never clears an rfkill block or resets the USB device under bluetoothd.
+            if mode == .shared {
+                lifecycle.allowRfkillUnblock = false
+                lifecycle.allowUSBReset = false
+            }
             let s = AdapterSupervisor(spec: spec, mode: mode, options: options, parameters: scan.parameters,
                                       clock: clock, logger: logger, configuration: lifecycle, role: role)
             supervisor.withLock { $0 = s }
@@ -103,11 +113,8 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
         }
         let controller = HCIController(transport: transport, clock: clock)
         defer { transport.close() }
-        // Shared mode: the kernel scans. A capture: the commands were sent when it was recorded. Either way the
-        // host only listens.
-        var listenOnly = mode == .shared
-        if case .file = spec { listenOnly = true }
-        let observer = listenOnly
+        // A capture: the commands were sent when it was recorded; the host only listens.
+        let observer = spec.isCapture
         let parameters = scan.parameters
         // A listener must be subscribed before the controller reads anything, or a capture replayed as fast as
         // possible would be half gone before anyone listened.
@@ -162,20 +169,7 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                     self.current.withLock { $0 = nil }
                 }
                 if observer {
-                    if case .kernel(let name) = spec, let role = self.role {
-                        // Shared mode: links through the kernel's sockets, beside the monitor's reports; they end
-                        // with the reports (the role is cancelled when this task group is left).
-                        await withTaskGroup(of: Void.self) { inner in
-                            inner.addTask { await role.serve(kernelAdapter: name) }
-                            inner.addTask {
-                                try? await Self.deliver(scanner.reports, to: sighting)
-                            }
-                            await inner.next()
-                            inner.cancelAll()
-                        }
-                    } else {
-                        try? await Self.deliver(scanner.reports, to: sighting)  // its run() is above
-                    }
+                    try? await Self.deliver(scanner.reports, to: sighting)  // its run() is above
                 } else {
                     try await withThrowingTaskGroup(of: Void.self) { inner in
                         inner.addTask { try await scanner.run() }
@@ -266,6 +260,12 @@ extension DeviceSpec {
     /// A recorded capture: replayed, never commanded.
     var isCapture: Bool {
         if case .file = self { return true }
+        return false
+    }
+
+    /// A kernel adapter ("hci0"): the only kind shared mode can listen to.
+    var isKernel: Bool {
+        if case .kernel = self { return true }
         return false
     }
 }

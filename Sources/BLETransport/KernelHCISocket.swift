@@ -10,6 +10,10 @@ import CBluetoothShim
 enum KernelHCISocket {
     /// HCI_DEV_NONE: channels that are not tied to one adapter (monitor, control).
     static let noDevice: UInt16 = 0xFFFF
+    /// HCI_UP and HCI_RUNNING in the flags HCIGETDEVINFO returns (the kernel's `enum { HCI_UP, HCI_INIT,
+    /// HCI_RUNNING, … }` in include/net/bluetooth/hci.h): up once initialised; running from the transport's open.
+    static let upFlag: UInt32 = 1 << 0
+    static let runningFlag: UInt32 = 1 << 2
 
     static func open(device: UInt16, channel: Int32, adapterName: String) throws -> Int32 {
         let fd = socket(AF_BLUETOOTH, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), BTPROTO_HCI)

@@ -37,7 +37,14 @@ public final class KernelSharedTransport: HCITransport, @unchecked Sendable {
         guard let index = KernelHCISocket.index(of: adapter) else {
             throw TransportError(.badSpec, "not a kernel adapter name: \(adapter) (expected hciN)")
         }
-        _ = try KernelHCISocket.flags(index: index, adapterName: adapter)
+        // A powered-off adapter has no scan to follow: say so, rather than listen to nothing. One that is powering
+        // on counts: the monitor's Open Index comes as the kernel starts its init (HCI_RUNNING), before HCI_UP,
+        // and our discovery starts once the management interface says it is powered (`DiscoveryKeeper`).
+        let flags = try KernelHCISocket.flags(index: index, adapterName: adapter)
+        guard flags & (KernelHCISocket.upFlag | KernelHCISocket.runningFlag) != 0 else {
+            throw TransportError(.adapterDown, "\(adapter) is powered off: shared mode listens once bluetoothd (or "
+                                 + "`btmgmt -i \(adapter) power on`) powers it")
+        }
         self.name = "\(adapter) (shared)"
         self.clock = clock
         self.keeper = DiscoveryKeeper(index: index, restartInterval: restartInterval,

@@ -15,6 +15,11 @@ struct MonitorFramer: PacketFramer {
         static let eventPacket = Opcode(rawValue: 3)
         static let aclTx = Opcode(rawValue: 4)
         static let aclRx = Opcode(rawValue: 5)
+        static let scoTx = Opcode(rawValue: 6)
+        static let scoRx = Opcode(rawValue: 7)
+        /// The adapter's HCI transport opened (powered on) and closed (powered off, rfkill, `hciconfig down`).
+        static let openIndex = Opcode(rawValue: 8)
+        static let closeIndex = Opcode(rawValue: 9)
     }
 
     let index: UInt16
@@ -42,3 +47,8 @@ struct MonitorFramer: PacketFramer {
 
 /// ENODEV, spelled without importing Glibc into a pure parser.
 let ENODEV_: Int32 = 19
+
+extension TransportError {
+    /// The end of a shared session because its adapter was removed (the monitor channel's Delete Index).
+    public var isAdapterRemoval: Bool { kind == .closed && errno == ENODEV_ }
+}

@@ -275,6 +275,46 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
         #expect(h.machine.statistics.lastTimeToRecover == .seconds(190))
     }
 
+    /// Shared mode: bluetoothd (or `btmgmt power off`) powers the adapter off. Nothing to recover: no step, no
+    /// `resetting`, just `poweredOff`; powered on again, it is opened at once, not at the slow retry.
+    @Test func anAdapterPoweredOffByItsOwnerIsPoweredOffWithoutAClimbAndOpenedAsSoonAsItIsBack() {
+        var h = LifecycleHarness { $0.allowRfkillUnblock = false; $0.allowUSBReset = false }
+        h.world = healthy
+        h.send(.start)
+        h.advance(to: .seconds(10))
+        h.world = { a in a == .open ? [.adapterPoweredOff(reason: "hci0 is powered off")] : [] }
+        h.send(.adapterPoweredOff(reason: "hci0 was powered off"))
+        #expect(h.machine.status == .poweredOff)
+        #expect(h.published.map(\.0) == [.poweredOn, .poweredOff])
+        #expect(h.published.last?.1?.hasPrefix("hci0 was powered off; next try in 30 s") == true)
+        h.advance(to: .seconds(100))
+        #expect(h.steps.isEmpty)
+        #expect(h.machine.statistics.climbs == 0)
+        #expect(!h.published.contains { $0.0 == .resetting })
+        #expect(h.opens <= 4)  // the slow retry (30 s): the index events say when it is back
+        h.world = healthy
+        let out = h.send(.adapterAdded)
+        #expect(out.contains(.open))
+        #expect(h.machine.status == .poweredOn)
+    }
+
+    /// rfkill blocks the radio under a shared scan: the kernel powers the adapter off and rfkill reports the block,
+    /// in either order; the state ends `blocked`, never unblocked by the gateway.
+    @Test func aSharedAdapterPoweredOffByAnRfkillBlockIsBlockedWhicheverNewsComesFirst() {
+        for blockFirst in [true, false] {
+            var h = LifecycleHarness { $0.allowRfkillUnblock = false; $0.allowUSBReset = false }
+            h.world = healthy
+            h.send(.start)
+            h.world = { a in a == .open ? [.adapterPoweredOff(reason: "hci0 is powered off")] : [] }
+            if blockFirst { h.send(.rfkillChanged(soft: true, hard: false)) }
+            h.send(.adapterPoweredOff(reason: "hci0 was powered off"))
+            if !blockFirst { h.send(.rfkillChanged(soft: true, hard: false)) }
+            h.advance(to: .seconds(120))
+            #expect(h.machine.status == .blocked)
+            #expect(!h.steps.contains(.rfkillUnblock))
+        }
+    }
+
     @Test func repeatedFaultsClimbAtMostOncePerBackoffPeriodAndEscalate() {
         var h = LifecycleHarness()
         h.world = healthy

@@ -128,3 +128,24 @@ import Testing
         #expect(k.tick(now: .seconds(60)).isEmpty)
     }
 }
+
+/// The monitor channel's index messages, as the shared-mode supervisor reads them (BlueZ doc/btsnoop.txt).
+@Suite struct KernelIndexEventTests {
+    @Test func newDeletedOpenAndCloseIndexAreTheAdaptersArrivalRemovalPowerOnAndPowerOff() {
+        // New Index on hci1 carries Type(1) Bus(1) BD_ADDR(6) Name(8).
+        let new: [UInt8] = [0x00, 0x00, 0x01, 0x00, 0x10, 0x00, 0x00, 0x01, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01]
+            + Array("hci1".utf8) + [0, 0, 0, 0]
+        #expect(KernelIndexEvent.parse(new) == KernelIndexEvent(index: 1, change: .added))
+        #expect(KernelIndexEvent.parse([0x01, 0x00, 0x01, 0x00, 0x00, 0x00]) == KernelIndexEvent(index: 1, change: .removed))
+        #expect(KernelIndexEvent.parse([0x08, 0x00, 0x00, 0x00, 0x00, 0x00]) == KernelIndexEvent(index: 0, change: .up))
+        #expect(KernelIndexEvent.parse([0x09, 0x00, 0x00, 0x00, 0x00, 0x00]) == KernelIndexEvent(index: 0, change: .down))
+    }
+
+    @Test func packetsNotesAndShortMessagesAreNoIndexEvents() {
+        // An event packet (opcode 3), Index Info (opcode 10), a header cut short, a length beyond the data.
+        #expect(KernelIndexEvent.parse([0x03, 0x00, 0x00, 0x00, 0x02, 0x00, 0x0E, 0x00]) == nil)
+        #expect(KernelIndexEvent.parse([0x0A, 0x00, 0x00, 0x00, 0x00, 0x00]) == nil)
+        #expect(KernelIndexEvent.parse([0x09, 0x00, 0x00]) == nil)
+        #expect(KernelIndexEvent.parse([0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00]) == nil)
+    }
+}

@@ -19,6 +19,7 @@ if start_btvirt; then
         sleep 0.5
     done
     adapter_shared_checks
+    adapter_shared_state_checks
     kill $BLUETOOTHD 2>/dev/null
 fi
 kill $BTVIRT 2>/dev/null

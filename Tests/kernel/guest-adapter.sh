@@ -179,3 +179,89 @@ adapter_shared_checks() {
         r="no iBeacon after the unblock: $(tail -n 2 "$OUT/rfkill-shared.err" | tr '\n' ' ')"
     check rfkill-shared-reports-again-after-unblock "$r"
 }
+
+# Shared mode, the adapter topic (#21): `blegateway run --mode shared` beside bluetoothd publishes on …/adapter what
+# happens to the adapter it listens to — powered off and on through the management interface, blocked and unblocked
+# by rfkill, removed and back — and scans again by itself each time it returns. Leaves btvirt (hci0, hci1) running
+# and powered by bluetoothd.
+adapter_shared_state_checks() {
+    if [ ! -x /usr/sbin/mosquitto ] || [ ! -x /usr/bin/mosquitto_sub ]; then
+        skip shared-adapter-state "no /usr/sbin/mosquitto or /usr/bin/mosquitto_sub"
+        return
+    fi
+    W=/tmp/shared-state
+    mkdir -p $W
+    log "adapter: shared mode's adapter topic"
+    ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
+    printf 'listener 1884 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n' > $W/mosquitto.conf
+    /usr/sbin/mosquitto -c $W/mosquitto.conf > "$OUT/shared-state-mosquitto.log" 2>&1 &
+    broker=$!
+    for i in $(seq 1 20); do grep -q "running" "$OUT/shared-state-mosquitto.log" && break; sleep 0.5; done
+    M="$OUT/shared-state-mqtt.txt"
+    timeout 200 mosquitto_sub -h 127.0.0.1 -p 1884 -v -t 'vmst/vm/adapter' -t 'vmst/vm/beacons/#' > "$M" 2>&1 &
+    sub=$!
+    printf 'gateway:\n  id: vm\nadapter:\n  device: hci0\n  mode: shared\nmqtt:\n  broker: mqtt://127.0.0.1:1884\n  prefix: vmst\nspool:\n  path: %s/spool.sqlite\nremote_config:\n  enabled: false\n' \
+        $W > $W/gateway.yaml
+    timeout 190 "$BIN" run --config $W/gateway.yaml > "$OUT/shared-state-run.txt" 2> "$OUT/shared-state-run.err" &
+    gw=$!
+    # The Nth adapter state $1 on the topic, within $3 s.
+    states() { grep '^vmst/vm/adapter ' "$M" | grep -cE "\"state\": ?\"$1\""; }
+    wait_state() { for i in $(seq 1 $(($3 * 2))); do [ "$(states "$1")" -ge "$2" ] && return 0; sleep 0.5; done; return 1; }
+    last_state() { grep '^vmst/vm/adapter ' "$M" | tail -n 1 | sed -n 's/.*"state": \{0,1\}"\([a-zA-Z]*\)".*/\1/p'; }
+    # Powered again by bluetoothd after an unblock or a return; by hand if it did not within 3 s.
+    powered_again() {
+        for i in $(seq 1 6); do
+            timeout 5 btmgmt -i hci0 info 2>/dev/null | grep -q "current settings: powered" && return
+            sleep 0.5
+        done
+        log "bluetoothd did not power hci0; powering it"
+        timeout 5 btmgmt -i hci0 power on > /dev/null 2>&1
+    }
+    rf=$(rfkill_of hci0)
+
+    r=ok
+    wait_state poweredOn 1 40 || r="no poweredOn at start: $(tail -n 1 "$OUT/shared-state-run.err")"
+    if [ "$r" = ok ]; then
+        timeout 5 btmgmt -i hci0 power off > /dev/null 2>&1
+        wait_state poweredOff 1 10 || r="still $(last_state) after btmgmt power off"
+        timeout 5 btmgmt -i hci0 power on > /dev/null 2>&1
+        [ "$r" != ok ] || wait_state poweredOn 2 15 || r="still $(last_state) after btmgmt power on"
+    fi
+    check shared-adapter-topic-follows-power-off-and-on "$r"
+
+    r=ok
+    [ -n "$rf" ] || r="hci0 has no rfkill switch"
+    if [ "$r" = ok ]; then
+        echo 1 > "/sys/class/rfkill/$rf/soft"
+        wait_state blocked 1 10 || r="still $(last_state) under an rfkill block"
+        echo 0 > "/sys/class/rfkill/$rf/soft"
+        powered_again
+        [ "$r" != ok ] || wait_state poweredOn 3 15 || r="still $(last_state) after the unblock"
+    fi
+    check shared-adapter-topic-follows-rfkill-block "$r"
+
+    r=ok
+    kill $BTVIRT 2>/dev/null; wait $BTVIRT 2>/dev/null
+    wait_state absent 1 10 || r="still $(last_state) with hci0 removed"
+    start_btvirt
+    powered_again
+    [ "$r" != ok ] || wait_state poweredOn 4 20 || r="still $(last_state) with hci0 back"
+    check shared-adapter-topic-follows-removal-and-return "$r"
+
+    # Scanning came back by itself: the iBeacon hci1 advertises is ranged again after the last return.
+    r=ok
+    mark=$(wc -l < "$M")
+    advertise_with_btmgmt
+    for i in $(seq 1 30); do
+        tail -n +"$((mark + 1))" "$M" | grep '^vmst/vm/beacons/' | grep -qi e2c56db5 && break
+        sleep 0.5
+    done
+    tail -n +"$((mark + 1))" "$M" | grep '^vmst/vm/beacons/' | grep -qi e2c56db5 ||
+        r="no iBeacon reading after the adapter returned: $(grep adapter "$OUT/shared-state-run.err" | tail -n 2 | tr '\n' ' ')"
+    kill -TERM $gw 2>/dev/null; wait $gw; rc=$?
+    [ "$r" != ok ] || [ $rc -eq 0 ] || r="blegateway run exited $rc on SIGTERM: $(tail -n 1 "$OUT/shared-state-run.err")"
+    check shared-adapter-scans-again-by-itself "$r"
+    grep '^vmst/vm/adapter ' "$M" | sed -n 's/.*"state": \{0,1\}"\([a-zA-Z]*\)".*/\1/p' | tr '\n' ' ' > "$OUT/shared-state-sequence.txt"
+    log "shared adapter states: $(cat "$OUT/shared-state-sequence.txt")"
+    kill $sub $broker 2>/dev/null; wait $sub 2>/dev/null; wait $broker 2>/dev/null
+}

@@ -199,6 +199,7 @@ check shared-leaves-bluetoothd-running "$r"
 
 accept_scan shared advertise_with_btmgmt
 adapter_shared_checks
+adapter_shared_state_checks
 
 # --- exclusive with --force-down takes the adapter from bluetoothd (HCIDEVDOWN, then the user channel) -----
 timeout 10 "$BIN" hci-dump --device hci0 --mode exclusive --force-down --send $RESET --duration 1 \
