@@ -44,8 +44,10 @@ func runAdapterIdleBenchmark(args: [String]) async throws {
     _ = FileManager.default.createFile(atPath: statusLog, contents: nil)
     let sim = Process()
     sim.executableURL = URL(fileURLWithPath: blegateway)
-    sim.arguments = ["sim", "--scenario", dir + "/scenario.yaml", "--socket-dir", dir + "/sockets", "--speed", "1",
-                     "--status-every", "1"]
+    sim.arguments = [
+        "sim", "--scenario", dir + "/scenario.yaml", "--socket-dir", dir + "/sockets", "--speed", "1",
+        "--status-every", "1",
+    ]
     sim.standardOutput = FileHandle.nullDevice
     // Status lines go to a file, read between cases: no thread of this process reads a pipe meanwhile.
     sim.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: statusLog))
@@ -81,9 +83,13 @@ func runAdapterIdleBenchmark(args: [String]) async throws {
         let percent = r.cpu / r.wall * 100
         worst = max(worst, percent)
         let steps = r.statistics.map { $0.attempts.values.reduce(0, +) } ?? 0
-        print("  " + [pad(name, 8), pad(r.state, 12), pad(String(format: "%.1f", r.cpu * 1000), 7),
-                      pad(String(format: "%.3f", percent), 14), pad("\(r.sleeps)", 13), pad(commands, 9),
-                      pad("\(steps)", 13), "\(r.published)"].joined(separator: " "))
+        print(
+            "  "
+                + [
+                    pad(name, 8), pad(r.state, 12), pad(String(format: "%.1f", r.cpu * 1000), 7),
+                    pad(String(format: "%.3f", percent), 14), pad("\(r.sleeps)", 13), pad(commands, 9),
+                    pad("\(steps)", 13), "\(r.published)",
+                ].joined(separator: " "))
         print("           reason: \(r.reason)")
     }
     print("  load after: \(loadAverage())")

@@ -1,14 +1,15 @@
+import BLEDomain
+import BLEHCI
+import BLETransport
+
 // Advertisement decoding: H4 bytes of LE (Extended) Advertising Report events → `Sighting`s, on one core.
 // Target: ≤ 150 ns per report. Arguments: `--reports N` (default 1,000,000), `--seed S`, `--passes P`
 // (measured passes, best reported; default 3), `--json N` (sightings also encoded as JSON lines; 100,000).
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
-import BLEDomain
-import BLEHCI
-import BLETransport
 
 /// SplitMix64: small, fast, and the same sequence everywhere, so every run decodes the same bytes.
 private struct BenchRandom {
@@ -174,7 +175,8 @@ private func parseReportsOnly(_ stream: [UInt8]) -> UInt64 {
         let body: (LEAdvertisingReport) -> Void = { r in
             sink = (sink ^ r.address.rawValue ^ UInt64(r.data.count)) &* 0x100_0000_01B3
         }
-        _ = stream[i + 3] == 0x02
+        _ =
+            stream[i + 3] == 0x02
             ? LEAdvertisingReport.parseLegacy(parameters, body) : LEAdvertisingReport.parseExtended(parameters, body)
         i = end
     }
@@ -184,11 +186,11 @@ private func parseReportsOnly(_ stream: [UInt8]) -> UInt64 {
 private func peakRSSMegabytes() -> Double {
     var usage = rusage()
     #if canImport(Glibc)
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    return Double(usage.ru_maxrss) / 1024  // Linux: kilobytes
+        getrusage(RUSAGE_SELF.rawValue, &usage)
+        return Double(usage.ru_maxrss) / 1024  // Linux: kilobytes
     #else
-    getrusage(RUSAGE_SELF, &usage)
-    return Double(usage.ru_maxrss) / 1_048_576  // Darwin: bytes
+        getrusage(RUSAGE_SELF, &usage)
+        return Double(usage.ru_maxrss) / 1_048_576  // Darwin: bytes
     #endif
 }
 
@@ -228,8 +230,9 @@ public func runAdvertisementDecodingBenchmark(arguments: [String]) {
         bestCPU = min(bestCPU, cpu / Double(max(digest.reports, 1)))
     }
     print("  decoded \(digest.reports) sightings (\(digest.beacons) beacons, \(malformed) malformed events)")
-    print("  \(format2(bestWall)) ns/report wall, \(format2(bestCPU)) ns/report thread CPU, "
-        + "\(Int(1e9 / bestWall)) reports/s  [target ≤ 150 ns]")
+    print(
+        "  \(format2(bestWall)) ns/report wall, \(format2(bestCPU)) ns/report thread CPU, "
+            + "\(Int(1e9 / bestWall)) reports/s  [target ≤ 150 ns]")
     print("  digest \(String(digest.value, radix: 16)) (same seed → same digest)")
 
     var bestBaseline = Double.infinity
@@ -239,8 +242,9 @@ public func runAdvertisementDecodingBenchmark(arguments: [String]) {
         sink ^= parseReportsOnly(stream)
         bestBaseline = min(bestBaseline, (threadCPUNanoseconds() - cpu0) / Double(max(digest.reports, 1)))
     }
-    print("  of which H4 header + LE report parsing alone: \(format2(bestBaseline)) ns/report "
-        + "(thread CPU; sink \(sink & 1))")
+    print(
+        "  of which H4 header + LE report parsing alone: \(format2(bestBaseline)) ns/report "
+            + "(thread CPU; sink \(sink & 1))")
 
     // JSON lines (the `scan --json` path), measured apart: it allocates by design.
     if jsonCount > 0 {
@@ -268,8 +272,9 @@ public func runAdvertisementDecodingBenchmark(arguments: [String]) {
         }
         let jElapsed = ContinuousClock.now - jStart
         let jns = Double(jElapsed.components.seconds) * 1e9 + Double(jElapsed.components.attoseconds) / 1e9
-        print("  JSON lines: \(format2(jns / Double(max(sightings.count, 1)))) ns/line, "
-            + "\(bytes / max(sightings.count, 1)) bytes/line average")
+        print(
+            "  JSON lines: \(format2(jns / Double(max(sightings.count, 1)))) ns/line, "
+                + "\(bytes / max(sightings.count, 1)) bytes/line average")
     }
     print("  peak RSS \(format2(peakRSSMegabytes())) MB")
 }

@@ -28,12 +28,19 @@ func runFleetBenchmark(arguments: [String]) async throws {
     let http = try fleetBenchFreePort()
     let fleet = Process()
     fleet.executableURL = URL(fileURLWithPath: binary)
-    fleet.arguments = ["fleet", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--prefix", "bench",
-                       "--listen", "127.0.0.1:\(http)", "--history", work.appendingPathComponent("h.sqlite").path]
+    fleet.arguments = [
+        "fleet", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--prefix", "bench",
+        "--listen", "127.0.0.1:\(http)", "--history", work.appendingPathComponent("h.sqlite").path,
+    ]
     fleet.standardOutput = FileHandle.nullDevice
     fleet.standardError = FileHandle.nullDevice
     try fleet.run()
-    defer { if fleet.isRunning { kill(fleet.processIdentifier, SIGKILL); fleet.waitUntilExit() } }
+    defer {
+        if fleet.isRunning {
+            kill(fleet.processIdentifier, SIGKILL)
+            fleet.waitUntilExit()
+        }
+    }
     try fleetBenchWaitListening(port: http)
 
     let probe = FleetProbe(url: "http://127.0.0.1:\(http)/events/gateway/probe", seconds: seconds + 30)
@@ -44,8 +51,9 @@ func runFleetBenchmark(arguments: [String]) async throws {
     configuration.clientID = "fleet-bench-publisher"
     configuration.maxInFlight = 1024
     let client = MQTTClient(configuration: configuration)
-    print("fleet service: \(gateways) gateways × \(beacons) beacons at 1 Hz = \(perSecond) messages/s"
-        + " for \(seconds) s")
+    print(
+        "fleet service: \(gateways) gateways × \(beacons) beacons at 1 Hz = \(perSecond) messages/s"
+            + " for \(seconds) s")
 
     let (published, failed, cpuSeconds, wall) = try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await client.run() }
@@ -65,10 +73,13 @@ func runFleetBenchmark(arguments: [String]) async throws {
             failed += bad
             if tick % ticksPerSecond == 0 {
                 let sent = Date().timeIntervalSince1970
-                let status = #"{"run":"probe","seq":null,"ts":\#(sent),"clock_synced":true,"state":"online","#
+                let status =
+                    #"{"run":"probe","seq":null,"ts":\#(sent),"clock_synced":true,"state":"online","#
                     + #""gateway":"probe","version":"bench","started":\#(sent)}"#
-                _ = try? await client.publish(MQTTMessage(topic: "bench/probe/status", payload: Array(status.utf8),
-                                                          qos: .atMostOnce))
+                _ = try? await client.publish(
+                    MQTTMessage(
+                        topic: "bench/probe/status", payload: Array(status.utf8),
+                        qos: .atMostOnce))
                 published += 1
             }
             try await Task.sleep(until: start + .milliseconds(100 * (tick + 1)), clock: .continuous)
@@ -92,20 +103,28 @@ func runFleetBenchmark(arguments: [String]) async throws {
     let lost = fleetMetric("blegateway_fleet_dropped_messages_total", port: http)
     let latencies = probe.finish().sorted()
 
-    print(String(format: "published %d (%d refused by the client) in %.1f s = %.0f msg/s", published, failed, wall,
-                 Double(published) / wall))
-    print(String(format: "service counted %d (%.2f %%), drained %@ after the publisher stopped", counted,
-                 100 * Double(counted) / Double(max(published, 1)),
-                 counted >= published ? "\(drain)" : "NOT (gave up after 20 s)"))
+    print(
+        String(
+            format: "published %d (%d refused by the client) in %.1f s = %.0f msg/s", published, failed, wall,
+            Double(published) / wall))
+    print(
+        String(
+            format: "service counted %d (%.2f %%), drained %@ after the publisher stopped", counted,
+            100 * Double(counted) / Double(max(published, 1)),
+            counted >= published ? "\(drain)" : "NOT (gave up after 20 s)"))
     print("messages the service lost because it fell behind (its own count): \(lost)")
-    print(String(format: "service CPU %.1f s in %.1f s = %.0f %% of one core; peak RSS %.0f MB", cpuSeconds, wall,
-                 100 * cpuSeconds / wall, Double(rss) / 1e6))
+    print(
+        String(
+            format: "service CPU %.1f s in %.1f s = %.0f %% of one core; peak RSS %.0f MB", cpuSeconds, wall,
+            100 * cpuSeconds / wall, Double(rss) / 1e6))
     if latencies.isEmpty {
         print("broker → page event latency: no probe event arrived")
     } else {
         func pct(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-        print(String(format: "broker → page event latency (%d probes): p50 %.0f ms, p99 %.0f ms, max %.0f ms",
-                     latencies.count, pct(0.5) * 1000, pct(0.99) * 1000, latencies.last! * 1000))
+        print(
+            String(
+                format: "broker → page event latency (%d probes): p50 %.0f ms, p99 %.0f ms, max %.0f ms",
+                latencies.count, pct(0.5) * 1000, pct(0.99) * 1000, latencies.last! * 1000))
     }
 }
 
@@ -117,7 +136,8 @@ private func foldCost(gateways: Int, beacons: Int) {
     for g in 0..<min(gateways, 200) {
         for b in 0..<beacons {
             let id = String(format: "mac-%06x%06x", g, b)
-            let payload = #"{"run":"r\#(g)","seq":\#(b + 1),"ts":1795243048.0,"clock_synced":true,"#
+            let payload =
+                #"{"run":"r\#(g)","seq":\#(b + 1),"ts":1795243048.0,"clock_synced":true,"#
                 + #""id":"\#(id)","kind":"other","address":"C4:BB:CA:D0:7F:7D","rssi":-60.5,"#
                 + #""samples":9,"interval_s":1,"distance_m":2.5,"accuracy_m":0.5,"proximity":"near"}"#
             messages.append(("bench/gw-\(g)/beacons/\(id)", Array(payload.utf8)))
@@ -131,8 +151,10 @@ private func foldCost(gateways: Int, beacons: Int) {
         }
     }
     let perMessage = (threadCPUSeconds() - start) / Double(rounds * messages.count)
-    print(String(format: "model fold alone: %.1f µs CPU per beacon reading (%.0f readings/s on one core), %d gateways",
-                 perMessage * 1e6, 1 / perMessage, model.gateways.count))
+    print(
+        String(
+            format: "model fold alone: %.1f µs CPU per beacon reading (%.0f readings/s on one core), %d gateways",
+            perMessage * 1e6, 1 / perMessage, model.gateways.count))
 }
 
 private func threadCPUSeconds() -> Double {
@@ -147,18 +169,22 @@ private func publishTick(_ client: MQTTClient, gateways: Int, beacons: Range<Int
     return await withTaskGroup(of: (Int, Int).self) { group in
         for w in 0..<workers {
             group.addTask {
-                var ok = 0, bad = 0
+                var ok = 0
+                var bad = 0
                 var g = w
                 while g < gateways {
                     for b in beacons {
                         let id = String(format: "mac-%06x%06x", g, b)
                         let now = Date().timeIntervalSince1970
-                        let payload = #"{"run":"r\#(g)","seq":\#(seqBase + b + 1),"ts":\#(now),"clock_synced":true,"#
+                        let payload =
+                            #"{"run":"r\#(g)","seq":\#(seqBase + b + 1),"ts":\#(now),"clock_synced":true,"#
                             + #""id":"\#(id)","kind":"other","address":"C4:BB:CA:D0:7F:7D","rssi":\#(-50 - b % 40),"#
                             + #""samples":9,"interval_s":1,"distance_m":2.5,"accuracy_m":0.5,"proximity":"near"}"#
                         do {
-                            try await client.publish(MQTTMessage(topic: "bench/gw-\(g)/beacons/\(id)",
-                                                                 payload: Array(payload.utf8), qos: .atMostOnce))
+                            try await client.publish(
+                                MQTTMessage(
+                                    topic: "bench/gw-\(g)/beacons/\(id)",
+                                    payload: Array(payload.utf8), qos: .atMostOnce))
                             ok += 1
                         } catch {
                             bad += 1
@@ -170,7 +196,10 @@ private func publishTick(_ client: MQTTClient, gateways: Int, beacons: Range<Int
             }
         }
         var total = (0, 0)
-        for await r in group { total.0 += r.0; total.1 += r.1 }
+        for await r in group {
+            total.0 += r.0
+            total.1 += r.1
+        }
         return total
     }
 }
@@ -201,7 +230,7 @@ private final class FleetProbe: @unchecked Sendable {
                     buffer.removeSubrange(..<r.upperBound)
                     let arrived = Date().timeIntervalSince1970
                     guard let json = try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6))) as? [String: Any],
-                          let g = json["gateway"] as? [String: Any], let since = g["since"] as? Double, since > last
+                        let g = json["gateway"] as? [String: Any], let since = g["since"] as? Double, since > last
                     else { continue }
                     last = since
                     lock.withLock { latencies.append(arrived - since) }
@@ -220,7 +249,8 @@ private final class FleetProbe: @unchecked Sendable {
 
 private func processCPUSeconds(_ pid: Int32) -> Double {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-          let close = stat.lastIndex(of: ")") else { return 0 }
+        let close = stat.lastIndex(of: ")")
+    else { return 0 }
     let fields = stat[stat.index(after: close)...].split(separator: " ")
     // Fields 14 and 15 (utime, stime) in clock ticks; after the ")" they are the 12th and 13th.
     let ticks = (Double(fields[11]) ?? 0) + (Double(fields[12]) ?? 0)
@@ -229,8 +259,9 @@ private func processCPUSeconds(_ pid: Int32) -> Double {
 
 private func peakRSS(_ pid: Int32) -> Int {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-          let kb = Int(line.split(separator: " ").dropFirst().first ?? "") else { return 0 }
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+        let kb = Int(line.split(separator: " ").dropFirst().first ?? "")
+    else { return 0 }
     return kb * 1024
 }
 

@@ -24,8 +24,13 @@ func runHCIBenchmark(args: [String]) {
     // Extended: a 2-fragment chain per advertisement.
     func ext(_ status: UInt16, _ data: [UInt8]) -> LEAdvertisingReport {
         var w = ByteWriter()
-        w.u8(1); w.le16(status << 5); w.u8(1); BDAddress(rawValue: 0xC011_2233_4455).write(to: &w)
-        w.append([0x01, 0x02, 0x01, 0x7F, 0xBA, 0, 0, 0, 0, 0, 0, 0, 0, 0]); w.u8(UInt8(data.count)); w.append(data)
+        w.u8(1)
+        w.le16(status << 5)
+        w.u8(1)
+        BDAddress(rawValue: 0xC011_2233_4455).write(to: &w)
+        w.append([0x01, 0x02, 0x01, 0x7F, 0xBA, 0, 0, 0, 0, 0, 0, 0, 0, 0])
+        w.u8(UInt8(data.count))
+        w.append(data)
         var out: LEAdvertisingReport?
         _ = LEAdvertisingReport.parseExtended(w.bytes[...]) { out = $0 }
         return out!

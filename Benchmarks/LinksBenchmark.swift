@@ -39,8 +39,9 @@ func runLinksBenchmark(args: [String]) {
         }
         let reassembled = (clock.now - start2).seconds
         precondition(joined == frames, "lost frames: \(joined) of \(frames)")
-        print("links.schedule_247_octet_frames_buffer_\(bufferLength): \(Int(Double(frames) / scheduled)) frames/s "
-              + "(\(packets.count / frames) packets each)")
+        print(
+            "links.schedule_247_octet_frames_buffer_\(bufferLength): \(Int(Double(frames) / scheduled)) frames/s "
+                + "(\(packets.count / frames) packets each)")
         print("links.reassemble_247_octet_frames_buffer_\(bufferLength): \(Int(Double(frames) / reassembled)) frames/s")
     }
 }

@@ -30,16 +30,27 @@ func runMQTTBenchmark(arguments: [String]) async throws {
         var bestSubmit = 0.0
         var bestSwift = 0.0
         for _ in 0..<rounds {
-            bestC = max(bestC, try cPublishRate(binary, port: broker.port, messages: messages, qos: qos, size: size,
-                                                window: window))
-            bestSubmit = max(bestSubmit, try await swiftThroughput(port: broker.port, messages: messages, qos: qos,
-                                                                    size: size, window: window, submitting: true))
-            bestSwift = max(bestSwift, try await swiftThroughput(port: broker.port, messages: messages, qos: qos,
-                                                                  size: size, window: window, submitting: false))
+            bestC = max(
+                bestC,
+                try cPublishRate(
+                    binary, port: broker.port, messages: messages, qos: qos, size: size,
+                    window: window))
+            bestSubmit = max(
+                bestSubmit,
+                try await swiftThroughput(
+                    port: broker.port, messages: messages, qos: qos,
+                    size: size, window: window, submitting: true))
+            bestSwift = max(
+                bestSwift,
+                try await swiftThroughput(
+                    port: broker.port, messages: messages, qos: qos,
+                    size: size, window: window, submitting: false))
         }
         func ratio(_ x: Double) -> Double { bestC > 0 ? x / bestC * 100 : 0 }
-        print(String(format: "%-4d %22.0f  %19.0f  %4.0f %%  %20.0f  %4.0f %%", qos.rawValue, bestC, bestSubmit,
-                     ratio(bestSubmit), bestSwift, ratio(bestSwift)))
+        print(
+            String(
+                format: "%-4d %22.0f  %19.0f  %4.0f %%  %20.0f  %4.0f %%", qos.rawValue, bestC, bestSubmit,
+                ratio(bestSubmit), bestSwift, ratio(bestSwift)))
     }
 }
 
@@ -47,7 +58,8 @@ func runMQTTBenchmark(arguments: [String]) async throws {
 /// publishes await their acknowledgement, like the spool's window.
 /// The C baseline (Benchmarks/c/mqtt_pub_bench.c), compiled into `directory`; returns the binary's path.
 func compileCPublisher(into directory: URL) throws -> String {
-    let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("c/mqtt_pub_bench.c")
+    let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+        "c/mqtt_pub_bench.c")
     let binary = directory.appendingPathComponent("mqtt_pub_bench").path
     _ = try benchRun("/usr/bin/cc", ["-O2", "-o", binary, source.path, "-lmosquitto", "-lpthread"])
     return binary
@@ -55,7 +67,8 @@ func compileCPublisher(into directory: URL) throws -> String {
 
 /// Messages per second libmosquitto driven from C publishes (and, at QoS 1, has acknowledged) through `window`.
 func cPublishRate(_ binary: String, port: Int, messages: Int, qos: MQTTQoS, size: Int, window: Int) throws -> Double {
-    let output = try benchRun(binary, ["127.0.0.1", "\(port)", "\(messages)", "\(qos.rawValue)", "\(size)", "\(window)"])
+    let output = try benchRun(
+        binary, ["127.0.0.1", "\(port)", "\(messages)", "\(qos.rawValue)", "\(size)", "\(window)"])
     return output.split(separator: "=").last.flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) } ?? 0
 }
 
@@ -134,8 +147,10 @@ private final class SubmitWindow: @unchecked Sendable {
     }
 }
 
-private func swiftThroughput(port: Int, messages: Int, qos: MQTTQoS, size: Int, window: Int,
-                             submitting: Bool) async throws -> Double {
+private func swiftThroughput(
+    port: Int, messages: Int, qos: MQTTQoS, size: Int, window: Int,
+    submitting: Bool
+) async throws -> Double {
     var configuration = MQTTConfiguration()
     configuration.host = "127.0.0.1"
     configuration.port = port
@@ -161,18 +176,18 @@ private func swiftThroughput(port: Int, messages: Int, qos: MQTTQoS, size: Int, 
             }
             try await gate.awaitResolved(messages)
         } else {
-          try await withThrowingTaskGroup(of: Void.self) { publishers in
-            for worker in 0..<window {
-                publishers.addTask {
-                    var i = worker
-                    while i < messages {
-                        try await client.publish(MQTTMessage(topic: "bench/swift", payload: payload, qos: qos))
-                        i += window
+            try await withThrowingTaskGroup(of: Void.self) { publishers in
+                for worker in 0..<window {
+                    publishers.addTask {
+                        var i = worker
+                        while i < messages {
+                            try await client.publish(MQTTMessage(topic: "bench/swift", payload: payload, qos: qos))
+                            i += window
+                        }
                     }
                 }
+                try await publishers.waitForAll()
             }
-            try await publishers.waitForAll()
-          }
         }
         let elapsed = (ContinuousClock.now - start)
         group.cancelAll()
@@ -195,7 +210,9 @@ final class BenchBroker {
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0 }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0
+            }
         }
         close(probe)
         port = Int(UInt16(bigEndian: address.sin_port))

@@ -31,18 +31,21 @@ func runPeripheralsBenchmark(args: [String]) async {
     let inflight = benchmarkOption(args, "--inflight", 200)
     // notify_interval_ms (nil: flood). The scenario takes 2 ms at the least.
     let steps: [Int?] = [50, 20, 10, 5, nil]
-    print("peripherals: \(count) connected, 2 notifying characteristics each, \(window) s window per step, "
-          + "spool commit window \(commitWindow) ms (values \(valueWindow) ms), MQTT in-flight \(inflight), QoS 1")
+    print(
+        "peripherals: \(count) connected, 2 notifying characteristics each, \(window) s window per step, "
+            + "spool commit window \(commitWindow) ms (values \(valueWindow) ms), MQTT in-flight \(inflight), QoS 1")
     print("step         offered/s  delivered/s  sim drops  spool drops  gatt drops  p50 ms  p99 ms  max ms  rss MB")
     for step in steps {
         let name = step.map { "notify \($0)ms" } ?? "flood"
         do {
-            let r = try await measurePeripherals(count: count, notifyMS: step, window: window,
-                                                 commitWindowMS: commitWindow, valueWindowMS: valueWindow,
-                                                 inflight: inflight)
-            let row = String(format: " %9.0f  %11.0f  %9d  %11d  %10d  %6.2f  %6.2f  %6.2f  %6.1f",
-                             r.offered, r.delivered, r.simDrops, r.spoolDrops, r.gattDrops,
-                             r.p50 * 1000, r.p99 * 1000, r.max * 1000, Double(r.rss) / 1_048_576)
+            let r = try await measurePeripherals(
+                count: count, notifyMS: step, window: window,
+                commitWindowMS: commitWindow, valueWindowMS: valueWindow,
+                inflight: inflight)
+            let row = String(
+                format: " %9.0f  %11.0f  %9d  %11d  %10d  %6.2f  %6.2f  %6.2f  %6.1f",
+                r.offered, r.delivered, r.simDrops, r.spoolDrops, r.gattDrops,
+                r.p50 * 1000, r.p99 * 1000, r.max * 1000, Double(r.rss) / 1_048_576)
             print(name.padding(toLength: 12, withPad: " ", startingAt: 0) + row)
         } catch {
             print("\(name): failed: \(error)")
@@ -69,8 +72,10 @@ private final class PeripheralArrivals: @unchecked Sendable {
     var health: [UInt8] = []
 }
 
-private func measurePeripherals(count: Int, notifyMS: Int?, window: Int, commitWindowMS: Int, valueWindowMS: Int,
-                                inflight: Int) async throws -> PeripheralsResult {
+private func measurePeripherals(
+    count: Int, notifyMS: Int?, window: Int, commitWindowMS: Int, valueWindowMS: Int,
+    inflight: Int
+) async throws -> PeripheralsResult {
     let work = FileManager.default.temporaryDirectory.appendingPathComponent("peripherals-bench-\(getpid())")
     try? FileManager.default.removeItem(at: work)
     try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
@@ -89,9 +94,10 @@ private func measurePeripherals(count: Int, notifyMS: Int?, window: Int, commitW
         """
     for (i, a) in addresses.enumerated() {
         let angle = Double(i) / Double(count) * 2 * Double.pi
-        scenario += String(format: "  - {name: p%d, local_name: \"Sensor %d\", service_uuids: [\"181A\"], address: \"%@\", "
-                                   + "position: [%.2f, %.2f, 1], interval_ms: 100, %@}\n",
-                           i + 1, i + 1, a as NSString, 2 * cos(angle), 2 * sin(angle), load as NSString)
+        scenario += String(
+            format: "  - {name: p%d, local_name: \"Sensor %d\", service_uuids: [\"181A\"], address: \"%@\", "
+                + "position: [%.2f, %.2f, 1], interval_ms: 100, %@}\n",
+            i + 1, i + 1, a as NSString, 2 * cos(angle), 2 * sin(angle), load as NSString)
     }
     var gatewayYAML = """
         scan: {active: true, interval_ms: 50, window_ms: 50}
@@ -100,15 +106,17 @@ private func measurePeripherals(count: Int, notifyMS: Int?, window: Int, commitW
 
         """
     for (i, a) in addresses.enumerated() {
-        gatewayYAML += "  - {address: \"\(a)\", name: p\(i + 1), subscribe: [{service: \"181A\", characteristic: \"2A6E\"}, "
+        gatewayYAML +=
+            "  - {address: \"\(a)\", name: p\(i + 1), subscribe: [{service: \"181A\", characteristic: \"2A6E\"}, "
             + "{service: \"181A\", characteristic: \"2A6F\"}]}\n"
     }
 
     let clock = SystemClock()
     let options = SimulatorOptions(socketDirectory: work.appendingPathComponent("sim").path)
     // Real time; the radio loop wakes at least every 2 ms (as `speed: 1` does) and whenever a link is due.
-    let simulator = try Simulator(scenario: try ScenarioLoader.parse(scenario), options: options, clock: clock,
-                                  pacing: .clock(batch: .milliseconds(2)))
+    let simulator = try Simulator(
+        scenario: try ScenarioLoader.parse(scenario), options: options, clock: clock,
+        pacing: .clock(batch: .milliseconds(2)))
     var c = GatewayConfiguration()
     c.gateway.id = "gw-b"
     c.mqtt.broker = "mqtt://127.0.0.1:\(broker.port)"
@@ -133,8 +141,9 @@ private func measurePeripherals(count: Int, notifyMS: Int?, window: Int, commitW
     let runtime = try GatewayRuntime(
         configuration: c,
         makeSource: { role in
-            HCISightingSource(spec: .unix(path: simulator.socketPath(for: "gw-b")), mode: .exclusive, scan: c.scan,
-                              clock: clock, logger: logger, role: role)
+            HCISightingSource(
+                spec: .unix(path: simulator.socketPath(for: "gw-b")), mode: .exclusive, scan: c.scan,
+                clock: clock, logger: logger, role: role)
         },
         clock: clock, logger: logger, clockSynchronized: { true })
 
@@ -166,7 +175,8 @@ private func measurePeripherals(count: Int, notifyMS: Int?, window: Int, commitW
     let node = simulator.nodes[0]
     let deadline = ContinuousClock.now + .seconds(60)
     while node.links.count < count || node.links.contains(where: { $0.notificationsSent == 0 })
-            || arrivals.lock.withLock({ arrivals.values.count }) < count {
+        || arrivals.lock.withLock({ arrivals.values.count }) < count
+    {
         guard ContinuousClock.now < deadline else {
             throw PeripheralsBenchError(message: "\(node.links.count) of \(count) peripherals connected after 60 s")
         }

@@ -22,10 +22,14 @@ func runPipelineBenchmark(arguments: [String]) async throws {
     defer { broker.kill() }
 
     let spool = try Spool(configuration: SpoolConfiguration(path: work.appendingPathComponent("spool.sqlite").path))
-    let body = Array(#"{"id":"ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-1-2","kind":"ibeacon","address":"C0:CA:4F:27:82:F9","rssi":-71.4,"samples":9,"interval_s":1}"#.utf8)
+    let body = Array(
+        #"{"id":"ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-1-2","kind":"ibeacon","address":"C0:CA:4F:27:82:F9","rssi":-71.4,"samples":9,"interval_s":1}"#
+            .utf8)
     for i in 0..<backlog {
-        _ = spool.append(Reading(.sample, topic: "bench/gw/beacons/b\(i % 500)", body: body, qos: 1, ts: 1.7e9 + Double(i),
-                                 clockSynchronized: true, run: "0123456789abcdef"))
+        _ = spool.append(
+            Reading(
+                .sample, topic: "bench/gw/beacons/b\(i % 500)", body: body, qos: 1, ts: 1.7e9 + Double(i),
+                clockSynchronized: true, run: "0123456789abcdef"))
         if i % 20_000 == 19_999 { _ = try spool.commit() }
     }
     _ = try spool.commit()
@@ -72,32 +76,43 @@ func runPipelineBenchmark(arguments: [String]) async throws {
         let start = ContinuousClock.now
         while spool.statistics.depth > 0 { try await Task.sleep(for: .milliseconds(5)) }
         let replay = (ContinuousClock.now - start).seconds
-        print(String(format: "replay  %d readings at QoS 1, window %d: %.2f s, %.0f readings/s (acknowledged %llu)",
-                     backlog, window, replay, Double(backlog) / replay, publisher.statistics.acknowledged))
+        print(
+            String(
+                format: "replay  %d readings at QoS 1, window %d: %.2f s, %.0f readings/s (acknowledged %llu)",
+                backlog, window, replay, Double(backlog) / replay, publisher.statistics.acknowledged))
         // The peer in the same run: libmosquitto from C, QoS 1, the same window, count and payload size (a reading's
         // envelope and body as published), so the replay's cost over the bare client shows.
         let size = body.count + 80
-        let c = try cPublishRate(try compileCPublisher(into: work), port: broker.port, messages: backlog,
-                                 qos: .atLeastOnce, size: size, window: window)
-        print(String(format: "        C libmosquitto, QoS 1, window %d, %d messages of %d bytes: %.0f msgs/s; replay = %.0f %%",
-                     window, backlog, size, c, Double(backlog) / replay / c * 100))
+        let c = try cPublishRate(
+            try compileCPublisher(into: work), port: broker.port, messages: backlog,
+            qos: .atLeastOnce, size: size, window: window)
+        print(
+            String(
+                format:
+                    "        C libmosquitto, QoS 1, window %d, %d messages of %d bytes: %.0f msgs/s; replay = %.0f %%",
+                window, backlog, size, c, Double(backlog) / replay / c * 100))
 
         // Latency: one state event at a time, committed durably, until the subscriber has it.
         var latencies: [Double] = []
         for i in 0..<events {
             let t0 = ContinuousClock.now
-            let seq = try spool.appendDurably(Reading(.state, topic: "bench/gw/status",
-                                                      body: Array(#"{"state":"online","i":\#(i)}"#.utf8), qos: 1,
-                                                      retain: false, ts: 1.7e9, clockSynchronized: true,
-                                                      run: "0123456789abcdef"))
+            let seq = try spool.appendDurably(
+                Reading(
+                    .state, topic: "bench/gw/status",
+                    body: Array(#"{"state":"online","i":\#(i)}"#.utf8), qos: 1,
+                    retain: false, ts: 1.7e9, clockSynchronized: true,
+                    run: "0123456789abcdef"))
             publisher.readingsAvailable()
             while arrivals.time(of: seq) == nil { await Task.yield() }
             latencies.append((arrivals.time(of: seq)! - t0).seconds * 1000)
         }
         latencies.sort()
         func pct(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] }
-        print(String(format: "latency state event → subscriber (%d events, fsync per event): p50 %.2f ms, p99 %.2f ms, max %.2f ms",
-                     events, pct(0.5), pct(0.99), latencies.last ?? 0))
+        print(
+            String(
+                format:
+                    "latency state event → subscriber (%d events, fsync per event): p50 %.2f ms, p99 %.2f ms, max %.2f ms",
+                events, pct(0.5), pct(0.99), latencies.last ?? 0))
         group.cancelAll()
     }
 }
@@ -106,6 +121,8 @@ func runPipelineBenchmark(arguments: [String]) async throws {
 final class ArrivalLog: @unchecked Sendable {
     private let lock = NSLock()
     private var times: [UInt64: ContinuousClock.Instant] = [:]
-    func record(_ seq: UInt64, at t: ContinuousClock.Instant) { lock.withLock { if times[seq] == nil { times[seq] = t } } }
+    func record(_ seq: UInt64, at t: ContinuousClock.Instant) {
+        lock.withLock { if times[seq] == nil { times[seq] = t } }
+    }
     func time(of seq: UInt64) -> ContinuousClock.Instant? { lock.withLock { times[seq] } }
 }

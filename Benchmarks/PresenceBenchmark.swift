@@ -14,7 +14,10 @@ func runPresenceBenchmark(arguments: [String]) async {
     setup.seed = UInt64(value("--seed", 1))
     let given = { (name: String) in arguments.contains(name) ? value(name, .nan) : nil }
     let (dwell, stillDwell, stillAfter, margin, speed) =
-        (given("--dwell-s"), given("--still-dwell-s"), given("--still-after-s"), given("--margin-m"), given("--walking-speed-mps"))
+        (
+            given("--dwell-s"), given("--still-dwell-s"), given("--still-after-s"), given("--margin-m"),
+            given("--walking-speed-mps")
+        )
     setup.tune = { p in
         if let dwell { p.dwellS = dwell }
         if let stillDwell { p.stillDwellS = stillDwell }
@@ -25,8 +28,9 @@ func runPresenceBenchmark(arguments: [String]) async {
     let started = ContinuousClock.now
     do {
         let score = try await scorePresence(setup)
-        print("presence: scored \(Int(setup.seconds)) s of the office, seed \(setup.seed), "
-            + "in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s")
+        print(
+            "presence: scored \(Int(setup.seconds)) s of the office, seed \(setup.seed), "
+                + "in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s")
         print(score.table())
         if arguments.contains("--misses") { print(score.missTable()) }
     } catch {

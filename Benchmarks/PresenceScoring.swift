@@ -68,14 +68,17 @@ struct PresenceScore {
     func table() -> String {
         func f(_ v: Double, _ d: Int = 2) -> String { String(format: "%.\(d)f", v) }
         func pct(_ v: Double) -> String { f(v * 100, 1) + " %" }
-        var s = "| algorithm | room, static | room, walkers | median error (m) | p90 error (m) | median static / walkers (m) | flaps/h static |\n"
+        var s =
+            "| algorithm | room, static | room, walkers | median error (m) | p90 error (m) | median static / walkers (m) | flaps/h static |\n"
         s += "|---|---|---|---|---|---|---|\n"
         for a in [ours, baseline] {
-            s += "| \(a.name) | \(pct(a.staticRoomAccuracy)) | \(pct(a.walkerRoomAccuracy)) | \(f(a.medianError)) | "
+            s +=
+                "| \(a.name) | \(pct(a.staticRoomAccuracy)) | \(pct(a.walkerRoomAccuracy)) | \(f(a.medianError)) | "
                 + "\(f(a.p90Error)) | \(f(a.staticMedianError)) / \(f(a.walkerMedianError)) | \(f(a.staticFlapsPerHour, 2)) |\n"
         }
         let gain = 1 - ours.medianError / baseline.medianError
-        s += "\n\(staticTags) static tags, \(walkers) walkers, \(f(hours, 2)) h, \(readings) gateway readings; "
+        s +=
+            "\n\(staticTags) static tags, \(walkers) walkers, \(f(hours, 2)) h, \(readings) gateway readings; "
             + "median error \(f(gain * 100, 1)) % below the baseline's\n"
         return s
     }
@@ -90,7 +93,9 @@ enum NadarayaWatsonBaseline {
         let sorted = ranges.sorted { $0.d < $1.d }
         if sorted.count == 1 { return (sorted[0].x, sorted[0].y) }
         if sorted.count == 2 { return ((sorted[0].x + sorted[1].x) / 2, (sorted[0].y + sorted[1].y) / 2) }
-        var w = 0.0, x = 0.0, y = 0.0
+        var w = 0.0
+        var x = 0.0
+        var y = 0.0
         for r in sorted {
             let k = 1 / max(r.d * r.d, 1e-6)
             w += k
@@ -104,7 +109,9 @@ enum NadarayaWatsonBaseline {
 func scorePresence(_ setup: PresenceScoreSetup) async throws -> PresenceScore {
     var scenario = try ScenarioLoader.load(path: setup.scenarioPath)
     scenario.truthInterval = 1
-    guard let siteYAML = scenario.siteYAML else { throw RangingScoreError(description: "\(setup.scenarioPath) has no site") }
+    guard let siteYAML = scenario.siteYAML else {
+        throw RangingScoreError(description: "\(setup.scenarioPath) has no site")
+    }
     let site = try SiteDescription(text: siteYAML, path: "site")
     let dir = NSTemporaryDirectory() + "presence-score-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
     defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -159,7 +166,8 @@ func scorePresence(_ setup: PresenceScoreSetup) async throws -> PresenceScore {
         for (i, node) in sim.nodes.enumerated() {
             let sent = node.stats.reportsSent
             var r = receivers[i]
-            try r.host.drain(until: { r.reports >= sent || ended.isSet }) { packet in
+            let done = { r.reports >= sent || ended.isSet }
+            try r.host.drain(until: done) { packet in
                 let e = packet.payload
                 guard packet.type == .event, e.count > 3, e[0] == 0x3E else { return }
                 let body: (LEAdvertisingReport) -> Void = { report in
@@ -173,8 +181,11 @@ func scorePresence(_ setup: PresenceScoreSetup) async throws -> PresenceScore {
             for u in r.ranging.tick(at: now) {
                 let id = u.identity.id
                 readings += 1
-                engine.observe(beacon: id, reading: .init(gateway: r.id, distance: u.distance, accuracy: u.accuracy,
-                                                            rssi: u.filteredRSSI, ts: unix), now: unix)
+                engine.observe(
+                    beacon: id,
+                    reading: .init(
+                        gateway: r.id, distance: u.distance, accuracy: u.accuracy,
+                        rssi: u.filteredRSSI, ts: unix), now: unix)
                 if let d = u.distance { latest[id, default: [:]][r.id] = (d, unix) } else { latest[id]?[r.id] = nil }
             }
             receivers[i] = r
@@ -208,7 +219,8 @@ func scorePresence(_ setup: PresenceScoreSetup) async throws -> PresenceScore {
 
 private func scorePresence(
     _ setup: PresenceScoreSetup, site: SiteDescription, truth: GroundTruthPositions,
-    ours: [String: [(t: Double, room: String?, x: Double?, y: Double?)]], theirs: [String: [(t: Double, x: Double, y: Double)]],
+    ours: [String: [(t: Double, room: String?, x: Double?, y: Double?)]],
+    theirs: [String: [(t: Double, x: Double, y: Double)]],
     readings: Int
 ) throws -> PresenceScore {
     func room(_ x: Double, _ y: Double) -> String? {
@@ -216,14 +228,22 @@ private func scorePresence(
     }
     /// The baseline's room: the one containing the point, else the nearest.
     func nearestRoom(_ x: Double, _ y: Double) -> String {
-        site.rooms.max { Geometry.signedDistance($0.polygon, .init(x, y)) < Geometry.signedDistance($1.polygon, .init(x, y)) }!.id
+        site.rooms.max {
+            Geometry.signedDistance($0.polygon, .init(x, y)) < Geometry.signedDistance($1.polygon, .init(x, y))
+        }!.id
     }
     var misses: [PresenceScore.WalkerMiss: Int] = [:]
     let scored = truth.roles.filter { ($0.value == "beacon" || $0.value == "tag") && ours[$0.key] != nil }
-    var staticTags = 0, walkers = 0
-    func algorithm(_ name: String, _ series: [String: [(t: Double, room: String?, x: Double?, y: Double?)]]) -> PresenceAlgorithmScore {
-        var right = (s: 0, w: 0), total = (s: 0, w: 0)
-        var errors: [Double] = [], staticErrors: [Double] = [], walkerErrors: [Double] = []
+    var staticTags = 0
+    var walkers = 0
+    func algorithm(_ name: String, _ series: [String: [(t: Double, room: String?, x: Double?, y: Double?)]])
+        -> PresenceAlgorithmScore
+    {
+        var right = (s: 0, w: 0)
+        var total = (s: 0, w: 0)
+        var errors: [Double] = []
+        var staticErrors: [Double] = []
+        var walkerErrors: [Double] = []
         var flaps = 0
         staticTags = 0
         walkers = 0
@@ -234,7 +254,13 @@ private func scorePresence(
             for s in series[id] ?? [] where s.t >= setup.warmUp {
                 guard let p = truth.position(id, at: s.t) else { continue }
                 if let r = room(p.x, p.y) {
-                    if isStatic { total.s += 1; if s.room == r { right.s += 1 } } else { total.w += 1; if s.room == r { right.w += 1 } }
+                    if isStatic {
+                        total.s += 1
+                        if s.room == r { right.s += 1 }
+                    } else {
+                        total.w += 1
+                        if s.room == r { right.w += 1 }
+                    }
                 }
                 if let x = s.x, let y = s.y {
                     let e = hypot(x - p.x, y - p.y)
@@ -251,7 +277,8 @@ private func scorePresence(
         return PresenceAlgorithmScore(
             name: name, staticRoomAccuracy: Double(right.s) / Double(max(total.s, 1)),
             walkerRoomAccuracy: Double(right.w) / Double(max(total.w, 1)), medianError: median(errors),
-            p90Error: percentile(errors, 0.9), staticMedianError: median(staticErrors), walkerMedianError: median(walkerErrors),
+            p90Error: percentile(errors, 0.9), staticMedianError: median(staticErrors),
+            walkerMedianError: median(walkerErrors),
             staticFlapsPerHour: Double(flaps) / Double(max(staticTags, 1)) / hours, positions: errors.count)
     }
     let mine = algorithm("fleet presence (robust least squares, hysteresis)", ours)
@@ -265,8 +292,9 @@ private func scorePresence(
     var baselineSeries: [String: [(t: Double, room: String?, x: Double?, y: Double?)]] = [:]
     for (id, s) in theirs { baselineSeries[id] = s.map { ($0.t, nearestRoom($0.x, $0.y), $0.x, $0.y) } }
     let base = algorithm("baseline (Nadaraya–Watson, 1/d²)", baselineSeries)
-    return PresenceScore(ours: mine, baseline: base, staticTags: staticTags, walkers: walkers,
-                         hours: (setup.seconds - setup.warmUp) / 3600, readings: readings, walkerMisses: misses)
+    return PresenceScore(
+        ours: mine, baseline: base, staticTags: staticTags, walkers: walkers,
+        hours: (setup.seconds - setup.warmUp) / 3600, readings: readings, walkerMisses: misses)
 }
 
 func percentile(_ v: [Double], _ q: Double) -> Double {
@@ -286,9 +314,9 @@ struct GroundTruthPositions {
         }
         for line in text.split(separator: "\n") where line.contains("\"type\":\"position\"") {
             guard let data = line.data(using: .utf8),
-                  let o = try JSONSerialization.jsonObject(with: data) as? [String: Any],
-                  let t = o["t"] as? Double, let b = o["beacon"] as? String, let role = o["role"] as? String,
-                  let x = o["x"] as? Double, let y = o["y"] as? Double
+                let o = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+                let t = o["t"] as? Double, let b = o["beacon"] as? String, let role = o["role"] as? String,
+                let x = o["x"] as? Double, let y = o["y"] as? Double
             else { throw RangingScoreError(description: "bad truth line: \(line)") }
             byBeacon[b, default: [:]][Int(t.rounded())] = (x, y)
             roles[b] = role

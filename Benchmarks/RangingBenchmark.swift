@@ -16,8 +16,9 @@ func runRangingBenchmark(arguments: [String]) async {
     let started = ContinuousClock.now
     do {
         let score = try await scoreRanging(setup)
-        print("ranging: scored \(Int(setup.seconds)) s of virtual time, seed \(setup.seed), "
-            + "in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s")
+        print(
+            "ranging: scored \(Int(setup.seconds)) s of virtual time, seed \(setup.seed), "
+                + "in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s")
         print(score.table())
     } catch {
         print("ranging: scoring failed: \(error)")
@@ -27,7 +28,9 @@ func runRangingBenchmark(arguments: [String]) async {
 
 private func measureRangingCost(beacons: Int) {
     let uuid = BluetoothUUID(high: 0xE2C5_6DB5_DFFB_48D2, low: 0xB060_D0F5_A710_96E0)
-    let ids = (0..<beacons).map { BeaconIdentity.iBeacon(uuid: uuid, major: UInt16($0 / 65536), minor: UInt16($0 % 65536)) }
+    let ids = (0..<beacons).map {
+        BeaconIdentity.iBeacon(uuid: uuid, major: UInt16($0 / 65536), minor: UInt16($0 % 65536))
+    }
     // Readings as a 10 Hz radio delivers them: beacons in turn, RSSI scattered about −70 dBm.
     var g = SystemRandomNumberGenerator()
     let rssis = (0..<4096).map { _ in Int8.random(in: -78 ... -62, using: &g) }
@@ -39,7 +42,9 @@ private func measureRangingCost(beacons: Int) {
     let cpuStart = threadCPUSeconds()
     for i in 0..<n {
         let now = Duration.nanoseconds(Int64(i) * 100_000_000 / Int64(beacons))
-        sink += engine.observe(ids[i % beacons], address: address, rssi: rssis[i & 4095], frameCalibration: -59, at: now) ?? 0
+        sink +=
+            engine.observe(ids[i % beacons], address: address, rssi: rssis[i & 4095], frameCalibration: -59, at: now)
+            ?? 0
     }
     let perSample = (ContinuousClock.now - start).seconds / Double(n) * 1e9
     let cpuPerSample = (threadCPUSeconds() - cpuStart) / Double(n) * 1e9
@@ -69,11 +74,12 @@ private func measureRangingCost(beacons: Int) {
     let after = residentKiB()
     sink += Double(big.trackedCount)
     // Wall time suffers from other processes on a shared machine; the thread's CPU time does less.
-    print("ranging: \(String(format: "%.1f", perSample)) ns wall / \(String(format: "%.1f", cpuPerSample)) ns CPU "
-        + "per reading (engine, \(beacons) beacons), \(String(format: "%.1f", perFilter)) ns wall / "
-        + "\(String(format: "%.1f", cpuPerFilter)) ns CPU per filter update; "
-        + "\(RangingEngine.bytesPerTrack) bytes per tracked beacon by layout, "
-        + "\((after - before) * 1024 / count) bytes by RSS growth over \(count) beacons (sink \(sink > 0))")
+    print(
+        "ranging: \(String(format: "%.1f", perSample)) ns wall / \(String(format: "%.1f", cpuPerSample)) ns CPU "
+            + "per reading (engine, \(beacons) beacons), \(String(format: "%.1f", perFilter)) ns wall / "
+            + "\(String(format: "%.1f", cpuPerFilter)) ns CPU per filter update; "
+            + "\(RangingEngine.bytesPerTrack) bytes per tracked beacon by layout, "
+            + "\((after - before) * 1024 / count) bytes by RSS growth over \(count) beacons (sink \(sink > 0))")
 }
 
 /// This thread's CPU time (CLOCK_THREAD_CPUTIME_ID), seconds.

@@ -38,8 +38,9 @@ func runRangingScaleBenchmark(args: [String]) async {
     let source = AdvertisingReportSource(beacons: beacons, rate: rate, majors: max(regionCount, 1), uuid: uuid)
     let runtime: GatewayRuntime
     do {
-        runtime = try GatewayRuntime(configuration: configuration, source: source, clock: SystemClock(),
-                                     clockSynchronized: { true })
+        runtime = try GatewayRuntime(
+            configuration: configuration, source: source, clock: SystemClock(),
+            clockSynchronized: { true })
     } catch {
         print("ranging-scale: the gateway did not start: \(error)")
         return
@@ -63,14 +64,17 @@ func runRangingScaleBenchmark(args: [String]) async {
     _ = await task.result
 
     let elapsed = (ContinuousClock.now - started).seconds
-    print("ranging-scale: \(beacons) beacons × \(rate)/s, \(regionCount) regions, \(seconds) s: "
-        + "\(sightings) sightings (\(Int(Double(sightings) / elapsed))/s) decoded from HCI events and ranged; "
-        + "spool \(spool.depth) readings")
-    print("ranging-scale: VmRSS before the gateway \(before.rss / 1024) MiB; all beacons tracked "
-        + "\((tracked ?? end).rss / 1024) MiB; end \(end.rss / 1024) MiB; VmHWM \(end.hwm / 1024) MiB "
-        + "(target ≤ 60 MB)")
-    print("ranging-scale: VmRSS MiB every 10 s: \(series.joined(separator: ", ")); spool limit "
-        + "\(Int(configuration.spool.maxMegabytes)) MB")
+    print(
+        "ranging-scale: \(beacons) beacons × \(rate)/s, \(regionCount) regions, \(seconds) s: "
+            + "\(sightings) sightings (\(Int(Double(sightings) / elapsed))/s) decoded from HCI events and ranged; "
+            + "spool \(spool.depth) readings")
+    print(
+        "ranging-scale: VmRSS before the gateway \(before.rss / 1024) MiB; all beacons tracked "
+            + "\((tracked ?? end).rss / 1024) MiB; end \(end.rss / 1024) MiB; VmHWM \(end.hwm / 1024) MiB "
+            + "(target ≤ 60 MB)")
+    print(
+        "ranging-scale: VmRSS MiB every 10 s: \(series.joined(separator: ", ")); spool limit "
+            + "\(Int(configuration.spool.maxMegabytes)) MB")
 }
 
 /// VmRSS and VmHWM of this process, KiB.
@@ -134,10 +138,19 @@ final class AdvertisingReportSource: SightingSource, @unchecked Sendable {
     /// manufacturer data 0x004C: 0x02 0x15, UUID, major, minor, measured power), as an H4 event payload.
     func event(beacon i: Int, rssi: Int8) -> [UInt8] {
         var data = ByteWriter()
-        data.u8(2); data.u8(0x01); data.u8(0x06)  // Flags: LE General Discoverable, BR/EDR not supported
-        data.u8(26); data.u8(0xFF); data.le16(0x004C); data.u8(0x02); data.u8(0x15)
-        data.be64(uuid.high); data.be64(uuid.low)
-        data.be16(UInt16(i % majors)); data.be16(UInt16(truncatingIfNeeded: i)); data.u8(0xC5)  // −59 dBm at 1 m
+        data.u8(2)
+        data.u8(0x01)
+        data.u8(0x06)  // Flags: LE General Discoverable, BR/EDR not supported
+        data.u8(26)
+        data.u8(0xFF)
+        data.le16(0x004C)
+        data.u8(0x02)
+        data.u8(0x15)
+        data.be64(uuid.high)
+        data.be64(uuid.low)
+        data.be16(UInt16(i % majors))
+        data.be16(UInt16(truncatingIfNeeded: i))
+        data.u8(0xC5)  // −59 dBm at 1 m
         var p = ByteWriter()
         p.u8(0x02)  // subevent: LE Advertising Report
         p.u8(1)  // Num_Reports
@@ -151,8 +164,10 @@ final class AdvertisingReportSource: SightingSource, @unchecked Sendable {
         return [HCIEventCode.leMeta.rawValue, UInt8(p.bytes.count)] + p.bytes
     }
 
-    func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
-             sighting: @escaping @Sendable (Sighting) -> Void) async throws {
+    func run(
+        adapter: @escaping @Sendable (AdapterReport) -> Void,
+        sighting: @escaping @Sendable (Sighting) -> Void
+    ) async throws {
         adapter(AdapterReport(state: .poweredOn, device: "bench", mode: "exclusive", scanning: "legacy"))
         var assembler = ScanReportAssembler()
         let clock = SystemClock()
@@ -169,7 +184,10 @@ final class AdvertisingReportSource: SightingSource, @unchecked Sendable {
                 }
             }
             round += 1
-            counts.withLock { $0.rounds = round; $0.sightings += beacons }
+            counts.withLock {
+                $0.rounds = round
+                $0.sightings += beacons
+            }
             next += period
             if next > clock.now() { try await clock.sleep(until: next) } else { next = clock.now() }
         }

@@ -8,8 +8,9 @@ import BLEHCI
 import BLESimulator
 import BLETransport
 import Foundation
+
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// What the scoring scenario contains, and how long to run it.
@@ -56,7 +57,8 @@ struct RangingScore {
         s += "|---|---|---|---|---|\n"
         for (name, bands) in [("static", staticBands), ("walking \(f(1.4, 1)) m/s", walkingBands)] {
             for b in bands where b.count > 0 {
-                s += "| \(name) | \(f(b.band.lowerBound, 1))–\(f(b.band.upperBound, 1)) | \(b.count) | "
+                s +=
+                    "| \(name) | \(f(b.band.lowerBound, 1))–\(f(b.band.upperBound, 1)) | \(b.count) | "
                     + "\(f(b.medianAbsoluteError)) | \(f(b.medianRelativeError * 100, 1)) |\n"
             }
         }
@@ -81,7 +83,9 @@ struct RangingScoreError: Error, CustomStringConvertible {
 }
 
 enum RangingScoreScenario {
-    static let uuid: [UInt8] = [0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2, 0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0]
+    static let uuid: [UInt8] = [
+        0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2, 0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0,
+    ]
     static let gateway = Vec3(0, 0, 1)
     /// Mean RSSI −77 dBm (P₁ₘ −59, n = 2): midway between the boundary region's −75/−79 thresholds.
     static let boundaryDistance = pow(10, 18.0 / 20)
@@ -109,29 +113,40 @@ enum RangingScoreScenario {
             for j in 0..<2 {
                 let a = Double(i) * 0.7 + Double(j) * 3.1
                 let p = Vec3(gateway.x + d * cos(a), gateway.y + d * sin(a), gateway.z)
-                s.emitters.append(emitter("static-\(i)-\(j)", major: 1, minor: UInt16(i * 2 + j), address: n, motion: .fixed(p)))
+                s.emitters.append(
+                    emitter("static-\(i)-\(j)", major: 1, minor: UInt16(i * 2 + j), address: n, motion: .fixed(p)))
                 n += 1
             }
         }
         // A loop through the room: past the gateway at 0.8 m, out to 9.4 m, a long leg back; every
         // turn is a corner of the loop (a U-turn at the gateway itself is scored in docs only).
         let walk = [Vec3(-6, 0.8, 1), Vec3(6, 0.8, 1), Vec3(8, 5, 1), Vec3(-3, 6, 1)]
-        s.emitters.append(emitter("walker", major: 2, minor: 1, address: 100, motion: .path(walk, speed: setup.walkingSpeed, pause: 0, loop: true)))
+        s.emitters.append(
+            emitter(
+                "walker", major: 2, minor: 1, address: 100,
+                motion: .path(walk, speed: setup.walkingSpeed, pause: 0, loop: true)))
         let hop = [Vec3(near, 0, 1), Vec3(far, 0, 1)]
-        s.emitters.append(emitter("visitor", major: 3, minor: 1, address: 101, motion: .path(hop, speed: 20_000, pause: 30, loop: true)))
-        s.emitters.append(emitter("boundary", major: 4, minor: 1, address: 102, motion: .fixed(Vec3(-boundaryDistance, 0, 1))))
+        s.emitters.append(
+            emitter(
+                "visitor", major: 3, minor: 1, address: 101, motion: .path(hop, speed: 20_000, pause: 30, loop: true)))
+        s.emitters.append(
+            emitter("boundary", major: 4, minor: 1, address: 102, motion: .fixed(Vec3(-boundaryDistance, 0, 1))))
         return s
     }
 
     static func id(major: UInt16, minor: UInt16) -> String {
-        BeaconIdentity.iBeacon(uuid: BluetoothUUID(high: 0xE2C5_6DB5_DFFB_48D2, low: 0xB060_D0F5_A710_96E0), major: major, minor: minor).id
+        BeaconIdentity.iBeacon(
+            uuid: BluetoothUUID(high: 0xE2C5_6DB5_DFFB_48D2, low: 0xB060_D0F5_A710_96E0), major: major, minor: minor
+        ).id
     }
 
     static func regions(_ setup: RangingScoreSetup) -> [Region] {
         let u = BluetoothUUID(high: 0xE2C5_6DB5_DFFB_48D2, low: 0xB060_D0F5_A710_96E0)
         return [
             Region(id: "presence", matcher: .iBeacon(uuid: u, major: 3, minor: 1), exitTimeout: setup.exitTimeout),
-            Region(id: "boundary", matcher: .iBeacon(uuid: u, major: 4), enterRSSI: -75, exitRSSI: -79, exitDwell: .seconds(5)),
+            Region(
+                id: "boundary", matcher: .iBeacon(uuid: u, major: 4), enterRSSI: -75, exitRSSI: -79,
+                exitDwell: .seconds(5)),
         ]
     }
 }
@@ -177,7 +192,8 @@ func scoreRanging(_ setup: RangingScoreSetup) async throws -> RangingScore {
         // The controller's writer thread sends what the radio queued: read until every report it
         // counted has arrived, so each reading carries the step it was received in.
         let sent = sim.nodes[0].stats.reportsSent
-        try host.drain(until: { reports >= sent || ended.isSet }) { packet in
+        let done = { reports >= sent || ended.isSet }
+        try host.drain(until: done) { packet in
             let e = packet.payload
             guard packet.type == .event, e.count > 3, e[0] == 0x3E else { return }
             let body: (LEAdvertisingReport) -> Void = { report in
@@ -227,7 +243,8 @@ private func score(
         var rel = abs
         for id in ids {
             for (t, d) in estimates[id] ?? [] where t >= setup.warmUp {
-                guard let truthD = truth.distance(id, at: t), let b = bands.firstIndex(where: { $0.contains(truthD) }) else {
+                guard let truthD = truth.distance(id, at: t), let b = bands.firstIndex(where: { $0.contains(truthD) })
+                else {
                     continue
                 }
                 abs[b].append(Swift.abs(d - truthD))
@@ -235,7 +252,9 @@ private func score(
             }
         }
         return bands.indices.map {
-            RangingBandScore(band: bands[$0], count: abs[$0].count, medianAbsoluteError: median(abs[$0]), medianRelativeError: median(rel[$0]))
+            RangingBandScore(
+                band: bands[$0], count: abs[$0].count, medianAbsoluteError: median(abs[$0]),
+                medianRelativeError: median(rel[$0]))
         }
     }
     var staticIDs: [String] = []
@@ -256,10 +275,14 @@ private func score(
     var enter: [Double] = []
     var exit: [Double] = []
     for a in arrivals {
-        if let e = presence.first(where: { $0.kind == .entered && $0.time.seconds >= a - 1 }) { enter.append(e.time.seconds - a) }
+        if let e = presence.first(where: { $0.kind == .entered && $0.time.seconds >= a - 1 }) {
+            enter.append(e.time.seconds - a)
+        }
     }
     for d in departures {
-        if let e = presence.first(where: { $0.kind == .exited && $0.time.seconds >= d - 1 }) { exit.append(e.time.seconds - d) }
+        if let e = presence.first(where: { $0.kind == .exited && $0.time.seconds >= d - 1 }) {
+            exit.append(e.time.seconds - d)
+        }
     }
     let flaps = events.filter { $0.region == "boundary" && ($0.kind == .entered || $0.kind == .exited) }.count
 
@@ -311,7 +334,9 @@ final class ScoringHost {
         var rc: Int32 = -1
         for _ in 0..<200 {
             rc = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+                }
             }
             if rc == 0 { break }
             usleep(5000)
@@ -344,8 +369,12 @@ final class ScoringHost {
         while true {
             guard try read(timeoutMs: 10_000) else { throw RangingScoreError(description: "no answer to \(bytes)") }
             while let p = deframer.next() {
-                if p.type == .event, p.payload.count >= 6, p.payload[0] == 0x0E, p.payload[3] == bytes[1], p.payload[4] == bytes[2] {
-                    guard p.payload[5] == 0 else { throw RangingScoreError(description: "command \(bytes) failed: \(p.payload)") }
+                if p.type == .event, p.payload.count >= 6, p.payload[0] == 0x0E, p.payload[3] == bytes[1],
+                    p.payload[4] == bytes[2]
+                {
+                    guard p.payload[5] == 0 else {
+                        throw RangingScoreError(description: "command \(bytes) failed: \(p.payload)")
+                    }
                     return
                 }
             }

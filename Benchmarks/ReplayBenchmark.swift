@@ -29,24 +29,28 @@ func runReplayBenchmark(args: [String]) async throws {
     }
     let corpus = "\(work)/corpus-\(reports).btsnoop"
     try writeCorpus(packets, count: reports, to: corpus)
-    print("replay: corpus of \(reports) reports from \(packets.count) real ones (\(captures)), \(fileSize(corpus)) bytes")
+    print(
+        "replay: corpus of \(reports) reports from \(packets.count) real ones (\(captures)), \(fileSize(corpus)) bytes")
 
     // 1. Lossless and deterministic.
     let first = try countLines(gateway, ["scan", "--device", "file:\(corpus)", "--json"])
     let second = try countLines(gateway, ["scan", "--device", "file:\(corpus)", "--json"])
-    print("  scan --json into a pipe: \(first.lines) lines, \(second.lines) the second time; "
-          + "same lines apart from ts: \(first.digest == second.digest)"
-          + (first.lines == reports ? "" : "  LOST \(reports - first.lines)"))
+    print(
+        "  scan --json into a pipe: \(first.lines) lines, \(second.lines) the second time; "
+            + "same lines apart from ts: \(first.digest == second.digest)"
+            + (first.lines == reports ? "" : "  LOST \(reports - first.lines)"))
 
     // 2. Timed into /dev/null.
     var runs: [Measured] = []
     for _ in 0..<3 { runs.append(try measure(gateway, ["scan", "--device", "file:\(corpus)", "--json"])) }
     let median = runs.sorted { $0.cpu < $1.cpu }[1]
-    print(String(format: "  scan --json > /dev/null: %.1f ns CPU/report (%.1f user + %.1f sys), %.1f ns wall/report, "
-                 + "peak RSS %.1f MB (median of 3; CPU %@)", median.cpu / Double(reports) * 1e9,
-                 median.user / Double(reports) * 1e9, median.sys / Double(reports) * 1e9,
-                 median.wall / Double(reports) * 1e9, Double(median.maxRSSKB) / 1024,
-                 runs.map { String(format: "%.2f s", $0.cpu) }.joined(separator: ", ") as NSString))
+    print(
+        String(
+            format: "  scan --json > /dev/null: %.1f ns CPU/report (%.1f user + %.1f sys), %.1f ns wall/report, "
+                + "peak RSS %.1f MB (median of 3; CPU %@)", median.cpu / Double(reports) * 1e9,
+            median.user / Double(reports) * 1e9, median.sys / Double(reports) * 1e9,
+            median.wall / Double(reports) * 1e9, Double(median.maxRSSKB) / 1024,
+            runs.map { String(format: "%.2f s", $0.cpu) }.joined(separator: ", ") as NSString))
 
     // 3. The peer: bluetooth-data-tools parsing the same advertising data, no output.
     let python = "\(venv)/bin/python3"
@@ -62,25 +66,28 @@ func runReplayBenchmark(args: [String]) async throws {
     let config = "\(work)/run.yaml"
     try? FileManager.default.removeItem(atPath: "\(work)/spool")
     try """
-        gateway:
-          id: bench-replay
-        adapter:
-          device: file:\(corpus)
-        mqtt:
-          broker: mqtt://127.0.0.1:1
-        spool:
-          path: \(work)/spool/spool.db
-        remote_config:
-          enabled: false
-        """.write(toFile: config, atomically: true, encoding: .utf8)
+    gateway:
+      id: bench-replay
+    adapter:
+      device: file:\(corpus)
+    mqtt:
+      broker: mqtt://127.0.0.1:1
+    spool:
+      path: \(work)/spool/spool.db
+    remote_config:
+      enabled: false
+    """.write(toFile: config, atomically: true, encoding: .utf8)
     try FileManager.default.createDirectory(atPath: "\(work)/spool", withIntermediateDirectories: true)
     let run = try measure(gateway, ["run", "--config", config], stderrPath: "\(work)/run.log")
     let log = (try? String(contentsOfFile: "\(work)/run.log", encoding: .utf8)) ?? ""
-    let end = log.split(separator: "\n").first { $0.contains("end of the capture:") }
+    let end =
+        log.split(separator: "\n").first { $0.contains("end of the capture:") }
         .map { String($0[($0.range(of: "end of the capture:")?.lowerBound ?? $0.startIndex)...]) } ?? "(no end line)"
-    print(String(format: "  run --device file:CORPUS: %.2f s wall, %.2f s CPU, %.0f sightings/s by wall, "
-                 + "peak RSS %.1f MB; %@", run.wall, run.cpu, Double(reports) / run.wall,
-                 Double(run.maxRSSKB) / 1024, end as NSString))
+    print(
+        String(
+            format: "  run --device file:CORPUS: %.2f s wall, %.2f s CPU, %.0f sightings/s by wall, "
+                + "peak RSS %.1f MB; %@", run.wall, run.cpu, Double(reports) / run.wall,
+            Double(run.maxRSSKB) / 1024, end as NSString))
 
     // 5. Instructions per report, which do not move with the machine's load.
     if FileManager.default.isExecutableFile(atPath: "/usr/bin/valgrind") {
@@ -93,18 +100,23 @@ func runReplayBenchmark(args: [String]) async throws {
         for n in [1000, 3000] {
             let small = "\(work)/corpus-\(n).btsnoop"
             try writeCorpus(packets, count: n, to: small)
-            let out = try captureOutput("/usr/bin/valgrind",
-                                        ["--tool=callgrind", "--callgrind-out-file=/dev/null", stripped, "scan",
-                                         "--device", "file:\(small)", "--json"], stderrToo: true)
+            let out = try captureOutput(
+                "/usr/bin/valgrind",
+                [
+                    "--tool=callgrind", "--callgrind-out-file=/dev/null", stripped, "scan",
+                    "--device", "file:\(small)", "--json",
+                ], stderrToo: true)
             counts[n] = collectedInstructions(out)
             if counts[n] == 0 {
-                valgrindFailure = out.split(separator: "\n").first { $0.contains("impossible") || $0.contains("error") }
+                valgrindFailure =
+                    out.split(separator: "\n").first { $0.contains("impossible") || $0.contains("error") }
                     .map(String.init) ?? "no Collected line"
             }
         }
         if let a = counts[1000], let b = counts[3000], a > 0, b > 0 {
-            print("  callgrind, whole scan --json process: \(a) instructions for 1,000 reports, \(b) for 3,000: "
-                  + "\((b - a) / 2000) instructions/report")
+            print(
+                "  callgrind, whole scan --json process: \(a) instructions for 1,000 reports, \(b) for 3,000: "
+                    + "\((b - a) / 2000) instructions/report")
         } else {
             print("  callgrind: no count (valgrind did not finish the run: \(valgrindFailure))")
         }
@@ -118,7 +130,8 @@ private func stringOption(_ args: [String], _ name: String) -> String? {
 
 /// Every controller→host advertising report packet of every btsnoop file in `dir`, in file order.
 private func advertisingReports(in dir: String) throws -> [H4Packet] {
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: dir))?.filter { $0.hasSuffix(".btsnoop") }
+    let names =
+        (try? FileManager.default.contentsOfDirectory(atPath: dir))?.filter { $0.hasSuffix(".btsnoop") }
         .sorted() ?? []
     var out: [H4Packet] = []
     for name in names {
@@ -160,7 +173,7 @@ private func measure(_ executable: String, _ arguments: [String], stderrPath: St
     posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
     posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
     let argv = ([executable] + arguments).map { strdup($0) } + [nil]
-    defer { argv.forEach { free($0) } }
+    defer { for arg in argv { free(arg) } }
     var pid: pid_t = 0
     let start = DispatchTime.now()
     let rc = posix_spawn(&pid, executable, &actions, nil, argv, environ)

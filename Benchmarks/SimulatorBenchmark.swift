@@ -23,7 +23,9 @@ func runSimulatorBenchmark(arguments: [String]) {
     var scenario = Scenario(name: "bench")
     scenario.radio.lossProbability = 0
     scenario.radio.sensitivityDBm = -200
-    scenario.gateways = [GatewaySpec(id: "gw-bench", position: Vec3(0, 0, 2), address: BDAddress(rawValue: 0x001B_DCF0_0001))]
+    scenario.gateways = [
+        GatewaySpec(id: "gw-bench", position: Vec3(0, 0, 2), address: BDAddress(rawValue: 0x001B_DCF0_0001))
+    ]
     let uuid: [UInt8] = Array(0..<16)
     for i in 0..<beacons {
         scenario.emitters.append(
@@ -31,7 +33,8 @@ func runSimulatorBenchmark(arguments: [String]) {
                 name: "b\(i)", role: .beacon,
                 frame: .iBeacon(uuid: uuid, major: 1, minor: UInt16(i % 65536), measuredPower: -59),
                 address: BDAddress(rawValue: 0xC000_0000_0000 | UInt64(i)), addressType: 1,
-                motion: .fixed(Vec3(Double(i % 50), Double(i / 50), 1)), interval: 0.1, rssiAt1m: -59, scanResponse: nil))
+                motion: .fixed(Vec3(Double(i % 50), Double(i / 50), 1)), interval: 0.1, rssiAt1m: -59, scanResponse: nil
+            ))
     }
     let dir = NSTemporaryDirectory() + "blesim-bench-\(getpid())"
     var options = SimulatorOptions(socketDirectory: dir)
@@ -55,7 +58,9 @@ func runSimulatorBenchmark(arguments: [String]) {
         for (i, b) in sim.socketPath(for: "gw-bench").utf8.enumerated() { raw[i] = b }
     }
     let rc = withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+        }
     }
     guard rc == 0 else {
         print("simulator: cannot connect")
@@ -67,9 +72,12 @@ func runSimulatorBenchmark(arguments: [String]) {
         [0x01, 0x01, 0x0C, 0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x1F, 0x00, 0x20],  // Set Event Mask + LE Meta
         [0x01, 0x01, 0x20, 0x08, 0x1F, 0x10, 0, 0, 0, 0, 0, 0],  // LE Set Event Mask + extended report
     ]
-    commands += extended
-        ? [[0x01, 0x41, 0x20, 0x08, 0x00, 0x00, 0x01, 0x00, 0x10, 0x00, 0x10, 0x00],
-           [0x01, 0x42, 0x20, 0x06, 0x01, 0x00, 0, 0, 0, 0]]
+    commands +=
+        extended
+        ? [
+            [0x01, 0x41, 0x20, 0x08, 0x00, 0x00, 0x01, 0x00, 0x10, 0x00, 0x10, 0x00],
+            [0x01, 0x42, 0x20, 0x06, 0x01, 0x00, 0, 0, 0, 0],
+        ]
         : [[0x01, 0x0B, 0x20, 0x07, 0x00, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00], [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00]]
     var deframer = H4Deframer()
     var buf = [UInt8](repeating: 0, count: 1 << 16)

@@ -11,8 +11,12 @@ func runSpoolBenchmark(arguments: [String]) async {
     var i = 0
     while i < arguments.count {
         switch arguments[i] {
-        case "--count" where i + 1 < arguments.count: count = Int(arguments[i + 1]) ?? count; i += 1
-        case "--dir" where i + 1 < arguments.count: directory = arguments[i + 1]; i += 1
+        case "--count" where i + 1 < arguments.count:
+            count = Int(arguments[i + 1]) ?? count
+            i += 1
+        case "--dir" where i + 1 < arguments.count:
+            directory = arguments[i + 1]
+            i += 1
         default: break
         }
         i += 1
@@ -49,12 +53,16 @@ func runSpoolBenchmark(arguments: [String]) async {
         let elapsed = (ContinuousClock.now - start).seconds
         let io1 = ProcessIO.read()
         let stats = spool.statistics
-        print(String(format: "append+commit (service, 100 ms window): %.0f readings/s, %d commits, depth %d, "
-                     + "dropped in memory %d", Double(count) / elapsed, stats.commits, stats.depth,
-                     stats.drops[.sample]?.droppedInMemory ?? 0))
-        print(String(format: "  bytes per reading: %.1f to the block device (write_bytes), %.1f via write(2) (wchar), "
-                     + "%.1f on disk (db+wal)", Double(io1.writeBytes - io0.writeBytes) / Double(count),
-                     Double(io1.wchar - io0.wchar) / Double(count), Double(stats.bytesOnDisk) / Double(count)))
+        print(
+            String(
+                format: "append+commit (service, 100 ms window): %.0f readings/s, %d commits, depth %d, "
+                    + "dropped in memory %d", Double(count) / elapsed, stats.commits, stats.depth,
+                stats.drops[.sample]?.droppedInMemory ?? 0))
+        print(
+            String(
+                format: "  bytes per reading: %.1f to the block device (write_bytes), %.1f via write(2) (wchar), "
+                    + "%.1f on disk (db+wal)", Double(io1.writeBytes - io0.writeBytes) / Double(count),
+                Double(io1.wchar - io0.wchar) / Double(count), Double(stats.bytesOnDisk) / Double(count)))
 
         // 2. Replay: read the whole backlog oldest first in windows of 1000, as the publisher does.
         let replayStart = ContinuousClock.now
@@ -107,13 +115,18 @@ func runSpoolBenchmark(arguments: [String]) async {
             let io0 = ProcessIO.read()
             var n = 0
             for _ in 0..<200 {
-                for _ in 0..<perCommit { spool.append(reading(n)); n += 1 }
+                for _ in 0..<perCommit {
+                    spool.append(reading(n))
+                    n += 1
+                }
                 try spool.commit()
             }
             let io1 = ProcessIO.read()
-            print(String(format: "%6d readings per commit: %.1f bytes written per reading (%.0f per commit)",
-                         perCommit, Double(io1.writeBytes - io0.writeBytes) / Double(n),
-                         Double(io1.writeBytes - io0.writeBytes) / 200))
+            print(
+                String(
+                    format: "%6d readings per commit: %.1f bytes written per reading (%.0f per commit)",
+                    perCommit, Double(io1.writeBytes - io0.writeBytes) / Double(n),
+                    Double(io1.writeBytes - io0.writeBytes) / 200))
         } catch {
             print("spool benchmark failed: \(error)")
         }

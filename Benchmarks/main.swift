@@ -11,14 +11,30 @@ let all: [(String, @Sendable ([String]) async -> Void)] = [
     ("spool", { await runSpoolBenchmark(arguments: $0) }),
     ("sim", { runSimulatorBenchmark(arguments: $0) }),
     ("mqtt", { do { try await runMQTTBenchmark(arguments: $0) } catch { print("mqtt benchmark failed: \(error)") } }),
-    ("pipeline", { do { try await runPipelineBenchmark(arguments: $0) } catch { print("pipeline benchmark failed: \(error)") } }),
-    ("transport", { do { try await runTransportBenchmark(args: $0) } catch { print("transport benchmark failed: \(error)") } }),
+    (
+        "pipeline",
+        { do { try await runPipelineBenchmark(arguments: $0) } catch { print("pipeline benchmark failed: \(error)") } }
+    ),
+    (
+        "transport",
+        { do { try await runTransportBenchmark(args: $0) } catch { print("transport benchmark failed: \(error)") } }
+    ),
     ("links", { runLinksBenchmark(args: $0) }),
     ("ranging-scale", { await runRangingScaleBenchmark(args: $0) }),
     ("peripherals", { await runPeripheralsBenchmark(args: $0) }),
     ("replay", { do { try await runReplayBenchmark(args: $0) } catch { print("replay benchmark failed: \(error)") } }),
-    ("fleet", { do { try await runFleetBenchmark(arguments: $0) } catch { print("fleet benchmark failed: \(error)") } }),
-    ("adapter-idle", { do { try await runAdapterIdleBenchmark(args: $0) } catch { print("adapter-idle benchmark failed: \(error)") } }),
+    (
+        "fleet",
+        { do { try await runFleetBenchmark(arguments: $0) } catch { print("fleet benchmark failed: \(error)") } }
+    ),
+    (
+        "adapter-idle",
+        {
+            do { try await runAdapterIdleBenchmark(args: $0) } catch {
+                print("adapter-idle benchmark failed: \(error)")
+            }
+        }
+    ),
 ]
 
 let argv = Array(CommandLine.arguments.dropFirst())

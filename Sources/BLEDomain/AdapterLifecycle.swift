@@ -1,5 +1,5 @@
-import BLETransport
 import BLEHCI
+import BLETransport
 
 /// The adapter's life, as a pure state machine: what happened to the adapter goes in (`Event`), what the caller
 /// must do comes out (`Action`): publish a state, open the adapter, run one step of the recovery ladder, or call
@@ -131,8 +131,10 @@ public struct AdapterLifecycle: Sendable {
         /// Scanning this long without a fault makes the adapter healthy again: the climb backoff starts over.
         public var stableAfter: Duration = .seconds(60)
         /// Attempts per step before the next step.
-        public var attempts: [Step: Int] = [.reenableScan: 1, .resetController: 2, .powerCycle: 2,
-                                             .rfkillUnblock: 2, .usbReset: 1]
+        public var attempts: [Step: Int] = [
+            .reenableScan: 1, .resetController: 2, .powerCycle: 2,
+            .rfkillUnblock: 2, .usbReset: 1,
+        ]
         /// Bound on one operation (an open, a step) whose outcome the caller never reports.
         public var operationTimeout: Duration = .seconds(20)
         /// Whether the gateway may clear an rfkill soft block (someone may have blocked the radio on purpose).
@@ -296,8 +298,9 @@ extension AdapterLifecycle {
             case .open: what = "opening the adapter"
             case .step(let step, _): what = "recovery step \(step)"
             }
-            fault("\(what) gave no outcome within \(Self.format(configuration.operationTimeout))",
-                  cure: .resetController, now: now, &out)
+            fault(
+                "\(what) gave no outcome within \(Self.format(configuration.operationTimeout))",
+                cure: .resetController, now: now, &out)
             if case .pending(let next, let at) = phase, at <= now { start(next, now: now, &out) }
         case .scanning(let since):
             noteStable(since: since, now: now)
@@ -305,8 +308,9 @@ extension AdapterLifecycle {
                 statistics.silences += 1
                 let quiet = now - max(lastReport ?? since, since)
                 silenceFactor = min(silenceFactor * 2, configuration.silenceTimeoutMaxFactor)
-                fault("no advertising reports for \(Self.format(quiet)) while scanning", cure: .reenableScan,
-                      now: now, &out)
+                fault(
+                    "no advertising reports for \(Self.format(quiet)) while scanning", cure: .reenableScan,
+                    now: now, &out)
                 if case .pending(let operation, let at) = phase, at <= now { start(operation, now: now, &out) }
             }
         default:
@@ -406,7 +410,8 @@ extension AdapterLifecycle {
             if above > from { from = above }
         }
         let at = max(now, (lastClimbStart ?? now - climbBackoff - .seconds(1)) + climbBackoff)
-        climbBackoff = climbBackoff == .zero
+        climbBackoff =
+            climbBackoff == .zero
             ? configuration.initialBackoff : min(climbBackoff * 2, configuration.maxBackoff)
         lastClimbStart = at
         statistics.climbs += 1
@@ -434,7 +439,9 @@ extension AdapterLifecycle {
         statistics.exhausted += 1
         let why = climb.map { $0.fault } ?? "the adapter does not answer"
         let status: Status = isBlocked ? .blocked : .poweredOff
-        publish(status, "recovery failed (\(why)); waiting for the adapter to return, next try in "
+        publish(
+            status,
+            "recovery failed (\(why)); waiting for the adapter to return, next try in "
                 + Self.format(configuration.maxBackoff), &out)
         statistics.attempts[.awaitAdapter, default: 0] += 1
         phase = .pending(.open, at: now + configuration.maxBackoff)
@@ -446,7 +453,11 @@ extension AdapterLifecycle {
             fault(reason, cure: step, now: now, &out)
             return
         }
-        climb = climb.map { var c = $0; c.fault = reason; return c }
+        climb = climb.map {
+            var c = $0
+            c.fault = reason
+            return c
+        }
         switch failure {
         case .absent:
             settle(.absent, reason, retryAfter: nextOpenBackoff(), now: now, &out)
@@ -492,15 +503,20 @@ extension AdapterLifecycle {
             phase = .pending(.step(.rfkillUnblock, attempt: 1), at: now)
             return
         }
-        let policy = rfkillHard ? "a hard block (switch) cannot be cleared by software"
+        let policy =
+            rfkillHard
+            ? "a hard block (switch) cannot be cleared by software"
             : configuration.allowRfkillUnblock ? "unblocking did not help" : "policy does not allow unblocking"
-        settle(.blocked, "\(reason); \(policy); waiting for rfkill", retryAfter: configuration.maxBackoff,
-               now: now, &out)
+        settle(
+            .blocked, "\(reason); \(policy); waiting for rfkill", retryAfter: configuration.maxBackoff,
+            now: now, &out)
     }
 
     /// A state that waits for the world to change: published, with a bounded periodic retry of the open.
-    private mutating func settle(_ status: Status, _ reason: String, retryAfter: Duration, now: Duration,
-                                 _ out: inout [Action]) {
+    private mutating func settle(
+        _ status: Status, _ reason: String, retryAfter: Duration, now: Duration,
+        _ out: inout [Action]
+    ) {
         publish(status, "\(reason); next try in \(Self.format(retryAfter))", &out)
         phase = .pending(.open, at: now + retryAfter)
     }
@@ -543,7 +559,8 @@ extension AdapterLifecycle {
         var s: Step? = step
         while let c = s, c != .awaitAdapter {
             switch c {
-            case .rfkillUnblock where !(configuration.allowRfkillUnblock && rfkillSoft && !rfkillHard): s = Self.after(c)
+            case .rfkillUnblock where !(configuration.allowRfkillUnblock && rfkillSoft && !rfkillHard):
+                s = Self.after(c)
             case .usbReset where !configuration.allowUSBReset: s = Self.after(c)
             default: return c
             }

@@ -80,12 +80,13 @@ public struct AdapterRoles: Sendable {
         var wanted: [Slot: Duties] = [.primary: [], .secondary: []]
         for slot in Slot.allCases {
             let duty = slot.own
-            let holder: Slot? = switch (settled(slot, now: now), usableSince[slot.other] != nil) {
-            case (true, _): slot
-            // Back, but not for long enough: the other keeps the duty if it has it (or this one is not usable at all).
-            case (false, true): duties[slot.other]!.contains(duty) || usableSince[slot] == nil ? slot.other : slot
-            case (false, false): usableSince[slot] == nil ? nil : slot
-            }
+            let holder: Slot? =
+                switch (settled(slot, now: now), usableSince[slot.other] != nil) {
+                case (true, _): slot
+                // Back, but not for long enough: the other keeps the duty if it has it (or this one is not usable at all).
+                case (false, true): duties[slot.other]!.contains(duty) || usableSince[slot] == nil ? slot.other : slot
+                case (false, false): usableSince[slot] == nil ? nil : slot
+                }
             if let holder { wanted[holder]!.insert(duty) }
         }
         let before = duties
@@ -97,9 +98,10 @@ public struct AdapterRoles: Sendable {
         }
         for slot in Slot.allCases where duties[slot] != wanted[slot] {
             let gained = wanted[slot]!.subtracting(duties[slot]!)
-            statistics.handovers += [Duties.scan, .connect].filter {
-                gained.contains($0) && before[slot.other]!.contains($0)
-            }.count
+            statistics.handovers +=
+                [Duties.scan, .connect].filter {
+                    gained.contains($0) && before[slot.other]!.contains($0)
+                }.count
             duties[slot] = wanted[slot]!
             out.append(.assign(slot, duties[slot]!))
         }

@@ -151,8 +151,9 @@ public struct Advertisement: Sendable {
     public var serviceData: [ServiceData] {
         var out: [ServiceData] = []
         for s in AdvertisingStructures(data) {
-            guard let width = s.type.uuidWidth, s.type == .serviceData16 || s.type == .serviceData32
-                || s.type == .serviceData128, s.value.count >= width,
+            guard let width = s.type.uuidWidth,
+                s.type == .serviceData16 || s.type == .serviceData32
+                    || s.type == .serviceData128, s.value.count >= width,
                 let uuid = AdvertisingDataType.readUUID(s.value.prefix(width), width: width)
             else { continue }
             out.append(ServiceData(uuid: uuid, data: s.value.dropFirst(width)))

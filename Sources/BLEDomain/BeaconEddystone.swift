@@ -182,7 +182,8 @@ public enum EddystoneTLM: Hashable, Sendable {
                 let s = c.readBE32()
             else { return nil }
             self = .plain(
-                Plain(batteryMillivolts: v, temperatureRaw: Int16(bitPattern: t), advertisingCount: a,
+                Plain(
+                    batteryMillivolts: v, temperatureRaw: Int16(bitPattern: t), advertisingCount: a,
                     uptimeDeciseconds: s))
         case 0x01:
             guard c.remaining == 16, let e = ShortBytes(c.readRest()) else { return nil }

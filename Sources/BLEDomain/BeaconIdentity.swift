@@ -1,5 +1,5 @@
-import BLETransport
 import BLEHCI
+import BLETransport
 
 /// Who a sighting is about, stable across advertisements: the beacon's own identity when it has
 /// one, otherwise its address. Hashable by value (no string is built to use it as a key).

@@ -1,5 +1,5 @@
-import BLETransport
 import BLEHCI
+import BLETransport
 
 /// Up to 24 octets held inline, so that beacon values carrying a few bytes (an Eddystone URL, an
 /// encrypted TLM) stay trivially copyable: copying a `Sighting` is then a memcpy plus one retain of

@@ -7,7 +7,10 @@ public struct GATTDecimal: Hashable, Sendable, CustomStringConvertible {
     public var mantissa: Int64
     public var exponent: Int
 
-    public init(_ mantissa: Int64, exponent: Int) { self.mantissa = mantissa; self.exponent = exponent }
+    public init(_ mantissa: Int64, exponent: Int) {
+        self.mantissa = mantissa
+        self.exponent = exponent
+    }
 
     public var doubleValue: Double {
         var v = Double(mantissa)
@@ -83,29 +86,48 @@ public enum GATTValue: Hashable, Sendable {
         func comma() { out.append(UInt8(ascii: ",")) }
         switch self {
         case .batteryLevel(let p):
-            key("battery_pct"); JSONWriter.appendDecimal(Int64(p), to: &out)
+            key("battery_pct")
+            JSONWriter.appendDecimal(Int64(p), to: &out)
         case .temperature(let c):
-            key("temperature_c"); c.append(to: &out)
+            key("temperature_c")
+            c.append(to: &out)
         case .humidity(let p):
-            key("humidity_pct"); p.append(to: &out)
+            key("humidity_pct")
+            p.append(to: &out)
         case .temperatureMeasurement(let m):
-            key(m.fahrenheit ? "temperature_f" : "temperature_c"); m.value.append(to: &out)
+            key(m.fahrenheit ? "temperature_f" : "temperature_c")
+            m.value.append(to: &out)
             if let t = m.timestamp {
-                comma(); key("timestamp")
-                let text = padded(t[0], 4) + "-" + padded(t[1], 2) + "-" + padded(t[2], 2) + "T"
+                comma()
+                key("timestamp")
+                let text =
+                    padded(t[0], 4) + "-" + padded(t[1], 2) + "-" + padded(t[2], 2) + "T"
                     + padded(t[3], 2) + ":" + padded(t[4], 2) + ":" + padded(t[5], 2)
                 JSONWriter.appendString(text, to: &out)
             }
-            if let type = m.type { comma(); key("temperature_type"); JSONWriter.appendDecimal(Int64(type), to: &out) }
-        case .heartRate(let h):
-            key("heart_rate_bpm"); JSONWriter.appendDecimal(Int64(h.beatsPerMinute), to: &out)
-            if let contact = h.sensorContact {
-                comma(); key("sensor_contact"); out.append(contentsOf: (contact ? "true" : "false").utf8)
+            if let type = m.type {
+                comma()
+                key("temperature_type")
+                JSONWriter.appendDecimal(Int64(type), to: &out)
             }
-            if let e = h.energyExpended { comma(); key("energy_kj"); JSONWriter.appendDecimal(Int64(e), to: &out) }
+        case .heartRate(let h):
+            key("heart_rate_bpm")
+            JSONWriter.appendDecimal(Int64(h.beatsPerMinute), to: &out)
+            if let contact = h.sensorContact {
+                comma()
+                key("sensor_contact")
+                out.append(contentsOf: (contact ? "true" : "false").utf8)
+            }
+            if let e = h.energyExpended {
+                comma()
+                key("energy_kj")
+                JSONWriter.appendDecimal(Int64(e), to: &out)
+            }
             if !h.rrIntervals.isEmpty {
                 // 1/1024 s = 0.0009765625 s exactly: ten decimal places say every interval without rounding.
-                comma(); key("rr_intervals_s"); out.append(UInt8(ascii: "["))
+                comma()
+                key("rr_intervals_s")
+                out.append(UInt8(ascii: "["))
                 for (i, rr) in h.rrIntervals.enumerated() {
                     if i > 0 { comma() }
                     JSONWriter.appendFixed(Int64(rr) * 9_765_625, scale: 10, to: &out)
@@ -113,7 +135,8 @@ public enum GATTValue: Hashable, Sendable {
                 out.append(UInt8(ascii: "]"))
             }
         case .text(let k, let v):
-            key(k); JSONWriter.appendString(v, to: &out)
+            key(k)
+            JSONWriter.appendString(v, to: &out)
         }
     }
 }
@@ -174,7 +197,8 @@ public enum GATTValueDecoding {
         var timestamp: [Int]?
         if flags & 0x02 != 0 {
             guard let y = c.readLE16(), let mo = c.readU8(), let d = c.readU8(), let h = c.readU8(),
-                  let mi = c.readU8(), let s = c.readU8() else { return nil }
+                let mi = c.readU8(), let s = c.readU8()
+            else { return nil }
             timestamp = [Int(y), Int(mo), Int(d), Int(h), Int(mi), Int(s)]
         }
         var type: UInt8?

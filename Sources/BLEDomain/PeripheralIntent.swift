@@ -22,7 +22,8 @@ public struct PeripheralIntent: Sendable, Equatable {
             self.characteristic = characteristic
         }
         public var description: String {
-            service.map { "\($0.shortDescription)/\(characteristic.shortDescription)" } ?? characteristic.shortDescription
+            service.map { "\($0.shortDescription)/\(characteristic.shortDescription)" }
+                ?? characteristic.shortDescription
         }
     }
 

@@ -60,7 +60,10 @@ public enum PrivateAddressHash {
     /// Splits a resolvable private address: `hash` is its 24 least significant bits, `prand` the
     /// 24 most significant (Vol 6, Part B, §1.3.2.2, Figure 1.5).
     @inlinable public static func parts(of address: BDAddress) -> (prand: UInt32, hash: UInt32) {
-        (UInt32(truncatingIfNeeded: address.rawValue >> 24) & 0xFF_FFFF, UInt32(truncatingIfNeeded: address.rawValue) & 0xFF_FFFF)
+        (
+            UInt32(truncatingIfNeeded: address.rawValue >> 24) & 0xFF_FFFF,
+            UInt32(truncatingIfNeeded: address.rawValue) & 0xFF_FFFF
+        )
     }
 
     /// Builds the resolvable private address for `prand` (its top two bits forced to 0b01) under `key`:

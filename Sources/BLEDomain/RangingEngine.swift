@@ -1,10 +1,11 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import BLEHCI
 import BLETransport
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// Ranges every beacon heard: one filter per identity (so the same beacon heard from two addresses,
 /// or across a private-address rotation once resolved, is one beacon), per-interval updates, and
@@ -55,7 +56,8 @@ public struct RangingEngine: Sendable {
     @discardableResult
     public mutating func observe(_ sighting: Sighting, as identity: BeaconIdentity, at now: Duration) -> Double? {
         observe(
-            identity, address: sighting.address, rssi: sighting.rssi, frameCalibration: Self.frameCalibration(of: sighting),
+            identity, address: sighting.address, rssi: sighting.rssi,
+            frameCalibration: Self.frameCalibration(of: sighting),
             name: hasNameOverrides ? sighting.advertisement.nameBytes : nil, at: now)
     }
 

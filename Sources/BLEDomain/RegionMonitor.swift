@@ -27,7 +27,9 @@ public struct RegionMonitor: Sendable {
 
     public init(regions: [Region], at now: Duration) {
         entries = regions.map {
-            Entry(region: $0, unknownSince: now.seconds, exitTimeout: $0.exitTimeout.seconds, exitDwell: $0.exitDwell.seconds)
+            Entry(
+                region: $0, unknownSince: now.seconds, exitTimeout: $0.exitTimeout.seconds,
+                exitDwell: $0.exitDwell.seconds)
         }
         needsName = regions.contains { $0.matcher.needsName }
     }
@@ -112,7 +114,8 @@ public struct RegionMonitor: Sendable {
         events.append(RegionEvent(region: id, kind: .determined(state), time: now, identity: identity))
         if let before, before != state {
             transitions += 1
-            events.append(RegionEvent(region: id, kind: state == .inside ? .entered : .exited, time: now, identity: identity))
+            events.append(
+                RegionEvent(region: id, kind: state == .inside ? .entered : .exited, time: now, identity: identity))
         }
     }
 }

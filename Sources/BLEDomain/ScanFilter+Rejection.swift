@@ -1,5 +1,5 @@
-import BLETransport
 import BLEHCI
+import BLETransport
 
 /// Why a sighting fails the scan filter, criterion by criterion, for `blegateway explain`: the same tests as
 /// `matches`, in the same order, saying which one failed. (`matches` stays the allocation-free path; the two are
@@ -29,7 +29,8 @@ extension ScanFilter {
             }
             if !seen.contains(where: companyIDs.contains) {
                 let wanted = companyIDs.map { "company:" + Self.hex($0) }.joined(separator: ", ")
-                return seen.isEmpty ? "\(wanted): no manufacturer data"
+                return seen.isEmpty
+                    ? "\(wanted): no manufacturer data"
                     : "\(wanted): its manufacturer data is from " + seen.map(Self.hex).joined(separator: ", ")
             }
         }

@@ -105,11 +105,13 @@ public struct ScanFilterError: Error, Hashable, Sendable, CustomStringConvertibl
     public let description: String
 
     static func missingKind(_ t: String) -> Self {
-        Self(code: .missingKind, term: t,
+        Self(
+            code: .missingKind, term: t,
             description: "filter '\(t)': expected kind:value, kind one of uuid, name, addr, company, rssi")
     }
     static func unknownKind(_ t: String) -> Self {
-        Self(code: .unknownKind, term: t,
+        Self(
+            code: .unknownKind, term: t,
             description: "filter '\(t)': unknown kind (expected uuid, name, addr, company or rssi)")
     }
     static func emptyValue(_ t: String) -> Self {

@@ -10,7 +10,10 @@ final class ChangeBroadcast: Sendable {
     /// A stream that yields once now and after every change; it ends when the broadcast finishes.
     func listen() -> AsyncStream<Void> {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        let id = nextID.withLock { n in n += 1; return n }
+        let id = nextID.withLock { n in
+            n += 1
+            return n
+        }
         continuation.yield()
         if finished.withLock({ $0 }) {
             continuation.finish()
@@ -30,7 +33,10 @@ final class ChangeBroadcast: Sendable {
     /// Ends every stream (shutdown: the pages' event streams close so the HTTP server can stop).
     func finish() {
         finished.withLock { $0 = true }
-        for c in listeners.withLock({ l in defer { l.removeAll() }; return Array(l.values) }) { c.finish() }
+        for c in listeners.withLock({ l in
+            defer { l.removeAll() }
+            return Array(l.values)
+        }) { c.finish() }
     }
 
     var listenerCount: Int { listeners.withLock { $0.count } }

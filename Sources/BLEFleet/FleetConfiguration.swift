@@ -45,7 +45,9 @@ public struct FleetConfiguration: Sendable {
     public static func problem(sites: [String]) -> String? {
         if sites.isEmpty { return "give at least one site" }
         for s in sites {
-            if s.isEmpty || s.hasPrefix("/") || s.hasSuffix("/") || s.contains("//") || s.contains(where: { "+#\0".contains($0) }) {
+            if s.isEmpty || s.hasPrefix("/") || s.hasSuffix("/") || s.contains("//")
+                || s.contains(where: { "+#\0".contains($0) })
+            {
                 return "\"\(s)\" is not a topic prefix (levels separated by '/', no wildcards)"
             }
         }

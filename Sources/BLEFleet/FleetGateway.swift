@@ -119,7 +119,10 @@ public struct FleetGateway: Sendable, Encodable {
     /// Recent (ts, depth) for the trend; not encoded.
     var recentDepths: [SpoolPoint] = []
 
-    struct SpoolPoint: Sendable, Equatable { var ts: Double; var depth: Int }
+    struct SpoolPoint: Sendable, Equatable {
+        var ts: Double
+        var depth: Int
+    }
 
     /// The site (topic prefix) the gateway publishes under.
     public var site = ""

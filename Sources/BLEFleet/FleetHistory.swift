@@ -50,7 +50,8 @@ public final class FleetHistory: Sendable {
         // WAL: a flush every 10 s must not block the page's reads for long; NORMAL sync is enough for plots.
         _ = try db.text("PRAGMA journal_mode=WAL")
         try db.execute("PRAGMA synchronous=NORMAL")
-        try db.execute("""
+        try db.execute(
+            """
             CREATE TABLE IF NOT EXISTS gateway_health(
                 gateway TEXT NOT NULL, t INTEGER NOT NULL, messages_per_s REAL, spool_depth REAL,
                 reports_per_s REAL, rss_bytes REAL, PRIMARY KEY(gateway, t)) WITHOUT ROWID;
@@ -64,24 +65,30 @@ public final class FleetHistory: Sendable {
                 PRIMARY KEY(sensor, quantity, t, gateway)) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS sensor_values_t ON sensor_values(t);
             """)
-        store = Locked(Store(
-            db: db,
-            insertHealth: try db.prepare("INSERT OR REPLACE INTO gateway_health VALUES(?1, ?2, ?3, ?4, ?5, ?6)"),
-            insertRange: try db.prepare("INSERT OR REPLACE INTO beacon_range VALUES(?1, ?2, ?3, ?4, ?5)"),
-            prune: [try db.prepare("DELETE FROM gateway_health WHERE t < ?1"),
+        store = Locked(
+            Store(
+                db: db,
+                insertHealth: try db.prepare("INSERT OR REPLACE INTO gateway_health VALUES(?1, ?2, ?3, ?4, ?5, ?6)"),
+                insertRange: try db.prepare("INSERT OR REPLACE INTO beacon_range VALUES(?1, ?2, ?3, ?4, ?5)"),
+                prune: [
+                    try db.prepare("DELETE FROM gateway_health WHERE t < ?1"),
                     try db.prepare("DELETE FROM beacon_range WHERE t < ?1"),
-                    try db.prepare("DELETE FROM sensor_values WHERE t < ?1")],
-            healthSeries: try db.prepare("""
-                SELECT t, messages_per_s, spool_depth, reports_per_s, rss_bytes FROM gateway_health
-                WHERE gateway = ?1 AND t >= ?2 ORDER BY t
-                """),
-            rangeSeries: try db.prepare("""
-                SELECT gateway, t, rssi, distance_m FROM beacon_range WHERE beacon = ?1 AND t >= ?2 ORDER BY t
-                """),
-            insertSensor: try db.prepare("INSERT OR REPLACE INTO sensor_values VALUES(?1, ?2, ?3, ?4, ?5)"),
-            sensorSeries: try db.prepare("""
-                SELECT quantity, gateway, t, value FROM sensor_values WHERE sensor = ?1 AND t >= ?2 ORDER BY t
-                """)))
+                    try db.prepare("DELETE FROM sensor_values WHERE t < ?1"),
+                ],
+                healthSeries: try db.prepare(
+                    """
+                    SELECT t, messages_per_s, spool_depth, reports_per_s, rss_bytes FROM gateway_health
+                    WHERE gateway = ?1 AND t >= ?2 ORDER BY t
+                    """),
+                rangeSeries: try db.prepare(
+                    """
+                    SELECT gateway, t, rssi, distance_m FROM beacon_range WHERE beacon = ?1 AND t >= ?2 ORDER BY t
+                    """),
+                insertSensor: try db.prepare("INSERT OR REPLACE INTO sensor_values VALUES(?1, ?2, ?3, ?4, ?5)"),
+                sensorSeries: try db.prepare(
+                    """
+                    SELECT quantity, gateway, t, value FROM sensor_values WHERE sensor = ?1 AND t >= ?2 ORDER BY t
+                    """)))
     }
 
     static func bucket(_ now: Double) -> Int64 { Int64((now / resolution).rounded(.down) * resolution) }
@@ -148,9 +155,11 @@ public final class FleetHistory: Sendable {
             defer { q.reset() }
             var out: [HealthPoint] = []
             while try q.step() {
-                out.append(HealthPoint(t: q.double(0), messagesPerS: q.optionalDouble(1),
-                                       spoolDepth: q.optionalDouble(2), reportsPerS: q.optionalDouble(3),
-                                       rssBytes: q.optionalDouble(4)))
+                out.append(
+                    HealthPoint(
+                        t: q.double(0), messagesPerS: q.optionalDouble(1),
+                        spoolDepth: q.optionalDouble(2), reportsPerS: q.optionalDouble(3),
+                        rssBytes: q.optionalDouble(4)))
             }
             return out
         }

@@ -51,10 +51,15 @@ struct FleetJSON {
                 let (kind, valueEscaped) = try value(at: &i, depth: 1)
                 var range = start..<i
                 if kind == .string { range = (start + 1)..<(i - 1) }
-                members.append(Member(key: key, kind: kind, value: range, keyEscaped: keyEscaped,
-                                      valueEscaped: valueEscaped))
+                members.append(
+                    Member(
+                        key: key, kind: kind, value: range, keyEscaped: keyEscaped,
+                        valueEscaped: valueEscaped))
                 skipSpace(&i)
-                if peek(i) == UInt8(ascii: ",") { i += 1; continue }
+                if peek(i) == UInt8(ascii: ",") {
+                    i += 1
+                    continue
+                }
                 try expect(UInt8(ascii: "}"), at: &i)
                 break
             }
@@ -167,7 +172,7 @@ struct FleetJSON {
                 guard let e = peek(i + 1) else { break }
                 switch e {
                 case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-                     UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     i += 2
                 case UInt8(ascii: "u"):
                     guard let v = hex4(at: i + 2) else { throw .notJSON(offset: i) }
@@ -175,8 +180,10 @@ struct FleetJSON {
                     if (0xDC00..<0xE000).contains(v) { throw .notJSON(offset: i - 6) }  // a low surrogate alone
                     if (0xD800..<0xDC00).contains(v) {
                         // A high surrogate must be followed by an escaped low one (RFC 8259 §7).
-                        guard peek(i) == UInt8(ascii: "\\"), peek(i + 1) == UInt8(ascii: "u"), let low = hex4(at: i + 2),
-                              (0xDC00..<0xE000).contains(low) else { throw .notJSON(offset: i) }
+                        guard peek(i) == UInt8(ascii: "\\"), peek(i + 1) == UInt8(ascii: "u"),
+                            let low = hex4(at: i + 2),
+                            (0xDC00..<0xE000).contains(low)
+                        else { throw .notJSON(offset: i) }
                         i += 6
                     }
                 default:
@@ -214,7 +221,8 @@ struct FleetJSON {
         default: throw .notJSON(offset: i)
         }
         guard i + n <= bytes.count, (low...high).contains(bytes[i + 1]),
-              bytes[(i + 2)..<(i + n)].allSatisfy({ $0 & 0xC0 == 0x80 }) else { throw .notJSON(offset: i) }
+            bytes[(i + 2)..<(i + n)].allSatisfy({ $0 & 0xC0 == 0x80 })
+        else { throw .notJSON(offset: i) }
         return i + n
     }
 
@@ -224,9 +232,15 @@ struct FleetJSON {
         case UInt8(ascii: "\""):
             let (_, escaped) = try string(at: &i)
             return (.string, escaped)
-        case UInt8(ascii: "t"): try literal("true", at: &i); return (.bool, false)
-        case UInt8(ascii: "f"): try literal("false", at: &i); return (.bool, false)
-        case UInt8(ascii: "n"): try literal("null", at: &i); return (.null, false)
+        case UInt8(ascii: "t"):
+            try literal("true", at: &i)
+            return (.bool, false)
+        case UInt8(ascii: "f"):
+            try literal("false", at: &i)
+            return (.bool, false)
+        case UInt8(ascii: "n"):
+            try literal("null", at: &i)
+            return (.null, false)
         case UInt8(ascii: "{"), UInt8(ascii: "["):
             try skipNested(at: &i, depth: depth)
             return (.nested, false)
@@ -275,7 +289,10 @@ struct FleetJSON {
         let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
         i += 1
         skipSpace(&i)
-        if peek(i) == close { i += 1; return }
+        if peek(i) == close {
+            i += 1
+            return
+        }
         while true {
             skipSpace(&i)
             if isObject {
@@ -287,7 +304,10 @@ struct FleetJSON {
             }
             _ = try value(at: &i, depth: depth + 1)
             skipSpace(&i)
-            if peek(i) == UInt8(ascii: ",") { i += 1; continue }
+            if peek(i) == UInt8(ascii: ",") {
+                i += 1
+                continue
+            }
             try expect(close, at: &i)
             return
         }
@@ -305,7 +325,8 @@ struct FleetJSON {
     }
 
     private static func isHexDigit(_ c: UInt8) -> Bool {
-        (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9")) || (c | 0x20 >= UInt8(ascii: "a") && c | 0x20 <= UInt8(ascii: "f"))
+        (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9"))
+            || (c | 0x20 >= UInt8(ascii: "a") && c | 0x20 <= UInt8(ascii: "f"))
     }
 
     private static func hexValue(_ s: ArraySlice<UInt8>) -> UInt32 {
@@ -324,7 +345,11 @@ struct FleetJSON {
         }
         while i < s.endIndex {
             let c = s[i]
-            guard c == UInt8(ascii: "\\") else { out.append(c); i += 1; continue }
+            guard c == UInt8(ascii: "\\") else {
+                out.append(c)
+                i += 1
+                continue
+            }
             let e = s[i + 1]
             i += 2
             switch e {
@@ -338,7 +363,9 @@ struct FleetJSON {
                 i += 4
                 if (0xD800..<0xDC00).contains(v) {
                     // A high surrogate must be followed by an escaped low one (RFC 8259 §7).
-                    guard i + 6 <= s.endIndex, s[i] == UInt8(ascii: "\\"), s[i + 1] == UInt8(ascii: "u") else { return nil }
+                    guard i + 6 <= s.endIndex, s[i] == UInt8(ascii: "\\"), s[i + 1] == UInt8(ascii: "u") else {
+                        return nil
+                    }
                     let low = hexValue(s[(i + 2)..<(i + 6)])
                     guard (0xDC00..<0xE000).contains(low) else { return nil }
                     v = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00)

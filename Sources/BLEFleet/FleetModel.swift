@@ -55,13 +55,17 @@ public struct FleetModel: Sendable {
     /// before this subscription); `now` is the service's clock.
     /// Returns the site and where the topic sits in the schema (nil outside every site).
     @discardableResult
-    public mutating func receive(topic: String, payload: [UInt8], retained: Bool, now: Double) -> (site: String, topic: FleetTopic)? {
+    public mutating func receive(topic: String, payload: [UInt8], retained: Bool, now: Double) -> (
+        site: String, topic: FleetTopic
+    )? {
         guard let (site, kind) = Self.parse(topic, sites: sites) else { return nil }
         receive(site: site, kind: kind, topic: topic, payload: payload, retained: retained, now: now)
         return (site, kind)
     }
 
-    private mutating func receive(site: String, kind: FleetTopic, topic: String, payload: [UInt8], retained: Bool, now: Double) {
+    private mutating func receive(
+        site: String, kind: FleetTopic, topic: String, payload: [UInt8], retained: Bool, now: Double
+    ) {
         counters.messages += 1
         revision += 1
         switch kind {
@@ -141,8 +145,10 @@ public struct FleetModel: Sendable {
 
     private static let decoder = JSONDecoder()
 
-    private static func fold(_ kind: FleetTopic, payload: [UInt8], retained: Bool, now: Double,
-                             into g: inout FleetGateway) throws {
+    private static func fold(
+        _ kind: FleetTopic, payload: [UInt8], retained: Bool, now: Double,
+        into g: inout FleetGateway
+    ) throws {
         /// Decodes the payload as `Body` with its envelope, and folds the envelope into the seq stream.
         func read<Body: Decodable>(_: Body.Type) throws -> (FleetPayload.Envelope, Body) {
             let r = try Self.decoder.decode(FleetPayload.Reading<Body>.self, from: Data(payload))
@@ -169,28 +175,32 @@ public struct FleetModel: Sendable {
             g.since = s.state == "online" ? s.started : (retained ? nil : now)
         case .adapter:
             let a = try read(FleetPayload.Adapter.self).1
-            g.adapter = FleetGateway.Adapter(state: a.state, since: a.since, device: a.device, mode: a.mode,
-                                             address: a.address, scanning: a.scanning, reason: a.reason, roles: a.roles)
+            g.adapter = FleetGateway.Adapter(
+                state: a.state, since: a.since, device: a.device, mode: a.mode,
+                address: a.address, scanning: a.scanning, reason: a.reason, roles: a.roles)
         case .adapterSlot(_, let slot):
             let a = try read(FleetPayload.Adapter.self).1
-            g.adapters[slot] = FleetGateway.Adapter(state: a.state, since: a.since, device: a.device, mode: a.mode,
-                                                    address: a.address, scanning: a.scanning, reason: a.reason,
-                                                    roles: a.roles)
+            g.adapters[slot] = FleetGateway.Adapter(
+                state: a.state, since: a.since, device: a.device, mode: a.mode,
+                address: a.address, scanning: a.scanning, reason: a.reason,
+                roles: a.roles)
         case .health:
             let (envelope, h) = try read(FleetPayload.Health.self)
             fold(h, ts: envelope.ts, run: envelope.run, into: &g)
         case .beacon(_, let id):
             let (envelope, b) = try readFlat(FleetPayload.Beacon.init)
-            g.beacons[id] = FleetGateway.Beacon(kind: b.kind, address: b.address, name: b.name, rssi: b.rssi,
-                                                samples: b.samples, distanceM: b.distance_m, accuracyM: b.accuracy_m,
-                                                proximity: b.proximity, ts: envelope.ts, receivedAt: now)
+            g.beacons[id] = FleetGateway.Beacon(
+                kind: b.kind, address: b.address, name: b.name, rssi: b.rssi,
+                samples: b.samples, distanceM: b.distance_m, accuracyM: b.accuracy_m,
+                proximity: b.proximity, ts: envelope.ts, receivedAt: now)
         case .region(_, let id):
             let r = try read(FleetPayload.Region.self).1
             if r.state == "removed" {
                 g.regions[id] = nil
             } else {
-                g.regions[id] = FleetGateway.Region(state: r.state, since: r.since, event: r.event,
-                                                    beacons: r.beacons ?? [])
+                g.regions[id] = FleetGateway.Region(
+                    state: r.state, since: r.since, event: r.event,
+                    beacons: r.beacons ?? [])
             }
         case .peripheralState(_, let address):
             let p = try read(FleetPayload.PeripheralState.self).1
@@ -208,13 +218,15 @@ public struct FleetModel: Sendable {
             g.peripherals[address, default: FleetGateway.Peripheral(state: "?")].rssi = p.rssi
         case .configState:
             let c = try read(FleetPayload.ConfigState.self).1
-            g.config = FleetGateway.Config(status: c.status, hash: c.hash, version: c.version,
-                                           errors: c.errors.map { "\($0.path): \($0.reason)" },
-                                           warnings: c.warnings.count, restartRequired: c.restart_required ?? [])
+            g.config = FleetGateway.Config(
+                status: c.status, hash: c.hash, version: c.version,
+                errors: c.errors.map { "\($0.path): \($0.reason)" },
+                warnings: c.warnings.count, restartRequired: c.restart_required ?? [])
         case .sensor(_, let address):
             let (envelope, s) = try readFlat(FleetPayload.Sensor.init)
-            g.sensors[address] = FleetGateway.Sensor(address: s.address, model: s.model, format: s.format,
-                                                     values: s.values, rssi: s.rssi, ts: envelope.ts, receivedAt: now)
+            g.sensors[address] = FleetGateway.Sensor(
+                address: s.address, model: s.model, format: s.format,
+                values: s.values, rssi: s.rssi, ts: envelope.ts, receivedAt: now)
         case .raw, .peripheralOther:
             // In the seq stream, not on the dashboard: only the envelope is read.
             _ = try readFlat { _ in () }
@@ -239,7 +251,8 @@ public struct FleetModel: Sendable {
         g.recentDepths.append(.init(ts: ts, depth: h.spool.depth))
         if g.recentDepths.count > Self.trendWindow { g.recentDepths.removeFirst() }
         if let first = g.recentDepths.first, let last = g.recentDepths.last, last.ts - first.ts > 0,
-           g.recentDepths.count >= 3 {
+            g.recentDepths.count >= 3
+        {
             g.spoolTrendPerMin = Double(last.depth - first.depth) / (last.ts - first.ts) * 60
         } else {
             g.spoolTrendPerMin = nil

@@ -24,7 +24,9 @@ enum FleetPages {
         """#
     }
 
-    static let overview = shell("BLEGateway fleet", #"""
+    static let overview = shell(
+        "BLEGateway fleet",
+        #"""
         <section><h2>Gateways <small id="gw-count"></small></h2>
         <div class="scroll"><table id="gateways"><thead><tr>
         <th>Gateway</th><th>Status</th><th>Adapter</th><th>Scanning</th><th>Spool</th><th>Msg/s</th><th>Drops</th>
@@ -38,7 +40,9 @@ enum FleetPages {
         <tbody></tbody></table></div></section>
         """#, "Fleet.overview();")
 
-    static let gateway = shell("Gateway — BLEGateway fleet", #"""
+    static let gateway = shell(
+        "Gateway — BLEGateway fleet",
+        #"""
         <section><h2 id="gw-title"></h2><ul id="problems" class="problems"></ul><dl id="facts"></dl></section>
         <section><h2>Health, last hour</h2><div class="plots">
         <figure><figcaption>Messages/s</figcaption><div id="plot-mps" class="plot"></div></figure>
@@ -58,7 +62,9 @@ enum FleetPages {
         <th>Values</th><th>RSSI</th><th>Age</th></tr></thead><tbody></tbody></table></div></section>
         """#, "Fleet.gateway();")
 
-    static let sensor = shell("Sensor — BLEGateway fleet", #"""
+    static let sensor = shell(
+        "Sensor — BLEGateway fleet",
+        #"""
         <section><h2 id="sensor-title"></h2>
         <div class="scroll"><table id="heard"><thead><tr><th>Gateway</th><th>Model</th><th>Values</th><th>RSSI</th>
         <th>Age</th></tr></thead><tbody></tbody></table></div></section>
@@ -66,7 +72,9 @@ enum FleetPages {
         <p id="legend" class="legend"></p></section>
         """#, "Fleet.sensor();")
 
-    static let beacon = shell("Beacon — BLEGateway fleet", #"""
+    static let beacon = shell(
+        "Beacon — BLEGateway fleet",
+        #"""
         <section><h2 id="beacon-title"></h2>
         <div class="scroll"><table id="heard"><thead><tr><th>Gateway</th><th>RSSI</th><th>Distance</th>
         <th>Proximity</th><th>Samples</th><th>Age</th></tr></thead><tbody></tbody></table></div></section>
@@ -76,7 +84,9 @@ enum FleetPages {
         <p id="legend" class="legend"></p></section>
         """#, "Fleet.beacon();")
 
-    static let presence = shell("Presence — BLEGateway fleet", #"""
+    static let presence = shell(
+        "Presence — BLEGateway fleet",
+        #"""
         <section><h2>Where the tags are</h2><p id="presence-note"></p><div id="floorplans"></div></section>
         <section><h2>Tags <small id="tag-count"></small></h2>
         <div class="scroll"><table id="tags"><thead><tr><th>Tag</th><th>Name</th><th>Room</th><th>Since</th>

@@ -1,7 +1,9 @@
 import Foundation
 
 /// The payloads of schema/v1 as far as the fleet view reads them. Decoding is strict on the fields the schema
-/// requires, so a payload that does not match is counted as invalid rather than shown half-read.
+/// requires, so a payload that does not match is counted as invalid rather than shown half-read. The properties are
+/// the schema's own snake_case keys, decoded as they are spelled.
+// swift-format-ignore: AlwaysUseLowerCamelCase
 enum FleetPayload {
     /// One reading: the envelope and the topic's own fields, read from one parse of the payload (both decode from
     /// the same decoder, so the JSON is parsed once — it matters at tens of thousands of messages a second).
@@ -65,8 +67,14 @@ enum FleetPayload {
             var tracked_beacons: Int?
         }
         struct Memory: Decodable { var rss_bytes: Int }
-        struct Regions: Decodable { var count: Int?; var inside: Int? }
-        struct Peripherals: Decodable { var connected: Int?; var dropped_values: Int? }
+        struct Regions: Decodable {
+            var count: Int?
+            var inside: Int?
+        }
+        struct Peripherals: Decodable {
+            var connected: Int?
+            var dropped_values: Int?
+        }
         var uptime_s: Double
         var spool: Spool
         var publish: Publish
@@ -115,7 +123,10 @@ enum FleetPayload {
     }
 
     struct ConfigState: Decodable {
-        struct Problem: Decodable { var path: String; var reason: String }
+        struct Problem: Decodable {
+            var path: String
+            var reason: String
+        }
         var status: String
         var hash: String
         var version: Int?

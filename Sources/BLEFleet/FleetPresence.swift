@@ -26,18 +26,25 @@ public struct FleetPresence: Sendable {
 
     public init(sites prefixes: [String], configured: SiteDescription?) {
         self.configured = configured
-        if let configured { sites[prefixes[0]] = Site(engine: PresenceEngine(site: configured), source: .configuration) }
+        if let configured {
+            sites[prefixes[0]] = Site(engine: PresenceEngine(site: configured), source: .configuration)
+        }
     }
 
     /// The topic a site's description is pushed to.
     public static func siteTopic(_ prefix: String) -> String { "\(prefix)/fleet/site" }
-    public static func presenceTopic(_ prefix: String, beacon: String) -> String { "\(prefix)/fleet/presence/\(beacon)" }
+    public static func presenceTopic(_ prefix: String, beacon: String) -> String {
+        "\(prefix)/fleet/presence/\(beacon)"
+    }
     /// The room alone, as plain text (`not_home` when away): what a device tracker's state is read from.
-    public static func roomTopic(_ prefix: String, beacon: String) -> String { "\(prefix)/fleet/presence/\(beacon)/room" }
+    public static func roomTopic(_ prefix: String, beacon: String) -> String {
+        "\(prefix)/fleet/presence/\(beacon)/room"
+    }
 
     /// A message on `<prefix>/fleet/site`: a new description (or, empty, back to the configured one). Returns the
     /// problem when the document is refused.
-    public mutating func receiveSite(_ prefix: String, payload: [UInt8], isFirstSite: Bool) -> SiteDescription.Problem? {
+    public mutating func receiveSite(_ prefix: String, payload: [UInt8], isFirstSite: Bool) -> SiteDescription.Problem?
+    {
         if payload.isEmpty {
             if isFirstSite, let configured {
                 replace(prefix, configured, source: .configuration)
@@ -72,12 +79,15 @@ public struct FleetPresence: Sendable {
     }
 
     /// One gateway's beacon reading, under `prefix`.
-    public mutating func observe(_ prefix: String, gateway: String, beacon: String, reading: FleetGateway.Beacon, now: Double) {
+    public mutating func observe(
+        _ prefix: String, gateway: String, beacon: String, reading: FleetGateway.Beacon, now: Double
+    ) {
         guard sites[prefix] != nil else { return }
         sites[prefix]!.engine.observe(
             beacon: beacon,
-            reading: .init(gateway: gateway, distance: reading.distanceM, accuracy: reading.accuracyM, rssi: reading.rssi,
-                           ts: reading.ts),
+            reading: .init(
+                gateway: gateway, distance: reading.distanceM, accuracy: reading.accuracyM, rssi: reading.rssi,
+                ts: reading.ts),
             now: now)
     }
 
@@ -99,7 +109,9 @@ public struct FleetPresence: Sendable {
     mutating func forgetAnnouncements() { announced = [:] }
 }
 
-/// The retained presence payload (docs/TOPICS.md, `<prefix>/fleet/presence/<beacon-id>`).
+/// The retained presence payload (docs/TOPICS.md, `<prefix>/fleet/presence/<beacon-id>`), its properties spelled as
+/// the schema's snake_case keys.
+// swift-format-ignore: AlwaysUseLowerCamelCase
 enum PresencePayload {
     struct Body: Encodable {
         var ts: Double
@@ -135,13 +147,16 @@ enum PresencePayload {
     static func encode(_ r: PresenceEngine.Report, site: SiteDescription) -> [UInt8] {
         let room = r.room.flatMap { site.room($0) }
         let body = Body(
-            ts: r.ts, beacon: r.beacon, room: r.room ?? notHome, room_name: room?.name, floor: room?.floor, since: r.since,
+            ts: r.ts, beacon: r.beacon, room: r.room ?? notHome, room_name: room?.name, floor: room?.floor,
+            since: r.since,
             confidence: r.confidence, method: r.method.rawValue,
             position: r.position.map { Position(x: $0.x, y: $0.y, floor: $0.floor, error_m: $0.error) },
             gateways: r.gateways.map {
-                Heard(gateway: $0.gateway, distance_m: ($0.distance * 100).rounded() / 100,
-                      accuracy_m: $0.accuracy.map { ($0 * 100).rounded() / 100 }, rssi: $0.rssi.map { ($0 * 10).rounded() / 10 },
-                      ts: $0.ts)
+                Heard(
+                    gateway: $0.gateway, distance_m: ($0.distance * 100).rounded() / 100,
+                    accuracy_m: $0.accuracy.map { ($0 * 100).rounded() / 100 },
+                    rssi: $0.rssi.map { ($0 * 10).rounded() / 10 },
+                    ts: $0.ts)
             })
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
@@ -179,11 +194,15 @@ enum PresenceDiscovery {
                 + "'method': value_json.method, 'x': (value_json.position or {}).x, 'y': (value_json.position or {}).y, "
                 + "'error_m': (value_json.position or {}).error_m, 'since': value_json.since} | tojson }}",
             "source_type": "bluetooth_le",
-            "device": ["identifiers": [id], "name": "Tag \(beacon)", "manufacturer": "BLEGateway",
-                       "model": "tracked beacon"],
+            "device": [
+                "identifiers": [id], "name": "Tag \(beacon)", "manufacturer": "BLEGateway",
+                "model": "tracked beacon",
+            ],
             "origin": ["name": "blegateway fleet"],
         ]
-        let data = (try? JSONSerialization.data(withJSONObject: doc, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        let data =
+            (try? JSONSerialization.data(withJSONObject: doc, options: [.sortedKeys, .withoutEscapingSlashes]))
+            ?? Data()
         return Array(data)
     }
 }

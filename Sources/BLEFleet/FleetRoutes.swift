@@ -16,7 +16,9 @@ enum FleetRoutes {
         router.get("sensor/:id") { _, _ in page(FleetPages.sensor) }
         router.get("presence") { _, _ in page(FleetPages.presence) }
         router.get("static/fleet.js") { _, _ in text(FleetPages.script, type: "text/javascript; charset=utf-8") }
-        router.get("static/presence.js") { _, _ in text(FleetPages.presenceScript, type: "text/javascript; charset=utf-8") }
+        router.get("static/presence.js") { _, _ in
+            text(FleetPages.presenceScript, type: "text/javascript; charset=utf-8")
+        }
         router.get("static/fleet.css") { _, _ in text(FleetPages.style, type: "text/css; charset=utf-8") }
 
         router.get("api/overview") { _, _ in try json(service.overview()) }
@@ -66,18 +68,22 @@ enum FleetRoutes {
     static func page(_ html: String) -> Response { text(html, type: "text/html; charset=utf-8") }
 
     static func text(_ s: String, type: String) -> Response {
-        Response(status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"],
-                 body: ResponseBody(byteBuffer: ByteBuffer(string: s)))
+        Response(
+            status: .ok, headers: [.contentType: type, .cacheControl: "no-cache"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: s)))
     }
 
     static func json(_ value: some Encodable) throws -> Response {
-        Response(status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-cache"],
-                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(value))))
+        Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-cache"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: try JSONEncoder().encode(value))))
     }
 
     /// `text/event-stream` (https://html.spec.whatwg.org/multipage/server-sent-events.html): the view now, then
     /// after every change, until the client goes or the service stops.
-    static func events<V: Encodable & Sendable>(_ service: FleetService, _ view: @escaping @Sendable () -> V) -> Response {
+    static func events<V: Encodable & Sendable>(_ service: FleetService, _ view: @escaping @Sendable () -> V)
+        -> Response
+    {
         let changes = service.changes.listen()
         let clock = service.clock
         return Response(

@@ -23,8 +23,10 @@ public final class FleetService: Service, Sendable {
 
     /// - Parameters:
     ///   - onListening: called with the bound port once the dashboard accepts connections.
-    public init(configuration: FleetConfiguration, clock: any BLEClock = SystemClock(), logger: Logger,
-                onListening: @escaping @Sendable (Int) async -> Void = { _ in }) throws {
+    public init(
+        configuration: FleetConfiguration, clock: any BLEClock = SystemClock(), logger: Logger,
+        onListening: @escaping @Sendable (Int) async -> Void = { _ in }
+    ) throws {
         self.configuration = configuration
         self.model = Locked(FleetModel(sites: configuration.sites))
         self.broker = Locked(FleetViews.BrokerState(url: configuration.brokerURL))
@@ -49,8 +51,9 @@ public final class FleetService: Service, Sendable {
         }
         let app = Application(
             router: FleetRoutes.router(self),
-            configuration: .init(address: .hostname(configuration.listenHost, port: configuration.listenPort),
-                                 serverName: "blegateway-fleet"),
+            configuration: .init(
+                address: .hostname(configuration.listenHost, port: configuration.listenPort),
+                serverName: "blegateway-fleet"),
             onServerRunning: { [onListening] channel in await onListening(channel.localAddress?.port ?? 0) },
             logger: logger)
         defer { changes.finish() }
@@ -79,11 +82,13 @@ public final class FleetService: Service, Sendable {
     func ingest(_ messages: AsyncStream<MQTTMessage>) async {
         for await m in messages {
             let now = clock.unixTime()
-            let (parsed, beacon) = model.withLock { model -> ((site: String, topic: FleetTopic)?, FleetGateway.Beacon?) in
+            let (parsed, beacon) = model.withLock {
+                model -> ((site: String, topic: FleetTopic)?, FleetGateway.Beacon?) in
                 let parsed = model.receive(topic: m.topic, payload: m.payload, retained: m.retain, now: now)
                 // The reading just folded (not an older one left by a payload that did not parse).
                 guard case .beacon(let gw, let id)? = parsed?.topic, let g = model.gateways[gw], g.site == parsed?.site,
-                      let b = g.beacons[id], b.receivedAt == now else { return (parsed, nil) }
+                    let b = g.beacons[id], b.receivedAt == now
+                else { return (parsed, nil) }
                 return (parsed, b)
             }
             if let parsed {
@@ -140,7 +145,9 @@ public final class FleetService: Service, Sendable {
     }
 
     func receiveSite(_ site: String, payload: [UInt8]) {
-        let problem = presence.withLock { $0.receiveSite(site, payload: payload, isFirstSite: site == configuration.prefix) }
+        let problem = presence.withLock {
+            $0.receiveSite(site, payload: payload, isFirstSite: site == configuration.prefix)
+        }
         if let problem {
             logger.error("fleet: site description refused, the one in force stays: \(problem)")
         } else {
@@ -154,27 +161,36 @@ public final class FleetService: Service, Sendable {
         while true {
             try await clock.sleep(for: .seconds(1))
             let now = clock.unixTime()
-            let due = presence.withLock { p -> [(topic: String, payload: [UInt8], room: [UInt8], discovery: [UInt8]?, dtopic: String?)] in
+            let due = presence.withLock {
+                p -> [(topic: String, payload: [UInt8], room: [UInt8], discovery: [UInt8]?, dtopic: String?)] in
                 p.tick(now: now).compactMap { prefix, report in
                     guard let site = p.sites[prefix]?.engine.site else { return nil }
-                    var discovery: [UInt8]?, dtopic: String?
+                    var discovery: [UInt8]?
+                    var dtopic: String?
                     if let dp = configuration.homeAssistantDiscoveryPrefix, p.announce(prefix, beacon: report.beacon) {
                         dtopic = PresenceDiscovery.topic(discoveryPrefix: dp, beacon: report.beacon)
                         discovery = PresenceDiscovery.document(prefix: prefix, beacon: report.beacon)
                     }
-                    return (FleetPresence.presenceTopic(prefix, beacon: report.beacon),
-                            PresencePayload.encode(report, site: site), Array((report.room ?? PresencePayload.notHome).utf8),
-                            discovery, dtopic)
+                    return (
+                        FleetPresence.presenceTopic(prefix, beacon: report.beacon),
+                        PresencePayload.encode(report, site: site),
+                        Array((report.room ?? PresencePayload.notHome).utf8),
+                        discovery, dtopic
+                    )
                 }
             }
             for d in due {
                 do {
                     if let doc = d.discovery, let t = d.dtopic {
-                        _ = try await client.publish(MQTTMessage(topic: t, payload: doc, qos: .atLeastOnce, retain: true))
+                        _ = try await client.publish(
+                            MQTTMessage(topic: t, payload: doc, qos: .atLeastOnce, retain: true))
                     }
-                    _ = try await client.publish(MQTTMessage(topic: d.topic, payload: d.payload, qos: .atLeastOnce, retain: true))
-                    _ = try await client.publish(MQTTMessage(topic: d.topic + "/room", payload: d.room, qos: .atLeastOnce,
-                                                             retain: true))
+                    _ = try await client.publish(
+                        MQTTMessage(topic: d.topic, payload: d.payload, qos: .atLeastOnce, retain: true))
+                    _ = try await client.publish(
+                        MQTTMessage(
+                            topic: d.topic + "/room", payload: d.room, qos: .atLeastOnce,
+                            retain: true))
                 } catch {
                     // A report not sent now is sent again within the engine's heartbeat (30 s); counted for the page.
                     presence.withLock { $0.notPublished += 1 }

@@ -93,7 +93,9 @@ public struct FleetSettingsFile: Sendable, Equatable {
             }
         }
         if let v = section["homeassistant"] {
-            guard let m = v as? [String: Any] else { throw Problem(path: "fleet.homeassistant", reason: "expected a mapping") }
+            guard let m = v as? [String: Any] else {
+                throw Problem(path: "fleet.homeassistant", reason: "expected a mapping")
+            }
             for key in m.keys where key != "discovery_prefix" {
                 throw Problem(path: "fleet.homeassistant.\(key)", reason: "unknown key; expected discovery_prefix")
             }

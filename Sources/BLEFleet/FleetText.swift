@@ -8,21 +8,25 @@ public enum FleetText {
         let rows = max(rows, 6)
         var out: [String] = []
         let c = m.counters
-        out.append("BLEGateway fleet under \(m.prefix)/ — \(m.gateways.count) gateways, \(c.messages) messages"
-            + (c.invalidPayloads + c.unknownTopics + c.badGatewayIDs > 0
-               ? ", bad input: \(c.invalidPayloads) payloads, \(c.unknownTopics) topics, \(c.badGatewayIDs) ids" : ""))
-        out.append(pad("GATEWAY", 14) + pad("STATUS", 9) + pad("ADAPTER", 12) + pad("SCAN", 9) + pad("SPOOL", 8)
-            + pad("MSG/S", 8) + pad("DROPPED", 9) + pad("LAST SEQ", 10) + pad("GAPS", 6) + "PROBLEMS")
+        out.append(
+            "BLEGateway fleet under \(m.prefix)/ — \(m.gateways.count) gateways, \(c.messages) messages"
+                + (c.invalidPayloads + c.unknownTopics + c.badGatewayIDs > 0
+                    ? ", bad input: \(c.invalidPayloads) payloads, \(c.unknownTopics) topics, \(c.badGatewayIDs) ids"
+                    : ""))
+        out.append(
+            pad("GATEWAY", 14) + pad("STATUS", 9) + pad("ADAPTER", 12) + pad("SCAN", 9) + pad("SPOOL", 8)
+                + pad("MSG/S", 8) + pad("DROPPED", 9) + pad("LAST SEQ", 10) + pad("GAPS", 6) + "PROBLEMS")
         let overview = FleetViews.overview(m, broker: .init(url: ""), now: now)
         // Keep at least three rows for the beacons when there are any, so a large fleet does not hide them all.
         let beaconReserve = overview.beacons.isEmpty ? 0 : 4
         let gatewayRows = fit(overview.gateways.count, into: rows - out.count - beaconReserve)
         for g in overview.gateways.prefix(gatewayRows) {
             let seq = m.gateways[g.id]?.seq
-            out.append(pad(g.id, 14) + pad(g.status, 9) + pad(g.adapter ?? "?", 12) + pad(g.scanning ?? "-", 9)
-                + pad(g.spoolDepth.map(String.init) ?? "-", 8) + pad(g.messagesPerS.map { fmt($0, 1) } ?? "-", 8)
-                + pad(g.dropped.map(String.init) ?? "-", 9) + pad(seq?.lastSeq.map(String.init) ?? "-", 10)
-                + pad(String(g.gaps), 6) + g.problems.map(\.text).joined(separator: "; "))
+            out.append(
+                pad(g.id, 14) + pad(g.status, 9) + pad(g.adapter ?? "?", 12) + pad(g.scanning ?? "-", 9)
+                    + pad(g.spoolDepth.map(String.init) ?? "-", 8) + pad(g.messagesPerS.map { fmt($0, 1) } ?? "-", 8)
+                    + pad(g.dropped.map(String.init) ?? "-", 9) + pad(seq?.lastSeq.map(String.init) ?? "-", 10)
+                    + pad(String(g.gaps), 6) + g.problems.map(\.text).joined(separator: "; "))
         }
         if gatewayRows < overview.gateways.count {
             out.append("… \(overview.gateways.count - gatewayRows) more gateways")
@@ -31,20 +35,24 @@ public enum FleetText {
         var peripheralLines: [String] = []
         for g in m.gateways.values.sorted(by: { $0.id < $1.id }) {
             // Standby is as wanted: another gateway of the fleet holds the link.
-            for (addr, p) in g.peripherals.sorted(by: { $0.key < $1.key }) where p.state != "connected" && p.state != "standby" {
-                peripheralLines.append("  " + pad(g.id, 14) + pad(addr, 14) + pad(p.name ?? "", 16) + pad(p.state, 14)
-                    + (p.reason ?? ""))
+            for (addr, p) in g.peripherals.sorted(by: { $0.key < $1.key })
+            where p.state != "connected" && p.state != "standby" {
+                peripheralLines.append(
+                    "  " + pad(g.id, 14) + pad(addr, 14) + pad(p.name ?? "", 16) + pad(p.state, 14)
+                        + (p.reason ?? ""))
             }
         }
         if !overview.beacons.isEmpty, rows - out.count >= 3 {
             out.append("")
-            out.append(pad("BEACONS (\(overview.beaconCount))", 62) + pad("GATEWAYS", 10) + pad("BEST RSSI", 11)
-                + "NEAREST")
+            out.append(
+                pad("BEACONS (\(overview.beaconCount))", 62) + pad("GATEWAYS", 10) + pad("BEST RSSI", 11)
+                    + "NEAREST")
             let room = rows - out.count - (peripheralLines.isEmpty ? 0 : min(peripheralLines.count + 2, 4))
             let shown = fit(overview.beaconCount, into: room)
             for b in overview.beacons.prefix(shown) {
-                out.append("  " + pad(b.id, 60) + pad(String(b.gateways), 10)
-                    + pad(b.bestRSSI.map { fmt($0, 1) } ?? "n/a", 11) + (b.nearest ?? "-"))
+                out.append(
+                    "  " + pad(b.id, 60) + pad(String(b.gateways), 10)
+                        + pad(b.bestRSSI.map { fmt($0, 1) } ?? "n/a", 11) + (b.nearest ?? "-"))
             }
             if shown < overview.beaconCount { out.append("  … \(overview.beaconCount - shown) more beacons") }
         }

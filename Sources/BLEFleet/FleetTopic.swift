@@ -26,11 +26,18 @@ public enum FleetTopic: Sendable, Equatable {
     /// Parses `topic` under `prefix` (no trailing slash); nil when the topic is outside the prefix.
     public init?(_ topic: String, prefix: String) {
         guard topic.count > prefix.count + 1, topic.hasPrefix(prefix),
-              topic[topic.index(topic.startIndex, offsetBy: prefix.count)] == "/" else { return nil }
+            topic[topic.index(topic.startIndex, offsetBy: prefix.count)] == "/"
+        else { return nil }
         let levels = topic.dropFirst(prefix.count + 1).split(separator: "/", omittingEmptySubsequences: false)
         let gw = String(levels[0])
-        if gw == "fleet" { self = .notFromAGateway; return }
-        guard Self.isValidLevel(gw) else { self = .badGatewayID; return }
+        if gw == "fleet" {
+            self = .notFromAGateway
+            return
+        }
+        guard Self.isValidLevel(gw) else {
+            self = .badGatewayID
+            return
+        }
         let rest = levels.dropFirst().map(String.init)
         switch rest.count {
         case 1:
@@ -52,7 +59,10 @@ public enum FleetTopic: Sendable, Equatable {
             default: self = .unknown
             }
         default:
-            guard rest[0] == "peripherals", Self.isAddress(rest[1]) else { self = .unknown; return }
+            guard rest[0] == "peripherals", Self.isAddress(rest[1]) else {
+                self = .unknown
+                return
+            }
             switch rest.dropFirst(2).joined(separator: "/") {
             case "state": self = .peripheralState(gateway: gw, address: rest[1])
             case "rssi": self = .peripheralRSSI(gateway: gw, address: rest[1])
@@ -68,8 +78,9 @@ public enum FleetTopic: Sendable, Equatable {
     public var gateway: String? {
         switch self {
         case .status(let g), .adapter(let g), .adapterSlot(let g, _), .health(let g), .beacon(let g, _), .raw(let g),
-             .sensor(let g, _), .region(let g, _), .peripheralState(let g, _), .peripheralRSSI(let g, _), .peripheralOther(let g),
-             .configState(let g):
+            .sensor(let g, _), .region(let g, _), .peripheralState(let g, _), .peripheralRSSI(let g, _),
+            .peripheralOther(let g),
+            .configState(let g):
             return g
         case .notFromAGateway, .badGatewayID, .unknown:
             return nil
@@ -78,10 +89,11 @@ public enum FleetTopic: Sendable, Equatable {
 
     /// Topic levels the gateway accepts for ids (docs/TOPICS.md): `[A-Za-z0-9._-]`, non-empty.
     static func isValidLevel(_ s: String) -> Bool {
-        !s.isEmpty && s.utf8.allSatisfy { c in
-            (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
-                || c == 0x2E || c == 0x5F || c == 0x2D
-        }
+        !s.isEmpty
+            && s.utf8.allSatisfy { c in
+                (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5A) || (c >= 0x61 && c <= 0x7A)
+                    || c == 0x2E || c == 0x5F || c == 0x2D
+            }
     }
 
     /// Beacon ids are `[a-z0-9-]`.

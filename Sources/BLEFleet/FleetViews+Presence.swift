@@ -54,7 +54,9 @@ extension FleetViews {
         public var notPublished: Int
     }
 
-    public static func presence(_ p: FleetPresence, model m: FleetModel, broker: BrokerState, now: Double) -> PresencePage {
+    public static func presence(_ p: FleetPresence, model m: FleetModel, broker: BrokerState, now: Double)
+        -> PresencePage
+    {
         func name(_ beacon: String) -> String? {
             for g in m.gateways.values { if let n = g.beacons[beacon]?.name { return n } }
             return nil
@@ -64,19 +66,23 @@ extension FleetViews {
             let site = s.engine.site
             return PresenceSite(
                 prefix: prefix, source: s.source, refused: s.refused, floors: site.floors.map(\.id),
-                rooms: site.rooms.map { PresenceRoom(id: $0.id, name: $0.name, floor: $0.floor, polygon: $0.polygon.map { [$0.x, $0.y] }) },
+                rooms: site.rooms.map {
+                    PresenceRoom(id: $0.id, name: $0.name, floor: $0.floor, polygon: $0.polygon.map { [$0.x, $0.y] })
+                },
                 gateways: site.gateways.values.sorted { $0.id < $1.id }.map {
                     PresenceGateway(id: $0.id, room: $0.room, x: $0.position?.x, y: $0.position?.y, z: $0.position?.z)
                 },
                 tags: s.engine.reports.map { r in
-                    PresenceTag(beacon: r.beacon, name: name(r.beacon), room: r.room ?? PresencePayload.notHome, since: r.since,
-                                confidence: r.confidence, method: r.method.rawValue, x: r.position?.x, y: r.position?.y,
-                                floor: r.position?.floor, errorM: r.position?.error, gateways: r.gateways.map(\.gateway))
+                    PresenceTag(
+                        beacon: r.beacon, name: name(r.beacon), room: r.room ?? PresencePayload.notHome, since: r.since,
+                        confidence: r.confidence, method: r.method.rawValue, x: r.position?.x, y: r.position?.y,
+                        floor: r.position?.floor, errorM: r.position?.error, gateways: r.gateways.map(\.gateway))
                 },
                 readings: s.engine.counters.readings, unplacedGateways: s.engine.unplacedGateways.sorted(),
                 contradictions: s.engine.counters.contradictions, refusedTags: s.engine.counters.refusedTags)
         }
-        return PresencePage(now: now, broker: broker, sites: sites,
-                            withoutSite: m.sites.filter { p.sites[$0] == nil }, notPublished: p.notPublished)
+        return PresencePage(
+            now: now, broker: broker, sites: sites,
+            withoutSite: m.sites.filter { p.sites[$0] == nil }, notPublished: p.notPublished)
     }
 }

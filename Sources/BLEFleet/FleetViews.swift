@@ -55,8 +55,10 @@ public enum FleetViews {
         public var lastError: String?
         /// Messages the service lost because it fell behind the broker (its subscription keeps 4096 unread).
         public var droppedMessages: Int
-        public init(url: String, connected: Bool = false, reconnects: Int = 0, lastError: String? = nil,
-                    droppedMessages: Int = 0) {
+        public init(
+            url: String, connected: Bool = false, reconnects: Int = 0, lastError: String? = nil,
+            droppedMessages: Int = 0
+        ) {
             self.url = url
             self.connected = connected
             self.reconnects = reconnects
@@ -89,7 +91,8 @@ public enum FleetViews {
 
     public static func overview(_ m: FleetModel, broker: BrokerState, now: Double) -> Overview {
         let rows = m.gateways.values.map(row).sorted { a, b in
-            let sa = a.problems.first?.severity ?? 0, sb = b.problems.first?.severity ?? 0
+            let sa = a.problems.first?.severity ?? 0
+            let sb = b.problems.first?.severity ?? 0
             return sa != sb ? sa > sb : a.id < b.id
         }
         var index: [String: BeaconRow] = [:]
@@ -105,20 +108,22 @@ public enum FleetViews {
             }
         }
         let beacons = index.values.sorted { ($0.bestRSSI ?? -999, $1.id) > ($1.bestRSSI ?? -999, $0.id) }
-        return Overview(prefix: m.prefix, sites: m.sites, now: now, broker: broker, counters: m.counters,
-                        recentBadInput: m.recentBadInput, gateways: rows,
-                        beacons: Array(beacons.prefix(overviewBeaconLimit)), beaconCount: index.count)
+        return Overview(
+            prefix: m.prefix, sites: m.sites, now: now, broker: broker, counters: m.counters,
+            recentBadInput: m.recentBadInput, gateways: rows,
+            beacons: Array(beacons.prefix(overviewBeaconLimit)), beaconCount: index.count)
     }
 
     static func row(_ g: FleetGateway) -> GatewayRow {
-        GatewayRow(id: g.id, site: g.site, status: g.status, statusReason: g.statusReason, since: g.since, version: g.version,
-                   adapter: g.adapter?.state, adapterReason: g.adapter?.reason, scanning: g.adapter?.scanning,
-                   spoolDepth: g.health?.spoolDepth, spoolTrendPerMin: g.spoolTrendPerMin,
-                   messagesPerS: g.health?.messagesPerS, dropped: g.health?.droppedSamples, gaps: g.seq.gaps,
-                   missing: g.seq.missing, configStatus: g.config?.status, configHash: g.config?.hash,
-                   beacons: g.beacons.count,
-                   peripheralsConnected: g.peripherals.values.filter { $0.state == "connected" }.count,
-                   peripherals: g.peripherals.count, problems: g.problems)
+        GatewayRow(
+            id: g.id, site: g.site, status: g.status, statusReason: g.statusReason, since: g.since, version: g.version,
+            adapter: g.adapter?.state, adapterReason: g.adapter?.reason, scanning: g.adapter?.scanning,
+            spoolDepth: g.health?.spoolDepth, spoolTrendPerMin: g.spoolTrendPerMin,
+            messagesPerS: g.health?.messagesPerS, dropped: g.health?.droppedSamples, gaps: g.seq.gaps,
+            missing: g.seq.missing, configStatus: g.config?.status, configHash: g.config?.hash,
+            beacons: g.beacons.count,
+            peripheralsConnected: g.peripherals.values.filter { $0.state == "connected" }.count,
+            peripherals: g.peripherals.count, problems: g.problems)
     }
 
     public static func gateway(_ m: FleetModel, id: String, broker: BrokerState, now: Double) -> GatewayPage {

@@ -9,7 +9,8 @@ public enum Geometry {
     public static func area(_ polygon: [Point]) -> Double {
         var s = 0.0
         for i in polygon.indices {
-            let a = polygon[i], b = polygon[(i + 1) % polygon.count]
+            let a = polygon[i]
+            let b = polygon[(i + 1) % polygon.count]
             s += a.x * b.y - b.x * a.y
         }
         return s / 2
@@ -20,7 +21,8 @@ public enum Geometry {
         var inside = false
         var j = polygon.count - 1
         for i in polygon.indices {
-            let a = polygon[i], b = polygon[j]
+            let a = polygon[i]
+            let b = polygon[j]
             if (a.y > p.y) != (b.y > p.y), p.x < (b.x - a.x) * (p.y - a.y) / (b.y - a.y) + a.x { inside.toggle() }
             j = i
         }
@@ -37,7 +39,8 @@ public enum Geometry {
     }
 
     public static func segmentDistance(_ p: Point, _ a: Point, _ b: Point) -> Double {
-        let dx = b.x - a.x, dy = b.y - a.y
+        let dx = b.x - a.x
+        let dy = b.y - a.y
         let len2 = dx * dx + dy * dy
         let t = len2 == 0 ? 0 : max(0, min(1, ((p.x - a.x) * dx + (p.y - a.y) * dy) / len2))
         return hypot(p.x - (a.x + t * dx), p.y - (a.y + t * dy))

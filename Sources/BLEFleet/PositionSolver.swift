@@ -58,7 +58,9 @@ public enum PositionSolver {
         let h = ranges.map { horizontal($0, z: z) }
         let sigma = zip(ranges, h).map { max($0.accuracy, minimumAccuracy, 0.05 * $1) }
         // The centroid weighted by 1/d: the start of a fit, and the answer below three gateways.
-        var cw = 0.0, cx = 0.0, cy = 0.0
+        var cw = 0.0
+        var cx = 0.0
+        var cy = 0.0
         for (r, d) in zip(ranges, h) {
             let w = 1 / max(d, 0.1)
             cw += w
@@ -71,7 +73,8 @@ public enum PositionSolver {
             let error = zip(h, sigma).map { $0 + $1 }.reduce(0, +) / Double(h.count)
             return Fix(x: cx, y: cy, error: error, method: .centroid, consistent: true)
         }
-        var x = cx, y = cy
+        var x = cx
+        var y = cy
         var lambda = 1e-3
         func cost(_ px: Double, _ py: Double) -> Double {
             var c = 0.0
@@ -85,11 +88,17 @@ public enum PositionSolver {
         var normal = (a: 0.0, b: 0.0, c: 0.0)
         for _ in 0..<50 {
             // Normal equations with Huber's weights (iteratively reweighted): [a b; b c] δ = g.
-            var a = 0.0, b = 0.0, c = 0.0, gx = 0.0, gy = 0.0
+            var a = 0.0
+            var b = 0.0
+            var c = 0.0
+            var gx = 0.0
+            var gy = 0.0
             for (i, r) in ranges.enumerated() {
-                let dx = x - r.gateway.x, dy = y - r.gateway.y
+                let dx = x - r.gateway.x
+                let dy = y - r.gateway.y
                 let f = max(hypot(dx, dy), 1e-6)
-                let jx = dx / f, jy = dy / f
+                let jx = dx / f
+                let jy = dy / f
                 let res = h[i] - f
                 let u = abs(res) / sigma[i]
                 let w = (u <= huber ? 1 : huber / u) / (sigma[i] * sigma[i])
@@ -102,10 +111,15 @@ public enum PositionSolver {
             normal = (a, b, c)
             var improved = false
             while lambda < 1e6 {
-                let da = a + lambda * max(a, 1e-9), dc = c + lambda * max(c, 1e-9)
+                let da = a + lambda * max(a, 1e-9)
+                let dc = c + lambda * max(c, 1e-9)
                 let det = da * dc - b * b
-                guard abs(det) > 1e-12 else { lambda *= 10; continue }
-                let sx = (dc * gx - b * gy) / det, sy = (da * gy - b * gx) / det
+                guard abs(det) > 1e-12 else {
+                    lambda *= 10
+                    continue
+                }
+                let sx = (dc * gx - b * gy) / det
+                let sy = (da * gy - b * gx) / det
                 let next = cost(x + sx, y + sy)
                 if next <= current {
                     x += sx

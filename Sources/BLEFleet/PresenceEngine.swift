@@ -171,7 +171,9 @@ public struct PresenceEngine: Sendable {
         var tag = tags[id]!
         let settings = site.presence
         // Fresh, and from gateways the site (perhaps replaced since they came) still places.
-        tag.readings = tag.readings.filter { now - $0.value.receivedAt <= settings.windowS && site.gateways[$0.key] != nil }
+        tag.readings = tag.readings.filter {
+            now - $0.value.receivedAt <= settings.windowS && site.gateways[$0.key] != nil
+        }
         let newest = tag.readings.values.map(\.reading.ts).max() ?? 0
         let fresh = tag.readings.values.map(\.reading).filter { newest - $0.ts <= settings.windowS }
             .sorted { ($0.distance!, $0.gateway) < ($1.distance!, $1.gateway) }
@@ -210,7 +212,8 @@ public struct PresenceEngine: Sendable {
                 tag.method = .lastGoodPosition
                 tag.filter?.inflate(now: now, speed: settings.walkingSpeedMPS)
             } else {
-                tag.filter = PositionFilter.update(tag.filter, fix: fix, floor: floorID, now: now, speed: settings.walkingSpeedMPS)
+                tag.filter = PositionFilter.update(
+                    tag.filter, fix: fix, floor: floorID, now: now, speed: settings.walkingSpeedMPS)
                 if tag.filter!.moving { tag.movedAt = now }
                 tag.method = fix.method == .trilateration ? .trilateration : .nearestGateway
             }
@@ -294,8 +297,9 @@ public struct PresenceEngine: Sendable {
 
     mutating func publishIfDue(_ id: String, fresh: [Reading], now: Double) -> Report? {
         let tag = tags[id]!
-        var report = Report(beacon: id, room: nil, since: now, confidence: tag.confidence, method: tag.method,
-                            position: nil, gateways: [], ts: now)
+        var report = Report(
+            beacon: id, room: nil, since: now, confidence: tag.confidence, method: tag.method,
+            position: nil, gateways: [], ts: now)
         switch tag.state {
         case .away(let since, _):
             report.since = since
@@ -303,8 +307,9 @@ public struct PresenceEngine: Sendable {
             report.room = room
             report.since = since
             if let f = tag.filter {
-                report.position = Position(x: (f.x * 100).rounded() / 100, y: (f.y * 100).rounded() / 100, floor: f.floor,
-                                           error: (f.error * 100).rounded() / 100)
+                report.position = Position(
+                    x: (f.x * 100).rounded() / 100, y: (f.y * 100).rounded() / 100, floor: f.floor,
+                    error: (f.error * 100).rounded() / 100)
             }
             report.gateways = fresh.map {
                 HeardBy(gateway: $0.gateway, distance: $0.distance!, accuracy: $0.accuracy, rssi: $0.rssi, ts: $0.ts)
@@ -324,7 +329,8 @@ public struct PresenceEngine: Sendable {
         switch (a.position, b.position) {
         case (nil, nil): return false
         case (let p?, let q?):
-            return p.floor != q.floor || hypot(p.x - q.x, p.y - q.y) >= max(0.5, q.error / 2) || abs(p.error - q.error) >= 0.5
+            return p.floor != q.floor || hypot(p.x - q.x, p.y - q.y) >= max(0.5, q.error / 2)
+                || abs(p.error - q.error) >= 0.5
         default: return true
         }
     }
@@ -351,7 +357,9 @@ struct PositionFilter: Sendable, Equatable {
 
     var error: Double { (2 * variance).squareRoot() }
 
-    static func update(_ f: PositionFilter?, fix: PositionSolver.Fix, floor: String, now: Double, speed: Double) -> PositionFilter {
+    static func update(_ f: PositionFilter?, fix: PositionSolver.Fix, floor: String, now: Double, speed: Double)
+        -> PositionFilter
+    {
         let r = fix.error * fix.error / 2
         guard var f else { return PositionFilter(x: fix.x, y: fix.y, variance: r, floor: floor, at: now) }
         let dt = max(now - f.at, 0)

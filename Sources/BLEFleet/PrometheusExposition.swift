@@ -13,7 +13,8 @@ public enum PrometheusExposition {
         var samples: [(labels: [(String, String)], value: Double)] = []
     }
 
-    public static func render(_ m: FleetModel, broker: FleetViews.BrokerState, presence: FleetPresence? = nil) -> String {
+    public static func render(_ m: FleetModel, broker: FleetViews.BrokerState, presence: FleetPresence? = nil) -> String
+    {
         var f: [String: Family] = [:]
         var order: [String] = []
         func add(_ name: String, _ type: String, _ help: String, _ labels: [(String, String)], _ value: Double?) {
@@ -27,82 +28,116 @@ public enum PrometheusExposition {
         for g in m.gateways.values.sorted(by: { $0.id < $1.id }) {
             // With several sites, each gateway's series also say which (ids are unique across them).
             let gl = m.sites.count > 1 ? [("gateway", g.id), ("site", g.site)] : [("gateway", g.id)]
-            add("blegateway_gateway_up", "gauge", "1 while the gateway's status is online.", gl,
+            add(
+                "blegateway_gateway_up", "gauge", "1 while the gateway's status is online.", gl,
                 g.status == "online" ? 1 : 0)
             if let v = g.version {
-                add("blegateway_gateway_info", "gauge", "Gateway version and run (value always 1).",
+                add(
+                    "blegateway_gateway_info", "gauge", "Gateway version and run (value always 1).",
                     gl + [("version", v), ("run", g.run ?? "")], 1)
             }
             if let a = g.adapter {
-                add("blegateway_adapter_powered_on", "gauge", "1 while the scanning adapter is poweredOn.",
+                add(
+                    "blegateway_adapter_powered_on", "gauge", "1 while the scanning adapter is poweredOn.",
                     gl + [("state", a.state)], a.state == "poweredOn" ? 1 : 0)
             }
             if let h = g.health {
-                add("blegateway_spool_depth", "gauge", "Readings in the spool not yet acknowledged.", gl,
+                add(
+                    "blegateway_spool_depth", "gauge", "Readings in the spool not yet acknowledged.", gl,
                     Double(h.spoolDepth))
                 add("blegateway_spool_bytes", "gauge", "Size of the spool file.", gl, h.spoolBytes.map(Double.init))
-                add("blegateway_published_total", "counter", "Readings acknowledged by the broker since start.", gl,
+                add(
+                    "blegateway_published_total", "counter", "Readings acknowledged by the broker since start.", gl,
                     Double(h.acknowledged))
-                add("blegateway_dropped_samples_total", "counter", "Samples dropped by a full spool since start.",
+                add(
+                    "blegateway_dropped_samples_total", "counter", "Samples dropped by a full spool since start.",
                     gl, Double(h.droppedSamples))
-                add("blegateway_publish_rate", "gauge", "Messages per second the gateway publishes.", gl,
+                add(
+                    "blegateway_publish_rate", "gauge", "Messages per second the gateway publishes.", gl,
                     h.messagesPerS)
-                add("blegateway_scan_reports_total", "counter", "Advertising reports received since start.", gl,
+                add(
+                    "blegateway_scan_reports_total", "counter", "Advertising reports received since start.", gl,
                     Double(h.reports))
-                add("blegateway_beacons_tracked", "gauge", "Beacons the gateway's ranging engine tracks.", gl,
+                add(
+                    "blegateway_beacons_tracked", "gauge", "Beacons the gateway's ranging engine tracks.", gl,
                     h.trackedBeacons.map(Double.init))
-                add("blegateway_resident_memory_bytes", "gauge", "The gateway process's RSS.", gl,
+                add(
+                    "blegateway_resident_memory_bytes", "gauge", "The gateway process's RSS.", gl,
                     Double(h.rssBytes))
                 add("blegateway_uptime_seconds", "gauge", "Seconds since the gateway started.", gl, h.uptimeS)
             }
-            add("blegateway_peripherals_connected", "gauge", "Configured peripherals with a link up.", gl,
+            add(
+                "blegateway_peripherals_connected", "gauge", "Configured peripherals with a link up.", gl,
                 Double(g.peripherals.values.filter { $0.state == "connected" }.count))
-            add("blegateway_regions_inside", "gauge", "Regions whose state is inside.", gl,
+            add(
+                "blegateway_regions_inside", "gauge", "Regions whose state is inside.", gl,
                 Double(g.regions.values.filter { $0.state == "inside" }.count))
-            add("blegateway_seq_missing_total", "counter", "Readings lost: seqs missing inside one run's live stream.",
+            add(
+                "blegateway_seq_missing_total", "counter", "Readings lost: seqs missing inside one run's live stream.",
                 gl, Double(g.seq.missing))
-            add("blegateway_invalid_payloads_total", "counter", "Payloads from this gateway not matching schema/v1.",
+            add(
+                "blegateway_invalid_payloads_total", "counter", "Payloads from this gateway not matching schema/v1.",
                 gl, Double(g.invalid))
             if let c = g.config {
-                add("blegateway_config_applied", "gauge", "1 when the last remote configuration was applied.",
+                add(
+                    "blegateway_config_applied", "gauge", "1 when the last remote configuration was applied.",
                     gl + [("hash", c.hash)], c.status == "applied" ? 1 : 0)
             }
         }
         for (i, site) in m.sites.enumerated() {
-            add("blegateway_fleet_gateways", i == 0 ? "gauge" : "", i == 0 ? "Gateways known under the prefix." : "",
+            add(
+                "blegateway_fleet_gateways", i == 0 ? "gauge" : "", i == 0 ? "Gateways known under the prefix." : "",
                 [("prefix", site)], Double(m.gateways.values.filter { $0.site == site }.count))
         }
-        add("blegateway_fleet_messages_total", "counter", "Messages the fleet service received.", [],
+        add(
+            "blegateway_fleet_messages_total", "counter", "Messages the fleet service received.", [],
             Double(m.counters.messages))
-        add("blegateway_fleet_bad_input_total", "counter", "Messages the fleet service could not fold, by kind.",
+        add(
+            "blegateway_fleet_bad_input_total", "counter", "Messages the fleet service could not fold, by kind.",
             [("kind", "invalid_payload")], Double(m.counters.invalidPayloads))
-        add("blegateway_fleet_bad_input_total", "counter", "", [("kind", "unknown_topic")],
+        add(
+            "blegateway_fleet_bad_input_total", "counter", "", [("kind", "unknown_topic")],
             Double(m.counters.unknownTopics))
-        add("blegateway_fleet_bad_input_total", "counter", "", [("kind", "bad_gateway_id")],
+        add(
+            "blegateway_fleet_bad_input_total", "counter", "", [("kind", "bad_gateway_id")],
             Double(m.counters.badGatewayIDs))
-        add("blegateway_fleet_bad_input_total", "counter", "", [("kind", "site_conflict")],
+        add(
+            "blegateway_fleet_bad_input_total", "counter", "", [("kind", "site_conflict")],
             Double(m.counters.siteConflicts))
-        add("blegateway_fleet_broker_connected", "gauge", "1 while the fleet service is connected to its broker.",
+        add(
+            "blegateway_fleet_broker_connected", "gauge", "1 while the fleet service is connected to its broker.",
             [], broker.connected ? 1 : 0)
-        add("blegateway_fleet_broker_reconnects_total", "counter", "Times the fleet service reconnected.", [],
+        add(
+            "blegateway_fleet_broker_reconnects_total", "counter", "Times the fleet service reconnected.", [],
             Double(broker.reconnects))
-        add("blegateway_fleet_dropped_messages_total", "counter",
+        add(
+            "blegateway_fleet_dropped_messages_total", "counter",
             "Messages the fleet service lost because it fell behind the broker.", [], Double(broker.droppedMessages))
         if let presence {
             for (prefix, s) in presence.sites.sorted(by: { $0.key < $1.key }) {
                 let l = [("site", prefix)]
                 let c = s.engine.counters
-                add("blegateway_presence_tags", "gauge", "Tags the presence engine follows.", l, Double(s.engine.tagCount))
-                add("blegateway_presence_readings_total", "counter", "Gateway readings folded into presence.", l,
+                add(
+                    "blegateway_presence_tags", "gauge", "Tags the presence engine follows.", l,
+                    Double(s.engine.tagCount))
+                add(
+                    "blegateway_presence_readings_total", "counter", "Gateway readings folded into presence.", l,
                     Double(c.readings))
-                add("blegateway_presence_unplaced_readings_total", "counter",
-                    "Readings from gateways the site description does not place (ignored).", l, Double(c.unplacedReadings))
-                add("blegateway_presence_contradictions_total", "counter",
-                    "Fits whose distances contradicted each other (the last good position kept).", l, Double(c.contradictions))
-                add("blegateway_presence_refused_tags_total", "counter", "Readings of tags beyond presence.max_tags.", l,
+                add(
+                    "blegateway_presence_unplaced_readings_total", "counter",
+                    "Readings from gateways the site description does not place (ignored).", l,
+                    Double(c.unplacedReadings))
+                add(
+                    "blegateway_presence_contradictions_total", "counter",
+                    "Fits whose distances contradicted each other (the last good position kept).", l,
+                    Double(c.contradictions))
+                add(
+                    "blegateway_presence_refused_tags_total", "counter", "Readings of tags beyond presence.max_tags.",
+                    l,
                     Double(c.refusedTags))
             }
-            add("blegateway_presence_not_published_total", "counter",
+            add(
+                "blegateway_presence_not_published_total", "counter",
                 "Presence reports the broker connection could not take (sent again within 30 s).", [],
                 Double(presence.notPublished))
         }

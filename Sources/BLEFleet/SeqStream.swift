@@ -18,7 +18,9 @@ public struct SeqStream: Sendable, Equatable, Encodable {
 
     /// What folding one reading did to the stream.
     public enum Outcome: Sendable, Equatable {
-        case next, first, gap(missing: Int), duplicate, notInStream
+        case next, first
+        case gap(missing: Int)
+        case duplicate, notInStream
     }
 
     /// Folds one reading's envelope. `seq` is nil for the last will (outside the durable sequence).

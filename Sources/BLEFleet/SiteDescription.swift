@@ -40,14 +40,21 @@ public struct SiteDescription: Sendable, Equatable {
     public struct Point: Sendable, Equatable {
         public var x: Double
         public var y: Double
-        public init(_ x: Double, _ y: Double) { self.x = x; self.y = y }
+        public init(_ x: Double, _ y: Double) {
+            self.x = x
+            self.y = y
+        }
     }
 
     public struct Vec3: Sendable, Equatable {
         public var x: Double
         public var y: Double
         public var z: Double
-        public init(_ x: Double, _ y: Double, _ z: Double) { self.x = x; self.y = y; self.z = z }
+        public init(_ x: Double, _ y: Double, _ z: Double) {
+            self.x = x
+            self.y = y
+            self.z = z
+        }
     }
 
     public var floors: [Floor]
@@ -91,8 +98,10 @@ public struct SiteDescription: Sendable, Equatable {
             let p = "\(path).floors[\(i)]"
             let fm = try Self.mapping(f, p, keys: ["id", "name", "z"])
             let id = try Self.id(fm["id"], "\(p).id")
-            floors.append(Floor(id: id, name: try Self.string(fm["name"], "\(p).name") ?? id,
-                                z: try Self.number(fm["z"], "\(p).z") ?? 0))
+            floors.append(
+                Floor(
+                    id: id, name: try Self.string(fm["name"], "\(p).name") ?? id,
+                    z: try Self.number(fm["z"], "\(p).z") ?? 0))
         }
         if floors.isEmpty { floors = [Floor(id: "ground", name: "ground", z: 0)] }
         try Self.unique(floors.map(\.id), "\(path).floors", "floor")
@@ -111,11 +120,14 @@ public struct SiteDescription: Sendable, Equatable {
                 let c = try Self.coordinates(v, "\(p).polygon[\(j)]", count: 2)
                 polygon.append(Point(c[0], c[1]))
             }
-            guard polygon.count >= 3 else { throw Problem(path: "\(p).polygon", reason: "a room needs at least 3 corners") }
+            guard polygon.count >= 3 else {
+                throw Problem(path: "\(p).polygon", reason: "a room needs at least 3 corners")
+            }
             guard abs(Geometry.area(polygon)) > 1e-6 else {
                 throw Problem(path: "\(p).polygon", reason: "the corners enclose no area")
             }
-            rooms.append(Room(id: id, name: try Self.string(rm["name"], "\(p).name") ?? id, floor: floor, polygon: polygon))
+            rooms.append(
+                Room(id: id, name: try Self.string(rm["name"], "\(p).name") ?? id, floor: floor, polygon: polygon))
         }
         guard !rooms.isEmpty else { throw Problem(path: "\(path).rooms", reason: "give at least one room") }
         try Self.unique(rooms.map(\.id), "\(path).rooms", "room")
@@ -147,7 +159,8 @@ public struct SiteDescription: Sendable, Equatable {
     static func mapping(_ v: Any?, _ path: String, keys: Set<String>) throws -> [String: Any] {
         guard let m = v as? [String: Any] else { throw Problem(path: path, reason: "expected a mapping") }
         for k in m.keys.sorted() where !keys.contains(k) {
-            throw Problem(path: "\(path).\(k)", reason: "unknown key; expected one of \(keys.sorted().joined(separator: ", "))")
+            throw Problem(
+                path: "\(path).\(k)", reason: "unknown key; expected one of \(keys.sorted().joined(separator: ", "))")
         }
         return m
     }
@@ -187,7 +200,9 @@ public struct SiteDescription: Sendable, Equatable {
         }
         return try l.enumerated().map { i, c in
             guard let d = try number(c, "\(path)[\(i)]") else { throw Problem(path: path, reason: "expected numbers") }
-            guard abs(d) <= 100_000 else { throw Problem(path: "\(path)[\(i)]", reason: "beyond 100 km from the origin") }
+            guard abs(d) <= 100_000 else {
+                throw Problem(path: "\(path)[\(i)]", reason: "beyond 100 km from the origin")
+            }
             return d
         }
     }
@@ -229,9 +244,12 @@ public struct PresenceSettings: Sendable, Equatable {
 
     init(node: Any?, path: String) throws {
         guard let node else { return }
-        let m = try SiteDescription.mapping(node, path, keys: [
-            "dwell_s", "still_dwell_s", "still_after_s", "margin_m", "outside_m", "away_after_s", "window_s", "tag_height_m", "walking_speed_mps", "beacons", "max_tags",
-        ])
+        let m = try SiteDescription.mapping(
+            node, path,
+            keys: [
+                "dwell_s", "still_dwell_s", "still_after_s", "margin_m", "outside_m", "away_after_s", "window_s",
+                "tag_height_m", "walking_speed_mps", "beacons", "max_tags",
+            ])
         func positive(_ key: String, _ into: inout Double) throws {
             guard let d = try SiteDescription.number(m[key], "\(path).\(key)") else { return }
             guard d >= 0 else { throw SiteDescription.Problem(path: "\(path).\(key)", reason: "expected a number ≥ 0") }
@@ -246,7 +264,9 @@ public struct PresenceSettings: Sendable, Equatable {
         try positive("window_s", &windowS)
         try positive("tag_height_m", &tagHeightM)
         try positive("walking_speed_mps", &walkingSpeedMPS)
-        if awayAfterS <= 0 { throw SiteDescription.Problem(path: "\(path).away_after_s", reason: "expected a number > 0") }
+        if awayAfterS <= 0 {
+            throw SiteDescription.Problem(path: "\(path).away_after_s", reason: "expected a number > 0")
+        }
         if let v = m["beacons"] {
             guard let l = v as? [Any], l.allSatisfy({ $0 is String }) else {
                 throw SiteDescription.Problem(path: "\(path).beacons", reason: "expected a list of beacon ids")

@@ -28,8 +28,10 @@ public struct AdapterReport: Sendable, Equatable {
         case slot
     }
 
-    public init(state: State, device: String, mode: String, address: String? = nil, hciVersion: Int? = nil,
-                manufacturer: Int? = nil, scanning: String = "off", reason: String? = nil) {
+    public init(
+        state: State, device: String, mode: String, address: String? = nil, hciVersion: Int? = nil,
+        manufacturer: Int? = nil, scanning: String = "off", reason: String? = nil
+    ) {
         self.state = state
         self.device = device
         self.mode = mode

@@ -9,7 +9,10 @@ extension AdapterSupervisor {
     func resolveKernelAdapter() throws -> DeviceSpec {
         let target = try KernelAdapters.resolve(spec, options: options)
         if case .kernel(let name) = target {
-            let previous = boundAdapter.withLock { b -> String? in defer { b = name }; return b }
+            let previous = boundAdapter.withLock { b -> String? in
+                defer { b = name }
+                return b
+            }
             if name != previous, name != spec.description, let address = options.adapterAddress {
                 logger.warning("adapter \(spec): \(address) is \(name) now; opening \(name)")
             }
@@ -63,8 +66,11 @@ extension AdapterSupervisor {
         logger.warning("adapter \(configured): reset \(node) of \(name); waiting for the adapter to return")
         if rfkill.withLock({ $0 }) != nil { return }
         let bound = configuration.operationTimeout / 2
-        guard await KernelAdapters.waitForAdapter(name, address: options.adapterAddress, clock: clock,
-                                                  timeout: bound) != nil else {
+        guard
+            await KernelAdapters.waitForAdapter(
+                name, address: options.adapterAddress, clock: clock,
+                timeout: bound) != nil
+        else {
             post(.stepFailed(.usbReset, reason: "USB device reset of \(node): \(name) did not return within \(bound)"))
             return
         }

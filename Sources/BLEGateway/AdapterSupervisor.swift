@@ -69,9 +69,11 @@ final class AdapterSupervisor: @unchecked Sendable {
     /// AdapterSupervisor+KernelAdapter.swift).
     let boundAdapter = Locked<String?>(nil)
 
-    init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions, parameters: ScanParameters,
-         clock: any BLEClock, logger: Logger, configuration: L.Configuration, role: (any ControllerRole)? = nil,
-         duties: AdapterRoles.Duties = .both) {
+    init(
+        spec: DeviceSpec, mode: AdapterMode, options: TransportOptions, parameters: ScanParameters,
+        clock: any BLEClock, logger: Logger, configuration: L.Configuration, role: (any ControllerRole)? = nil,
+        duties: AdapterRoles.Duties = .both
+    ) {
         self.role = role
         self.duties = Locked(duties)
         self.spec = spec
@@ -113,8 +115,10 @@ final class AdapterSupervisor: @unchecked Sendable {
 
     func post(_ event: L.Event) { inboxContinuation.yield(event) }
 
-    func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
-             sighting: @escaping @Sendable (Sighting) -> Void) async {
+    func run(
+        adapter: @escaping @Sendable (AdapterReport) -> Void,
+        sighting: @escaping @Sendable (Sighting) -> Void
+    ) async {
         var machine = L(configuration: configuration)
         let device = spec.description
         let modeName = mode.rawValue
@@ -138,13 +142,14 @@ final class AdapterSupervisor: @unchecked Sendable {
                             logger.warning("adapter \(device): \(status)\(reason.map { " (\($0))" } ?? "")")
                         }
                         let info = status == .poweredOn ? sessionBox.withLock({ $0?.info }) : nil
-                        adapter(AdapterReport(
-                            state: status, device: device, mode: modeName,
-                            address: info?.address.description, hciVersion: info.map { Int($0.version.hciVersion) },
-                            manufacturer: info.map { Int($0.version.companyIdentifier) },
-                            scanning: info.map { $0.supportsExtendedAdvertising ? "extended" : "legacy" }
-                                ?? (listensOnly && status == .poweredOn ? "observer" : "off"),
-                            reason: reason))
+                        adapter(
+                            AdapterReport(
+                                state: status, device: device, mode: modeName,
+                                address: info?.address.description, hciVersion: info.map { Int($0.version.hciVersion) },
+                                manufacturer: info.map { Int($0.version.companyIdentifier) },
+                                scanning: info.map { $0.supportsExtendedAdvertising ? "extended" : "legacy" }
+                                    ?? (listensOnly && status == .poweredOn ? "observer" : "off"),
+                                reason: reason))
                     case .open:
                         operationBegan.withLock { $0 = clock.now() }
                         group.addTask { await self.open(sighting: sighting) }
@@ -154,7 +159,8 @@ final class AdapterSupervisor: @unchecked Sendable {
                         group.addTask { await self.perform(step, sighting: sighting) }
                     case .recovered(let step, let after):
                         let took = Double(Int(after.seconds * 10)) / 10
-                        logger.info("adapter \(device): scanning again \(took) s after the fault (recovered by \(step))")
+                        logger.info(
+                            "adapter \(device): scanning again \(took) s after the fault (recovered by \(step))")
                     case .wait(let deadline):
                         timer?.cancel()
                         timer = Task { [clock] in
@@ -226,8 +232,10 @@ final class AdapterSupervisor: @unchecked Sendable {
                     post(.adapterAdded)
                 case .down:
                     tearDown()
-                    post(.adapterPoweredOff(reason: "\(name) was powered off (by bluetoothd, the management interface, "
-                                            + "rfkill or `hciconfig down`)"))
+                    post(
+                        .adapterPoweredOff(
+                            reason: "\(name) was powered off (by bluetoothd, the management interface, "
+                                + "rfkill or `hciconfig down`)"))
                 case .removed:
                     tearDown()
                     post(.adapterRemoved)
@@ -259,7 +267,8 @@ final class AdapterSupervisor: @unchecked Sendable {
         }
         let session = Session(transport: transport, controller: HCIController(transport: transport, clock: clock))
         // A listener subscribes before the controller reads anything (`watch` starts it), so no report is missed.
-        let listener = listensOnly
+        let listener =
+            listensOnly
             ? Scanner(controller: session.controller, mode: .observer, parameters: parameters, logger: logger) : nil
         sessionBox.withLock { $0 = session }
         post(.transportOpened)
@@ -337,7 +346,8 @@ final class AdapterSupervisor: @unchecked Sendable {
             await open(sighting: sighting)
         case .rfkillUnblock:
             guard case .kernel(let name) = spec, let device = rfkill.withLock({ $0 }),
-                  let index = rfkillSwitch(configured: name) ?? rfkillIndex.withLock({ $0 }) else {
+                let index = rfkillSwitch(configured: name) ?? rfkillIndex.withLock({ $0 })
+            else {
                 post(.stepFailed(step, reason: "no rfkill switch to unblock for \(spec)"))
                 return
             }
@@ -368,7 +378,8 @@ final class AdapterSupervisor: @unchecked Sendable {
             if e.code == .transportClosed { return }  // the watcher reports the end of the transport
             if e.code == .timedOut { return }  // the watcher reports the unanswered command
             // An LE command (OGF 0x08) refused as unknown: a BR/EDR-only controller, which no reset can fix.
-            let leUnsupported = e.code == .commandFailed && e.opcode?.ogf == HCIOpcode.leControllerGroup
+            let leUnsupported =
+                e.code == .commandFailed && e.opcode?.ogf == HCIOpcode.leControllerGroup
                 && e.status == .unknownCommand
             post(.bringUpFailed(reason: e.description, leUnsupported: leUnsupported))
         } catch {
@@ -392,8 +403,10 @@ final class AdapterSupervisor: @unchecked Sendable {
 
     /// Makes the session's scanner and role match the duties (called holding the gate). `announce`: a bring-up
     /// waits for `scanEnabled` — from the scanner, or at once when this adapter is not to scan.
-    private func applyDuties(_ session: Session, info: ControllerInfo, announce: Bool,
-                             sighting: @escaping @Sendable (Sighting) -> Void) async {
+    private func applyDuties(
+        _ session: Session, info: ControllerInfo, announce: Bool,
+        sighting: @escaping @Sendable (Sighting) -> Void
+    ) async {
         guard sessionBox.withLock({ $0 === session }) else { return }  // torn down meanwhile
         let d = duties.withLock { $0 }
         if d.contains(.scan), session.scannerTask == nil {
@@ -421,8 +434,10 @@ final class AdapterSupervisor: @unchecked Sendable {
     /// answered (its `enables` counter moved) when `announce`. On `updateScan` the task stops that scanner and
     /// starts the next with the new parameters; a failed enable of the new one is a failed re-enable, as for any
     /// scanner.
-    private func startScanner(_ session: Session, info: ControllerInfo, announce: Bool,
-                              sighting: @escaping @Sendable (Sighting) -> Void) {
+    private func startScanner(
+        _ session: Session, info: ControllerInfo, announce: Bool,
+        sighting: @escaping @Sendable (Sighting) -> Void
+    ) {
         session.scannerTask = Task {
             var first = announce
             while !Task.isCancelled {
@@ -431,8 +446,9 @@ final class AdapterSupervisor: @unchecked Sendable {
                 let (restarts, restart) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
                 restartBox.withLock { $0 = restart }
                 defer { restart.finish() }
-                let scanner = Scanner(controller: session.controller, mode: .control(info), parameters: self.parameters,
-                                      logger: self.logger)
+                let scanner = Scanner(
+                    controller: session.controller, mode: .control(info), parameters: self.parameters,
+                    logger: self.logger)
                 session.scanner = scanner
                 let again = await self.runScanner(scanner, restarts: restarts, announce: first, sighting: sighting)
                 self.countersBox.withLock { $0.add(session: scanner) }
@@ -445,8 +461,10 @@ final class AdapterSupervisor: @unchecked Sendable {
 
     /// One scanner until it ends, or until a restart is asked for (true). `announce`: post `scanEnabled` (the first
     /// scanner of a start or recovery step; a parameter change is no recovery).
-    private func runScanner(_ scanner: Scanner, restarts: AsyncStream<Void>, announce: Bool,
-                            sighting: @escaping @Sendable (Sighting) -> Void) async -> Bool {
+    private func runScanner(
+        _ scanner: Scanner, restarts: AsyncStream<Void>, announce: Bool,
+        sighting: @escaping @Sendable (Sighting) -> Void
+    ) async -> Bool {
         enum Ended { case scanner, enabled, reports, restart, listenerEnded }
         // The scanner runs in a task of its own so a restart can stop it alone: cancelled, it disables scanning and
         // finishes its reports, which the reports child still delivers — nothing received is dropped.
@@ -459,7 +477,10 @@ final class AdapterSupervisor: @unchecked Sendable {
         }
         return await withTaskCancellationHandler {
             await withTaskGroup(of: Ended.self) { group in
-                group.addTask { await running.value; return .scanner }
+                group.addTask {
+                    await running.value
+                    return .scanner
+                }
                 group.addTask {
                     for await _ in scanner.enabled {
                         if announce, !Task.isCancelled { self.post(.scanEnabled) }
@@ -529,36 +550,45 @@ final class AdapterSupervisor: @unchecked Sendable {
         let faults = session.controller.events()
         let controller = session.controller
         session.tasks.append(Task { try? await controller.run() })
-        session.tasks.append(Task {
-            for await e in faults.ignoringErrors {
-                switch e {
-                case .event(.hardwareError(let code)):
-                    self.post(.hardwareError(code: code))
-                case .commandTimedOut(let opcode, let after, let sentAt):
-                    // Sent before the latest step began (a Reset of the attempt before): that attempt's business,
-                    // already settled; counting it against this one would climb the ladder for nothing.
-                    if let began = self.operationBegan.withLock({ $0 }), sentAt < began {
-                        self.logger.debug("adapter \(self.spec): \(opcode) from before the current step timed out; ignored")
+        session.tasks.append(
+            Task {
+                for await e in faults.ignoringErrors {
+                    switch e {
+                    case .event(.hardwareError(let code)):
+                        self.post(.hardwareError(code: code))
+                    case .commandTimedOut(let opcode, let after, let sentAt):
+                        // Sent before the latest step began (a Reset of the attempt before): that attempt's business,
+                        // already settled; counting it against this one would climb the ladder for nothing.
+                        if let began = self.operationBegan.withLock({ $0 }), sentAt < began {
+                            self.logger.debug(
+                                "adapter \(self.spec): \(opcode) from before the current step timed out; ignored")
+                            continue
+                        }
+                        self.post(
+                            .commandTimedOut(reason: "\(opcode) got no answer within \(after): the controller is stuck")
+                        )
+                    case .transportEnded(let error):
+                        // Only the live session's end matters; a session torn down on purpose is not a fault.
+                        let live = self.sessionBox.withLock { $0 === session }
+                        guard live else { continue }
+                        // A shared session ends with its adapter's removal (Delete Index); the index watcher, reading the
+                        // same news in order after the adapter's Close Index, tells the machine.
+                        if self.listensOnly, (error as? TransportError)?.isAdapterRemoval == true { continue }
+                        self.post(.transportEnded(reason: error.map { "\($0)" } ?? "the transport ended"))
+                    default:
                         continue
                     }
-                    self.post(.commandTimedOut(reason: "\(opcode) got no answer within \(after): the controller is stuck"))
-                case .transportEnded(let error):
-                    // Only the live session's end matters; a session torn down on purpose is not a fault.
-                    let live = self.sessionBox.withLock { $0 === session }
-                    guard live else { continue }
-                    // A shared session ends with its adapter's removal (Delete Index); the index watcher, reading the
-                    // same news in order after the adapter's Close Index, tells the machine.
-                    if self.listensOnly, (error as? TransportError)?.isAdapterRemoval == true { continue }
-                    self.post(.transportEnded(reason: error.map { "\($0)" } ?? "the transport ended"))
-                default:
-                    continue
                 }
-            }
-        })
+            })
     }
 
     func tearDown() {
-        guard let session = sessionBox.withLock({ s -> Session? in defer { s = nil }; return s }) else { return }
+        guard
+            let session = sessionBox.withLock({ s -> Session? in
+                defer { s = nil }
+                return s
+            })
+        else { return }
         session.scannerTask?.cancel()
         session.roleTask?.cancel()
         for t in session.tasks { t.cancel() }

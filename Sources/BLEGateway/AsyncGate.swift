@@ -18,7 +18,10 @@ final class AsyncGate: Sendable {
     private func enter() async {
         await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
             let now = state.withLock { s -> Bool in
-                if s.held { s.waiters.append(c); return false }
+                if s.held {
+                    s.waiters.append(c)
+                    return false
+                }
                 s.held = true
                 return true
             }
@@ -29,7 +32,10 @@ final class AsyncGate: Sendable {
     private func leave() {
         // The gate passes straight to the next waiter (it stays held), so nobody can cut in.
         let next = state.withLock { s -> CheckedContinuation<Void, Never>? in
-            if s.waiters.isEmpty { s.held = false; return nil }
+            if s.waiters.isEmpty {
+                s.held = false
+                return nil
+            }
             return s.waiters.removeFirst()
         }
         next?.resume()

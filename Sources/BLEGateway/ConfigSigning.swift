@@ -52,7 +52,8 @@ public enum ConfigSigning {
     /// Wraps `document` with its signature by `privateKey` (base64 text, as `config keygen` writes it) for `address`.
     public static func sign(_ document: [UInt8], privateKey: String, for address: Address) throws -> [UInt8] {
         guard let raw = Data(base64Encoded: privateKey.trimmingCharacters(in: .whitespacesAndNewlines)),
-              let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw) else {
+            let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: raw)
+        else {
             throw ConfigurationError(path: "", "not an Ed25519 private key (base64 of 32 bytes, from `config keygen`)")
         }
         let signature = try key.signature(for: Data(signedMessage(address, document)))
@@ -80,9 +81,11 @@ public enum ConfigSigning {
         /// `publicKey`: base64 text of the 32-byte key, as `config keygen` writes it.
         public init(publicKey: String) throws {
             guard let raw = Data(base64Encoded: publicKey.trimmingCharacters(in: .whitespacesAndNewlines)),
-                  (try? Curve25519.Signing.PublicKey(rawRepresentation: raw)) != nil else {
-                throw ConfigurationError(path: "remote_config.public_key_file",
-                                         "not an Ed25519 public key (base64 of 32 bytes, from `config keygen`)")
+                (try? Curve25519.Signing.PublicKey(rawRepresentation: raw)) != nil
+            else {
+                throw ConfigurationError(
+                    path: "remote_config.public_key_file",
+                    "not an Ed25519 public key (base64 of 32 bytes, from `config keygen`)")
             }
             self.raw = [UInt8](raw)
         }
@@ -118,15 +121,17 @@ public enum ConfigSigning {
         guard case .object(let pairs) = root else { return .none }
         let keys = Set(pairs.map(\.0))
         guard keys.isSuperset(of: ["document", "signature"]),
-              keys.isSubset(of: ["document", "signature", "target", "layer"]) else { return .none }
+            keys.isSubset(of: ["document", "signature", "target", "layer"])
+        else { return .none }
         func text(_ k: String) -> String?? {
             guard let v = pairs.first(where: { $0.0 == k })?.1 else { return .some(nil) }
             guard case .string(let s) = v else { return .none }
             return .some(s)
         }
         guard case .some(let d?) = text("document"), case .some(let s?) = text("signature"),
-              case .some(let target) = text("target"), case .some(let layer) = text("layer"),
-              let doc = Data(base64Encoded: d), let sig = Data(base64Encoded: s) else { return .some(nil) }
+            case .some(let target) = text("target"), case .some(let layer) = text("layer"),
+            let doc = Data(base64Encoded: d), let sig = Data(base64Encoded: s)
+        else { return .some(nil) }
         return .some(Parts(target: target, layer: layer, document: [UInt8](doc), signature: [UInt8](sig)))
     }
 }

@@ -71,7 +71,8 @@ enum TopicIdentifier {
         if level.utf8.count > 64 { return "longer than 64 characters" }
         if level == "fleet" { return "\"fleet\" is reserved for fleet-wide config" }
         for b in level.utf8 {
-            let ok = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+            let ok =
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
                 || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".")
             if !ok { return "only letters, digits, '-', '_' and '.' are allowed" }
         }

@@ -18,13 +18,14 @@ public enum ConfigurationPreflight {
             ("mqtt.tls.key_file", c.mqtt.tls.keyFile), ("mqtt.tls.key_passphrase_file", c.mqtt.tls.keyPassphraseFile),
             ("remote_config.public_key_file", c.remoteConfig.publicKeyFile),
         ]
-        for case let (key, path?) in readable {
+        for case (let key, let path?) in readable {
             try readableFile(path, key)
         }
         // mosquitto_tls_set refuses a certificate without its key and a key without its certificate (MOSQ_ERR_INVAL).
         if (c.mqtt.tls.certFile == nil) != (c.mqtt.tls.keyFile == nil) {
-            throw ConfigurationError(path: c.mqtt.tls.certFile == nil ? "mqtt.tls.cert_file" : "mqtt.tls.key_file",
-                                     "a client certificate needs both mqtt.tls.cert_file and mqtt.tls.key_file")
+            throw ConfigurationError(
+                path: c.mqtt.tls.certFile == nil ? "mqtt.tls.cert_file" : "mqtt.tls.key_file",
+                "a client certificate needs both mqtt.tls.cert_file and mqtt.tls.key_file")
         }
         // The key must parse as well as be readable: `run` refuses to start on a key it cannot use.
         _ = try GatewayRuntime.configVerifier(c)
@@ -42,8 +43,10 @@ public enum ConfigurationPreflight {
                 throw ConfigurationError(path: "spool.path", "\(file) is a directory; the spool is a file")
             }
             guard access(file, R_OK | W_OK) == 0 else {
-                throw ConfigurationError(path: "spool.path", "\(file): permission denied (the gateway's user must "
-                                         + "be able to read and write it)")
+                throw ConfigurationError(
+                    path: "spool.path",
+                    "\(file): permission denied (the gateway's user must "
+                        + "be able to read and write it)")
             }
         }
         var ancestor = (file as NSString).deletingLastPathComponent
@@ -58,8 +61,10 @@ public enum ConfigurationPreflight {
         }
         // SQLite's WAL and journal files sit beside the database: the directory itself must be writable.
         guard access(ancestor, W_OK | X_OK) == 0 else {
-            throw ConfigurationError(path: "spool.path", "\(ancestor): permission denied (the gateway's user must be "
-                                     + "able to create files in it)")
+            throw ConfigurationError(
+                path: "spool.path",
+                "\(ancestor): permission denied (the gateway's user must be "
+                    + "able to create files in it)")
         }
         return file
     }

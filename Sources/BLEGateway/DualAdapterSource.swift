@@ -31,11 +31,13 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
     ///   - options: per adapter (capture paths, a bound address).
     ///   - role: the peripheral links; served by whichever adapter carries the connect duty.
     ///   - handback: how long an adapter that came back must stay usable before it gets its duty back.
-    public init(primary: DeviceSpec, secondary: DeviceSpec,
-                options: [AdapterRoles.Slot: TransportOptions] = [:], scan: GatewayConfiguration.Scan,
-                clock: any BLEClock, logger: Logger,
-                lifecycle: AdapterLifecycle.Configuration = AdapterLifecycle.Configuration(),
-                role: (any ControllerRole)? = nil, handback: Duration = .seconds(10)) {
+    public init(
+        primary: DeviceSpec, secondary: DeviceSpec,
+        options: [AdapterRoles.Slot: TransportOptions] = [:], scan: GatewayConfiguration.Scan,
+        clock: any BLEClock, logger: Logger,
+        lifecycle: AdapterLifecycle.Configuration = AdapterLifecycle.Configuration(),
+        role: (any ControllerRole)? = nil, handback: Duration = .seconds(10)
+    ) {
         specs = [.primary: primary, .secondary: secondary]
         self.clock = clock
         self.logger = logger
@@ -60,13 +62,16 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
         supervisors.values.reduce(SightingSourceCounters()) { $0 + $1.counters }
     }
 
-    public func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
-                    sighting: @escaping @Sendable (Sighting) -> Void) async throws {
+    public func run(
+        adapter: @escaping @Sendable (AdapterReport) -> Void,
+        sighting: @escaping @Sendable (Sighting) -> Void
+    ) async throws {
         await withTaskGroup(of: Void.self) { group in
             for (slot, supervisor) in supervisors {
                 group.addTask {
-                    await supervisor.run(adapter: { [self] r in received(r, from: slot, adapter: adapter) },
-                                         sighting: sighting)
+                    await supervisor.run(
+                        adapter: { [self] r in received(r, from: slot, adapter: adapter) },
+                        sighting: sighting)
                 }
             }
             group.addTask { await self.coordinate(adapter: adapter) }
@@ -125,7 +130,9 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
                 scoped.scope = .slot
                 adapter(scoped)
             }
-            let scanning = Slot.allCases.first { perSlot[$0]?.state == .poweredOn && duties[$0]?.contains(.scan) == true }
+            let scanning = Slot.allCases.first {
+                perSlot[$0]?.state == .poweredOn && duties[$0]?.contains(.scan) == true
+            }
             if let gateway = perSlot[scanning ?? .primary] ?? perSlot[.secondary] { adapter(gateway) }
         }
     }

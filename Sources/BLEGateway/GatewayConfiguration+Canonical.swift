@@ -66,8 +66,10 @@ enum CanonicalJSON {
         ]
         switch r.matcher {
         case .iBeacon(let uuid, let major, let minor):
-            f += [("uuid", string(uuid.description.lowercased())), ("major", major.map { int($0) }),
-                  ("minor", minor.map { int($0) })]
+            f += [
+                ("uuid", string(uuid.description.lowercased())), ("major", major.map { int($0) }),
+                ("minor", minor.map { int($0) }),
+            ]
         case .eddystone(let high, let low, let instance):
             let namespace = hex(high, digits: 16).dropLast() + hex(UInt64(low), digits: 4).dropFirst()
             f += [("namespace", Array(namespace)), ("instance", instance.map { hex($0, digits: 12) })]
@@ -84,18 +86,29 @@ enum CanonicalJSON {
     }
 
     static func characteristic(_ c: PeripheralIntent.CharacteristicRef, _ extra: [(String, Value?)] = []) -> Value {
-        object([("service", c.service.map { string($0.shortDescription) }),
-                ("characteristic", string(c.characteristic.shortDescription))] + extra)
+        object(
+            [
+                ("service", c.service.map { string($0.shortDescription) }),
+                ("characteristic", string(c.characteristic.shortDescription)),
+            ] + extra)
     }
 
     static func peripheral(_ p: PeripheralIntent) -> Value {
         var f: [(String, Value?)] = [
             ("name", p.name.map { string($0) }),
             ("address_type", p.addressType.map { string($0 == .public ? "public" : "random") }),
-            ("subscribe", set(p.subscribe.map {
-                characteristic($0.characteristic, [("indicate", $0.indicate.map { Array(($0 ? "true" : "false").utf8) })])
-            })),
-            ("read", set(p.read.map { characteristic($0.characteristic, [("interval_s", number($0.intervalSeconds))]) })),
+            (
+                "subscribe",
+                set(
+                    p.subscribe.map {
+                        characteristic(
+                            $0.characteristic, [("indicate", $0.indicate.map { Array(($0 ? "true" : "false").utf8) })])
+                    })
+            ),
+            (
+                "read",
+                set(p.read.map { characteristic($0.characteristic, [("interval_s", number($0.intervalSeconds))]) })
+            ),
             ("writable", set(p.writable.map { characteristic($0) })),
         ]
         switch p.match {
@@ -107,9 +120,10 @@ enum CanonicalJSON {
     }
 
     static func numbers<S>(_ section: S, _ table: [ConfigNumberKey<S>], digits: Int) -> Value {
-        object(table.map { key in
-            (key.name, key.whole ? int(Int(key.get(section))) : number(key.get(section), digits: digits))
-        })
+        object(
+            table.map { key in
+                (key.name, key.whole ? int(Int(key.get(section))) : number(key.get(section), digits: digits))
+            })
     }
 }
 

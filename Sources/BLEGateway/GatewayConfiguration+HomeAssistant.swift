@@ -48,8 +48,11 @@ extension GatewayConfiguration {
             for level in prefix.split(separator: "/", omittingEmptySubsequences: false) {
                 if level.isEmpty { return "an empty topic level" }
                 if level.utf8.count > 64 { return "a level longer than 64 characters" }
-                for b in level.utf8 where !(b.isASCIIAlphanumeric || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
-                                             || b == UInt8(ascii: ".")) {
+                for b in level.utf8
+                where
+                    !(b.isASCIIAlphanumeric || b == UInt8(ascii: "-") || b == UInt8(ascii: "_")
+                    || b == UInt8(ascii: "."))
+                {
                     if b == UInt8(ascii: "+") || b == UInt8(ascii: "#") {
                         return "MQTT wildcards (+, #) are not allowed"
                     }

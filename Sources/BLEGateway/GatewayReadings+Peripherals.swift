@@ -1,15 +1,17 @@
-import BLETransport
 import BLEDomain
 import BLEHCI
 import BLEHost
 import BLESpool
+import BLETransport
 
 /// The peripheral topics' payloads (docs/TOPICS.md, schema/v1/peripheral-*.json).
 extension GatewayReadings {
     /// Retained link state: CoreBluetooth's four states, with the reason by HCI name and number, the attempts of
     /// the current streak and since when.
-    func peripheralState(_ address: BDAddress, name: String?, status: ConnectionManager.Status, since: Double,
-                         ts: Double, synced: Bool) -> Reading {
+    func peripheralState(
+        _ address: BDAddress, name: String?, status: ConnectionManager.Status, since: Double,
+        ts: Double, synced: Bool
+    ) -> Reading {
         var o = JSONObjectWriter()
         o.string("address", address.description)
         if let name { o.string("name", name) }
@@ -20,14 +22,17 @@ extension GatewayReadings {
             o.string("reason", r.description)
             if let code = r.code { o.int("reason_code", code) }
         }
-        return Reading(.state, topic: topics.peripheralState(address.topicComponent), body: o.finished, qos: stateQoS,
-                       retain: true, ts: ts, clockSynchronized: synced, run: run)
+        return Reading(
+            .state, topic: topics.peripheralState(address.topicComponent), body: o.finished, qos: stateQoS,
+            retain: true, ts: ts, clockSynchronized: synced, run: run)
     }
 
     /// Retained `standby`: another gateway of the fleet owns the peripheral and keeps it connected
     /// (docs/PERIPHERALS.md, "One owner per peripheral").
-    func peripheralStandby(_ address: BDAddress, name: String?, owner: String, since: Double, ts: Double,
-                           synced: Bool) -> Reading {
+    func peripheralStandby(
+        _ address: BDAddress, name: String?, owner: String, since: Double, ts: Double,
+        synced: Bool
+    ) -> Reading {
         var o = JSONObjectWriter()
         o.string("address", address.description)
         if let name { o.string("name", name) }
@@ -35,8 +40,9 @@ extension GatewayReadings {
         o.number("since", since)
         o.int("attempts", 0)
         o.string("owner", owner)
-        return Reading(.state, topic: topics.peripheralState(address.topicComponent), body: o.finished, qos: stateQoS,
-                       retain: true, ts: ts, clockSynchronized: synced, run: run)
+        return Reading(
+            .state, topic: topics.peripheralState(address.topicComponent), body: o.finished, qos: stateQoS,
+            retain: true, ts: ts, clockSynchronized: synced, run: run)
     }
 
     /// Connection RSSI (HCI Read RSSI), a sample.
@@ -44,14 +50,17 @@ extension GatewayReadings {
         var o = JSONObjectWriter()
         o.string("address", address.description)
         o.int("rssi", rssi)
-        return Reading(.sample, topic: topics.peripheralRSSI(address.topicComponent), body: o.finished, qos: sampleQoS,
-                       retain: false, ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
+        return Reading(
+            .sample, topic: topics.peripheralRSSI(address.topicComponent), body: o.finished, qos: sampleQoS,
+            retain: false, ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }
 
     /// One characteristic value as hex, with the decoded form of a well-known SIG characteristic when there is one.
     /// A state reading when it came by indication or read (acknowledged, rare), a sample when notified.
-    func characteristicValue(_ address: BDAddress, service: BluetoothUUID?, characteristic: BluetoothUUID,
-                             value: [UInt8], via: String, decoded: [UInt8]?, ts: Double, synced: Bool) -> Reading {
+    func characteristicValue(
+        _ address: BDAddress, service: BluetoothUUID?, characteristic: BluetoothUUID,
+        value: [UInt8], via: String, decoded: [UInt8]?, ts: Double, synced: Bool
+    ) -> Reading {
         var o = JSONObjectWriter()
         o.string("address", address.description)
         if let service { o.string("service", service.shortDescription) }
@@ -63,8 +72,9 @@ extension GatewayReadings {
         if let decoded { o.raw("value", decoded) }
         let topic = topics.peripheralCharacteristic(address.topicComponent, characteristic.shortDescription)
         // No MQTT 5 expiry: a temperature history is worth having after an outage (beacon samples keep theirs).
-        return Reading(.sample, topic: topic, body: o.finished, qos: sampleQoS, retain: false, ts: ts,
-                       clockSynchronized: synced, expiry: nil, run: run)
+        return Reading(
+            .sample, topic: topic, body: o.finished, qos: sampleQoS, retain: false, ts: ts,
+            clockSynchronized: synced, expiry: nil, run: run)
     }
 
     /// The discovered GATT database, retained: services with their handle ranges, characteristics with their value
@@ -108,14 +118,17 @@ extension GatewayReadings {
         // A server with thousands of attributes would make a retained message brokers refuse: what does not fit is
         // counted here instead.
         if omitted > 0 { o.int("truncated_services", omitted) }
-        return Reading(.state, topic: topics.peripheralGATT(address.topicComponent), body: o.finished, qos: stateQoS,
-                       retain: true, ts: ts, clockSynchronized: synced, run: run)
+        return Reading(
+            .state, topic: topics.peripheralGATT(address.topicComponent), body: o.finished, qos: stateQoS,
+            retain: true, ts: ts, clockSynchronized: synced, run: run)
     }
 
     /// The outcome of one write command: `success`, or `error` with the reason (an ATT error by name and number,
     /// or why the gateway refused it).
-    func writeResult(_ address: BDAddress, id: String?, characteristic: String?, error: String?, attError: UInt8?,
-                     ts: Double, synced: Bool) -> Reading {
+    func writeResult(
+        _ address: BDAddress, id: String?, characteristic: String?, error: String?, attError: UInt8?,
+        ts: Double, synced: Bool
+    ) -> Reading {
         var o = JSONObjectWriter()
         o.string("address", address.description)
         if let id { o.string("id", id) }
@@ -123,8 +136,9 @@ extension GatewayReadings {
         o.string("result", error == nil ? "success" : "error")
         if let error { o.string("error", error) }
         if let attError { o.int("att_error", attError) }
-        return Reading(.state, topic: topics.peripheralWriteResult(address.topicComponent), body: o.finished,
-                       qos: stateQoS, retain: false, ts: ts, clockSynchronized: synced, run: run)
+        return Reading(
+            .state, topic: topics.peripheralWriteResult(address.topicComponent), body: o.finished,
+            qos: stateQoS, retain: false, ts: ts, clockSynchronized: synced, run: run)
     }
 }
 
@@ -146,7 +160,10 @@ enum JSONArrayWriter {
         var used = 0
         for (n, item) in items.enumerated() {
             let rendered = render(item)
-            if used + rendered.count + 1 > budget { out.append(UInt8(ascii: "]")); return items.count - n }
+            if used + rendered.count + 1 > budget {
+                out.append(UInt8(ascii: "]"))
+                return items.count - n
+            }
             if n > 0 { out.append(UInt8(ascii: ",")) }
             out.append(contentsOf: rendered)
             used += rendered.count + 1

@@ -21,10 +21,13 @@ struct GatewayReadings: Sendable {
 
     var stateQoS: UInt8 { max(1, sampleQoS) }
 
-    func status(online: Bool, reason: String?, refusal: SpoolPublisher.Refusal? = nil, ts: Double,
-                synced: Bool) -> Reading {
-        Reading(.state, topic: topics.status, body: statusBody(online: online, reason: reason, refusal: refusal),
-                qos: stateQoS, retain: true, ts: ts, clockSynchronized: synced, run: run)
+    func status(
+        online: Bool, reason: String?, refusal: SpoolPublisher.Refusal? = nil, ts: Double,
+        synced: Bool
+    ) -> Reading {
+        Reading(
+            .state, topic: topics.status, body: statusBody(online: online, reason: reason, refusal: refusal),
+            qos: stateQoS, retain: true, ts: ts, clockSynchronized: synced, run: run)
     }
 
     func statusBody(online: Bool, reason: String?, refusal: SpoolPublisher.Refusal? = nil) -> [UInt8] {
@@ -75,8 +78,9 @@ struct GatewayReadings: Sendable {
         if let slot = a.slot { o.string("slot", slot) }
         if let roles = a.roles { o.strings("roles", roles) }
         let topic = a.scope == .slot ? topics.adapterSlot(a.slot ?? "primary") : topics.adapter
-        return Reading(.state, topic: topic, body: o.finished, qos: stateQoS, retain: true, ts: ts,
-                       clockSynchronized: synced, run: run)
+        return Reading(
+            .state, topic: topic, body: o.finished, qos: stateQoS, retain: true, ts: ts,
+            clockSynchronized: synced, run: run)
     }
 
     struct Health: Sendable {
@@ -252,8 +256,9 @@ struct GatewayReadings: Sendable {
                 j.int("evicted_matches", p.evictedMatches)
             }
         }
-        return Reading(.sample, topic: topics.health, body: o.finished, qos: sampleQoS, retain: false, ts: ts,
-                       clockSynchronized: synced, expiry: sampleExpiry, run: run)
+        return Reading(
+            .sample, topic: topics.health, body: o.finished, qos: sampleQoS, retain: false, ts: ts,
+            clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }
 
     /// The beacon's kind as the topics name it, from its identity: frames without a stable identity (Eddystone URL,
@@ -280,8 +285,10 @@ struct GatewayReadings: Sendable {
     }
 
     /// One beacon's ranging for the interval that ended (schema/v1/beacon.json).
-    func beacon(_ u: RangingUpdate, interval: Double, filter: [UInt8], telemetry: EddystoneTLM.Plain? = nil,
-                ts: Double, synced: Bool) -> Reading {
+    func beacon(
+        _ u: RangingUpdate, interval: Double, filter: [UInt8], telemetry: EddystoneTLM.Plain? = nil,
+        ts: Double, synced: Bool
+    ) -> Reading {
         let id = u.identity.id
         var o = JSONObjectWriter()
         o.string("id", id)
@@ -308,29 +315,34 @@ struct GatewayReadings: Sendable {
                 j.number("uptime_s", Double(t.uptimeDeciseconds) / 10, digits: 1)
             }
         }
-        return Reading(.sample, topic: topics.beacon(id), body: o.finished, qos: sampleQoS, retain: false,
-                       ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
+        return Reading(
+            .sample, topic: topics.beacon(id), body: o.finished, qos: sampleQoS, retain: false,
+            ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }
 
     /// A region's retained state (schema/v1/region.json): `event` is enter, exit or determined (a first determination,
     /// or one after an adapter recovery, that changed nothing known); `beacons` names the beacon that caused an enter.
-    func region(_ id: String, state: RegionState, since: Double, event: String, beacon: BeaconIdentity?,
-                ts: Double, synced: Bool) -> Reading {
+    func region(
+        _ id: String, state: RegionState, since: Double, event: String, beacon: BeaconIdentity?,
+        ts: Double, synced: Bool
+    ) -> Reading {
         var o = JSONObjectWriter()
         o.string("region", id)
         o.string("state", state.rawValue)
         o.number("since", since)
         o.string("event", event)
         if let beacon { o.raw("beacons", Array("[\"\(beacon.id)\"]".utf8)) }
-        return Reading(.state, topic: topics.region(id), body: o.finished, qos: stateQoS, retain: true, ts: ts,
-                       clockSynchronized: synced, run: run)
+        return Reading(
+            .state, topic: topics.region(id), body: o.finished, qos: stateQoS, retain: true, ts: ts,
+            clockSynchronized: synced, run: run)
     }
 
     /// One sighting on the raw stream, in the `scan --json` form (docs/SCAN_JSON.md).
     func raw(_ s: Sighting, synced: Bool) -> Reading {
         var body: [UInt8] = []
         s.appendJSON(to: &body, includeTimestamp: false)
-        return Reading(.sample, topic: topics.raw(s.address.topicComponent), body: body, qos: 0, retain: false,
-                       ts: s.timestamp, clockSynchronized: synced, expiry: sampleExpiry, run: run)
+        return Reading(
+            .sample, topic: topics.raw(s.address.topicComponent), body: body, qos: 0, retain: false,
+            ts: s.timestamp, clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }
 }

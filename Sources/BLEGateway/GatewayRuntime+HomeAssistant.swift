@@ -20,8 +20,10 @@ extension GatewayRuntime {
             let before = h.announcer.refusedDevices
             // Recorded under the lock, so two changes in a row reach the spool in the order they were decided.
             record(h.announcer.configure(c))
-            return (h.announcer.prefix, h.announcer.announcedDevices, h.announcer.refusedDevices,
-                    h.announcer.refusedDevices > before)
+            return (
+                h.announcer.prefix, h.announcer.announcedDevices, h.announcer.refusedDevices,
+                h.announcer.refusedDevices > before
+            )
         }
         if newlyRefused {
             logger.warning(
@@ -57,8 +59,10 @@ extension GatewayRuntime {
             h.followers[prefix] = Task { [self] in
                 await withTaskGroup(of: Void.self) { group in
                     group.addTask { [self] in
-                        for await message in stream where message.topic == topic
-                            && message.payload == Array("online".utf8) {
+                        for await message in stream
+                        where message.topic == topic
+                            && message.payload == Array("online".utf8)
+                        {
                             homeAssistant.withLock { h in
                                 guard h.announcer.prefix == prefix else { return }
                                 logger.info("homeassistant: Home Assistant is online; discovery published again")
@@ -70,8 +74,9 @@ extension GatewayRuntime {
                         group.addTask { [self] in
                             for await message in documents where message.retain {
                                 homeAssistant.withLock { h in
-                                    let stale = h.announcer.retainedDocument(topic: message.topic,
-                                                                             payload: message.payload)
+                                    let stale = h.announcer.retainedDocument(
+                                        topic: message.topic,
+                                        payload: message.payload)
                                     if !stale.isEmpty {
                                         logger.info("homeassistant: \(message.topic) from an earlier run removed")
                                     }
@@ -112,8 +117,10 @@ extension GatewayRuntime {
         let ts = clock.unixTime()
         let synced = clockSynchronized()
         for m in messages {
-            recordState(Reading(.state, topic: m.topic, body: PayloadEnvelope.verbatim(m.payload),
-                                qos: readings.stateQoS, retain: true, ts: ts, clockSynchronized: synced, run: readings.run))
+            recordState(
+                Reading(
+                    .state, topic: m.topic, body: PayloadEnvelope.verbatim(m.payload),
+                    qos: readings.stateQoS, retain: true, ts: ts, clockSynchronized: synced, run: readings.run))
         }
     }
 
@@ -123,7 +130,10 @@ extension GatewayRuntime {
             defer { h.followers = [:] }
             return Array(h.followers.values)
         }
-        for t in tasks { t.cancel(); await t.value }
+        for t in tasks {
+            t.cancel()
+            await t.value
+        }
     }
 
     /// For the health topic: devices announced and devices left out by `max_devices`, while discovery is on.

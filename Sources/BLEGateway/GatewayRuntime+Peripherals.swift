@@ -12,10 +12,12 @@ import Logging
 extension GatewayRuntime {
     /// The service, wired to readings that go through the spool like every other: states durably, values and RSSI
     /// as samples (values urgently: within `spool.value_commit_window_ms`). Built before `self` exists (the source needs it), so it captures the pieces, not the runtime.
-    static func makePeripherals(configuration: GatewayConfiguration, readings: GatewayReadings, spool: Spool,
-                                publisher: SpoolPublisher, clock: any BLEClock, logger: Logger,
-                                synced: @escaping @Sendable () -> Bool,
-                                stateSeen: @escaping @Sendable (BDAddress) -> Void = { _ in }) -> PeripheralService {
+    static func makePeripherals(
+        configuration: GatewayConfiguration, readings: GatewayReadings, spool: Spool,
+        publisher: SpoolPublisher, clock: any BLEClock, logger: Logger,
+        synced: @escaping @Sendable () -> Bool,
+        stateSeen: @escaping @Sendable (BDAddress) -> Void = { _ in }
+    ) -> PeripheralService {
         let record: @Sendable (Reading) -> Void = { reading in
             recordDurably(reading, spool: spool, publisher: publisher, logger: logger)
         }
@@ -23,8 +25,10 @@ extension GatewayRuntime {
             state: { address, name, status in
                 let now = clock.now()
                 let ts = clock.unixTime()
-                record(readings.peripheralState(address, name: name, status: status,
-                                                since: ts - (now - status.since).seconds, ts: ts, synced: synced()))
+                record(
+                    readings.peripheralState(
+                        address, name: name, status: status,
+                        since: ts - (now - status.since).seconds, ts: ts, synced: synced()))
                 stateSeen(address)
             },
             rssi: { address, rssi in
@@ -39,16 +43,20 @@ extension GatewayRuntime {
                 _ = spool.append(reading, urgent: true)
             },
             gatt: { address, mtu, database in
-                record(readings.peripheralGATT(address, mtu: mtu, database: database, ts: clock.unixTime(),
-                                               synced: synced()))
+                record(
+                    readings.peripheralGATT(
+                        address, mtu: mtu, database: database, ts: clock.unixTime(),
+                        synced: synced()))
             },
             standby: { address, name, owner in
                 let ts = clock.unixTime()
-                record(readings.peripheralStandby(address, name: name, owner: owner, since: ts, ts: ts, synced: synced()))
+                record(
+                    readings.peripheralStandby(address, name: name, owner: owner, since: ts, ts: ts, synced: synced()))
                 stateSeen(address)
             })
-        return PeripheralService(intents: configuration.peripherals, connections: configuration.connections,
-                                 clock: clock, logger: logger, output: output)
+        return PeripheralService(
+            intents: configuration.peripherals, connections: configuration.connections,
+            clock: clock, logger: logger, output: output)
     }
 
     /// Corrects what an earlier run left retained: a peripheral state from another run that says anything but
@@ -67,17 +75,22 @@ extension GatewayRuntime {
             for await message in stream where message.retain {
                 let levels = message.topic.split(separator: "/")
                 guard levels.count >= 2, let address = BDAddress(hexTopic: levels[levels.count - 2]),
-                      case .object(let pairs)? = try? RemoteJSONParser.parse(message.payload) else { continue }
+                    case .object(let pairs)? = try? RemoteJSONParser.parse(message.payload)
+                else { continue }
                 let fields = Dictionary(pairs, uniquingKeysWith: { a, _ in a })
                 guard case .string(let run)? = fields["run"], run != readings.run,
-                      case .string(let state)? = fields["state"], state != "disconnected",
-                      peripherals.statuses[address] == nil else { continue }
-                var status = ConnectionManager.Status(state: .disconnected, reason: nil, attempts: 0,
-                                                      since: clock.now(), handle: nil)
+                    case .string(let state)? = fields["state"], state != "disconnected",
+                    peripherals.statuses[address] == nil
+                else { continue }
+                var status = ConnectionManager.Status(
+                    state: .disconnected, reason: nil, attempts: 0,
+                    since: clock.now(), handle: nil)
                 status.reason = .gatewayRestarted
                 logger.info("peripheral \(address): retained \(state) from an earlier run corrected to disconnected")
-                recordState(readings.peripheralState(address, name: nil, status: status, since: clock.unixTime(),
-                                                     ts: clock.unixTime(), synced: clockSynchronized()))
+                recordState(
+                    readings.peripheralState(
+                        address, name: nil, status: status, since: clock.unixTime(),
+                        ts: clock.unixTime(), synced: clockSynchronized()))
             }
         }
     }
@@ -107,13 +120,16 @@ extension GatewayRuntime {
     /// One write command: parsed, checked against the intent's `writable`, carried out, answered.
     func write(_ message: MQTTMessage) async {
         let levels = message.topic.split(separator: "/")
-        guard levels.count >= 3, levels[levels.count - 1] == "write", let address = BDAddress(hexTopic: levels[levels.count - 2])
+        guard levels.count >= 3, levels[levels.count - 1] == "write",
+            let address = BDAddress(hexTopic: levels[levels.count - 2])
         else { return }
         var id: String?
         var characteristicText: String?
         func answer(_ error: String?, att: UInt8? = nil) {
-            recordState(readings.writeResult(address, id: id, characteristic: characteristicText, error: error,
-                                             attError: att, ts: clock.unixTime(), synced: clockSynchronized()))
+            recordState(
+                readings.writeResult(
+                    address, id: id, characteristic: characteristicText, error: error,
+                    attError: att, ts: clock.unixTime(), synced: clockSynchronized()))
         }
         guard let root = try? RemoteJSONParser.parse(message.payload), case .object(let pairs) = root else {
             return answer("the command is not a JSON object")
@@ -137,8 +153,9 @@ extension GatewayRuntime {
         guard let characteristic else { return answer("\"characteristic\" must be a UUID") }
         guard let value else { return answer("\"value\" must be hex digits") }
         do {
-            try await peripherals.write(address, service: service, characteristic: characteristic, value: value,
-                                        withResponse: response)
+            try await peripherals.write(
+                address, service: service, characteristic: characteristic, value: value,
+                withResponse: response)
             answer(nil)
         } catch {
             answer(error.description, att: error.attError)

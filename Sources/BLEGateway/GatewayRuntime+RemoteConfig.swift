@@ -13,8 +13,10 @@ extension GatewayRuntime {
         applyLive(from: configuration, to: effectiveConfiguration, start: true)
         guard configuration.remoteConfig.enabled else { return [] }
         var tasks: [Task<Void, Never>] = []
-        for (layer, topic) in [(RemoteConfigController.Layer.fleet, readings.topics.fleetConfig),
-                               (.gateway, readings.topics.config)] {
+        for (layer, topic) in [
+            (RemoteConfigController.Layer.fleet, readings.topics.fleetConfig),
+            (.gateway, readings.topics.config),
+        ] {
             let stream: AsyncStream<MQTTMessage>
             do {
                 stream = try client.subscribe(topic, qos: .atLeastOnce)
@@ -22,13 +24,14 @@ extension GatewayRuntime {
                 logger.error("remote configuration: cannot subscribe to \(topic): \(error)")
                 continue
             }
-            tasks.append(Task { [self] in
-                for await message in stream {
-                    // Exact topic match: `config/state` is not under `config` (MQTT filters match whole levels).
-                    guard message.topic == topic else { continue }
-                    receiveConfiguration(layer, payload: message.payload)
-                }
-            })
+            tasks.append(
+                Task { [self] in
+                    for await message in stream {
+                        // Exact topic match: `config/state` is not under `config` (MQTT filters match whole levels).
+                        guard message.topic == topic else { continue }
+                        receiveConfiguration(layer, payload: message.payload)
+                    }
+                })
         }
         return tasks
     }
@@ -88,7 +91,8 @@ extension GatewayRuntime {
         }
         switch outcome.status {
         case .applied:
-            logger.info("remote configuration: \(layer) document\(outcome.version.map { " version \($0)" } ?? "") applied")
+            logger.info(
+                "remote configuration: \(layer) document\(outcome.version.map { " version \($0)" } ?? "") applied")
         case .cleared:
             let tombstone = outcome.version.map { " by a signed tombstone, version \($0)" } ?? ""
             logger.info("remote configuration: \(layer) document deleted\(tombstone); back to the layers below it")
@@ -104,10 +108,12 @@ extension GatewayRuntime {
     func reportConfiguration(_ outcome: RemoteConfigController.Outcome) {
         guard configuration.remoteConfig.enabled else { return }
         let effective = live.withLock { $0.configuration }
-        recordState(readings.configState(outcome, hash: effective.effectiveHash, layers: remote.versions,
-                                         signedOnly: remote.signedOnly, floors: remote.floors,
-                                         restartRequired: restartRequired(effective), ts: clock.unixTime(),
-                                         synced: clockSynchronized()))
+        recordState(
+            readings.configState(
+                outcome, hash: effective.effectiveHash, layers: remote.versions,
+                signedOnly: remote.signedOnly, floors: remote.floors,
+                restartRequired: restartRequired(effective), ts: clock.unixTime(),
+                synced: clockSynchronized()))
     }
 
     /// What changed between two configurations in force that is not read per sighting: the region monitor is
@@ -133,8 +139,10 @@ extension GatewayRuntime {
             // the same lock) follows its `unknown` in the seq stream. (A removed region's last event from the old
             // monitor, taken just before this and published just after, could still follow its `removed`.)
             for r in c.regions where !kept.contains(r.id) {
-                recordState(readings.region(r.id, state: .unknown, since: ts, event: "determined", beacon: nil, ts: ts,
-                                            synced: synced))
+                recordState(
+                    readings.region(
+                        r.id, state: .unknown, since: ts, event: "determined", beacon: nil, ts: ts,
+                        synced: synced))
             }
             for r in before.regions where !ids.contains(r.id) {
                 recordState(readings.regionRemoved(r.id, ts: ts, synced: synced))
@@ -148,7 +156,8 @@ extension GatewayRuntime {
 
     private func applyScan(from before: GatewayConfiguration, to c: GatewayConfiguration) {
         if before.scan.active != c.scan.active || before.scan.intervalMS != c.scan.intervalMS
-            || before.scan.windowMS != c.scan.windowMS, let source = source as? any ScanParametersUpdatable {
+            || before.scan.windowMS != c.scan.windowMS, let source = source as? any ScanParametersUpdatable
+        {
             source.updateScan(c.scan)
         }
     }
@@ -178,8 +187,9 @@ extension GatewayReadings {
         o.string("state", "removed")
         o.number("since", ts)
         o.string("event", "removed")
-        return Reading(.state, topic: topics.region(id), body: o.finished, qos: stateQoS, retain: true, ts: ts,
-                       clockSynchronized: synced, run: run)
+        return Reading(
+            .state, topic: topics.region(id), body: o.finished, qos: stateQoS, retain: true, ts: ts,
+            clockSynchronized: synced, run: run)
     }
 }
 

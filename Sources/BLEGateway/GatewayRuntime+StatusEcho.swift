@@ -25,11 +25,13 @@ extension GatewayRuntime {
                         let o = (try? JSONSerialization.jsonObject(with: Data(message.payload))) as? [String: Any]
                         let seq = (o?["seq"] as? NSNumber).map { $0.uint64Value }
                         let action = state.withLock {
-                            $0.echo.received(ownRun: o?["run"] as? String == readings.run, seq: seq,
-                                             online: o?["state"] as? String == "online")
+                            $0.echo.received(
+                                ownRun: o?["run"] as? String == readings.run, seq: seq,
+                                online: o?["state"] as? String == "online")
                         }
                         if action == .clear {
-                            logger.notice("the broker delivers this gateway's own status again: publishes are not denied")
+                            logger.notice(
+                                "the broker delivers this gateway's own status again: publishes are not denied")
                         }
                     }
                 }
@@ -53,7 +55,8 @@ extension GatewayRuntime {
             }
             let action = state.withLock { $0.echo.deadline(connectedAt: since, now: clock.now().seconds) }
             if action == .suspect {
-                logger.warning("""
+                logger.warning(
+                    """
                     the broker acknowledged this gateway's online status but never delivered it back within \
                     \(Self.statusEchoWait): under MQTT 3.1.1 this is how an ACL denies publishes (acknowledged, then \
                     dropped), so readings may be lost; check the broker's ACL (the gateway must also read its own \

@@ -16,8 +16,9 @@ extension GatewayRuntime {
         guard let interval = notifier.watchdogInterval else { return nil }
         // A silent radio is the recovery ladder's: it climbs after the silence timeout, which doubles up to 8 times.
         let ladder = Duration.seconds(configuration.adapter.silenceTimeoutSeconds) * 16
-        return Watchdog(liveness: Liveness(publisherLimit: interval, scannerLimit: ladder + interval),
-                        every: interval / 2, next: clock.now(), stalled: nil)
+        return Watchdog(
+            liveness: Liveness(publisherLimit: interval, scannerLimit: ladder + interval),
+            every: interval / 2, next: clock.now(), stalled: nil)
     }
 
     func feedWatchdog(_ w: inout Watchdog?, now: Duration) {
@@ -38,7 +39,8 @@ extension GatewayRuntime {
             notifier.notify("WATCHDOG=1\nSTATUS=running")
         case .stalled(let part, let since):
             if dog.stalled != part {
-                let text = "watchdog: the \(part.rawValue) has made no progress for \(Int((now - since).seconds)) s; "
+                let text =
+                    "watchdog: the \(part.rawValue) has made no progress for \(Int((now - since).seconds)) s; "
                     + "the service manager's watchdog is no longer fed and will restart the gateway"
                 logger.error("\(text)")
                 dog.stalled = part

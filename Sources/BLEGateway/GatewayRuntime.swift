@@ -100,8 +100,9 @@ public final class GatewayRuntime: Service, Sendable {
         clockSynchronized: @escaping @Sendable () -> Bool = { SystemFacts.clockIsSynchronized() },
         notifier: ServiceManagerNotifier = ServiceManagerNotifier()
     ) throws {
-        try self.init(configuration: configuration, makeSource: { _ in source }, clock: clock, logger: logger,
-                      clockSynchronized: clockSynchronized, notifier: notifier)
+        try self.init(
+            configuration: configuration, makeSource: { _ in source }, clock: clock, logger: logger,
+            clockSynchronized: clockSynchronized, notifier: notifier)
     }
 
     /// - Parameter makeSource: builds the sighting source, given the role it runs on each controller session (the
@@ -119,31 +120,40 @@ public final class GatewayRuntime: Service, Sendable {
         self.clockSynchronized = clockSynchronized
         var ranging = RangingConfiguration()
         ranging.interval = .seconds(configuration.publishing.rangingIntervalSeconds)
-        state = Locked(RuntimeState(ranging: RangingEngine(configuration: ranging),
-                                    regions: RegionMonitor(regions: configuration.regions, at: clock.now()),
-                                    resolver: PrivateAddressResolver(keys: configuration.identityKeys),
-                                    sensorGate: SensorPublishGate(configuration: configuration.sensors.gateConfiguration)))
+        state = Locked(
+            RuntimeState(
+                ranging: RangingEngine(configuration: ranging),
+                regions: RegionMonitor(regions: configuration.regions, at: clock.now()),
+                resolver: PrivateAddressResolver(keys: configuration.identityKeys),
+                sensorGate: SensorPublishGate(configuration: configuration.sensors.gateConfiguration)))
         sensorKeys = SensorKeys(octets: configuration.sensors.bindkeys)
         let topics = try Topics(prefix: configuration.mqtt.prefix, gatewayID: configuration.gateway.id)
         let localFilter = try ScanFilter(parsing: configuration.scan.filters)
         // A bare file name (`--spool gw.sqlite`) lives in the working directory.
         let parent = (configuration.spool.path as NSString).deletingLastPathComponent
         let spoolDirectory = parent.isEmpty ? "." : parent
-        remote = RemoteConfigController(local: configuration,
-                                        directory: configuration.remoteConfig.enabled ? spoolDirectory : nil,
-                                        verifier: try Self.configVerifier(configuration))
+        remote = RemoteConfigController(
+            local: configuration,
+            directory: configuration.remoteConfig.enabled ? spoolDirectory : nil,
+            verifier: try Self.configVerifier(configuration))
         for problem in remote.startupProblems { logger.error("remote configuration: \(problem)") }
         let effective = remote.effective
-        live = Locked(Live(configuration: effective,
-                                filter: (try? ScanFilter(parsing: effective.scan.filters)) ?? localFilter))
+        live = Locked(
+            Live(
+                configuration: effective,
+                filter: (try? ScanFilter(parsing: effective.scan.filters)) ?? localFilter))
         if effective != configuration {
             logger.info("remote configuration from the local store in force (\(remote.layersInForce))")
         }
-        let run = (0..<4).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let run =
+            (0..<4).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
             + String(format: "%08x", UInt32(truncatingIfNeeded: Int(clock.unixTime())))
-        let expiry = configuration.publishing.sampleExpirySeconds > 0 ? Double(configuration.publishing.sampleExpirySeconds) : nil
-        readings = GatewayReadings(topics: topics, run: run, version: Self.version, started: clock.unixTime(),
-                                   sampleQoS: UInt8(configuration.mqtt.qos), sampleExpiry: expiry)
+        let expiry =
+            configuration.publishing.sampleExpirySeconds > 0
+            ? Double(configuration.publishing.sampleExpirySeconds) : nil
+        readings = GatewayReadings(
+            topics: topics, run: run, version: Self.version, started: clock.unixTime(),
+            sampleQoS: UInt8(configuration.mqtt.qos), sampleExpiry: expiry)
 
         var spoolConfiguration = SpoolConfiguration(path: configuration.spool.path)
         spoolConfiguration.maxBytes = Int(configuration.spool.maxMegabytes * 1_048_576)
@@ -167,8 +177,10 @@ public final class GatewayRuntime: Service, Sendable {
             spoolLog.debug("spool: seq \(seqs.lowerBound)...\(seqs.upperBound) durable")
         }
 
-        client = MQTTClient(configuration: try Self.mqttConfiguration(configuration, readings: readings, clock: clock,
-                                                                        synced: clockSynchronized()), clock: clock)
+        client = MQTTClient(
+            configuration: try Self.mqttConfiguration(
+                configuration, readings: readings, clock: clock,
+                synced: clockSynchronized()), clock: clock)
         let log = logger
         // Set once `self` exists: a refusal episode's start and end are told on the status topic too.
         let refusalChanged = Locked<(@Sendable () -> Void)?>(nil)
@@ -176,7 +188,8 @@ public final class GatewayRuntime: Service, Sendable {
             spool: spool, client: client, window: configuration.mqtt.inflight, clock: clock,
             maxPayloadBytes: configuration.mqtt.maxPayloadBytes,
             onRejected: { r, e in
-                log.error("""
+                log.error(
+                    """
                     reading seq \(r.seq) on \(r.reading.topic) cannot be delivered (\(e)): kept in the spool's dead \
                     letters (blegateway spool dead-letters)
                     """)
@@ -185,7 +198,8 @@ public final class GatewayRuntime: Service, Sendable {
                 // Once per episode: the first refusal, and when publishes are acknowledged again.
                 if let r, let e {
                     let why = MQTTReasonCode(rawValue: e.code)
-                    log.error("""
+                    log.error(
+                        """
                         broker refuses publishes (\(why), first seq \(r.seq) on \(r.reading.topic)): kept in the \
                         spool, sent again with backoff
                         """)
@@ -196,10 +210,12 @@ public final class GatewayRuntime: Service, Sendable {
             })
         // Set once `self` exists: a device found for a name or service entry is announced to Home Assistant.
         let seen = Locked<(@Sendable (BDAddress) -> Void)?>(nil)
-        peripherals = Self.makePeripherals(configuration: effective, readings: readings, spool: spool,
-                                           publisher: publisher, clock: clock, logger: logger,
-                                           synced: clockSynchronized, stateSeen: { a in seen.withLock { $0 }?(a) })
-        homeAssistant = Locked(HomeAssistantLink(announcer: HomeAssistantAnnouncer(topics: topics, version: Self.version)))
+        peripherals = Self.makePeripherals(
+            configuration: effective, readings: readings, spool: spool,
+            publisher: publisher, clock: clock, logger: logger,
+            synced: clockSynchronized, stateSeen: { a in seen.withLock { $0 }?(a) })
+        homeAssistant = Locked(
+            HomeAssistantLink(announcer: HomeAssistantAnnouncer(topics: topics, version: Self.version)))
         if effective.connections.ownerLeaseSeconds > 0 {
             let addresses = effective.peripherals.compactMap { i -> BDAddress? in
                 if case .address(let a) = i.match { return a } else { return nil }
@@ -217,14 +233,18 @@ public final class GatewayRuntime: Service, Sendable {
             $0 = { [weak self] in
                 guard let self else { return }
                 // The publisher's own record (reason and start), not the callback's error.
-                recordState(readings.status(online: true, reason: nil, refusal: publisher.statistics.refusal,
-                                            ts: clock.unixTime(), synced: clockSynchronized()))
+                recordState(
+                    readings.status(
+                        online: true, reason: nil, refusal: publisher.statistics.refusal,
+                        ts: clock.unixTime(), synced: clockSynchronized()))
             }
         }
     }
 
-    static func mqttConfiguration(_ c: GatewayConfiguration, readings: GatewayReadings, clock: any BLEClock,
-                                  synced: Bool) throws -> MQTTConfiguration {
+    static func mqttConfiguration(
+        _ c: GatewayConfiguration, readings: GatewayReadings, clock: any BLEClock,
+        synced: Bool
+    ) throws -> MQTTConfiguration {
         let broker = try BrokerAddress(parsing: c.mqtt.broker)
         var m = MQTTConfiguration()
         m.host = broker.host
@@ -232,17 +252,21 @@ public final class GatewayRuntime: Service, Sendable {
         m.clientID = c.mqtt.clientID ?? "blegateway-\(c.gateway.id)"
         m.protocolVersion = c.mqtt.protocolVersion == 5 ? .v5 : .v311
         m.keepAlive = .seconds(c.mqtt.keepAliveSeconds)
-        m.session = c.mqtt.sessionExpirySeconds > 0 ? .persistent(expiry: .seconds(c.mqtt.sessionExpirySeconds)) : .clean
+        m.session =
+            c.mqtt.sessionExpirySeconds > 0 ? .persistent(expiry: .seconds(c.mqtt.sessionExpirySeconds)) : .clean
         if broker.tls || c.mqtt.tls.caFile != nil || c.mqtt.tls.certFile != nil {
-            m.tls = .init(caFile: c.mqtt.tls.caFile, certificateFile: c.mqtt.tls.certFile, keyFile: c.mqtt.tls.keyFile,
-                          keyPassphraseFile: c.mqtt.tls.keyPassphraseFile, verifyHostname: c.mqtt.tls.verifyHostname)
+            m.tls = .init(
+                caFile: c.mqtt.tls.caFile, certificateFile: c.mqtt.tls.certFile, keyFile: c.mqtt.tls.keyFile,
+                keyPassphraseFile: c.mqtt.tls.keyPassphraseFile, verifyHostname: c.mqtt.tls.verifyHostname)
         }
         if let user = c.mqtt.usernameFile {
             m.credentials = .init(usernameFile: user, passwordFile: c.mqtt.passwordFile)
         }
-        m.will = .init(topic: readings.topics.status, payload: readings.willPayload(ts: clock.unixTime(), synced: synced),
-                       qos: .atLeastOnce, retain: true)
-        m.reconnect = .init(minDelay: .seconds(c.mqtt.reconnectMinSeconds), maxDelay: .seconds(c.mqtt.reconnectMaxSeconds))
+        m.will = .init(
+            topic: readings.topics.status, payload: readings.willPayload(ts: clock.unixTime(), synced: synced),
+            qos: .atLeastOnce, retain: true)
+        m.reconnect = .init(
+            minDelay: .seconds(c.mqtt.reconnectMinSeconds), maxDelay: .seconds(c.mqtt.reconnectMaxSeconds))
         m.maxInFlight = c.mqtt.inflight
         return m
     }
@@ -254,14 +278,17 @@ public final class GatewayRuntime: Service, Sendable {
         // The configuration in force at start (file and stored layers), reported first so that a verdict on a
         // document the broker sends next is the last word on the retained config/state topic.
         let top = remote.layersInForce.last ?? .gateway
-        reportConfiguration(RemoteConfigController.Outcome(
-            status: .applied, layer: top, version: remote.versions[top] ?? nil, errors: [], warnings: [],
-            effective: remote.effective))
+        reportConfiguration(
+            RemoteConfigController.Outcome(
+                status: .applied, layer: top, version: remote.versions[top] ?? nil, errors: [], warnings: [],
+                effective: remote.effective))
         // Every region starts unknown: overwrite whatever a previous run left retained.
         let startTS = clock.unixTime()
         for r in configuration.regions {
-            recordState(readings.region(r.id, state: .unknown, since: startTS, event: "determined", beacon: nil,
-                                        ts: startTS, synced: clockSynchronized()))
+            recordState(
+                readings.region(
+                    r.id, state: .unknown, since: startTS, event: "determined", beacon: nil,
+                    ts: startTS, synced: clockSynchronized()))
         }
         // Every configured peripheral starts disconnected: overwrite whatever a previous run left retained.
         peripherals.announce()
@@ -313,7 +340,8 @@ public final class GatewayRuntime: Service, Sendable {
         flushIntervals()
         let now = clock.unixTime()
         do {
-            _ = try spool.appendDurably(readings.status(online: false, reason: "shutdown", ts: now, synced: clockSynchronized()))
+            _ = try spool.appendDurably(
+                readings.status(online: false, reason: "shutdown", ts: now, synced: clockSynchronized()))
         } catch {
             logger.error("spool: cannot record the offline status: \(error)")
         }
@@ -330,7 +358,10 @@ public final class GatewayRuntime: Service, Sendable {
         _ = try? await mqtt.value
         events.cancel()
         await events.value
-        for f in following { f.cancel(); await f.value }
+        for f in following {
+            f.cancel()
+            await f.value
+        }
         await stopFollowingHomeAssistant()
         logger.info("stopped; \(spool.statistics.depth) readings remain in the spool")
     }
@@ -349,8 +380,10 @@ public final class GatewayRuntime: Service, Sendable {
                 statusEchoConnected()
                 // Online again: a retained status that overrides the last will's offline. It goes through the spool
                 // like every state event, so it takes its place in the sequence.
-                recordState(readings.status(online: true, reason: first ? nil : "reconnected", ts: clock.unixTime(),
-                                            synced: clockSynchronized()))
+                recordState(
+                    readings.status(
+                        online: true, reason: first ? nil : "reconnected", ts: clock.unixTime(),
+                        synced: clockSynchronized()))
                 publisher.connectionChanged(connected: true)
                 ownership?.brokerConnected()
                 configurationProgress.signal()
@@ -403,22 +436,26 @@ public final class GatewayRuntime: Service, Sendable {
         var delay: Duration = .seconds(1)
         while !Task.isCancelled {
             do {
-                try await source.run(adapter: { [self] report in adapterChanged(report) },
-                                     sighting: { [self] s in observe(s) })
+                try await source.run(
+                    adapter: { [self] report in adapterChanged(report) },
+                    sighting: { [self] s in observe(s) })
                 delay = .seconds(1)
             } catch is CancellationError {
                 break
             } catch let stop as HCISightingSource.SourceStopped where stop.kind == .endOfCapture {
                 let c = source.counters
                 logger.notice(
-                    "\(configuration.adapter.device): end of the capture: \(c.reports) reports, \(c.dropped.total) dropped; stopping")
+                    "\(configuration.adapter.device): end of the capture: \(c.reports) reports, \(c.dropped.total) dropped; stopping"
+                )
                 if let damage = stop.damage { logger.warning("\(damage)") }
                 return
             } catch {
                 logger.error("adapter \(configuration.adapter.device): \(error)")
                 if state.withLock({ $0.adapter?.state }) == .poweredOn || state.withLock({ $0.adapter == nil }) {
-                    adapterChanged(AdapterReport(state: .unknown, device: configuration.adapter.device,
-                                                 mode: configuration.adapter.mode, reason: "\(error)"))
+                    adapterChanged(
+                        AdapterReport(
+                            state: .unknown, device: configuration.adapter.device,
+                            mode: configuration.adapter.mode, reason: "\(error)"))
                 }
             }
             if Task.isCancelled { break }
@@ -474,8 +511,9 @@ public final class GatewayRuntime: Service, Sendable {
                 if st.telemetry.count >= 4096 { st.telemetry.removeAll() }  // a bound, should intervals stop ending
                 st.telemetry[s.address] = tlm
             }
-            let events = st.regions.observe(identity, name: st.regions.wantsNames ? s.advertisement.nameBytes : nil,
-                                            rssi: rssi, at: now)
+            let events = st.regions.observe(
+                identity, name: st.regions.wantsNames ? s.advertisement.nameBytes : nil,
+                rssi: rssi, at: now)
             guard publishing.rawAdvertisements else { return (false, events) }
             // Token bucket: at most raw_max_per_s, with a burst of one second's worth.
             let rate = publishing.rawMaxPerSecond
@@ -499,7 +537,8 @@ public final class GatewayRuntime: Service, Sendable {
         else { return }
         let decision = state.withLock { $0.sensorGate.admit(r, from: s.address, at: now) }
         guard decision == .publish else { return }
-        _ = spool.append(readings.sensor(r, address: s.address, rssi: s.rssi, ts: s.timestamp, synced: clockSynchronized()))
+        _ = spool.append(
+            readings.sensor(r, address: s.address, rssi: s.rssi, ts: s.timestamp, synced: clockSynchronized()))
         announceSensorToHomeAssistant(s.address, model: r.model.description, keys: GatewayReadings.valueKeys(r))
     }
 
@@ -544,24 +583,31 @@ public final class GatewayRuntime: Service, Sendable {
                 // A new session's counters start again; a count that went down is a restart, not a negative rate.
                 let reportRate = Double(max(0, counters.reports - lastReports)) / elapsed
                 lastReports = counters.reports
-                let sensors = state.withLock { s in (gate: s.sensorGate.statistics, tracked: s.sensorGate.trackedCount) }
+                let sensors = state.withLock { s in (gate: s.sensorGate.statistics, tracked: s.sensorGate.trackedCount)
+                }
                 let (tracked, evicted, reconnects, identity, regions) = state.withLock { s in
                     let ids = s.regions.regions.map(\.id)
-                    return (s.ranging.trackedCount, s.ranging.statistics.evictions, s.reconnects,
-                            configuration.identityKeys.isEmpty ? nil
-                                : (s.resolver.resolutions, s.resolver.hashComputations, s.resolver.cacheResets),
-                            ids.isEmpty ? nil : (ids.count, ids.filter { s.regions.state(of: $0) == .inside }.count))
+                    return (
+                        s.ranging.trackedCount, s.ranging.statistics.evictions, s.reconnects,
+                        configuration.identityKeys.isEmpty
+                            ? nil
+                            : (s.resolver.resolutions, s.resolver.hashComputations, s.resolver.cacheResets),
+                        ids.isEmpty ? nil : (ids.count, ids.filter { s.regions.state(of: $0) == .inside }.count)
+                    )
                 }
                 let health = GatewayReadings.Health(
-                    uptime: (now - started).seconds, spool: spool.statistics, publish: stats, unretained: client.unretainedPublishes,
-                    deniedSuspected: configuration.mqtt.protocolVersion == 5 ? nil : state.withLock { $0.echo.suspected },
+                    uptime: (now - started).seconds, spool: spool.statistics, publish: stats,
+                    unretained: client.unretainedPublishes,
+                    deniedSuspected: configuration.mqtt.protocolVersion == 5
+                        ? nil : state.withLock { $0.echo.suspected },
                     publishRate: rate,
                     reconnects: reconnects, reports: counters.reports, reportRate: reportRate,
                     malformedEvents: counters.malformedEvents, dropped: counters.dropped,
                     trackedBeacons: tracked, evictedBeacons: evicted, residentBytes: SystemFacts.residentBytes(),
                     adapter: (source as? any AdapterLifecycleReporting)?.lifecycleStatistics,
                     adapterSlots: (source as? any AdapterLifecycleReporting)?.adapterSlots,
-                    peripherals: configuration.peripherals.isEmpty && live.withLock({ $0.configuration.peripherals.isEmpty })
+                    peripherals: configuration.peripherals.isEmpty
+                        && live.withLock({ $0.configuration.peripherals.isEmpty })
                         ? nil : peripherals.statistics,
                     identity: identity, regions: regions, homeAssistant: homeAssistantCounts,
                     sensors: configuration.sensors.enabled ? sensors : nil)
@@ -591,8 +637,10 @@ public final class GatewayRuntime: Service, Sendable {
         }
         let filter = GatewayReadings.filterDescription(ranging)
         for u in updates {
-            _ = spool.append(readings.beacon(u, interval: interval, filter: filter, telemetry: telemetry[u.address],
-                                             ts: ts, synced: synced))
+            _ = spool.append(
+                readings.beacon(
+                    u, interval: interval, filter: filter, telemetry: telemetry[u.address],
+                    ts: ts, synced: synced))
         }
     }
 
@@ -612,8 +660,10 @@ public final class GatewayRuntime: Service, Sendable {
                 case .determined: break
                 }
             }
-            recordState(readings.region(e.region, state: regionState, since: ts - (now - e.time).seconds, event: kind,
-                                        beacon: e.identity, ts: ts, synced: synced))
+            recordState(
+                readings.region(
+                    e.region, state: regionState, since: ts - (now - e.time).seconds, event: kind,
+                    beacon: e.identity, ts: ts, synced: synced))
         }
     }
 

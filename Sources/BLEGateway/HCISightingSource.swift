@@ -37,10 +37,12 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
     private let countersBox = Locked(SightingSourceCounters())
     private let current = Locked<Scanner?>(nil)
 
-    public init(spec: DeviceSpec, mode: AdapterMode, options: TransportOptions = TransportOptions(),
-                scan: GatewayConfiguration.Scan, clock: any BLEClock, logger: Logger,
-                lifecycle: AdapterLifecycle.Configuration? = AdapterLifecycle.Configuration(),
-                role: (any ControllerRole)? = nil) {
+    public init(
+        spec: DeviceSpec, mode: AdapterMode, options: TransportOptions = TransportOptions(),
+        scan: GatewayConfiguration.Scan, clock: any BLEClock, logger: Logger,
+        lifecycle: AdapterLifecycle.Configuration? = AdapterLifecycle.Configuration(),
+        role: (any ControllerRole)? = nil
+    ) {
         self.role = role
         self.spec = spec
         self.mode = mode
@@ -80,10 +82,14 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
         return c
     }
 
-    public func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
-                    sighting: @escaping @Sendable (Sighting) -> Void) async throws {
+    public func run(
+        adapter: @escaping @Sendable (AdapterReport) -> Void,
+        sighting: @escaping @Sendable (Sighting) -> Void
+    ) async throws {
         // Shared mode is always supervised: its adapter's power, blocks and removal are followed only there.
-        let supervised = mode == .shared && spec.isKernel ? lifecycle ?? AdapterLifecycle.Configuration()
+        let supervised =
+            mode == .shared && spec.isKernel
+            ? lifecycle ?? AdapterLifecycle.Configuration()
             : mode == .exclusive && !spec.isCapture ? lifecycle : nil
         if var lifecycle = supervised {
             // One adapter life for both modes: the lifecycle supervises the session, recovering in place; this
@@ -93,8 +99,9 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                 lifecycle.allowRfkillUnblock = false
                 lifecycle.allowUSBReset = false
             }
-            let s = AdapterSupervisor(spec: spec, mode: mode, options: options, parameters: scan.parameters,
-                                      clock: clock, logger: logger, configuration: lifecycle, role: role)
+            let s = AdapterSupervisor(
+                spec: spec, mode: mode, options: options, parameters: scan.parameters,
+                clock: clock, logger: logger, configuration: lifecycle, role: role)
             supervisor.withLock { $0 = s }
             await s.run(adapter: adapter, sighting: sighting)
             throw CancellationError()
@@ -118,8 +125,11 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
         let parameters = scan.parameters
         // A listener must be subscribed before the controller reads anything, or a capture replayed as fast as
         // possible would be half gone before anyone listened.
-        let earlyListener = observer ? Scanner(controller: controller, mode: .observer, parameters: parameters,
-                                               logger: logger) : nil
+        let earlyListener =
+            observer
+            ? Scanner(
+                controller: controller, mode: .observer, parameters: parameters,
+                logger: logger) : nil
         try await withThrowingTaskGroup(of: Void.self) { group in
             // The scanner subscribed to the controller when it was made, before `controller.run()` reads anything.
             if let earlyListener { group.addTask { try await earlyListener.run() } }
@@ -151,13 +161,16 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                         adapter(AdapterReport(state: .poweredOn, device: device, mode: modeName, scanning: "observer"))
                     } else {
                         let info = try await ControllerBringUp.run(controller, logger: logger)
-                        scanner = Scanner(controller: controller, mode: .control(info), parameters: parameters,
-                                          logger: logger)
+                        scanner = Scanner(
+                            controller: controller, mode: .control(info), parameters: parameters,
+                            logger: logger)
                         runningInfo = info
-                        adapter(AdapterReport(
-                            state: .poweredOn, device: device, mode: modeName, address: info.address.description,
-                            hciVersion: Int(info.version.hciVersion), manufacturer: Int(info.version.companyIdentifier),
-                            scanning: info.supportsExtendedAdvertising ? "extended" : "legacy"))
+                        adapter(
+                            AdapterReport(
+                                state: .poweredOn, device: device, mode: modeName, address: info.address.description,
+                                hciVersion: Int(info.version.hciVersion),
+                                manufacturer: Int(info.version.companyIdentifier),
+                                scanning: info.supportsExtendedAdvertising ? "extended" : "legacy"))
                     }
                 } catch let e as HCIError {
                     report(e.code == .transportClosed ? .poweredOff : .unknown, e.description)
@@ -230,7 +243,9 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
     static func damage(of transport: any HCITransport, path: String) -> String? {
         guard let s = (transport as? any TransportStatisticsProviding)?.statistics else { return nil }
         var parts: [String] = []
-        if s.droppedRecords > 0 { parts.append("it ends in the middle of a record (\(s.droppedRecords) cut short, not replayed)") }
+        if s.droppedRecords > 0 {
+            parts.append("it ends in the middle of a record (\(s.droppedRecords) cut short, not replayed)")
+        }
         if s.garbageBytes > 0 { parts.append("\(s.garbageBytes) bytes were no HCI packet and were skipped") }
         guard !parts.isEmpty else { return nil }
         return "capture \(path): " + parts.joined(separator: "; ")
@@ -251,8 +266,9 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
 extension GatewayConfiguration.Scan {
     /// As the controller takes them; microseconds, so 2.5 ms stays 2.5 ms (the controller's unit is 0.625 ms).
     var parameters: ScanParameters {
-        ScanParameters(active: active, interval: .microseconds(Int64((intervalMS * 1000).rounded())),
-                       window: .microseconds(Int64((windowMS * 1000).rounded())))
+        ScanParameters(
+            active: active, interval: .microseconds(Int64((intervalMS * 1000).rounded())),
+            window: .microseconds(Int64((windowMS * 1000).rounded())))
     }
 }
 

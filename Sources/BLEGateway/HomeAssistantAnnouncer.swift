@@ -126,7 +126,10 @@ struct HomeAssistantAnnouncer: Sendable {
             return out
         }
         let d = HomeAssistantDiscovery(settings: settings, topics: topics, version: version)
-        if !settings.sensors { sensors = []; sensorsLeftOut = [] }
+        if !settings.sensors {
+            sensors = []
+            sensorsLeftOut = []
+        }
         let devices = d.devices(for: c, found: found, sensors: sensors)
         let kept = Array(devices.prefix(settings.maxDevices))
         announcedDevices = kept.count
@@ -159,22 +162,26 @@ struct HomeAssistantAnnouncer: Sendable {
         // This gateway's sensor documents (their object ids carry its id) with `sensors` off: removed. With it on they
         // stay, since the sensors are announced again only once heard.
         if case .announcing(let prefix, let published) = state, configuration?.homeAssistant.sensors == false,
-           published[topic] == nil, !payload.isEmpty,
-           topic.hasPrefix("\(prefix)/device/blegateway_\(HomeAssistantDiscovery.objectID(topics.gatewayID))_sensor_") {
+            published[topic] == nil, !payload.isEmpty,
+            topic.hasPrefix("\(prefix)/device/blegateway_\(HomeAssistantDiscovery.objectID(topics.gatewayID))_sensor_")
+        {
             return [Message(topic: topic, payload: [])]
         }
-        let byAddressOnly = configuration?.peripherals.allSatisfy {
-            if case .address = $0.match { true } else { false }
-        } ?? true
+        let byAddressOnly =
+            configuration?.peripherals.allSatisfy {
+                if case .address = $0.match { true } else { false }
+            } ?? true
         guard byAddressOnly, case .announcing(let prefix, let published) = state, published[topic] == nil,
-              !payload.isEmpty,
-              topic.hasPrefix("\(prefix)/device/"), topic.hasSuffix("/config"),
-              case .object(let fields)? = try? RemoteJSONParser.parse(payload),
-              case .object(let dev)? = fields.first(where: { $0.0 == "dev" })?.1 else { return [] }
+            !payload.isEmpty,
+            topic.hasPrefix("\(prefix)/device/"), topic.hasSuffix("/config"),
+            case .object(let fields)? = try? RemoteJSONParser.parse(payload),
+            case .object(let dev)? = fields.first(where: { $0.0 == "dev" })?.1
+        else { return [] }
         let gateway = "blegateway_\(HomeAssistantDiscovery.objectID(topics.gatewayID))"
-        let identifiers: [RemoteJSON] = dev.first(where: { $0.0 == "identifiers" }).flatMap {
-            if case .array(let a) = $0.1 { return a } else { return nil }
-        } ?? []
+        let identifiers: [RemoteJSON] =
+            dev.first(where: { $0.0 == "identifiers" }).flatMap {
+                if case .array(let a) = $0.1 { return a } else { return nil }
+            } ?? []
         let via = dev.first(where: { $0.0 == "via_device" })?.1
         guard identifiers.contains(.string(gateway)) || via == .string(gateway) else { return [] }
         return [Message(topic: topic, payload: [])]

@@ -60,10 +60,12 @@ extension HomeAssistantDiscovery {
         "precipitation_mm": .init(name: "Precipitation", deviceClass: "precipitation", unit: "mm"),
         "conductivity_uscm": .init(name: "Conductivity", deviceClass: "conductivity", unit: "µS/cm"),
         "sound_level_dba": .init(name: "Sound level", deviceClass: "sound_pressure", unit: "dBA"),
-        "signal_strength_dbm": .init(name: "Signal strength", deviceClass: "signal_strength", unit: "dBm",
-                                     diagnostic: true),
-        "tx_power_dbm": .init(name: "TX power", deviceClass: "signal_strength", unit: "dBm", diagnostic: true,
-                              enabledByDefault: false),
+        "signal_strength_dbm": .init(
+            name: "Signal strength", deviceClass: "signal_strength", unit: "dBm",
+            diagnostic: true),
+        "tx_power_dbm": .init(
+            name: "TX power", deviceClass: "signal_strength", unit: "dBm", diagnostic: true,
+            enabledByDefault: false),
         "uv_index": .init(name: "UV index"),
         "voc_index": .init(name: "VOC index"),
         "nox_index": .init(name: "NOx index"),
@@ -142,36 +144,41 @@ extension HomeAssistantDiscovery {
             // A frame carries the quantities it carries (a BTHome button sends its event alone): a key absent from
             // one reading keeps the entity's state rather than clearing it.
             let value = "value_json['values']['\(key)']"
-            let keep = k.platform == "binary_sensor"
+            let keep =
+                k.platform == "binary_sensor"
                 ? "this.state | upper if this.state in ['on', 'off'] else 'None'"
                 : "this.state if this.state not in ['unknown', 'unavailable'] else 'None'"
-            cmps.append(entity("s_\(key)", k.platform, uniqueID, "\(k.name) (\(topics.gatewayID))") {
-                if let c = k.deviceClass { $0.string("device_class", c) }
-                if let c = k.stateClass { $0.string("state_class", c) }
-                if let u = k.unit { $0.string("unit_of_measurement", u) }
-                if k.diagnostic { $0.string("entity_category", "diagnostic") }
-                if !k.enabledByDefault { $0.bool("enabled_by_default", false) }
-                $0.string("state_topic", topic)
-                if k.platform == "binary_sensor" {
-                    $0.string("value_template",
-                              "{% if '\(key)' in value_json['values'] %}{{ 'ON' if \(value) else 'OFF' }}"
+            cmps.append(
+                entity("s_\(key)", k.platform, uniqueID, "\(k.name) (\(topics.gatewayID))") {
+                    if let c = k.deviceClass { $0.string("device_class", c) }
+                    if let c = k.stateClass { $0.string("state_class", c) }
+                    if let u = k.unit { $0.string("unit_of_measurement", u) }
+                    if k.diagnostic { $0.string("entity_category", "diagnostic") }
+                    if !k.enabledByDefault { $0.bool("enabled_by_default", false) }
+                    $0.string("state_topic", topic)
+                    if k.platform == "binary_sensor" {
+                        $0.string(
+                            "value_template",
+                            "{% if '\(key)' in value_json['values'] %}{{ 'ON' if \(value) else 'OFF' }}"
                                 + "{% else %}{{ \(keep) }}{% endif %}")
-                } else {
-                    $0.string("value_template",
-                              "{% if '\(key)' in value_json['values'] %}{{ \(value) }}{% else %}{{ \(keep) }}{% endif %}")
-                }
-            })
+                    } else {
+                        $0.string(
+                            "value_template",
+                            "{% if '\(key)' in value_json['values'] %}{{ \(value) }}{% else %}{{ \(keep) }}{% endif %}")
+                    }
+                })
         }
         // The RSSI this gateway receives it at, for placing the sensor (diagnostic).
-        cmps.append(entity("s_rssi", "sensor", "\(gatewayDeviceID)_sensor_\(hex)_rssi", "RSSI (\(topics.gatewayID))") {
-            $0.string("device_class", "signal_strength")
-            $0.string("state_class", "measurement")
-            $0.string("unit_of_measurement", "dBm")
-            $0.string("entity_category", "diagnostic")
-            $0.bool("enabled_by_default", false)
-            $0.string("state_topic", topic)
-            $0.string("value_template", "{{ value_json.rssi }}")
-        })
+        cmps.append(
+            entity("s_rssi", "sensor", "\(gatewayDeviceID)_sensor_\(hex)_rssi", "RSSI (\(topics.gatewayID))") {
+                $0.string("device_class", "signal_strength")
+                $0.string("state_class", "measurement")
+                $0.string("unit_of_measurement", "dBm")
+                $0.string("entity_category", "diagnostic")
+                $0.bool("enabled_by_default", false)
+                $0.string("state_topic", topic)
+                $0.string("value_template", "{{ value_json.rssi }}")
+            })
         // Per gateway: each gateway's document for the same sensor lives under its own object id.
         return Device(objectID: "\(gatewayDeviceID)_sensor_\(hex)", device: dev.finished, components: cmps)
     }

@@ -96,71 +96,83 @@ struct HomeAssistantDiscovery: Sendable {
         dev.string("sw_version", version)
         let id = gatewayDeviceID
         var cmps: [Component] = []
-        cmps.append(entity("connectivity", "binary_sensor", "\(id)_connectivity", "Connectivity", available: false) {
-            $0.string("device_class", "connectivity")
-            $0.string("entity_category", "diagnostic")
-            $0.string("state_topic", topics.status)
-            $0.string("value_template", "{{ value_json.state }}")
-            $0.string("payload_on", "online")
-            $0.string("payload_off", "offline")
-        })
+        cmps.append(
+            entity("connectivity", "binary_sensor", "\(id)_connectivity", "Connectivity", available: false) {
+                $0.string("device_class", "connectivity")
+                $0.string("entity_category", "diagnostic")
+                $0.string("state_topic", topics.status)
+                $0.string("value_template", "{{ value_json.state }}")
+                $0.string("payload_on", "online")
+                $0.string("payload_off", "offline")
+            })
         // A plain text sensor, not an enum: adapter states are an open set (AdapterReport.State), and Home Assistant
         // refuses an enum value outside its options.
-        cmps.append(entity("adapter", "sensor", "\(id)_adapter", "Adapter") {
-            $0.string("entity_category", "diagnostic")
-            $0.string("state_topic", topics.adapter)
-            $0.string("value_template", "{{ value_json.state }}")
-            $0.string("json_attributes_topic", topics.adapter)
-            $0.string("json_attributes_template",
-                      "{{ {'reason': value_json.get('reason'), 'device': value_json.get('device'), "
+        cmps.append(
+            entity("adapter", "sensor", "\(id)_adapter", "Adapter") {
+                $0.string("entity_category", "diagnostic")
+                $0.string("state_topic", topics.adapter)
+                $0.string("value_template", "{{ value_json.state }}")
+                $0.string("json_attributes_topic", topics.adapter)
+                $0.string(
+                    "json_attributes_template",
+                    "{{ {'reason': value_json.get('reason'), 'device': value_json.get('device'), "
                         + "'scanning': value_json.get('scanning')} | tojson }}")
-        })
+            })
         let health: [(String, String, String, String?, String?, String?)] = [
             // key, name, value, unit, device class, state class
             ("spool_depth", "Spool depth", "value_json.spool.depth", "readings", nil, "measurement"),
             ("messages_per_s", "Messages per second", "value_json.publish.rate_per_s", "msg/s", nil, "measurement"),
-            ("dropped_samples", "Dropped samples", "value_json.spool.dropped_samples", "samples", nil,
-             "total_increasing"),
+            (
+                "dropped_samples", "Dropped samples", "value_json.spool.dropped_samples", "samples", nil,
+                "total_increasing"
+            ),
             ("uptime", "Uptime", "value_json.uptime_s", "s", "duration", "measurement"),
         ]
         for (key, name, value, unit, deviceClass, stateClass) in health {
-            cmps.append(entity(key, "sensor", "\(id)_\(key)", name) {
-                if let deviceClass { $0.string("device_class", deviceClass) }
-                if let stateClass { $0.string("state_class", stateClass) }
-                if let unit { $0.string("unit_of_measurement", unit) }
-                $0.string("entity_category", "diagnostic")
-                $0.string("state_topic", topics.health)
-                $0.string("value_template", "{{ \(value) }}")
-            })
+            cmps.append(
+                entity(key, "sensor", "\(id)_\(key)", name) {
+                    if let deviceClass { $0.string("device_class", deviceClass) }
+                    if let stateClass { $0.string("state_class", stateClass) }
+                    if let unit { $0.string("unit_of_measurement", unit) }
+                    $0.string("entity_category", "diagnostic")
+                    $0.string("state_topic", topics.health)
+                    $0.string("value_template", "{{ \(value) }}")
+                })
         }
-        cmps.append(entity("version", "sensor", "\(id)_version", "Version") {
-            $0.string("entity_category", "diagnostic")
-            $0.string("state_topic", topics.status)
-            $0.string("value_template", "{{ value_json.version }}")
-        })
-        if remoteConfig {
-            cmps.append(entity("config", "sensor", "\(id)_config", "Configuration") {
-                $0.string("device_class", "enum")
-                $0.strings("options", ["applied", "rejected"])
+        cmps.append(
+            entity("version", "sensor", "\(id)_version", "Version") {
                 $0.string("entity_category", "diagnostic")
-                $0.string("state_topic", topics.configState)
-                $0.string("value_template", "{{ value_json.status }}")
-                $0.string("json_attributes_topic", topics.configState)
-                $0.string("json_attributes_template",
-                          "{{ {'hash': value_json.get('hash'), 'errors': value_json.get('errors')} | tojson }}")
+                $0.string("state_topic", topics.status)
+                $0.string("value_template", "{{ value_json.version }}")
             })
+        if remoteConfig {
+            cmps.append(
+                entity("config", "sensor", "\(id)_config", "Configuration") {
+                    $0.string("device_class", "enum")
+                    $0.strings("options", ["applied", "rejected"])
+                    $0.string("entity_category", "diagnostic")
+                    $0.string("state_topic", topics.configState)
+                    $0.string("value_template", "{{ value_json.status }}")
+                    $0.string("json_attributes_topic", topics.configState)
+                    $0.string(
+                        "json_attributes_template",
+                        "{{ {'hash': value_json.get('hash'), 'errors': value_json.get('errors')} | tojson }}")
+                })
         }
         for r in regions {
             let key = "region_\(Self.objectID(r.id))"
-            cmps.append(entity(key, "binary_sensor", "\(id)_\(key)", Self.displayName(r.id) ?? "Region") {
-                $0.string("device_class", "presence")
-                $0.string("state_topic", topics.region(r.id))
-                // unknown (at start, after an adapter recovery) and removed are neither: Home Assistant's "None".
-                $0.string("value_template", "{{ {'inside': 'ON', 'outside': 'OFF'}.get(value_json.state, 'None') }}")
-                $0.string("json_attributes_topic", topics.region(r.id))
-                $0.string("json_attributes_template",
-                          "{{ {'event': value_json.get('event'), 'beacons': value_json.get('beacons')} | tojson }}")
-            })
+            cmps.append(
+                entity(key, "binary_sensor", "\(id)_\(key)", Self.displayName(r.id) ?? "Region") {
+                    $0.string("device_class", "presence")
+                    $0.string("state_topic", topics.region(r.id))
+                    // unknown (at start, after an adapter recovery) and removed are neither: Home Assistant's "None".
+                    $0.string(
+                        "value_template", "{{ {'inside': 'ON', 'outside': 'OFF'}.get(value_json.state, 'None') }}")
+                    $0.string("json_attributes_topic", topics.region(r.id))
+                    $0.string(
+                        "json_attributes_template",
+                        "{{ {'event': value_json.get('event'), 'beacons': value_json.get('beacons')} | tojson }}")
+                })
         }
         return Device(objectID: id, device: dev.finished, components: cmps)
     }
@@ -191,23 +203,26 @@ struct HomeAssistantDiscovery: Sendable {
         dev.string("name", name)
         dev.string("via_device", gatewayDeviceID)
         var cmps: [Component] = []
-        cmps.append(entity("link", "sensor", "\(id)_link", "Link") {
-            $0.string("device_class", "enum")
-            $0.strings("options", ["disconnected", "connecting", "connected", "disconnecting"])
-            $0.string("state_topic", topics.peripheralState(hex))
-            $0.string("value_template", "{{ value_json.state }}")
-            $0.string("json_attributes_topic", topics.peripheralState(hex))
-            $0.string("json_attributes_template",
-                      "{{ {'reason': value_json.get('reason'), 'attempts': value_json.get('attempts')} | tojson }}")
-        })
-        cmps.append(entity("rssi", "sensor", "\(id)_rssi", "RSSI") {
-            $0.string("device_class", "signal_strength")
-            $0.string("state_class", "measurement")
-            $0.string("unit_of_measurement", "dBm")
-            $0.string("entity_category", "diagnostic")
-            $0.string("state_topic", topics.peripheralRSSI(hex))
-            $0.string("value_template", "{{ value_json.rssi }}")
-        })
+        cmps.append(
+            entity("link", "sensor", "\(id)_link", "Link") {
+                $0.string("device_class", "enum")
+                $0.strings("options", ["disconnected", "connecting", "connected", "disconnecting"])
+                $0.string("state_topic", topics.peripheralState(hex))
+                $0.string("value_template", "{{ value_json.state }}")
+                $0.string("json_attributes_topic", topics.peripheralState(hex))
+                $0.string(
+                    "json_attributes_template",
+                    "{{ {'reason': value_json.get('reason'), 'attempts': value_json.get('attempts')} | tojson }}")
+            })
+        cmps.append(
+            entity("rssi", "sensor", "\(id)_rssi", "RSSI") {
+                $0.string("device_class", "signal_strength")
+                $0.string("state_class", "measurement")
+                $0.string("unit_of_measurement", "dBm")
+                $0.string("entity_category", "diagnostic")
+                $0.string("state_topic", topics.peripheralRSSI(hex))
+                $0.string("value_template", "{{ value_json.rssi }}")
+            })
         // One sensor per characteristic the gateway receives (subscribed or read), each once.
         var seen: Set<BluetoothUUID> = []
         for ref in intent.subscribe.map(\.characteristic) + intent.read.map(\.characteristic)
@@ -232,14 +247,18 @@ struct HomeAssistantDiscovery: Sendable {
     }
 
     static let characteristicKinds: [UInt16: CharacteristicKind] = [
-        0x2A19: .init(name: "Battery", key: "battery_pct", deviceClass: "battery", unit: "%", stateClass: "measurement",
-                      diagnostic: true),
-        0x2A6E: .init(name: "Temperature", key: "temperature_c", deviceClass: "temperature", unit: "°C",
-                      stateClass: "measurement"),
-        0x2A6F: .init(name: "Humidity", key: "humidity_pct", deviceClass: "humidity", unit: "%",
-                      stateClass: "measurement"),
-        0x2A1C: .init(name: "Thermometer", key: "temperature_c", deviceClass: "temperature", unit: "°C",
-                      stateClass: "measurement"),
+        0x2A19: .init(
+            name: "Battery", key: "battery_pct", deviceClass: "battery", unit: "%", stateClass: "measurement",
+            diagnostic: true),
+        0x2A6E: .init(
+            name: "Temperature", key: "temperature_c", deviceClass: "temperature", unit: "°C",
+            stateClass: "measurement"),
+        0x2A6F: .init(
+            name: "Humidity", key: "humidity_pct", deviceClass: "humidity", unit: "%",
+            stateClass: "measurement"),
+        0x2A1C: .init(
+            name: "Thermometer", key: "temperature_c", deviceClass: "temperature", unit: "°C",
+            stateClass: "measurement"),
         0x2A37: .init(name: "Heart rate", key: "heart_rate_bpm", unit: "bpm", stateClass: "measurement"),
         0x2A00: .init(name: "Device name", key: "device_name", diagnostic: true),
         0x2A24: .init(name: "Model number", key: "model_number", diagnostic: true),
@@ -286,8 +305,9 @@ struct HomeAssistantDiscovery: Sendable {
             return c
         }
         if ref.characteristic == Self.alertLevel {
-            var c = GatewayConfiguration.HomeAssistant.Control(characteristic: ref.characteristic, service: ref.service,
-                                                               kind: .number)
+            var c = GatewayConfiguration.HomeAssistant.Control(
+                characteristic: ref.characteristic, service: ref.service,
+                kind: .number)
             c.min = 0
             c.max = 2
             return c
@@ -309,7 +329,8 @@ struct HomeAssistantDiscovery: Sendable {
             o.string("id", "homeassistant-\(key)")
             return String(decoding: o.finished, as: UTF8.self)
         }
-        let name = Self.characteristicKinds[ref.characteristic.uuid16 ?? 0]?.name
+        let name =
+            Self.characteristicKinds[ref.characteristic.uuid16 ?? 0]?.name
             ?? (ref.characteristic == Self.alertLevel ? "Alert level" : "Write \(short)")
         switch c.kind {
         case .button:
@@ -326,8 +347,10 @@ struct HomeAssistantDiscovery: Sendable {
             }
         case .number:
             // One unsigned byte, or two little-endian above 255 (the SIG's uint16).
-            let hex = c.max > 255 ? "{{ '%02x%02x' % ((value | int) % 256, (value | int) // 256) }}"
-                                  : "{{ '%02x' % (value | int) }}"
+            let hex =
+                c.max > 255
+                ? "{{ '%02x%02x' % ((value | int) % 256, (value | int) // 256) }}"
+                : "{{ '%02x' % (value | int) }}"
             return entity(key, "number", "\(deviceID)_\(key)", name) {
                 $0.string("command_topic", topic)
                 $0.string("command_template", command(hex))
@@ -343,8 +366,10 @@ struct HomeAssistantDiscovery: Sendable {
     // MARK: - Pieces
 
     /// One entity's options: platform, unique_id, name, availability (unless `available` is false), then `fields`.
-    func entity(_ key: String, _ platform: String, _ uniqueID: String, _ name: String, available: Bool = true,
-                _ fields: (inout JSONObjectWriter) -> Void) -> Component {
+    func entity(
+        _ key: String, _ platform: String, _ uniqueID: String, _ name: String, available: Bool = true,
+        _ fields: (inout JSONObjectWriter) -> Void
+    ) -> Component {
         var o = JSONObjectWriter()
         o.string("p", platform)
         o.string("unique_id", uniqueID)
@@ -369,9 +394,10 @@ struct HomeAssistantDiscovery: Sendable {
 
     /// An object id (discovery topic level, `cmps` key): `[a-z0-9_-]`, anything else as `_`.
     static func objectID(_ s: String) -> String {
-        String(decoding: s.lowercased().utf8.map { b in
-            b.isASCIIAlphanumeric || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") ? b : UInt8(ascii: "_")
-        }, as: UTF8.self)
+        String(
+            decoding: s.lowercased().utf8.map { b in
+                b.isASCIIAlphanumeric || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") ? b : UInt8(ascii: "_")
+            }, as: UTF8.self)
     }
 
     /// A name fit to show: control characters dropped, white space collapsed, at most `maxNameLength` characters;
@@ -386,7 +412,8 @@ struct HomeAssistantDiscovery: Sendable {
                 continue
             }
             if scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format
-                || scalar == "\u{FFFD}" {
+                || scalar == "\u{FFFD}"
+            {
                 continue
             }
             if space {

@@ -22,8 +22,10 @@ final class OwnershipCoordinator: @unchecked Sendable {
     /// Foreign claims already logged, by address (logged once each).
     private let logged = Locked<Set<BDAddress>>([])
 
-    init(gateway: String, addresses: [BDAddress], lease: Double, margin: Double, client: MQTTClient, topics: Topics,
-         peripherals: PeripheralService, clock: any BLEClock, logger: Logger) {
+    init(
+        gateway: String, addresses: [BDAddress], lease: Double, margin: Double, client: MQTTClient, topics: Topics,
+        peripherals: PeripheralService, clock: any BLEClock, logger: Logger
+    ) {
         var s = PeripheralOwnership.Settings()
         s.leaseS = lease
         s.renewS = max(lease / 3, 1)
@@ -34,11 +36,12 @@ final class OwnershipCoordinator: @unchecked Sendable {
         self.peripherals = peripherals
         self.clock = clock
         self.logger = logger
-        peripherals.coordinate(.init(
-            heard: { [machine, clock] address, rssi in
-                machine.withLock { $0.heard(address, rssi: rssi, now: clock.now().seconds) }
-            },
-            adapter: { [weak self] up in self?.adapter(up: up) }))
+        peripherals.coordinate(
+            .init(
+                heard: { [machine, clock] address, rssi in
+                    machine.withLock { $0.heard(address, rssi: rssi, now: clock.now().seconds) }
+                },
+                adapter: { [weak self] up in self?.adapter(up: up) }))
     }
 
     /// Subscribes (before the client runs, so retained claims and statuses come with the first connection) and
@@ -94,7 +97,8 @@ final class OwnershipCoordinator: @unchecked Sendable {
         if m.payload.isEmpty {
             online = false
         } else if case .object(let pairs)? = try? RemoteJSONParser.parse(m.payload),
-                  case .string(let state)? = Dictionary(pairs, uniquingKeysWith: { a, _ in a })["state"] {
+            case .string(let state)? = Dictionary(pairs, uniquingKeysWith: { a, _ in a })["state"]
+        {
             online = state == "online"
         } else {
             return
@@ -114,7 +118,8 @@ final class OwnershipCoordinator: @unchecked Sendable {
             }
             let fields = Dictionary(pairs, uniquingKeysWith: { a, _ in a })
             guard case .string(let gateway)? = fields["gateway"], case .number(let lease, _)? = fields["lease_s"],
-                  lease > 0 else {
+                lease > 0
+            else {
                 note(address, "a claim without gateway and lease_s on \(m.topic): ignored")
                 return
             }
@@ -124,7 +129,10 @@ final class OwnershipCoordinator: @unchecked Sendable {
         }
         let taken = machine.withLock { $0.claimed(address, claim, now: now) }
         if !taken, let c = claim {
-            note(address, "claim on \(m.topic) by \"\(c.gateway)\", not (yet) an online gateway under this prefix: ignored unless its status says online")
+            note(
+                address,
+                "claim on \(m.topic) by \"\(c.gateway)\", not (yet) an online gateway under this prefix: ignored unless its status says online"
+            )
         }
     }
 
@@ -156,8 +164,10 @@ final class OwnershipCoordinator: @unchecked Sendable {
 
     private func send(_ address: BDAddress, _ payload: [UInt8]) async {
         do {
-            _ = try await client.publish(MQTTMessage(topic: topics.peripheralOwner(address.topicComponent), payload: payload,
-                                                     qos: .atLeastOnce, retain: true))
+            _ = try await client.publish(
+                MQTTMessage(
+                    topic: topics.peripheralOwner(address.topicComponent), payload: payload,
+                    qos: .atLeastOnce, retain: true))
         } catch {
             // Not connected: the claim is not made, and the state machine tries again (its echo never came back).
             logger.debug("peripherals: claim on \(address) not sent: \(error)")

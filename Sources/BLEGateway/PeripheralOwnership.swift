@@ -157,7 +157,6 @@ public struct PeripheralOwnership: Sendable {
         if readyAt == nil { readyAt = now + settings.startupS }
     }
 
-
     /// The broker connection is gone: the broker has sent this gateway's last will, so the others see its claims
     /// void and take the devices over. It lets go of them at once rather than hold a link another is making too.
     public mutating func brokerLost(now: Double) -> [Action] {

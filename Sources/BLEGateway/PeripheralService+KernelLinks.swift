@@ -32,8 +32,10 @@ final class KernelLinkMaker: PeripheralLinkMaker, @unchecked Sendable {
         var ended = false
     }
 
-    init(adapter: String, clock: any BLEClock, logger: Logger, connectTimeout: Duration, ids: LinkIDs,
-         post: @escaping @Sendable (ConnectionManager.Event) -> Void) {
+    init(
+        adapter: String, clock: any BLEClock, logger: Logger, connectTimeout: Duration, ids: LinkIDs,
+        post: @escaping @Sendable (ConnectionManager.Event) -> Void
+    ) {
         self.adapter = adapter
         self.clock = clock
         self.logger = logger
@@ -80,8 +82,9 @@ final class KernelLinkMaker: PeripheralLinkMaker, @unchecked Sendable {
 
     private func attempt(_ target: L2CAPAddress, peer: BDAddress) async {
         do {
-            let socket = try await L2CAPSocket.connect(to: target, adapter: adapter, channel: L2CAPSocket.attChannel,
-                                                       security: .low, timeout: connectTimeout, clock: clock)
+            let socket = try await L2CAPSocket.connect(
+                to: target, adapter: adapter, channel: L2CAPSocket.attChannel,
+                security: .low, timeout: connectTimeout, clock: clock)
             let id = ids.next()
             let bearer = RelayBearer(socket: socket)
             let kept = state.withLock { s -> Bool in

@@ -39,8 +39,10 @@ final class HCILinkMaker: PeripheralLinkMaker, @unchecked Sendable {
     let post: @Sendable (ConnectionManager.Event) -> Void
     private let events: StageQueue<HCIControllerEvent>
 
-    init(controller: HCIController, info: ControllerInfo, logger: Logger,
-         post: @escaping @Sendable (ConnectionManager.Event) -> Void) {
+    init(
+        controller: HCIController, info: ControllerInfo, logger: Logger,
+        post: @escaping @Sendable (ConnectionManager.Event) -> Void
+    ) {
         self.controller = controller
         self.links = LELinks(controller: controller, buffers: info.leACLBuffers, logger: logger)
         self.extended = info.supportsExtendedAdvertising
@@ -79,11 +81,13 @@ final class HCILinkMaker: PeripheralLinkMaker, @unchecked Sendable {
         let status: HCIStatus
         do {
             if extended {
-                try await controller.execute(LEExtendedCreateConnectionCommand(
-                    peerAddressType: peer.addressType, peerAddress: peer.address, connection: parameters))
+                try await controller.execute(
+                    LEExtendedCreateConnectionCommand(
+                        peerAddressType: peer.addressType, peerAddress: peer.address, connection: parameters))
             } else {
-                try await controller.execute(LECreateConnectionCommand(
-                    peerAddressType: peer.addressType, peerAddress: peer.address, connection: parameters))
+                try await controller.execute(
+                    LECreateConnectionCommand(
+                        peerAddressType: peer.addressType, peerAddress: peer.address, connection: parameters))
             }
             status = .success
         } catch let e as HCIError {

@@ -22,11 +22,13 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         public var gatt: @Sendable (BDAddress, Int, GATTDatabase) -> Void
         /// Another gateway owns the peripheral (docs/PERIPHERALS.md, "One owner per peripheral"): name, owner.
         public var standby: @Sendable (BDAddress, String?, String) -> Void
-        public init(state: @escaping @Sendable (BDAddress, String?, ConnectionManager.Status) -> Void,
-                    rssi: @escaping @Sendable (BDAddress, Int8) -> Void,
-                    value: @escaping @Sendable (BDAddress, BluetoothUUID?, BluetoothUUID, [UInt8], String) -> Void,
-                    gatt: @escaping @Sendable (BDAddress, Int, GATTDatabase) -> Void,
-                    standby: @escaping @Sendable (BDAddress, String?, String) -> Void = { _, _, _ in }) {
+        public init(
+            state: @escaping @Sendable (BDAddress, String?, ConnectionManager.Status) -> Void,
+            rssi: @escaping @Sendable (BDAddress, Int8) -> Void,
+            value: @escaping @Sendable (BDAddress, BluetoothUUID?, BluetoothUUID, [UInt8], String) -> Void,
+            gatt: @escaping @Sendable (BDAddress, Int, GATTDatabase) -> Void,
+            standby: @escaping @Sendable (BDAddress, String?, String) -> Void = { _, _, _ in }
+        ) {
             self.state = state
             self.rssi = rssi
             self.value = value
@@ -41,7 +43,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         public var heard: @Sendable (BDAddress, Double) -> Void
         /// The adapter that makes links came up (true) or went away.
         public var adapter: @Sendable (Bool) -> Void
-        public init(heard: @escaping @Sendable (BDAddress, Double) -> Void, adapter: @escaping @Sendable (Bool) -> Void) {
+        public init(heard: @escaping @Sendable (BDAddress, Double) -> Void, adapter: @escaping @Sendable (Bool) -> Void)
+        {
             self.heard = heard
             self.adapter = adapter
         }
@@ -118,8 +121,10 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// connected only when owned.
     private let ownership = Locked<Owned?>(nil)
 
-    public init(intents: [PeripheralIntent], connections: GatewayConfiguration.Connections, clock: any BLEClock,
-                logger: Logger, output: Output) {
+    public init(
+        intents: [PeripheralIntent], connections: GatewayConfiguration.Connections, clock: any BLEClock,
+        logger: Logger, output: Output
+    ) {
         self.clock = clock
         self.logger = logger
         self.connectionsBox = Locked(connections)
@@ -136,7 +141,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             if case .address(let a) = intent.match {
                 if coordinated {
                     // Not wanted until owned; still reported disconnected now.
-                    output.state(a, intent.name, .init(state: .disconnected, reason: nil, attempts: 0, since: clock.now()))
+                    output.state(
+                        a, intent.name, .init(state: .disconnected, reason: nil, attempts: 0, since: clock.now()))
                 } else {
                     post(.want(.init(address: a, addressType: intent.addressType ?? .public)))
                 }
@@ -211,7 +217,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         if !known {
             let list = intents.withLock { $0 }
             guard let i = list.firstIndex(where: { $0.matches(s) }) else { return }
-            if case .address = list[i].match {} else {
+            if case .address = list[i].match {
+            } else {
                 guard admitMatch(s.address, intent: i) else { return }
             }
             post(.want(peer))
@@ -225,7 +232,11 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     private func admitMatch(_ address: BDAddress, intent: Int) -> Bool {
         let bound = connections.maxMatched
         let statuses = manager.withLock { $0.statuses }
-        enum Admission { case admitted, evicting(BDAddress), refused }
+        enum Admission {
+            case admitted
+            case evicting(BDAddress)
+            case refused
+        }
         let admission = matched.withLock { m -> Admission in
             guard m.count >= bound else {
                 m[address] = intent
@@ -235,9 +246,11 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                 guard let st = statuses[a] else { return true }
                 return st.state == .disconnected
             }
-            guard let oldest = idle.min(by: {
-                (statuses[$0]?.since ?? .zero, $0.rawValue) < (statuses[$1]?.since ?? .zero, $1.rawValue)
-            }) else { return .refused }
+            guard
+                let oldest = idle.min(by: {
+                    (statuses[$0]?.since ?? .zero, $0.rawValue) < (statuses[$1]?.since ?? .zero, $1.rawValue)
+                })
+            else { return .refused }
             m[oldest] = nil
             m[address] = intent
             return .evicting(oldest)
@@ -253,7 +266,9 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     }
 
     /// Replaces the intents (a remote configuration applied): new ones are wanted, removed ones let go.
-    public func update(intents newIntents: [PeripheralIntent], connections newConnections: GatewayConfiguration.Connections) {
+    public func update(
+        intents newIntents: [PeripheralIntent], connections newConnections: GatewayConfiguration.Connections
+    ) {
         if newConnections != connections {
             connectionsBox.withLock { $0 = newConnections }
             manager.withLock { m in m.configuration = Self.managerConfiguration(newConnections) }
@@ -263,14 +278,16 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             return list
         }
         guard old != newIntents else { return }
-        let addresses = Set(newIntents.compactMap { i -> BDAddress? in
-            if case .address(let a) = i.match { return a } else { return nil }
-        })
+        let addresses = Set(
+            newIntents.compactMap { i -> BDAddress? in
+                if case .address(let a) = i.match { return a } else { return nil }
+            })
         let statuses = manager.withLock { $0.statuses }
         let oldMatched = matched.withLock { $0 }
         var newMatched: [BDAddress: Int] = [:]
         for (address, status) in statuses {
-            let before: PeripheralIntent? = old.first { $0.match == .address(address) }
+            let before: PeripheralIntent? =
+                old.first { $0.match == .address(address) }
                 ?? oldMatched[address].flatMap { $0 < old.count ? old[$0] : nil }
             let after: PeripheralIntent?
             if addresses.contains(address) {
@@ -296,7 +313,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         }
     }
 
-    static func managerConfiguration(_ connections: GatewayConfiguration.Connections) -> ConnectionManager.Configuration {
+    static func managerConfiguration(_ connections: GatewayConfiguration.Connections) -> ConnectionManager.Configuration
+    {
         var c = ConnectionManager.Configuration()
         c.maxConnections = connections.max
         c.connectTimeout = .seconds(connections.connectTimeoutSeconds)
@@ -334,10 +352,13 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// Waits until no link is up or ending (nor being made, with `orAttempts`), or `limit` passed.
     private func linksEnded(within limit: Duration, orAttempts: Bool = false) async {
         let deadline = clock.now() + limit
-        let busy: Set<ConnectionManager.LinkState> = orAttempts ? [.connected, .disconnecting, .connecting]
+        let busy: Set<ConnectionManager.LinkState> =
+            orAttempts
+            ? [.connected, .disconnecting, .connecting]
             : [.connected, .disconnecting]
         while clock.now() < deadline, !Task.isCancelled,
-              manager.withLock({ m in m.statuses.values.contains { busy.contains($0.state) } }) {
+            manager.withLock({ m in m.statuses.values.contains { busy.contains($0.state) } })
+        {
             await managerChanged.wait(upTo: deadline - clock.now(), clock: clock)
         }
     }
@@ -378,8 +399,11 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     public func serve(kernelAdapter adapter: String) async {
         // The manager cancels an attempt after its connect timeout; the socket's own deadline is only a backstop.
         let timeout = Duration.seconds(connections.connectTimeoutSeconds) + .seconds(5)
-        await serve(KernelLinkMaker(adapter: adapter, clock: clock, logger: logger, connectTimeout: timeout,
-                                    ids: kernelLinkIDs) { [self] in post($0) })
+        await serve(
+            KernelLinkMaker(
+                adapter: adapter, clock: clock, logger: logger, connectTimeout: timeout,
+                ids: kernelLinkIDs
+            ) { [self] in post($0) })
     }
 
     func serve(_ maker: any PeripheralLinkMaker) async {
@@ -436,8 +460,9 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             await s.maker.disconnect(handle, reason: reason)
         case .linkUp(let handle, let peer):
             guard let intent = intent(for: peer.address), let bearer = s.maker.bearer(for: handle) else { return }
-            let client = GATTClient(bearer: bearer, clock: clock, requestTimeout: .seconds(connections.attTimeoutSeconds),
-                                    logger: logger)
+            let client = GATTClient(
+                bearer: bearer, clock: clock, requestTimeout: .seconds(connections.attTimeoutSeconds),
+                logger: logger)
             let link = Link(handle: handle, peer: peer, intent: intent, client: client)
             s.gatt.withLock { $0[handle] = link }
             link.task = Task { await self.run(link, maker: s.maker) }
@@ -576,14 +601,17 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     }
 
     /// Writes a characteristic value of a connected peripheral, if its intent allows it.
-    public func write(_ address: BDAddress, service: BluetoothUUID?, characteristic: BluetoothUUID, value: [UInt8],
-                      withResponse: Bool) async throws(WriteFailure) {
+    public func write(
+        _ address: BDAddress, service: BluetoothUUID?, characteristic: BluetoothUUID, value: [UInt8],
+        withResponse: Bool
+    ) async throws(WriteFailure) {
         guard let intent = intent(for: address) else {
             throw WriteFailure(description: "\(address) is not a configured peripheral")
         }
         guard intent.allowsWrite(service: service, characteristic: characteristic) else {
             stats.withLock { $0.refusedWrites += 1 }
-            throw WriteFailure(description: "writes to \(characteristic.shortDescription) are not allowed by configuration")
+            throw WriteFailure(
+                description: "writes to \(characteristic.shortDescription) are not allowed by configuration")
         }
         let link = session.withLock { $0 }?.gatt.withLock { $0.values.first { $0.peer.address == address } }
         guard let link, let db = link.database.withLock({ $0 }) else {

@@ -65,8 +65,10 @@ public final class RemoteConfigController: Sendable {
             let (floors, damaged) = RemoteConfigFloors.load(directory)
             s.floors = floors
             damagedCopies = !damaged.isEmpty
-            problems += damaged.map { "\($0): a damaged copy of the version floors; the other copy and the stored "
-                                      + "layers still hold them" }
+            problems += damaged.map {
+                "\($0): a damaged copy of the version floors; the other copy and the stored "
+                    + "layers still hold them"
+            }
         }
         let loaded = s.floors
         for layer in [Layer.fleet, .gateway] {
@@ -74,8 +76,9 @@ public final class RemoteConfigController: Sendable {
                 continue
             }
             let bytes = [UInt8](data)
-            let verdict = RemoteConfigDocument.read(bytes, verifier: verifier,
-                                                    address: .init(layer: layer, gatewayID: local.gateway.id))
+            let verdict = RemoteConfigDocument.read(
+                bytes, verifier: verifier,
+                address: .init(layer: layer, gatewayID: local.gateway.id))
             guard let overlay = verdict.overlay, !overlay.delete else {
                 // Kept for a post-mortem, out of the way of the next start; the floor is in its own files.
                 _ = rename(path, path + ".damaged")
@@ -120,7 +123,9 @@ public final class RemoteConfigController: Sendable {
     public var seenLayers: Set<Layer> { state.withLock { Set($0.lastSeen.keys) } }
 
     /// Which layers are in force (from the broker or the local store).
-    public var layersInForce: [Layer] { state.withLock { s in [Layer.fleet, .gateway].filter { s.layers[$0] != nil } } }
+    public var layersInForce: [Layer] {
+        state.withLock { s in [Layer.fleet, .gateway].filter { s.layers[$0] != nil } }
+    }
 
     /// A document arrived on `layer`'s topic. Returns nil when it is the same payload as last time (the broker
     /// re-sends retained messages after every reconnect).
@@ -129,23 +134,30 @@ public final class RemoteConfigController: Sendable {
             guard s.lastSeen[layer] != payload else { return nil }
             s.lastSeen[layer] = payload
             func rejected(_ issues: [ConfigIssue], _ version: Int? = nil, _ warnings: [ConfigIssue] = []) -> Outcome {
-                Outcome(status: .rejected, layer: layer, version: version, errors: issues, warnings: warnings,
-                        effective: s.effective)
+                Outcome(
+                    status: .rejected, layer: layer, version: version, errors: issues, warnings: warnings,
+                    effective: s.effective)
             }
             if payload.isEmpty {
                 if verifier != nil {
                     // Anyone with publish access can clear a retained topic; that must not clear a signed layer.
-                    return rejected([ConfigIssue(path: "$", reason: "an empty message does not delete a layer on a "
-                        + "gateway with a public key; a signed tombstone does (config push --delete --sign)")])
+                    return rejected([
+                        ConfigIssue(
+                            path: "$",
+                            reason: "an empty message does not delete a layer on a "
+                                + "gateway with a public key; a signed tombstone does (config push --delete --sign)")
+                    ])
                 }
                 let had = s.layers.removeValue(forKey: layer) != nil
                 s.effective = Self.merge(local, s.layers) ?? local
                 if had { store(layer, nil) }
-                return Outcome(status: .cleared, layer: layer, version: nil, errors: [], warnings: [],
-                               effective: s.effective)
+                return Outcome(
+                    status: .cleared, layer: layer, version: nil, errors: [], warnings: [],
+                    effective: s.effective)
             }
-            let verdict = RemoteConfigDocument.read(payload, verifier: verifier,
-                                                    address: .init(layer: layer, gatewayID: local.gateway.id))
+            let verdict = RemoteConfigDocument.read(
+                payload, verifier: verifier,
+                address: .init(layer: layer, gatewayID: local.gateway.id))
             guard let overlay = verdict.overlay else { return rejected(verdict.errors, nil, verdict.warnings) }
             var floors = s.floors
             if verifier != nil, let v = overlay.version {
@@ -157,10 +169,12 @@ public final class RemoteConfigController: Sendable {
             var layers = s.layers
             layers[layer] = overlay.delete ? nil : Stored(payload: payload, overlay: overlay)
             guard let merged = Self.merge(local, layers) else {
-                let issue = Self.conflict(Self.candidate(local, layers))
+                let issue =
+                    Self.conflict(Self.candidate(local, layers))
                     ?? ConfigIssue(path: "$", reason: "conflicts with the other layers")
-                return rejected([ConfigIssue(path: issue.path, reason: "with the other layers " + issue.reason)],
-                                overlay.version, verdict.warnings)
+                return rejected(
+                    [ConfigIssue(path: issue.path, reason: "with the other layers " + issue.reason)],
+                    overlay.version, verdict.warnings)
             }
             // The floor is on disk before the layer changes: a crash in between leaves a stored layer below the
             // floor, which the next start drops, never a layer whose floor was lost.
@@ -168,8 +182,13 @@ public final class RemoteConfigController: Sendable {
                 do {
                     try floors.save(directory)
                 } catch {
-                    return rejected([ConfigIssue(path: "$.version", reason: "cannot keep the version floor (\(error)); "
-                                                 + "not applied")], overlay.version, verdict.warnings)
+                    return rejected(
+                        [
+                            ConfigIssue(
+                                path: "$.version",
+                                reason: "cannot keep the version floor (\(error)); "
+                                    + "not applied")
+                        ], overlay.version, verdict.warnings)
                 }
             }
             s.floors = floors
@@ -178,12 +197,14 @@ public final class RemoteConfigController: Sendable {
             s.effective = merged
             if overlay.delete {
                 if had { store(layer, nil) }
-                return Outcome(status: .cleared, layer: layer, version: overlay.version, errors: [],
-                               warnings: verdict.warnings, effective: merged)
+                return Outcome(
+                    status: .cleared, layer: layer, version: overlay.version, errors: [],
+                    warnings: verdict.warnings, effective: merged)
             }
             store(layer, payload)
-            return Outcome(status: .applied, layer: layer, version: overlay.version, errors: [],
-                           warnings: verdict.warnings, effective: merged)
+            return Outcome(
+                status: .applied, layer: layer, version: overlay.version, errors: [],
+                warnings: verdict.warnings, effective: merged)
         }
     }
 
@@ -202,8 +223,10 @@ public final class RemoteConfigController: Sendable {
     /// A rule spanning keys that a merged configuration breaks (each layer may be valid on its own).
     static func conflict(_ c: GatewayConfiguration) -> ConfigIssue? {
         if c.scan.windowMS > c.scan.intervalMS {
-            return ConfigIssue(path: "$.scan.window_ms", reason: "the scan window (\(c.scan.windowMS) ms) would exceed "
-                               + "the interval (\(c.scan.intervalMS) ms)")
+            return ConfigIssue(
+                path: "$.scan.window_ms",
+                reason: "the scan window (\(c.scan.windowMS) ms) would exceed "
+                    + "the interval (\(c.scan.intervalMS) ms)")
         }
         if let (key, why) = c.ranging.problem { return ConfigIssue(path: "$.ranging.\(key)", reason: why) }
         return nil

@@ -58,7 +58,9 @@ public struct RemoteConfigOverlay: Sendable, Equatable {
         if let v = regions { c.regions = v }
         if let v = peripherals { c.peripherals = v }
         if let v = homeAssistant { c.homeAssistant = v }
-        for key in GatewayConfiguration.Connections.keys { if let v = connections[key.name] { key.set(&c.connections, v) } }
+        for key in GatewayConfiguration.Connections.keys {
+            if let v = connections[key.name] { key.set(&c.connections, v) }
+        }
         for key in GatewayConfiguration.Ranging.keys { if let v = ranging[key.name] { key.set(&c.ranging, v) } }
     }
 }
@@ -87,7 +89,8 @@ public enum RemoteConfigDocument {
         "spool": "the spool location and size are local only",
         "remote_config": "remote configuration settings are local only",
         "identity_keys": "identity resolving keys are local only (they are secrets)",
-        "sensors": "sensor settings and bindkeys are local only (a retained document would show the keys to its readers)",
+        "sensors":
+            "sensor settings and bindkeys are local only (a retained document would show the keys to its readers)",
     ]
 
     /// At most this many regions or peripherals in one document: each region is checked per sighting.
@@ -98,8 +101,10 @@ public enum RemoteConfigDocument {
     ///     must carry a `version`. Without it, a signed document is read with a warning that nothing was checked.
     ///   - address: the layer and gateway the document arrived for; with a verifier, a document signed for another
     ///     target or layer is refused (the signature covers both).
-    public static func read(_ payload: [UInt8], verifier: ConfigSigning.Verifier? = nil,
-                            address: ConfigSigning.Address? = nil) -> Verdict {
+    public static func read(
+        _ payload: [UInt8], verifier: ConfigSigning.Verifier? = nil,
+        address: ConfigSigning.Address? = nil
+    ) -> Verdict {
         func rejected(_ path: String, _ reason: String, _ warnings: [ConfigIssue] = []) -> Verdict {
             Verdict(overlay: nil, errors: [ConfigIssue(path: path, reason: reason)], warnings: warnings)
         }
@@ -114,7 +119,8 @@ public enum RemoteConfigDocument {
         switch ConfigSigning.unwrap(root) {
         case .none:
             if verifier != nil {
-                return rejected("$", "unsigned document; this gateway applies only documents signed with its public key")
+                return rejected(
+                    "$", "unsigned document; this gateway applies only documents signed with its public key")
             }
         case .some(nil):
             return rejected("$", "signed document: \"document\" and \"signature\" must be base64 strings")
@@ -122,19 +128,24 @@ public enum RemoteConfigDocument {
             document = parts.document
             if let verifier {
                 guard let signedFor = parts.address else {
-                    return rejected("$.target", "signed without a target and layer (an older `config push`): sign it "
-                                    + "again, so the signature says which gateway and layer it is for")
+                    return rejected(
+                        "$.target",
+                        "signed without a target and layer (an older `config push`): sign it "
+                            + "again, so the signature says which gateway and layer it is for")
                 }
                 let message = ConfigSigning.signedMessage(signedFor, parts.document)
                 guard verifier.isValid(parts.signature, for: message) else {
                     return rejected("$.signature", "does not verify with this gateway's public key")
                 }
                 if let address, signedFor != address {
-                    return rejected("$.target", "signed for \(signedFor) (\(signedFor.layer) layer), not for "
-                                    + "\(address) (\(address.layer) layer); refused")
+                    return rejected(
+                        "$.target",
+                        "signed for \(signedFor) (\(signedFor.layer) layer), not for "
+                            + "\(address) (\(address.layer) layer); refused")
                 }
             } else {
-                r.warnings.append(ConfigIssue(path: "$.signature", reason: "not checked: this gateway has no public key"))
+                r.warnings.append(
+                    ConfigIssue(path: "$.signature", reason: "not checked: this gateway has no public key"))
             }
             do {
                 root = try RemoteJSONParser.parse(parts.document)
@@ -149,8 +160,9 @@ public enum RemoteConfigDocument {
         if overlay.delete, r.errors.isEmpty, overlay != RemoteConfigOverlay.tombstone(overlay.version) {
             r.error("$.delete", "a tombstone carries only \"version\" and \"delete\": true")
         }
-        return Verdict(overlay: r.errors.isEmpty ? overlay : nil, errors: r.errors, warnings: r.warnings,
-                       document: document)
+        return Verdict(
+            overlay: r.errors.isEmpty ? overlay : nil, errors: r.errors, warnings: r.warnings,
+            document: document)
     }
 
     private struct Reader {
@@ -218,17 +230,23 @@ public enum RemoteConfigDocument {
                 case "regions":
                     o.regions = list(value, p) { y, item, path in try y.region(item, path) }
                     // Duplicate ids: the file reader's rule, over the whole list (its warnings were taken above).
-                    if o.regions != nil, viaFileReader(keepWarnings: false, { try $0.regions(Self.node(value), "regions") }) == nil {
+                    if o.regions != nil,
+                        viaFileReader(keepWarnings: false, { try $0.regions(Self.node(value), "regions") }) == nil
+                    {
                         o.regions = nil
                     }
                 case "peripherals":
                     o.peripherals = list(value, p) { y, item, path in try y.peripheral(item, path) }
                     if o.peripherals != nil,
-                       viaFileReader(keepWarnings: false, { try $0.peripherals(Self.node(value), "peripherals") }) == nil {
+                        viaFileReader(keepWarnings: false, { try $0.peripherals(Self.node(value), "peripherals") })
+                            == nil
+                    {
                         o.peripherals = nil
                     }
                 case "homeassistant":
-                    o.homeAssistant = viaFileReader(keepWarnings: true) { try $0.homeAssistant(Self.node(value), "homeassistant") }
+                    o.homeAssistant = viaFileReader(keepWarnings: true) {
+                        try $0.homeAssistant(Self.node(value), "homeassistant")
+                    }
                 case "connections":
                     o.connections = numbers(value, p, GatewayConfiguration.Connections.keys)
                 case "ranging":
@@ -237,7 +255,9 @@ public enum RemoteConfigDocument {
                     var r = GatewayConfiguration.Ranging()
                     for key in GatewayConfiguration.Ranging.keys { if let v = o.ranging[key.name] { key.set(&r, v) } }
                     let partner = ["near_below_m": "immediate_below_m", "forget_after_s": "unknown_after_s"]
-                    if let (key, why) = r.problem, o.ranging[key] != nil, let other = partner[key], o.ranging[other] != nil {
+                    if let (key, why) = r.problem, o.ranging[key] != nil, let other = partner[key],
+                        o.ranging[other] != nil
+                    {
                         error("\(p).\(key)", why)
                     }
                 default:
@@ -256,9 +276,14 @@ public enum RemoteConfigDocument {
 
         /// A list whose items the file's reader builds (regions, peripherals): one rule for both readers. Each item
         /// is read on its own, so every bad item is reported (the first problem in each). nil when any is bad.
-        mutating func list<T>(_ v: RemoteJSON, _ p: String,
-                              _ item: (inout YAMLConfigurationReader, Node, String) throws -> T) -> [T]? {
-            guard case .array(let items) = v else { error(p, "expected a list, found \(v.typeName)"); return nil }
+        mutating func list<T>(
+            _ v: RemoteJSON, _ p: String,
+            _ item: (inout YAMLConfigurationReader, Node, String) throws -> T
+        ) -> [T]? {
+            guard case .array(let items) = v else {
+                error(p, "expected a list, found \(v.typeName)")
+                return nil
+            }
             guard items.count <= RemoteConfigDocument.maxListCount else {
                 error(p, "\(items.count) entries; at most \(RemoteConfigDocument.maxListCount)")
                 return nil
@@ -277,8 +302,10 @@ public enum RemoteConfigDocument {
         }
 
         /// Runs the file's reader over nodes built from JSON; its errors and warnings become JSON-path issues.
-        mutating func viaFileReader<T>(keepWarnings: Bool,
-                                       _ body: (inout YAMLConfigurationReader) throws -> T) -> T? {
+        mutating func viaFileReader<T>(
+            keepWarnings: Bool,
+            _ body: (inout YAMLConfigurationReader) throws -> T
+        ) -> T? {
             var y = YAMLConfigurationReader()
             y.jsonTypes = true
             defer {
@@ -319,8 +346,10 @@ public enum RemoteConfigDocument {
                     warnings.append(ConfigIssue(path: kp, reason: "unknown key, ignored"))
                     continue
                 }
-                let n = key.whole ? int(value, kp, Int(key.range.lowerBound)...Int(key.range.upperBound)).map(Double.init)
-                                  : double(value, kp, key.range)
+                let n =
+                    key.whole
+                    ? int(value, kp, Int(key.range.lowerBound)...Int(key.range.upperBound)).map(Double.init)
+                    : double(value, kp, key.range)
                 if let n { out[k] = n }
             }
             return out
@@ -335,12 +364,18 @@ public enum RemoteConfigDocument {
         }
 
         mutating func bool(_ v: RemoteJSON, _ p: String) -> Bool? {
-            guard case .bool(let b) = v else { error(p, "expected true or false, found \(v.typeName)"); return nil }
+            guard case .bool(let b) = v else {
+                error(p, "expected true or false, found \(v.typeName)")
+                return nil
+            }
             return b
         }
 
         mutating func string(_ v: RemoteJSON, _ p: String) -> String? {
-            guard case .string(let s) = v else { error(p, "expected a string, found \(v.typeName)"); return nil }
+            guard case .string(let s) = v else {
+                error(p, "expected a string, found \(v.typeName)")
+                return nil
+            }
             return s
         }
 
@@ -357,7 +392,10 @@ public enum RemoteConfigDocument {
         }
 
         mutating func double(_ v: RemoteJSON, _ p: String, _ range: ClosedRange<Double>) -> Double? {
-            guard case .number(let d, _) = v else { error(p, "expected a number, found \(v.typeName)"); return nil }
+            guard case .number(let d, _) = v else {
+                error(p, "expected a number, found \(v.typeName)")
+                return nil
+            }
             guard range.contains(d) else {
                 error(p, "\(d) is out of range \(range.lowerBound)…\(range.upperBound)")
                 return nil
@@ -366,8 +404,14 @@ public enum RemoteConfigDocument {
         }
 
         mutating func filters(_ v: RemoteJSON, _ p: String) -> [String]? {
-            guard case .array(let items) = v else { error(p, "expected a list, found \(v.typeName)"); return nil }
-            guard items.count <= 256 else { error(p, "\(items.count) filters; at most 256"); return nil }
+            guard case .array(let items) = v else {
+                error(p, "expected a list, found \(v.typeName)")
+                return nil
+            }
+            guard items.count <= 256 else {
+                error(p, "\(items.count) filters; at most 256")
+                return nil
+            }
             var out: [String] = []
             for (n, item) in items.enumerated() {
                 let ip = "\(p)[\(n)]"

@@ -29,12 +29,16 @@ struct RemoteConfigFloors: Sendable, Equatable {
     func refusal(_ layer: Layer, version: Int, document: [UInt8]) -> ConfigIssue? {
         guard let floor = layers[layer] else { return nil }
         if version < floor.version {
-            return ConfigIssue(path: "$.version", reason: "\(version) is lower than version \(floor.version), the "
-                               + "highest this gateway applied on the \(layer) layer; refused (replay)")
+            return ConfigIssue(
+                path: "$.version",
+                reason: "\(version) is lower than version \(floor.version), the "
+                    + "highest this gateway applied on the \(layer) layer; refused (replay)")
         }
         if version == floor.version && Self.digest(document) != floor.digest {
-            return ConfigIssue(path: "$.version", reason: "version \(version) was applied on the \(layer) layer "
-                               + "with other content; a changed document needs a higher version")
+            return ConfigIssue(
+                path: "$.version",
+                reason: "version \(version) was applied on the \(layer) layer "
+                    + "with other content; a changed document needs a higher version")
         }
         return nil
     }
@@ -67,9 +71,10 @@ struct RemoteConfigFloors: Sendable, Equatable {
         var floors = RemoteConfigFloors()
         for (name, value) in top {
             guard case .object(let fields) = value,
-                  case .number(let v, integer: true)? = fields.first(where: { $0.0 == "version" })?.1,
-                  case .string(let d)? = fields.first(where: { $0.0 == "sha256" })?.1,
-                  d.utf8.count == 64 else { return nil }
+                case .number(let v, integer: true)? = fields.first(where: { $0.0 == "version" })?.1,
+                case .string(let d)? = fields.first(where: { $0.0 == "sha256" })?.1,
+                d.utf8.count == 64
+            else { return nil }
             floors.layers[Layer(rawValue: name)] = Floor(version: Int(v), digest: d)
         }
         return floors

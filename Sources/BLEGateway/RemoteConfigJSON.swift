@@ -82,9 +82,15 @@ struct RemoteJSONParser {
             guard depth <= Self.maxDepth else { throw fail("nested deeper than \(Self.maxDepth) levels") }
             return bytes[i] == UInt8(ascii: "{") ? try object(depth: depth) : try array(depth: depth)
         case UInt8(ascii: "\""): return .string(try string())
-        case UInt8(ascii: "t"): try literal("true"); return .bool(true)
-        case UInt8(ascii: "f"): try literal("false"); return .bool(false)
-        case UInt8(ascii: "n"): try literal("null"); return .null
+        case UInt8(ascii: "t"):
+            try literal("true")
+            return .bool(true)
+        case UInt8(ascii: "f"):
+            try literal("false")
+            return .bool(false)
+        case UInt8(ascii: "n"):
+            try literal("null")
+            return .null
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
         default: throw fail("unexpected character '\(Unicode.Scalar(bytes[i]))'")
         }
@@ -102,13 +108,18 @@ struct RemoteJSONParser {
         var pairs: [(String, RemoteJSON)] = []
         var keys: Set<String> = []
         skipSpace()
-        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { i += 1; return .object(pairs) }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "}") {
+            i += 1
+            return .object(pairs)
+        }
         while true {
             skipSpace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: "\"") else { throw fail("expected a key in quotes") }
             let keyAt = i
             let k = try string()
-            guard keys.insert(k).inserted else { throw RemoteJSONError(offset: keyAt, reason: "duplicate key \"\(k)\"") }
+            guard keys.insert(k).inserted else {
+                throw RemoteJSONError(offset: keyAt, reason: "duplicate key \"\(k)\"")
+            }
             skipSpace()
             guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { throw fail("expected ':' after the key") }
             i += 1
@@ -116,8 +127,14 @@ struct RemoteJSONParser {
             pairs.append((k, try value(depth: depth + 1)))
             skipSpace()
             guard i < bytes.count else { throw fail("unterminated object") }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "}") { i += 1; return .object(pairs) }
+            if bytes[i] == UInt8(ascii: ",") {
+                i += 1
+                continue
+            }
+            if bytes[i] == UInt8(ascii: "}") {
+                i += 1
+                return .object(pairs)
+            }
             throw fail("expected ',' or '}'")
         }
     }
@@ -126,14 +143,23 @@ struct RemoteJSONParser {
         i += 1
         var items: [RemoteJSON] = []
         skipSpace()
-        if i < bytes.count, bytes[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
+        if i < bytes.count, bytes[i] == UInt8(ascii: "]") {
+            i += 1
+            return .array(items)
+        }
         while true {
             skipSpace()
             items.append(try value(depth: depth + 1))
             skipSpace()
             guard i < bytes.count else { throw fail("unterminated list") }
-            if bytes[i] == UInt8(ascii: ",") { i += 1; continue }
-            if bytes[i] == UInt8(ascii: "]") { i += 1; return .array(items) }
+            if bytes[i] == UInt8(ascii: ",") {
+                i += 1
+                continue
+            }
+            if bytes[i] == UInt8(ascii: "]") {
+                i += 1
+                return .array(items)
+            }
             throw fail("expected ',' or ']'")
         }
     }
@@ -144,9 +170,16 @@ struct RemoteJSONParser {
         while true {
             guard i < bytes.count else { throw fail("unterminated string") }
             let b = bytes[i]
-            if b == UInt8(ascii: "\"") { i += 1; break }
+            if b == UInt8(ascii: "\"") {
+                i += 1
+                break
+            }
             guard b >= 0x20 else { throw fail("control character in a string") }
-            if b != UInt8(ascii: "\\") { out.append(b); i += 1; continue }
+            if b != UInt8(ascii: "\\") {
+                out.append(b)
+                i += 1
+                continue
+            }
             i += 1
             guard i < bytes.count else { throw fail("unterminated escape") }
             let e = bytes[i]

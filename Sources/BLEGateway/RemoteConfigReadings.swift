@@ -4,10 +4,12 @@ import BLESpool
 extension GatewayReadings {
     /// `config/state` (schema/v1/config-state.json): retained and durable, so the last verdict is what a dashboard
     /// finds, and its `seq` takes its place in the stream.
-    func configState(_ o: RemoteConfigController.Outcome, hash: String, layers: [RemoteConfigController.Layer: Int?],
-                     signedOnly: Bool = false,
-                     floors: [RemoteConfigController.Layer: (version: Int, sha256: String)] = [:],
-                     restartRequired: [String], ts: Double, synced: Bool) -> Reading {
+    func configState(
+        _ o: RemoteConfigController.Outcome, hash: String, layers: [RemoteConfigController.Layer: Int?],
+        signedOnly: Bool = false,
+        floors: [RemoteConfigController.Layer: (version: Int, sha256: String)] = [:],
+        restartRequired: [String], ts: Double, synced: Bool
+    ) -> Reading {
         var w = JSONObjectWriter()
         w.string("status", o.status == .rejected ? "rejected" : "applied")
         w.string("layer", o.layer.rawValue)
@@ -26,7 +28,10 @@ extension GatewayReadings {
             w.object("floors") { l in
                 for layer in [RemoteConfigController.Layer.fleet, .gateway] {
                     guard let f = floors[layer] else { continue }
-                    l.object(layer.rawValue) { $0.int("version", f.version); $0.string("sha256", f.sha256) }
+                    l.object(layer.rawValue) {
+                        $0.int("version", f.version)
+                        $0.string("sha256", f.sha256)
+                    }
                 }
             }
         }
@@ -46,8 +51,9 @@ extension GatewayReadings {
             list.append(UInt8(ascii: "]"))
             w.raw("restart_required", list)
         }
-        return Reading(.state, topic: topics.configState, body: w.finished, qos: stateQoS, retain: true, ts: ts,
-                       clockSynchronized: synced, run: run)
+        return Reading(
+            .state, topic: topics.configState, body: w.finished, qos: stateQoS, retain: true, ts: ts,
+            clockSynchronized: synced, run: run)
     }
 
     /// The issues as a JSON array within `budget` bytes, each reason cut at 1,000 characters (ending in "…"); and how

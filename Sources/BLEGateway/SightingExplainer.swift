@@ -49,8 +49,11 @@ public struct SightingExplainer: Sendable {
             steps.append(Step(stage: "scan filter", passes: false, detail: "scan.filters \(why)"))
             return steps + peripheralSteps(s)
         }
-        steps.append(Step(stage: "scan filter", passes: true, detail: filter.isEmpty
-            ? "no scan.filters: everything passes" : "passes scan.filters \(configuration.scan.filters)"))
+        steps.append(
+            Step(
+                stage: "scan filter", passes: true,
+                detail: filter.isEmpty
+                    ? "no scan.filters: everything passes" : "passes scan.filters \(configuration.scan.filters)"))
 
         let identity = resolver.identity(of: s)
         var who = "published as …/beacons/\(identity.id) (kind \(GatewayReadings.kind(of: identity)))"
@@ -62,7 +65,8 @@ public struct SightingExplainer: Sendable {
         steps.append(Step(stage: "identity", passes: true, detail: who))
 
         let interval = configuration.publishing.rangingIntervalSeconds
-        var ranging = "counted into one summary per \(interval) s (publishing.ranging_interval_s), not one message "
+        var ranging =
+            "counted into one summary per \(interval) s (publishing.ranging_interval_s), not one message "
             + "per advertisement"
         if s.rssi == nil { ranging += "; without an RSSI it counts as a sample but moves no distance" }
         steps.append(Step(stage: "ranging", passes: true, detail: ranging))
@@ -79,20 +83,26 @@ public struct SightingExplainer: Sendable {
 
         let publishing = configuration.publishing
         if !publishing.rawAdvertisements {
-            steps.append(Step(stage: "raw stream", passes: true,
-                              detail: "not on …/raw/ (publishing.raw_advertisements is false)"))
+            steps.append(
+                Step(
+                    stage: "raw stream", passes: true,
+                    detail: "not on …/raw/ (publishing.raw_advertisements is false)"))
         } else {
             let rate = publishing.rawMaxPerSecond
             rawTokens = min(rate, rawTokens + (rawLast.map { now - $0 } ?? 0) * rate)
             rawLast = now
             if rawTokens >= 1 {
                 rawTokens -= 1
-                steps.append(Step(stage: "raw stream", passes: true,
-                                  detail: "on …/raw/\(s.address.topicComponent) (within raw_max_per_s \(rate))"))
+                steps.append(
+                    Step(
+                        stage: "raw stream", passes: true,
+                        detail: "on …/raw/\(s.address.topicComponent) (within raw_max_per_s \(rate))"))
             } else {
-                steps.append(Step(stage: "raw stream", passes: true,
-                                  detail: "not on …/raw/ this time: over publishing.raw_max_per_s \(rate) "
-                                    + "(shared by every device; the summary still counts it)"))
+                steps.append(
+                    Step(
+                        stage: "raw stream", passes: true,
+                        detail: "not on …/raw/ this time: over publishing.raw_max_per_s \(rate) "
+                            + "(shared by every device; the summary still counts it)"))
             }
         }
         return steps + peripheralSteps(s)
@@ -101,11 +111,12 @@ public struct SightingExplainer: Sendable {
     /// Peripheral intents see every sighting, before the scan filter (a wanted peripheral need not be a beacon).
     func peripheralSteps(_ s: Sighting) -> [Step] {
         configuration.peripherals.filter { $0.matches(s) }.map { p in
-            Step(stage: "peripherals", passes: true,
-                 detail: "wanted by peripherals entry \(p.name ?? "\(p.match)")"
+            Step(
+                stage: "peripherals", passes: true,
+                detail: "wanted by peripherals entry \(p.name ?? "\(p.match)")"
                     + (s.isConnectable
-                       ? ": the gateway connects to it (connections.max \(configuration.connections.max))"
-                       : ", but this advertisement is not connectable"))
+                        ? ": the gateway connects to it (connections.max \(configuration.connections.max))"
+                        : ", but this advertisement is not connectable"))
         }
     }
 }

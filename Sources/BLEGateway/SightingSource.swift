@@ -36,15 +36,18 @@ public struct SightingSourceCounters: Sendable, Equatable {
         malformedEvents += s.assembler.malformedAdvertisingEvents + s.assembler.malformedPackets
         dropped.scanner += s.droppedReports
         dropped.controller += scanner.controller.statistics.droppedEvents
-        dropped.transport += (scanner.controller.transport as? any TransportStatisticsProviding)?
+        dropped.transport +=
+            (scanner.controller.transport as? any TransportStatisticsProviding)?
             .statistics.droppedReports ?? 0
     }
 
     static func + (a: Self, b: Self) -> Self {
-        Self(reports: a.reports + b.reports, malformedEvents: a.malformedEvents + b.malformedEvents,
-             dropped: DroppedReports(transport: a.dropped.transport + b.dropped.transport,
-                                     controller: a.dropped.controller + b.dropped.controller,
-                                     scanner: a.dropped.scanner + b.dropped.scanner))
+        Self(
+            reports: a.reports + b.reports, malformedEvents: a.malformedEvents + b.malformedEvents,
+            dropped: DroppedReports(
+                transport: a.dropped.transport + b.dropped.transport,
+                controller: a.dropped.controller + b.dropped.controller,
+                scanner: a.dropped.scanner + b.dropped.scanner))
     }
 }
 

@@ -18,7 +18,7 @@ public enum SystemFacts {
     /// argument is a zeroed buffer larger than any `struct timex` (208 bytes on LP64).
     public static func clockIsSynchronized() -> Bool {
         var buffer = [UInt8](repeating: 0, count: 512)
-        return isSynchronized(adjtimexState: buffer.withUnsafeMutableBytes { c_adjtimex($0.baseAddress!) })
+        return isSynchronized(adjtimexState: buffer.withUnsafeMutableBytes { systemAdjtimex($0.baseAddress!) })
     }
 
     /// TIME_OK 0, TIME_INS 1, TIME_DEL 2, TIME_OOP 3, TIME_WAIT 4 are synchronised states;
@@ -29,4 +29,4 @@ public enum SystemFacts {
 }
 
 @_silgen_name("adjtimex")
-private func c_adjtimex(_ timex: UnsafeMutableRawPointer) -> Int32
+private func systemAdjtimex(_ timex: UnsafeMutableRawPointer) -> Int32

@@ -13,7 +13,9 @@ extension YAMLConfigurationReader {
             case "device": a.device = try device(v, p)
             case "mode": a.mode = try oneOf(v, p, ["exclusive", "shared"])
             case "address": a.address = try address(v, p)
-            case "second_device": a.secondDevice = try device(v, p); second = v
+            case "second_device":
+                a.secondDevice = try device(v, p)
+                second = v
             case "second_address": a.secondAddress = try address(v, p)
             case "handback_s": a.handbackSeconds = try double(v, p, 0...3600)
             case "silence_timeout_s": a.silenceTimeoutSeconds = try double(v, p, 1...86400)
@@ -36,8 +38,9 @@ extension YAMLConfigurationReader {
                 throw fail(second, "\(path).second_device", "the second adapter must differ from adapter.device")
             }
         } else if a.secondAddress != nil {
-            throw ConfigurationError(path: "\(path).second_address", line: node.mark?.line, column: node.mark?.column,
-                                     "second_address binds the second adapter: set adapter.second_device too")
+            throw ConfigurationError(
+                path: "\(path).second_address", line: node.mark?.line, column: node.mark?.column,
+                "second_address binds the second adapter: set adapter.second_device too")
         }
         return a
     }

@@ -22,7 +22,8 @@ extension YAMLConfigurationReader {
     }
 
     /// A mapping of number-valued keys read through their table (ConfigNumberKey).
-    mutating func numbers<S>(_ node: Node, _ path: String, _ table: [ConfigNumberKey<S>], into section: inout S) throws {
+    mutating func numbers<S>(_ node: Node, _ path: String, _ table: [ConfigNumberKey<S>], into section: inout S) throws
+    {
         for (k, v) in try mapping(node, path) {
             let p = "\(path).\(k)"
             guard let key = table.first(where: { $0.name == k }) else {
@@ -63,7 +64,10 @@ extension YAMLConfigurationReader {
         var writable: [PeripheralIntent.CharacteristicRef] = []
         func take(_ m: PeripheralIntent.Match, _ key: String, _ v: Node) throws {
             if let (_, other) = match {
-                throw fail(v, "\(p).\(key)", "a peripheral is matched by exactly one of address, name_prefix or service: \(other) is already given")
+                throw fail(
+                    v, "\(p).\(key)",
+                    "a peripheral is matched by exactly one of address, name_prefix or service: \(other) is already given"
+                )
             }
             match = (m, key)
         }
@@ -107,7 +111,8 @@ extension YAMLConfigurationReader {
         guard let (m, _) = match else {
             throw fail(node, p, "a peripheral needs one of address, name_prefix or service")
         }
-        if addressType != nil, case .address = m {} else if addressType != nil {
+        if addressType != nil, case .address = m {
+        } else if addressType != nil {
             throw fail(node, "\(p).address_type", "address_type applies to an address match only")
         }
         var intent = PeripheralIntent(match: m, name: name, addressType: addressType)

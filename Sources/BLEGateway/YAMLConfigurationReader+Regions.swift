@@ -24,21 +24,29 @@ extension YAMLConfigurationReader {
 
     /// The identity families a region may name; exactly one per region.
     private enum Family: String {
-        case uuid, namespace, address, namePrefix = "name_prefix"
+        case uuid, namespace, address
+        case namePrefix = "name_prefix"
     }
 
     mutating func region(_ node: Node, _ p: String) throws -> Region {
         var id: String?
         var family: (Family, Node)?
-        var uuid: BluetoothUUID?, major: (UInt16, Node)?, minor: (UInt16, Node)?
-        var namespace: (UInt64, UInt16)?, instance: (UInt64, Node)?
-        var address: BDAddress?, prefix: String?
-        var enter: Double?, exit: (Double, Node)?
-        var timeout = 10.0, dwell = 5.0
+        var uuid: BluetoothUUID?
+        var major: (UInt16, Node)?
+        var minor: (UInt16, Node)?
+        var namespace: (UInt64, UInt16)?
+        var instance: (UInt64, Node)?
+        var address: BDAddress?
+        var prefix: String?
+        var enter: Double?
+        var exit: (Double, Node)?
+        var timeout = 10.0
+        var dwell = 5.0
         func identity(_ f: Family, _ v: Node) throws {
             if let (other, _) = family {
-                throw fail(v, "\(p).\(f.rawValue)",
-                           "a region has exactly one identity: \(other.rawValue) is already given")
+                throw fail(
+                    v, "\(p).\(f.rawValue)",
+                    "a region has exactly one identity: \(other.rawValue) is already given")
             }
             family = (f, v)
         }
@@ -48,8 +56,9 @@ extension YAMLConfigurationReader {
             case "id":
                 let s = try string(v, kp)
                 guard s.utf8.allSatisfy({ Self.topicLevelCharacter($0) }) else {
-                    throw fail(v, kp,
-                               "a region id is one topic level of letters, digits, '.', '_' or '-', found \"\(s)\"")
+                    throw fail(
+                        v, kp,
+                        "a region id is one topic level of letters, digits, '.', '_' or '-', found \"\(s)\"")
                 }
                 // The same bound as the gateway id's and the prefix's levels: topics and file names stay short.
                 guard s.utf8.count <= 64 else {
@@ -69,7 +78,8 @@ extension YAMLConfigurationReader {
                 try identity(.namespace, v)
                 let s = try string(v, kp)
                 guard s.count == 20, s.allSatisfy(\.isHexDigit),
-                      let high = UInt64(s.prefix(16), radix: 16), let low = UInt16(s.suffix(4), radix: 16) else {
+                    let high = UInt64(s.prefix(16), radix: 16), let low = UInt16(s.suffix(4), radix: 16)
+                else {
                     throw fail(v, kp, "expected an Eddystone namespace of 20 hex digits, found \"\(s)\"")
                 }
                 namespace = (high, low)
@@ -103,8 +113,9 @@ extension YAMLConfigurationReader {
             throw fail(v, "\(p).instance", "instance narrows a namespace: give the namespace")
         }
         if let (x, v) = exit, let enter, x > enter {
-            throw fail(v, "\(p).exit_rssi",
-                       "exit_rssi (\(x)) must not be above enter_rssi (\(enter)): the band between is the hysteresis")
+            throw fail(
+                v, "\(p).exit_rssi",
+                "exit_rssi (\(x)) must not be above enter_rssi (\(enter)): the band between is the hysteresis")
         }
         let matcher: BeaconMatcher
         switch family?.0 {
@@ -115,15 +126,17 @@ extension YAMLConfigurationReader {
         case .namePrefix?: matcher = .namePrefix(prefix!)
         case nil: throw fail(node, p, "a region needs one identity: uuid, namespace, address or name_prefix")
         }
-        return Region(id: id, matcher: matcher, enterRSSI: enter, exitRSSI: exit?.0,
-                      exitDwell: .milliseconds(Int64(dwell * 1000)), exitTimeout: .milliseconds(Int64(timeout * 1000)))
+        return Region(
+            id: id, matcher: matcher, enterRSSI: enter, exitRSSI: exit?.0,
+            exitDwell: .milliseconds(Int64(dwell * 1000)), exitTimeout: .milliseconds(Int64(timeout * 1000)))
     }
 
     /// [A-Za-z0-9._-]: safe as one MQTT topic level (no '/', '+', '#') and in a file name.
     static func topicLevelCharacter(_ c: UInt8) -> Bool {
         switch c {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"),
-             UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"): true
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "-"):
+            true
         default: false
         }
     }
@@ -162,7 +175,8 @@ extension YAMLConfigurationReader {
             guard let (hex, v) = irk else { throw fail(element, "\(p).irk", "an identity key needs its irk") }
             let kp = scalar ? p : "\(p).irk"
             guard hex.count == 32, hex.allSatisfy(\.isHexDigit),
-                  let key = IdentityResolvingKey(hex: hex, identity: identity ?? Self.derivedIdentity(hex)) else {
+                let key = IdentityResolvingKey(hex: hex, identity: identity ?? Self.derivedIdentity(hex))
+            else {
                 throw fail(v, kp, "expected an IRK of 32 hex digits, found \(hex.count) characters")
             }
             guard !out.contains(where: { $0.octets == key.octets }) else { throw fail(v, kp, "duplicate identity key") }

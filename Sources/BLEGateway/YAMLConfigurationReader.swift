@@ -42,8 +42,10 @@ public struct YAMLConfigurationReader {
                     }
                 }
                 if c.scan.windowMS > c.scan.intervalMS {
-                    throw ConfigurationError(path: "scan.window_ms", line: node.mark?.line, column: node.mark?.column,
-                        "the scan window (\(c.scan.windowMS) ms) must not exceed the interval (\(c.scan.intervalMS) ms)")
+                    throw ConfigurationError(
+                        path: "scan.window_ms", line: node.mark?.line, column: node.mark?.column,
+                        "the scan window (\(c.scan.windowMS) ms) must not exceed the interval (\(c.scan.intervalMS) ms)"
+                    )
                 }
             case "mqtt":
                 for (k, v) in try mapping(node, "mqtt") {
@@ -52,7 +54,8 @@ public struct YAMLConfigurationReader {
                     case "broker": c.mqtt.broker = try string(v, p)
                     case "prefix": c.mqtt.prefix = try string(v, p)
                     case "client_id": c.mqtt.clientID = try string(v, p)
-                    case "protocol": c.mqtt.protocolVersion = try int(v, p, 3...5)
+                    case "protocol":
+                        c.mqtt.protocolVersion = try int(v, p, 3...5)
                         if c.mqtt.protocolVersion == 4 { c.mqtt.protocolVersion = 3 }
                     case "keepalive_s": c.mqtt.keepAliveSeconds = try int(v, p, 5...3600)
                     case "qos": c.mqtt.qos = try int(v, p, 0...2)
@@ -162,8 +165,11 @@ public struct YAMLConfigurationReader {
     /// A mapping's pairs in file order; duplicate keys are an error (YAML 1.2 §3.2.1.1 requires unique keys).
     func mapping(_ node: Node, _ path: String) throws -> [(String, Node)] {
         guard case .mapping(let m) = node else {
-            throw fail(node, path, jsonTypes ? "expected an object, found \(Self.jsonTypeName(node))"
-                                             : "expected a mapping of keys to values")
+            throw fail(
+                node, path,
+                jsonTypes
+                    ? "expected an object, found \(Self.jsonTypeName(node))"
+                    : "expected a mapping of keys to values")
         }
         var seen: Set<String> = []
         var out: [(String, Node)] = []
@@ -179,7 +185,8 @@ public struct YAMLConfigurationReader {
 
     func scalar(_ node: Node, _ path: String, _ what: String) throws -> Node.Scalar {
         guard case .scalar(let s) = node else {
-            throw fail(node, path, jsonTypes ? "expected \(what), found \(Self.jsonTypeName(node))" : "expected \(what)")
+            throw fail(
+                node, path, jsonTypes ? "expected \(what), found \(Self.jsonTypeName(node))" : "expected \(what)")
         }
         return s
     }
@@ -228,15 +235,21 @@ public struct YAMLConfigurationReader {
         let s = try scalar(node, path, "a whole number")
         try checkJSON(node, path, s, string: false, "a whole number")
         guard let v = Int(s.string) else { throw fail(node, path, "expected a whole number, found \"\(s.string)\"") }
-        guard range.contains(v) else { throw fail(node, path, "\(v) is out of range \(range.lowerBound)…\(range.upperBound)") }
+        guard range.contains(v) else {
+            throw fail(node, path, "\(v) is out of range \(range.lowerBound)…\(range.upperBound)")
+        }
         return v
     }
 
     func double(_ node: Node, _ path: String, _ range: ClosedRange<Double>) throws -> Double {
         let s = try scalar(node, path, "a number")
         try checkJSON(node, path, s, string: false, "a number")
-        guard let v = Double(s.string), v.isFinite else { throw fail(node, path, "expected a number, found \"\(s.string)\"") }
-        guard range.contains(v) else { throw fail(node, path, "\(v) is out of range \(range.lowerBound)…\(range.upperBound)") }
+        guard let v = Double(s.string), v.isFinite else {
+            throw fail(node, path, "expected a number, found \"\(s.string)\"")
+        }
+        guard range.contains(v) else {
+            throw fail(node, path, "\(v) is out of range \(range.lowerBound)…\(range.upperBound)")
+        }
         return v
     }
 

@@ -31,8 +31,9 @@ public struct ACLHeader: Hashable, Sendable {
 
     public static func read(from c: inout ByteCursor) -> ACLHeader? {
         guard let hf = c.readLE16(), let len = c.readLE16() else { return nil }
-        return ACLHeader(handle: hf & 0x0FFF, packetBoundary: PacketBoundary(rawValue: UInt8(hf >> 12)),
-                         broadcast: UInt8(hf >> 14), dataLength: len)
+        return ACLHeader(
+            handle: hf & 0x0FFF, packetBoundary: PacketBoundary(rawValue: UInt8(hf >> 12)),
+            broadcast: UInt8(hf >> 14), dataLength: len)
     }
 
     public func write(to w: inout ByteWriter) {

@@ -10,8 +10,10 @@ public struct LocalVersionInformation: Hashable, Sendable {
     public var companyIdentifier: UInt16
     public var lmpSubversion: UInt16
 
-    public init(hciVersion: UInt8, hciSubversion: UInt16, lmpVersion: UInt8, companyIdentifier: UInt16,
-                lmpSubversion: UInt16) {
+    public init(
+        hciVersion: UInt8, hciSubversion: UInt16, lmpVersion: UInt8, companyIdentifier: UInt16,
+        lmpSubversion: UInt16
+    ) {
         self.hciVersion = hciVersion
         self.hciSubversion = hciSubversion
         self.lmpVersion = lmpVersion
@@ -73,8 +75,10 @@ public struct BufferSize: Hashable, Sendable {
     public var totalNumACLDataPackets: UInt16
     public var totalNumSynchronousDataPackets: UInt16
 
-    public init(aclDataPacketLength: UInt16, synchronousDataPacketLength: UInt8, totalNumACLDataPackets: UInt16,
-                totalNumSynchronousDataPackets: UInt16) {
+    public init(
+        aclDataPacketLength: UInt16, synchronousDataPacketLength: UInt8, totalNumACLDataPackets: UInt16,
+        totalNumSynchronousDataPackets: UInt16
+    ) {
         self.aclDataPacketLength = aclDataPacketLength
         self.synchronousDataPacketLength = synchronousDataPacketLength
         self.totalNumACLDataPackets = totalNumACLDataPackets
@@ -90,8 +94,10 @@ public struct LEBufferSize: Hashable, Sendable {
     public var isoDataPacketLength: UInt16?
     public var totalNumISODataPackets: UInt8?
 
-    public init(leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8, isoDataPacketLength: UInt16? = nil,
-                totalNumISODataPackets: UInt8? = nil) {
+    public init(
+        leACLDataPacketLength: UInt16, totalNumLEACLDataPackets: UInt8, isoDataPacketLength: UInt16? = nil,
+        totalNumISODataPackets: UInt8? = nil
+    ) {
         self.leACLDataPacketLength = leACLDataPacketLength
         self.totalNumLEACLDataPackets = totalNumLEACLDataPackets
         self.isoDataPacketLength = isoDataPacketLength

@@ -49,8 +49,10 @@ public struct LEConnectionParameters: Hashable, Sendable {
     public var minCELength: UInt16
     public var maxCELength: UInt16
 
-    public init(intervalMin: UInt16 = 0x0018, intervalMax: UInt16 = 0x0028, maxLatency: UInt16 = 0,
-                supervisionTimeout: UInt16 = 0x01F4, minCELength: UInt16 = 0, maxCELength: UInt16 = 0) {
+    public init(
+        intervalMin: UInt16 = 0x0018, intervalMax: UInt16 = 0x0028, maxLatency: UInt16 = 0,
+        supervisionTimeout: UInt16 = 0x01F4, minCELength: UInt16 = 0, maxCELength: UInt16 = 0
+    ) {
         self.intervalMin = intervalMin
         self.intervalMax = intervalMax
         self.maxLatency = maxLatency
@@ -84,9 +86,11 @@ public struct LECreateConnectionCommand: HCICommand {
     public var ownAddressType: LEAddressType
     public var connection: LEConnectionParameters
 
-    public init(peerAddressType: LEAddressType, peerAddress: BDAddress, scanInterval: UInt16 = 0x0060,
-                scanWindow: UInt16 = 0x0060, filterPolicy: UInt8 = 0, ownAddressType: LEAddressType = .public,
-                connection: LEConnectionParameters = LEConnectionParameters()) {
+    public init(
+        peerAddressType: LEAddressType, peerAddress: BDAddress, scanInterval: UInt16 = 0x0060,
+        scanWindow: UInt16 = 0x0060, filterPolicy: UInt8 = 0, ownAddressType: LEAddressType = .public,
+        connection: LEConnectionParameters = LEConnectionParameters()
+    ) {
         self.scanInterval = scanInterval
         self.scanWindow = scanWindow
         self.filterPolicy = filterPolicy
@@ -195,9 +199,11 @@ public struct LEExtendedCreateConnectionCommand: HCICommand {
     public var scanWindow: UInt16
     public var connection: LEConnectionParameters
 
-    public init(peerAddressType: LEAddressType, peerAddress: BDAddress, scanInterval: UInt16 = 0x0060,
-                scanWindow: UInt16 = 0x0060, filterPolicy: UInt8 = 0, ownAddressType: LEAddressType = .public,
-                connection: LEConnectionParameters = LEConnectionParameters()) {
+    public init(
+        peerAddressType: LEAddressType, peerAddress: BDAddress, scanInterval: UInt16 = 0x0060,
+        scanWindow: UInt16 = 0x0060, filterPolicy: UInt8 = 0, ownAddressType: LEAddressType = .public,
+        connection: LEConnectionParameters = LEConnectionParameters()
+    ) {
         self.filterPolicy = filterPolicy
         self.ownAddressType = ownAddressType
         self.peerAddressType = peerAddressType

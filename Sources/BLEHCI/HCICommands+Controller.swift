@@ -50,8 +50,9 @@ public struct ReadBufferSizeCommand: HCICommand {
         guard let acl = c.readLE16(), let sco = c.readU8(), let nACL = c.readLE16(), let nSCO = c.readLE16() else {
             return nil
         }
-        return BufferSize(aclDataPacketLength: acl, synchronousDataPacketLength: sco, totalNumACLDataPackets: nACL,
-                          totalNumSynchronousDataPackets: nSCO)
+        return BufferSize(
+            aclDataPacketLength: acl, synchronousDataPacketLength: sco, totalNumACLDataPackets: nACL,
+            totalNumSynchronousDataPackets: nSCO)
     }
 }
 
@@ -98,8 +99,9 @@ public struct LEReadBufferSizeV2Command: HCICommand {
         guard let len = c.readLE16(), let n = c.readU8(), let iso = c.readLE16(), let nISO = c.readU8() else {
             return nil
         }
-        return LEBufferSize(leACLDataPacketLength: len, totalNumLEACLDataPackets: n, isoDataPacketLength: iso,
-                            totalNumISODataPackets: nISO)
+        return LEBufferSize(
+            leACLDataPacketLength: len, totalNumLEACLDataPackets: n, isoDataPacketLength: iso,
+            totalNumISODataPackets: nISO)
     }
 }
 

@@ -20,9 +20,11 @@ public struct LESetAdvertisingParametersCommand: HCICommand {
     public var channelMap: UInt8
     public var filterPolicy: UInt8
 
-    public init(intervalMin: UInt16 = 0x00A0, intervalMax: UInt16 = 0x00A0, advertisingType: UInt8 = 0,
-                ownAddressType: LEAddressType = .public, peerAddressType: LEAddressType = .public,
-                peerAddress: BDAddress = BDAddress(rawValue: 0), channelMap: UInt8 = 0x07, filterPolicy: UInt8 = 0) {
+    public init(
+        intervalMin: UInt16 = 0x00A0, intervalMax: UInt16 = 0x00A0, advertisingType: UInt8 = 0,
+        ownAddressType: LEAddressType = .public, peerAddressType: LEAddressType = .public,
+        peerAddress: BDAddress = BDAddress(rawValue: 0), channelMap: UInt8 = 0x07, filterPolicy: UInt8 = 0
+    ) {
         self.intervalMin = intervalMin
         self.intervalMax = intervalMax
         self.advertisingType = advertisingType

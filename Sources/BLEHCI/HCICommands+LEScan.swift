@@ -21,8 +21,10 @@ public struct LESetScanParametersCommand: HCICommand {
     public var ownAddressType: LEAddressType
     public var filterPolicy: UInt8
 
-    public init(scanType: LEScanType, interval: UInt16, window: UInt16, ownAddressType: LEAddressType = .public,
-                filterPolicy: UInt8 = 0) {
+    public init(
+        scanType: LEScanType, interval: UInt16, window: UInt16, ownAddressType: LEAddressType = .public,
+        filterPolicy: UInt8 = 0
+    ) {
         self.scanType = scanType
         self.interval = interval
         self.window = window

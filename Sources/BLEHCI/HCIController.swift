@@ -86,8 +86,9 @@ public final class HCIController: @unchecked Sendable {
     ///   subscriber that takes them must keep reading or leave (cancel its iteration): when the transport can wait,
     ///   the controller waits for it.
     public func events(includingReports: Bool = false) -> StageQueue<HCIControllerEvent> {
-        let queue = StageQueue<HCIControllerEvent>(capacity: configuration.subscriberBuffer,
-                                                   whenFull: transport.incoming.whenFull)
+        let queue = StageQueue<HCIControllerEvent>(
+            capacity: configuration.subscriberBuffer,
+            whenFull: transport.incoming.whenFull)
         let subscribed: Bool = lock.withLock {
             if ended { return false }
             subscribers.append(Subscriber(queue: queue, wantsReports: includingReports))
@@ -274,8 +275,9 @@ public final class HCIController: @unchecked Sendable {
                 do {
                     try transport.send(packet)
                 } catch {
-                    let op = HCIOpcode(rawValue: packet.payload.count >= 2
-                        ? UInt16(packet.payload[0]) | UInt16(packet.payload[1]) << 8 : 0)
+                    let op = HCIOpcode(
+                        rawValue: packet.payload.count >= 2
+                            ? UInt16(packet.payload[0]) | UInt16(packet.payload[1]) << 8 : 0)
                     resumes += perform(flow.sendFailed(id, .sendFailed(op, "\(error)"), now: clock.now()))
                 }
             case .complete(let id, let outcome):

@@ -33,8 +33,10 @@ public final class ScriptedHCITransport: HCITransport, @unchecked Sendable {
     /// - Parameters:
     ///   - sendSupported: false models a shared-mode transport, whose `send` throws `.unsupported`.
     ///   - feedOneByteAtATime: hand the deframer replies one byte at a time, as a slow UART would.
-    public init(name: String = "scripted", script: [Exchange], sendSupported: Bool = true,
-                feedOneByteAtATime: Bool = false, queueCapacity: Int = StageQueue<H4Packet>.defaultCapacity) {
+    public init(
+        name: String = "scripted", script: [Exchange], sendSupported: Bool = true,
+        feedOneByteAtATime: Bool = false, queueCapacity: Int = StageQueue<H4Packet>.defaultCapacity
+    ) {
         self.name = name
         self.script = script
         self.sendSupported = sendSupported

@@ -107,8 +107,9 @@ public struct ACLScheduler: Sendable {
         var start = 0
         repeat {
             let end = min(start + bufferLength, frame.count)
-            fragments.append(ACLDataPacket.build(
-                handle: h, packetBoundary: start == 0 ? .firstNonFlushable : .continuing, data: frame[start..<end]))
+            fragments.append(
+                ACLDataPacket.build(
+                    handle: h, packetBoundary: start == 0 ? .firstNonFlushable : .continuing, data: frame[start..<end]))
             start = end
         } while start < frame.count
         guard (links[h]?.waiting ?? 0) + fragments.count <= queueLimit else {

@@ -222,8 +222,9 @@ public struct ATTClientCore: Sendable {
         guard outstanding == nil, !queue.isEmpty else { return [] }
         let next = queue.removeFirst()
         let op = ATTOpcode(next.pdu[0])
-        outstanding = Outstanding(id: next.id, opcode: op, response: op.expectedResponse!,
-                                  deadline: now + timeout, pdu: next.pdu)
+        outstanding = Outstanding(
+            id: next.id, opcode: op, response: op.expectedResponse!,
+            deadline: now + timeout, pdu: next.pdu)
         counters.requestsSent += 1
         return [.send(next.pdu)]
     }

@@ -51,14 +51,20 @@ public enum ATTPDUError: Error, Hashable, Sendable, CustomStringConvertible {
 public struct ATTHandleUUID: Hashable, Sendable {
     public var handle: UInt16
     public var uuid: BluetoothUUID
-    public init(handle: UInt16, uuid: BluetoothUUID) { self.handle = handle; self.uuid = uuid }
+    public init(handle: UInt16, uuid: BluetoothUUID) {
+        self.handle = handle
+        self.uuid = uuid
+    }
 }
 
 /// One Handle–Value pair of a Read By Type Response, or a notification / indication.
 public struct ATTHandleValue: Hashable, Sendable {
     public var handle: UInt16
     public var value: [UInt8]
-    public init(handle: UInt16, value: [UInt8]) { self.handle = handle; self.value = value }
+    public init(handle: UInt16, value: [UInt8]) {
+        self.handle = handle
+        self.value = value
+    }
 }
 
 /// One entry of a Read By Group Type Response.
@@ -67,7 +73,9 @@ public struct ATTGroupValue: Hashable, Sendable {
     public var endGroupHandle: UInt16
     public var value: [UInt8]
     public init(handle: UInt16, endGroupHandle: UInt16, value: [UInt8]) {
-        self.handle = handle; self.endGroupHandle = endGroupHandle; self.value = value
+        self.handle = handle
+        self.endGroupHandle = endGroupHandle
+        self.value = value
     }
 }
 
@@ -80,12 +88,17 @@ public struct ATTErrorResponse: Hashable, Sendable, CustomStringConvertible {
     public var code: ATTErrorCode
 
     public init(requestOpcode: ATTOpcode, handle: UInt16, code: ATTErrorCode) {
-        self.requestOpcode = requestOpcode; self.handle = handle; self.code = code
+        self.requestOpcode = requestOpcode
+        self.handle = handle
+        self.code = code
     }
 
     public var pdu: [UInt8] {
         var w = ByteWriter(capacity: 5)
-        w.u8(ATTOpcode.errorResponse.rawValue); w.u8(requestOpcode.rawValue); w.le16(handle); w.u8(code.rawValue)
+        w.u8(ATTOpcode.errorResponse.rawValue)
+        w.u8(requestOpcode.rawValue)
+        w.le16(handle)
+        w.u8(code.rawValue)
         return w.bytes
     }
 
@@ -119,7 +132,12 @@ public enum ATTPDU {
     }
 
     static func appendUUID(_ uuid: BluetoothUUID, to w: inout ByteWriter) {
-        if let short = uuid.uuid16 { w.le16(short) } else { w.le64(uuid.low); w.le64(uuid.high) }
+        if let short = uuid.uuid16 {
+            w.le16(short)
+        } else {
+            w.le64(uuid.low)
+            w.le64(uuid.high)
+        }
     }
 
     static func uuid(_ bytes: ArraySlice<UInt8>) -> BluetoothUUID? {
@@ -149,7 +167,9 @@ public enum ATTPDU {
     /// §3.4.3.1 `0x04 | Starting Handle (2) | Ending Handle (2)`.
     public static func findInformationRequest(start: UInt16, end: UInt16) -> [UInt8] {
         var w = ByteWriter(capacity: 5)
-        w.u8(ATTOpcode.findInformationRequest.rawValue); w.le16(start); w.le16(end)
+        w.u8(ATTOpcode.findInformationRequest.rawValue)
+        w.le16(start)
+        w.le16(end)
         return w.bytes
     }
 
@@ -222,7 +242,9 @@ public enum ATTPDU {
     /// §3.4.4.5 `0x0C | Attribute Handle (2) | Value Offset (2)`.
     public static func readBlobRequest(handle: UInt16, offset: UInt16) -> [UInt8] {
         var w = ByteWriter(capacity: 5)
-        w.u8(ATTOpcode.readBlobRequest.rawValue); w.le16(handle); w.le16(offset)
+        w.u8(ATTOpcode.readBlobRequest.rawValue)
+        w.le16(handle)
+        w.le16(offset)
         return w.bytes
     }
 
@@ -305,7 +327,9 @@ public enum ATTPDU {
 
     static func rangeTyped(_ op: ATTOpcode, _ start: UInt16, _ end: UInt16, _ type: BluetoothUUID) -> [UInt8] {
         var w = ByteWriter(capacity: 21)
-        w.u8(op.rawValue); w.le16(start); w.le16(end)
+        w.u8(op.rawValue)
+        w.le16(start)
+        w.le16(end)
         appendUUID(type, to: &w)
         return w.bytes
     }

@@ -269,8 +269,9 @@ public struct ConnectionManager: Sendable {
             }
             guard status.isSuccess else {
                 // 0x02 after our Cancel (§7.8.13) is the connect timeout; anything else is the controller's reason.
-                var reason: Reason = cancelled && status == .unknownConnectionIdentifier ? .connectTimeout : .hci(status)
-            if stopping { reason = .gatewayStopped } else if releasing { reason = .handedOver }
+                var reason: Reason =
+                    cancelled && status == .unknownConnectionIdentifier ? .connectTimeout : .hci(status)
+                if stopping { reason = .gatewayStopped } else if releasing { reason = .handedOver }
                 if cancelled { counters.cancelledAttempts += 1 }
                 out += failAttempt(address, reason: reason, now: now)
                 break
@@ -306,16 +307,20 @@ public struct ConnectionManager: Sendable {
             out += failAttempt(address, reason: why, now: now)
         case .linkEnded(let handle, let reason):
             guard let address = address(of: handle) else { break }
-            out += linkGone(address, reason: entries[address]?.status.state == .disconnecting
-                                ? entries[address]?.status.reason ?? reason : reason, now: now)
+            out += linkGone(
+                address,
+                reason: entries[address]?.status.state == .disconnecting
+                    ? entries[address]?.status.reason ?? reason : reason, now: now)
         case .disconnectStatus(let handle, let status):
             // Unknown Connection Identifier: the link was already gone; its Disconnection Complete came or will not.
             guard !status.isSuccess, let address = address(of: handle) else { break }
             out += linkGone(address, reason: .hci(status), now: now)
         case .disconnectionComplete(let handle, let reason):
             guard let address = address(of: handle) else { break }
-            out += linkGone(address, reason: entries[address]?.status.state == .disconnecting
-                                ? entries[address]?.status.reason ?? .hci(reason) : .hci(reason), now: now)
+            out += linkGone(
+                address,
+                reason: entries[address]?.status.state == .disconnecting
+                    ? entries[address]?.status.reason ?? .hci(reason) : .hci(reason), now: now)
         case .drop(let handle, let why):
             guard let address = address(of: handle), entries[address]?.status.state == .connected else { break }
             out += set(address, .disconnecting, reason: .dropped(why), now: now)
@@ -332,8 +337,9 @@ public struct ConnectionManager: Sendable {
             learnedLimit = nil
             for (address, e) in entries where e.status.state != .disconnected {
                 let handedOver = e.status.state == .disconnecting && e.status.reason == .handedOver
-                out += linkGone(address, reason: stopping ? .gatewayStopped : handedOver ? .handedOver : .adapterLost,
-                                now: now)
+                out += linkGone(
+                    address, reason: stopping ? .gatewayStopped : handedOver ? .handedOver : .adapterLost,
+                    now: now)
             }
         case .shutdown:
             stopping = true
@@ -380,8 +386,11 @@ public struct ConnectionManager: Sendable {
             e.wanted && e.status.state == .disconnected && now >= e.notBefore
                 && e.lastAdvertised.map { now - $0 <= configuration.advertisementFreshness } == true
         }
-        guard let next = candidates.min(by: { ($0.lastAttempt ?? .zero, $0.peer.address.description)
-                                              < ($1.lastAttempt ?? .zero, $1.peer.address.description) })
+        guard
+            let next = candidates.min(by: {
+                ($0.lastAttempt ?? .zero, $0.peer.address.description)
+                    < ($1.lastAttempt ?? .zero, $1.peer.address.description)
+            })
         else { return [] }
         let address = next.peer.address
         entries[address]!.lastAttempt = now

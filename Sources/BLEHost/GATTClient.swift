@@ -41,8 +41,10 @@ public final class GATTClient: @unchecked Sendable {
         var timedOut: ATTOpcode?
     }
 
-    public init(bearer: any ATTBearer, clock: any BLEClock, requestTimeout: Duration = .seconds(30),
-                eventBufferSize: Int = 256, logger: Logger = Logger(label: "ble.host.gatt")) {
+    public init(
+        bearer: any ATTBearer, clock: any BLEClock, requestTimeout: Duration = .seconds(30),
+        eventBufferSize: Int = 256, logger: Logger = Logger(label: "ble.host.gatt")
+    ) {
         self.bearer = bearer
         self.clock = clock
         self.requestTimeout = requestTimeout
@@ -57,8 +59,9 @@ public final class GATTClient: @unchecked Sendable {
 
     public var statistics: Statistics {
         state.withLock {
-            Statistics(att: $0.core.counters, droppedEvents: $0.droppedEvents, serviceChanges: $0.serviceChanges,
-                       waitingRequests: $0.core.waitingCount)
+            Statistics(
+                att: $0.core.counters, droppedEvents: $0.droppedEvents, serviceChanges: $0.serviceChanges,
+                waitingRequests: $0.core.waitingCount)
         }
     }
 
@@ -100,8 +103,9 @@ public final class GATTClient: @unchecked Sendable {
                 return actions
             }
             if let expired {
-                logger.warning("ATT transaction timed out; bearer dropped",
-                               metadata: ["request": "\(expired)", "timeout": "\(requestTimeout)"])
+                logger.warning(
+                    "ATT transaction timed out; bearer dropped",
+                    metadata: ["request": "\(expired)", "timeout": "\(requestTimeout)"])
                 throw GATTClientError.timeout(request: expired)
             }
         }
@@ -254,13 +258,14 @@ public final class GATTClient: @unchecked Sendable {
     {
         var c = ByteCursor(entry.value)
         guard entry.value.count == 5 || entry.value.count == 19, let props = c.readU8(), let valueHandle = c.readLE16(),
-              let uuid = ATTPDU.uuid(c.readRest())
+            let uuid = ATTPDU.uuid(c.readRest())
         else { throw .unsupportedEntryLength(.readByTypeResponse, length: entry.value.count + 2) }
         guard valueHandle > entry.handle, service.contains(valueHandle) else {
             throw .valueHandleOutsideService(declaration: entry.handle, valueHandle: valueHandle, service: service)
         }
-        return GATTCharacteristic(uuid: uuid, declarationHandle: entry.handle, valueHandle: valueHandle,
-                                  endHandle: valueHandle, properties: GATTCharacteristicProperties(rawValue: props))
+        return GATTCharacteristic(
+            uuid: uuid, declarationHandle: entry.handle, valueHandle: valueHandle,
+            endHandle: valueHandle, properties: GATTCharacteristicProperties(rawValue: props))
     }
 
     /// Discover All Characteristic Descriptors (§4.7.1): Find Information over the range after the value.
@@ -357,8 +362,9 @@ public final class GATTClient: @unchecked Sendable {
                 guard !linkGone else { continue }
                 do { try bearer.send(pdu) } catch {
                     // The link went away under us: fail every waiter now rather than at the timeout.
-                    logger.debug("ATT bearer refused a PDU; treating the link as closed",
-                                 metadata: ["error": "\(error)"])
+                    logger.debug(
+                        "ATT bearer refused a PDU; treating the link as closed",
+                        metadata: ["error": "\(error)"])
                     linkGone = true
                     step { $0.core.bearerClosed() }
                 }
@@ -367,10 +373,13 @@ public final class GATTClient: @unchecked Sendable {
             case .indication(let v):
                 if v.handle == serviceChanged, v.value.count == 4 {
                     var c = ByteCursor(v.value)
-                    let start = c.readLE16()!, end = c.readLE16()!
+                    let start = c.readLE16()!
+                    let end = c.readLE16()!
                     state.withLock { $0.serviceChanges += 1 }
-                    deliver(start <= end ? .serviceChanged(start...end)
-                                         : .value(handle: v.handle, bytes: v.value, indication: true))
+                    deliver(
+                        start <= end
+                            ? .serviceChanged(start...end)
+                            : .value(handle: v.handle, bytes: v.value, indication: true))
                 } else {
                     deliver(.value(handle: v.handle, bytes: v.value, indication: true))
                 }

@@ -32,7 +32,10 @@ public struct GATTCharacteristicProperties: OptionSet, Hashable, Sendable, Custo
 public struct GATTDescriptor: Hashable, Sendable {
     public var handle: UInt16
     public var uuid: BluetoothUUID
-    public init(handle: UInt16, uuid: BluetoothUUID) { self.handle = handle; self.uuid = uuid }
+    public init(handle: UInt16, uuid: BluetoothUUID) {
+        self.handle = handle
+        self.uuid = uuid
+    }
 }
 
 /// A characteristic (Part G, §3.3): its declaration, value and descriptors.
@@ -46,10 +49,16 @@ public struct GATTCharacteristic: Hashable, Sendable {
     public var properties: GATTCharacteristicProperties
     public var descriptors: [GATTDescriptor]
 
-    public init(uuid: BluetoothUUID, declarationHandle: UInt16, valueHandle: UInt16, endHandle: UInt16,
-                properties: GATTCharacteristicProperties, descriptors: [GATTDescriptor] = []) {
-        self.uuid = uuid; self.declarationHandle = declarationHandle; self.valueHandle = valueHandle
-        self.endHandle = endHandle; self.properties = properties; self.descriptors = descriptors
+    public init(
+        uuid: BluetoothUUID, declarationHandle: UInt16, valueHandle: UInt16, endHandle: UInt16,
+        properties: GATTCharacteristicProperties, descriptors: [GATTDescriptor] = []
+    ) {
+        self.uuid = uuid
+        self.declarationHandle = declarationHandle
+        self.valueHandle = valueHandle
+        self.endHandle = endHandle
+        self.properties = properties
+        self.descriptors = descriptors
     }
 
     /// The Client Characteristic Configuration descriptor (0x2902, Part G, §3.3.3.3), if it has one.
@@ -65,9 +74,13 @@ public struct GATTService: Hashable, Sendable {
     public var endHandle: UInt16
     public var characteristics: [GATTCharacteristic]
 
-    public init(uuid: BluetoothUUID, startHandle: UInt16, endHandle: UInt16,
-                characteristics: [GATTCharacteristic] = []) {
-        self.uuid = uuid; self.startHandle = startHandle; self.endHandle = endHandle
+    public init(
+        uuid: BluetoothUUID, startHandle: UInt16, endHandle: UInt16,
+        characteristics: [GATTCharacteristic] = []
+    ) {
+        self.uuid = uuid
+        self.startHandle = startHandle
+        self.endHandle = endHandle
         self.characteristics = characteristics
     }
 }

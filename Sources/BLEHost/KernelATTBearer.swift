@@ -11,10 +11,13 @@ public final class KernelATTBearer: ATTBearer {
     }
 
     /// Opens the kernel link to `peer`'s ATT server through `adapter` ("hci0") and wraps it.
-    public static func connect(to peer: L2CAPAddress, adapter: String?, security: L2CAPSocket.Security = .low,
-                               timeout: Duration, clock: any BLEClock) async throws -> KernelATTBearer {
-        let socket = try await L2CAPSocket.connect(to: peer, adapter: adapter, channel: L2CAPSocket.attChannel,
-                                                   security: security, timeout: timeout, clock: clock)
+    public static func connect(
+        to peer: L2CAPAddress, adapter: String?, security: L2CAPSocket.Security = .low,
+        timeout: Duration, clock: any BLEClock
+    ) async throws -> KernelATTBearer {
+        let socket = try await L2CAPSocket.connect(
+            to: peer, adapter: adapter, channel: L2CAPSocket.attChannel,
+            security: security, timeout: timeout, clock: clock)
         return KernelATTBearer(socket: socket)
     }
 

@@ -25,12 +25,13 @@ public struct L2CAPSignalingCode: RawRepresentable, Hashable, Sendable, CustomSt
     ]
 
     public var description: String {
-        let name: String? = switch self {
-        case .commandReject: "Command Reject"
-        case .connectionParameterUpdateRequest: "Connection Parameter Update Request"
-        case .connectionParameterUpdateResponse: "Connection Parameter Update Response"
-        default: nil
-        }
+        let name: String? =
+            switch self {
+            case .commandReject: "Command Reject"
+            case .connectionParameterUpdateRequest: "Connection Parameter Update Request"
+            case .connectionParameterUpdateResponse: "Connection Parameter Update Response"
+            default: nil
+            }
         let hex = "0x" + upperHex(rawValue, digits: 2)
         return name.map { "\(hex) \($0)" } ?? hex
     }
@@ -106,8 +107,11 @@ public struct L2CAPLESignaling: Sendable {
             counters.commandsRejected += 1
             var mtu = ByteWriter(capacity: 2)
             mtu.le16(UInt16(Self.signalingMTU))
-            return [.reply(Self.commandReject(
-                identifier: identifier, reason: RejectReason.signalingMTUExceeded, data: mtu.bytes))]
+            return [
+                .reply(
+                    Self.commandReject(
+                        identifier: identifier, reason: RejectReason.signalingMTUExceeded, data: mtu.bytes))
+            ]
         }
         guard let data = c.readBytes(Int(length)), c.isAtEnd else {
             counters.malformed += 1
@@ -119,8 +123,11 @@ public struct L2CAPLESignaling: Sendable {
         case .disconnectionRequest where data.count == 4:
             // §4.6 data: Destination CID (2) — ours —, Source CID (2) — the peer's.
             counters.commandsRejected += 1
-            return [.reply(Self.commandReject(
-                identifier: identifier, reason: RejectReason.invalidCID, data: Array(data)))]
+            return [
+                .reply(
+                    Self.commandReject(
+                        identifier: identifier, reason: RejectReason.invalidCID, data: Array(data)))
+            ]
         default:
             counters.commandsRejected += 1
             return [.reply(Self.commandReject(identifier: identifier, reason: RejectReason.commandNotUnderstood))]
@@ -165,7 +172,9 @@ public struct L2CAPLESignaling: Sendable {
     /// reason).
     static func commandReject(identifier: UInt8, reason: UInt16, data: [UInt8] = []) -> [UInt8] {
         var w = ByteWriter(capacity: 6 + data.count)
-        w.u8(L2CAPSignalingCode.commandReject.rawValue); w.u8(identifier); w.le16(UInt16(2 + data.count))
+        w.u8(L2CAPSignalingCode.commandReject.rawValue)
+        w.u8(identifier)
+        w.le16(UInt16(2 + data.count))
         w.le16(reason)
         w.append(data)
         return w.bytes
@@ -174,7 +183,9 @@ public struct L2CAPLESignaling: Sendable {
     /// §4.21 Connection Parameter Update Response: Code 0x13, the request's Identifier, Length 2, Result (2).
     static func updateResponse(identifier: UInt8, result: UInt16) -> [UInt8] {
         var w = ByteWriter(capacity: 6)
-        w.u8(L2CAPSignalingCode.connectionParameterUpdateResponse.rawValue); w.u8(identifier); w.le16(2)
+        w.u8(L2CAPSignalingCode.connectionParameterUpdateResponse.rawValue)
+        w.u8(identifier)
+        w.le16(2)
         w.le16(result)
         return w.bytes
     }

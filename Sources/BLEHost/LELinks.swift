@@ -95,8 +95,10 @@ public final class LELinks: @unchecked Sendable {
 
     /// - Parameter buffers: the controller's LE ACL buffers (`ControllerInfo.leACLBuffers`): the most octets of
     ///   L2CAP data per ACL packet, and how many packets the controller holds.
-    public init(controller: HCIController, buffers: (length: Int, count: Int),
-                configuration: Configuration = Configuration(), logger: Logger = Logger(label: "ble.host.links")) {
+    public init(
+        controller: HCIController, buffers: (length: Int, count: Int),
+        configuration: Configuration = Configuration(), logger: Logger = Logger(label: "ble.host.links")
+    ) {
         self.controller = controller
         self.configuration = configuration
         self.logger = logger
@@ -197,7 +199,8 @@ public final class LELinks: @unchecked Sendable {
                     enqueue(L2CAPFrame(channel: .leSignaling, payload: command), handle: handle)
                 case .updateConnection(let p):
                     logger.info(
-                        "links: 0x\(String(handle, radix: 16)) peer asked for interval \(p.intervalMin)–\(p.intervalMax)")
+                        "links: 0x\(String(handle, radix: 16)) peer asked for interval \(p.intervalMin)–\(p.intervalMax)"
+                    )
                     inboxContinuation.yield(.run(LEConnectionUpdateCommand(handle: handle, parameters: p)))
                 }
             }

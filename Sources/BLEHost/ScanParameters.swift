@@ -15,8 +15,10 @@ public struct ScanParameters: Sendable, Hashable {
     /// Also scan on LE Coded (long range) when the controller supports it; extended scanning only.
     public var scanCoded: Bool = false
 
-    public init(active: Bool = false, interval: Duration = .milliseconds(100), window: Duration = .milliseconds(100),
-                ownAddressType: LEAddressType = .public, scanCoded: Bool = false) {
+    public init(
+        active: Bool = false, interval: Duration = .milliseconds(100), window: Duration = .milliseconds(100),
+        ownAddressType: LEAddressType = .public, scanCoded: Bool = false
+    ) {
         self.active = active
         self.interval = interval
         self.window = window

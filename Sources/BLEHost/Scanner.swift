@@ -44,9 +44,11 @@ public final class Scanner: @unchecked Sendable {
     public let enabled: AsyncStream<Void>
 
     /// - Parameter bufferSize: reports that may wait for the consumer.
-    public init(controller: HCIController, mode: Mode, parameters: ScanParameters = ScanParameters(),
-                bufferSize: Int = StageQueue<ScanReport>.defaultCapacity,
-                logger: Logger = Logger(label: "ble.host.scanner")) {
+    public init(
+        controller: HCIController, mode: Mode, parameters: ScanParameters = ScanParameters(),
+        bufferSize: Int = StageQueue<ScanReport>.defaultCapacity,
+        logger: Logger = Logger(label: "ble.host.scanner")
+    ) {
         self.controller = controller
         self.mode = mode
         self.parameters = parameters

@@ -55,8 +55,10 @@ public final class MQTTClient: Sendable {
     /// Hands `message` to the connection at once, in call order, and calls `completion` when it is resolved —
     /// acknowledged, refused with a reason, or failed (not connected, window full, connection ended). For callers
     /// that must keep order across many messages in flight, which concurrent `publish` calls cannot promise.
-    public func submit(_ message: MQTTMessage,
-                       completion: @escaping @Sendable (Result<MQTTPublishID, MQTTError>) -> Void) {
+    public func submit(
+        _ message: MQTTMessage,
+        completion: @escaping @Sendable (Result<MQTTPublishID, MQTTError>) -> Void
+    ) {
         core.submit(message, completion: completion)
     }
 
@@ -75,8 +77,10 @@ public final class MQTTClient: Sendable {
     /// (the filter is subscribed again after every CONNACK). Ending the stream's iteration unsubscribes.
     /// `buffer` unread messages are kept; beyond that the oldest are dropped (counted in `droppedDeliveries`):
     /// a subscriber that takes bursts (thousands of gateways publishing on the same second) asks for more.
-    public func subscribe(_ filter: String, qos: MQTTQoS = .atLeastOnce,
-                          buffer: Int = 4096) throws(MQTTError) -> AsyncStream<MQTTMessage> {
+    public func subscribe(
+        _ filter: String, qos: MQTTQoS = .atLeastOnce,
+        buffer: Int = 4096
+    ) throws(MQTTError) -> AsyncStream<MQTTMessage> {
         try core.subscribe(filter, qos: qos, buffer: buffer)
     }
 
@@ -89,7 +93,10 @@ public final class MQTTClient: Sendable {
             do {
                 guard try core.startAttempt() else { return }
                 eventSink.yield(.connecting(attempt: attempt))
-                if await awaitConnectionEnd() { backoff.reset(); attempt = 0 }
+                if await awaitConnectionEnd() {
+                    backoff.reset()
+                    attempt = 0
+                }
             } catch {
                 // The instance could not be configured (e.g. a TLS file is missing): nothing was started.
                 // Files can appear later (certificate rotation), so this is retried like any failed attempt.

@@ -59,8 +59,10 @@ public struct MQTTConfiguration: Sendable, Equatable, CustomStringConvertible {
         /// Check that the broker certificate names `host`. Turning this off allows man-in-the-middle attacks.
         public var verifyHostname: Bool = true
 
-        public init(caFile: String? = nil, caPath: String? = nil, certificateFile: String? = nil,
-                    keyFile: String? = nil, keyPassphraseFile: String? = nil, verifyHostname: Bool = true) {
+        public init(
+            caFile: String? = nil, caPath: String? = nil, certificateFile: String? = nil,
+            keyFile: String? = nil, keyPassphraseFile: String? = nil, verifyHostname: Bool = true
+        ) {
             self.caFile = caFile
             self.caPath = caPath
             self.certificateFile = certificateFile
@@ -120,16 +122,20 @@ public struct MQTTConfiguration: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String {
-        var parts = ["mqtt://\(host):\(port)", "clientID=\(clientID)", "protocol=\(protocolVersion)",
-                     "keepAlive=\(keepAlive)", "session=\(session)", "maxInFlight=\(maxInFlight)"]
+        var parts = [
+            "mqtt://\(host):\(port)", "clientID=\(clientID)", "protocol=\(protocolVersion)",
+            "keepAlive=\(keepAlive)", "session=\(session)", "maxInFlight=\(maxInFlight)",
+        ]
         if let tls {
-            parts.append("tls(ca=\(tls.caFile ?? tls.caPath ?? "system"), cert=\(tls.certificateFile ?? "none"), "
-                + "key=\(tls.keyFile ?? "none"), passphrase=\(tls.keyPassphraseFile == nil ? "none" : "<redacted>"), "
-                + "verifyHostname=\(tls.verifyHostname))")
+            parts.append(
+                "tls(ca=\(tls.caFile ?? tls.caPath ?? "system"), cert=\(tls.certificateFile ?? "none"), "
+                    + "key=\(tls.keyFile ?? "none"), passphrase=\(tls.keyPassphraseFile == nil ? "none" : "<redacted>"), "
+                    + "verifyHostname=\(tls.verifyHostname))")
         }
         if let credentials {
-            parts.append("credentials(username=<redacted from \(credentials.usernameFile)>, password="
-                + (credentials.passwordFile.map { "<redacted from \($0)>" } ?? "none") + ")")
+            parts.append(
+                "credentials(username=<redacted from \(credentials.usernameFile)>, password="
+                    + (credentials.passwordFile.map { "<redacted from \($0)>" } ?? "none") + ")")
         }
         if let will { parts.append("will(\(will.topic), qos=\(will.qos.rawValue), retain=\(will.retain))") }
         return parts.joined(separator: " ")

@@ -128,7 +128,10 @@ final class MQTTConnectionCore: @unchecked Sendable {
     /// session resumes.
     func startAttempt() throws(MQTTError) -> Bool {
         lock.lock()
-        guard !stopRequested else { lock.unlock(); return false }
+        guard !stopRequested else {
+            lock.unlock()
+            return false
+        }
         if mosq == nil || configuration.session == .clean {
             if let old = mosq { mosquitto_destroy(old) }
             mosq = nil
@@ -222,8 +225,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
         var mid: Int32 = 0
         func send(retain: Bool) -> Int32 {
             message.payload.withUnsafeBytes { payload in
-                mosquitto_publish_v5(mosq, &mid, message.topic, Int32(payload.count), payload.baseAddress,
-                                     Int32(message.qos.rawValue), retain, properties)
+                mosquitto_publish_v5(
+                    mosq, &mid, message.topic, Int32(payload.count), payload.baseAddress,
+                    Int32(message.qos.rawValue), retain, properties)
             }
         }
         // The broker's CONNACK said Retain Available = 0: it keeps no retained message, so a state goes to those
@@ -245,8 +249,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
     func subscribe(_ filter: String, qos: MQTTQoS, buffer: Int) throws(MQTTError) -> AsyncStream<MQTTMessage> {
         let rc = mosquitto_sub_topic_check(filter)
         guard rc == mosqSuccess else { throw MQTTError.library(rc, detail: "topic filter \"\(filter)\"") }
-        let (stream, continuation) = AsyncStream.makeStream(of: MQTTMessage.self,
-                                                            bufferingPolicy: .bufferingNewest(buffer))
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: MQTTMessage.self,
+            bufferingPolicy: .bufferingNewest(buffer))
         let id: UInt64 = lock.withLock {
             nextSubscriptionID += 1
             subscriptions[nextSubscriptionID] = Subscription(filter: filter, qos: qos, continuation: continuation)
@@ -285,10 +290,12 @@ final class MQTTConnectionCore: @unchecked Sendable {
             disconnectSeen = false
         }
         let deadline = DispatchWorkItem { [weak self] in self?.connectDeadlinePassed(mosq) }
-        DispatchQueue.global().asyncAfter(deadline: .now() + configuration.connectTimeout.seconds,
-                                          execute: deadline)
-        let rc = mosquitto_connect_bind_v5(mosq, configuration.host, Int32(configuration.port), keepAlive, nil,
-                                           properties)
+        DispatchQueue.global().asyncAfter(
+            deadline: .now() + configuration.connectTimeout.seconds,
+            execute: deadline)
+        let rc = mosquitto_connect_bind_v5(
+            mosq, configuration.host, Int32(configuration.port), keepAlive, nil,
+            properties)
         let timedOut = lock.withLock { connectTimedOut }
         mosquitto_property_free_all(&properties)
         if rc != mosqSuccess {
@@ -373,7 +380,10 @@ final class MQTTConnectionCore: @unchecked Sendable {
     }
 
     private func takeLastLogLine() -> String? {
-        lock.withLock { defer { lastLogLine = nil }; return lastLogLine }
+        lock.withLock {
+            defer { lastLogLine = nil }
+            return lastLogLine
+        }
     }
 
     fileprivate func lastLog() -> String? { lock.withLock { lastLogLine } }
@@ -409,8 +419,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
     }
 
     private func diagnose() -> String? {
-        TLSDiagnosis.explain(host: configuration.host, port: configuration.port, tls: configuration.tls,
-                             keyPassphrase: lock.withLock { secrets.keyPassphrase })
+        TLSDiagnosis.explain(
+            host: configuration.host, port: configuration.port, tls: configuration.tls,
+            keyPassphrase: lock.withLock { secrets.keyPassphrase })
     }
 
     private static func joined(_ a: String?, _ b: String?) -> String? {
@@ -434,8 +445,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
         let context = Unmanaged.passUnretained(self).toOpaque()
         let clean = configuration.session == .clean
         guard let mosq = mosquitto_new(configuration.clientID, clean, context) else {
-            throw MQTTError(kind: .library, code: Int(errno), name: "mosquitto_new failed",
-                            detail: String(cString: strerror(errno)))
+            throw MQTTError(
+                kind: .library, code: Int(errno), name: "mosquitto_new failed",
+                detail: String(cString: strerror(errno)))
         }
         do {
             try configureLocked(mosq)
@@ -460,16 +472,24 @@ final class MQTTConnectionCore: @unchecked Sendable {
             try check(mosquitto_username_pw_set(mosq, secrets.username, secrets.password), "username/password")
         }
         if let tls = configuration.tls {
-            let passwordCallback: (@convention(c) (UnsafeMutablePointer<CChar>?, Int32, Int32,
-                                                   UnsafeMutableRawPointer?) -> Int32)?
-            passwordCallback = secrets.keyPassphrase == nil ? nil : { buffer, size, _, userdata in
-                // OpenSSL's userdata here is the `struct mosquitto *` (lib/net_mosq.c), not our context.
-                guard let buffer, let userdata, let context = mosquitto_userdata(OpaquePointer(userdata)) else {
-                    return 0
+            let passwordCallback:
+                (
+                    @convention(c) (
+                        UnsafeMutablePointer<CChar>?, Int32, Int32,
+                        UnsafeMutableRawPointer?
+                    ) -> Int32
+                )?
+            passwordCallback =
+                secrets.keyPassphrase == nil
+                ? nil
+                : { buffer, size, _, userdata in
+                    // OpenSSL's userdata here is the `struct mosquitto *` (lib/net_mosq.c), not our context.
+                    guard let buffer, let userdata, let context = mosquitto_userdata(OpaquePointer(userdata)) else {
+                        return 0
+                    }
+                    return Unmanaged<MQTTConnectionCore>.fromOpaque(context).takeUnretainedValue()
+                        .copyPassphrase(into: buffer, size: size)
                 }
-                return Unmanaged<MQTTConnectionCore>.fromOpaque(context).takeUnretainedValue()
-                    .copyPassphrase(into: buffer, size: size)
-            }
             // Without a CA file or directory, the system's: libmosquitto 2.0.11 (Debian 12) refuses mosquitto_tls_set
             // without either (MOSQ_ERR_INVAL) even with MOSQ_OPT_TLS_USE_OS_CERTS, so Debian's hashed directory is
             // named as well.
@@ -478,14 +498,17 @@ final class MQTTConnectionCore: @unchecked Sendable {
                 try check(mosquitto_int_option(mosq, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "system CA certificates")
                 caPath = Self.systemCADirectory
             }
-            try check(mosquitto_tls_set(mosq, tls.caFile, caPath, tls.certificateFile, tls.keyFile,
-                                        passwordCallback), "TLS files")
+            try check(
+                mosquitto_tls_set(
+                    mosq, tls.caFile, caPath, tls.certificateFile, tls.keyFile,
+                    passwordCallback), "TLS files")
             try check(mosquitto_tls_insecure_set(mosq, !tls.verifyHostname), "TLS hostname verification")
         }
         if let will = configuration.will {
             let rc = will.payload.withUnsafeBytes { payload in
-                mosquitto_will_set_v5(mosq, will.topic, Int32(payload.count), payload.baseAddress,
-                                      Int32(will.qos.rawValue), will.retain, nil)
+                mosquitto_will_set_v5(
+                    mosq, will.topic, Int32(payload.count), payload.baseAddress,
+                    Int32(will.qos.rawValue), will.retain, nil)
             }
             try check(rc, "last will")
         }
@@ -513,14 +536,19 @@ final class MQTTConnectionCore: @unchecked Sendable {
         mosquitto_message_v5_callback_set(mosq) { _, context, message, properties in
             guard let core = core(context), let message = message?.pointee else { return }
             var expiry: UInt32 = 0
-            let hasExpiry = mosquitto_property_read_int32(properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue),
-                                                          &expiry, false) != nil
-            let payload = message.payload.map {
-                Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
-            } ?? []
-            core.deliver(MQTTMessage(topic: String(cString: message.topic), payload: payload,
-                                     qos: MQTTQoS(rawValue: Int(message.qos)) ?? .atMostOnce, retain: message.retain,
-                                     messageExpiryInterval: hasExpiry ? expiry : nil))
+            let hasExpiry =
+                mosquitto_property_read_int32(
+                    properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue),
+                    &expiry, false) != nil
+            let payload =
+                message.payload.map {
+                    Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
+                } ?? []
+            core.deliver(
+                MQTTMessage(
+                    topic: String(cString: message.topic), payload: payload,
+                    qos: MQTTQoS(rawValue: Int(message.qos)) ?? .atMostOnce, retain: message.retain,
+                    messageExpiryInterval: hasExpiry ? expiry : nil))
         }
         mosquitto_log_callback_set(mosq) { _, context, level, line in
             // libmosquitto logs every packet at debug level (two lines per QoS 1 publish): only errors and warnings
@@ -537,4 +565,3 @@ let mosqSuccess = Int32(MOSQ_ERR_SUCCESS.rawValue)
 private func core(_ context: UnsafeMutableRawPointer?) -> MQTTConnectionCore? {
     context.map { Unmanaged<MQTTConnectionCore>.fromOpaque($0).takeUnretainedValue() }
 }
-

@@ -50,7 +50,8 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
     /// a topic that is not valid UTF-8 (`MOSQ_ERR_MALFORMED_UTF8`) or not a topic name (`MOSQ_ERR_INVAL`). Sending it
     /// again can never succeed; the next message can.
     public var isLocalRefusalOfThisMessage: Bool {
-        kind == .library && [Self.payloadSize, Self.malformedUTF8, Self.oversizePacket, Self.invalidArgument].contains(code)
+        kind == .library
+            && [Self.payloadSize, Self.malformedUTF8, Self.oversizePacket, Self.invalidArgument].contains(code)
     }
 
     /// The broker announced (CONNACK Maximum QoS) that it does not take the QoS asked for: a broker configuration to
@@ -77,7 +78,8 @@ extension MQTTError {
     }
 
     static func refused(_ code: Int32, protocolVersion: MQTTProtocolVersion) -> MQTTError {
-        let name = protocolVersion == .v5
+        let name =
+            protocolVersion == .v5
             ? String(cString: mosquitto_reason_string(code)) : String(cString: mosquitto_connack_string(code))
         return MQTTError(kind: .connectionRefused, code: Int(code), name: name)
     }

@@ -24,8 +24,10 @@ public struct MQTTMessage: Sendable, Equatable {
     /// forwards the remaining lifetime. Ignored with MQTT 3.1.1.
     public var messageExpiryInterval: UInt32?
 
-    public init(topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
-                messageExpiryInterval: UInt32? = nil) {
+    public init(
+        topic: String, payload: [UInt8], qos: MQTTQoS = .atLeastOnce, retain: Bool = false,
+        messageExpiryInterval: UInt32? = nil
+    ) {
         self.topic = topic
         self.payload = payload
         self.qos = qos

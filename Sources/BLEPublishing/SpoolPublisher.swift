@@ -90,7 +90,8 @@ public final class SpoolPublisher: Sendable {
     ///     for an event: the spool's committer and every state event call `readingsAvailable()`, acknowledgements
     ///     and connection changes wake it too.
     public init(
-        spool: Spool, client: MQTTClient, window: Int, clock: any BLEClock, retryInterval: Duration = .milliseconds(100),
+        spool: Spool, client: MQTTClient, window: Int, clock: any BLEClock,
+        retryInterval: Duration = .milliseconds(100),
         maxPayloadBytes: Int = 0,
         refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60), poisonAfterLosses: Int = 5,
         onRejected: @escaping @Sendable (SpooledReading, MQTTError) -> Void = { _, _ in },
@@ -133,10 +134,12 @@ public final class SpoolPublisher: Sendable {
         }
         if let poison {
             // No number to give: MQTT 3.1.1 closes the connection without saying why.
-            let e = MQTTError(kind: .notAcknowledged, code: 0, name: """
-                the broker closed the connection \(poisonAfterLosses) times in a row with this reading the oldest \
-                it had not acknowledged
-                """)
+            let e = MQTTError(
+                kind: .notAcknowledged, code: 0,
+                name: """
+                    the broker closed the connection \(poisonAfterLosses) times in a row with this reading the oldest \
+                    it had not acknowledged
+                    """)
             spool.deadLetter(poison.seq, reason: DeadLetterReason(code: e.code, name: e.name), at: clock.unixTime())
             state.withLock {
                 $0.stats.rejected += 1
@@ -184,7 +187,8 @@ public final class SpoolPublisher: Sendable {
             // Refill in batches, not one slot per acknowledgement: a query per ack would cap replay at the rate of
             // SQLite round trips. A quarter of the window free (or an empty window) is worth a query.
             if room > 0, room >= refillThreshold || inFlight == 0,
-               let batch = Self.read(spool, after: cursor, limit: room, failed: &readFailed) {
+                let batch = Self.read(spool, after: cursor, limit: room, failed: &readFailed)
+            {
                 let busy = state.withLock { $0.inFlight }
                 for r in batch where !busy.contains(r.seq) {
                     if Self.hasExpired(r, now: clock.unixTime()) {
@@ -199,8 +203,14 @@ public final class SpoolPublisher: Sendable {
                     handed += 1
                     let message = Self.message(for: r, now: clock.unixTime())
                     if maxPayloadBytes > 0, message.payload.count > maxPayloadBytes {
-                        resolved(r, .failure(MQTTError.library(Int32(MQTTError.payloadSize),
-                            detail: "\(message.payload.count) bytes; mqtt.max_payload_bytes is \(maxPayloadBytes)")))
+                        resolved(
+                            r,
+                            .failure(
+                                MQTTError.library(
+                                    Int32(MQTTError.payloadSize),
+                                    detail:
+                                        "\(message.payload.count) bytes; mqtt.max_payload_bytes is \(maxPayloadBytes)"))
+                        )
                         continue
                     }
                     // Handed over here, in seq order; only the wait for the ack is concurrent.
@@ -251,7 +261,8 @@ public final class SpoolPublisher: Sendable {
             }
             finish(r.seq) { $0.acknowledged += 1 }
             if ended { onRefusal(nil, nil) }
-        case .failure(let e) where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isLastingForThisMessage
+        case .failure(let e)
+        where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isLastingForThisMessage
             || e.isLocalRefusalOfThisMessage:
             // Never deliverable as it is; kept, out of the way of the readings behind it.
             let name = e.detail.map { "\(e.name): \($0)" } ?? e.name
@@ -326,7 +337,8 @@ public final class SpoolPublisher: Sendable {
         return MQTTMessage(
             topic: reading.topic,
             payload: PayloadEnvelope.render(
-                run: reading.run, seq: r.seq, ts: reading.ts, clockSynced: reading.clockSynchronized, body: reading.body),
+                run: reading.run, seq: r.seq, ts: reading.ts, clockSynced: reading.clockSynchronized, body: reading.body
+            ),
             qos: MQTTQoS(rawValue: Int(reading.qos)) ?? .atLeastOnce, retain: reading.retain,
             messageExpiryInterval: expiry)
     }

@@ -9,8 +9,10 @@ import Foundation
 /// does or does not speak TLS.
 enum TLSDiagnosis {
     /// `tls` nil: the client spoke plain MQTT; the diagnosis tells whether the port speaks TLS instead.
-    static func explain(host: String, port: Int, tls: MQTTConfiguration.TLS?, keyPassphrase: [UInt8]?,
-                        timeout: Duration = .seconds(5)) -> String? {
+    static func explain(
+        host: String, port: Int, tls: MQTTConfiguration.TLS?, keyPassphrase: [UInt8]?,
+        timeout: Duration = .seconds(5)
+    ) -> String? {
         guard let fd = connectTCP(host: host, port: port, timeout: timeout) else { return nil }
         defer { close(fd) }
         guard let ctx = SSL_CTX_new(TLS_client_method()) else { return nil }
@@ -73,8 +75,10 @@ enum TLSDiagnosis {
     }
 
     private static func refusal(_ reason: String) -> String {
-        let client = ["unknown ca", "bad certificate", "certificate required", "certificate unknown",
-                      "unsupported certificate", "certificate expired", "certificate revoked"]
+        let client = [
+            "unknown ca", "bad certificate", "certificate required", "certificate unknown",
+            "unsupported certificate", "certificate expired", "certificate revoked",
+        ]
         if client.contains(where: reason.contains) {
             return "the broker refused the client certificate (TLS alert: \(reason))"
         }
@@ -96,7 +100,8 @@ enum TLSDiagnosis {
         var list: UnsafeMutablePointer<addrinfo>?
         guard getaddrinfo(host, String(port), &hints, &list) == 0, let first = list else { return nil }
         defer { freeaddrinfo(list) }
-        var tv = timeval(tv_sec: Int(timeout.components.seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
+        var tv = timeval(
+            tv_sec: Int(timeout.components.seconds), tv_usec: Int(timeout.components.attoseconds / 1_000_000_000_000))
         var candidate: UnsafeMutablePointer<addrinfo>? = first
         while let a = candidate {
             candidate = a.pointee.ai_next

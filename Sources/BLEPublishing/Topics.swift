@@ -27,7 +27,8 @@ public struct Topics: Sendable, Hashable {
             throw InvalidIdentifier(field: "gateway id", value: gatewayID, reason: why)
         }
         if gatewayID == "fleet" {
-            throw InvalidIdentifier(field: "gateway id", value: gatewayID, reason: "\"fleet\" is reserved for fleet-wide config")
+            throw InvalidIdentifier(
+                field: "gateway id", value: gatewayID, reason: "\"fleet\" is reserved for fleet-wide config")
         }
         self.prefix = prefix
         self.gatewayID = gatewayID
@@ -37,7 +38,8 @@ public struct Topics: Sendable, Hashable {
         if level.isEmpty { return "empty topic level" }
         if level.utf8.count > 64 { return "longer than 64 characters" }
         for b in level.utf8 {
-            let ok = (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
+            let ok =
+                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
                 || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".")
             if !ok { return "only letters, digits, '-', '_' and '.' are allowed" }
         }

@@ -1,5 +1,5 @@
-import BLETransport
 import BLEHCI
+import BLETransport
 
 /// What a simulated device broadcasts. Each case builds its legacy advertising data (≤ 31 octets)
 /// exactly as the real devices lay it out, and names itself with the gateway's beacon-id scheme.
@@ -134,7 +134,9 @@ public enum BeaconFrame: Sendable, Hashable {
     }
 }
 
-func be32(_ v: UInt32) -> [UInt8] { [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)] }
+func be32(_ v: UInt32) -> [UInt8] {
+    [UInt8(v >> 24), UInt8((v >> 16) & 0xFF), UInt8((v >> 8) & 0xFF), UInt8(v & 0xFF)]
+}
 
 func hexLower(_ bytes: [UInt8]) -> String { HexDigits.string(bytes) }
 

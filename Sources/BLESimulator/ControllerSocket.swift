@@ -1,6 +1,5 @@
 import BLETransport
 import Foundation
-
 import Glibc
 
 /// One host connection to a virtual controller: an accepted Unix stream socket carrying H4 bytes.
@@ -150,7 +149,9 @@ struct UnixListener {
     init(path: String) throws {
         unlink(path)
         let s = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard s >= 0 else { throw TransportError(.io, errno: errno, "socket(AF_UNIX): \(String(cString: strerror(errno)))") }
+        guard s >= 0 else {
+            throw TransportError(.io, errno: errno, "socket(AF_UNIX): \(String(cString: strerror(errno)))")
+        }
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
@@ -163,7 +164,9 @@ struct UnixListener {
             raw[bytes.count] = 0
         }
         let rc = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(s, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         guard rc == 0, listen(s, 4) == 0 else {
             let e = errno

@@ -62,7 +62,9 @@ public final class GatewayNode: @unchecked Sendable {
     }
 
     /// The controller's links as they stand (tests read what the peers recorded).
-    public var links: [SimConnection] { lock.withLock { controller.connections.keys.sorted().map { controller.connections[$0]! } } }
+    public var links: [SimConnection] {
+        lock.withLock { controller.connections.keys.sorted().map { controller.connections[$0]! } }
+    }
 
     public func link(_ handle: UInt16) -> SimConnection? { lock.withLock { controller.connections[handle & 0x0FFF] } }
 
@@ -258,8 +260,9 @@ public final class GatewayNode: @unchecked Sendable {
     func deliver(_ bytes: [UInt8], reports: Int, generation: UInt64, dropIfFull: Bool) -> Bool {
         lock.lock()
         defer { lock.unlock() }
+        // Scanning changed since the reports were made: a real controller would not have sent them.
         guard let connection, powered, !silenced, controller.scan.generation == generation, controller.scan.enabled
-        else { return true }  // scanning changed since the reports were made: a real controller would not have sent them
+        else { return true }
         guard controller.scan.reportsUnmasked else {
             _stats.reportsMasked += reports
             return true

@@ -7,7 +7,8 @@ final class GroundTruthWriter {
     private var buffer = [UInt8]()
 
     init(path: String) throws {
-        guard FileManager.default.createFile(atPath: path, contents: nil), let h = FileHandle(forWritingAtPath: path) else {
+        guard FileManager.default.createFile(atPath: path, contents: nil), let h = FileHandle(forWritingAtPath: path)
+        else {
             throw ScenarioError(file: path, message: "cannot create the ground-truth file")
         }
         handle = h

@@ -167,7 +167,8 @@ struct RadioEngine {
                 if l.scan.active, let rsp = e.scanResponse, pdu[i] != SimEvents.LegacyEventType.advNonconnInd,
                     random.uniform(RandomStream.scanResponseLoss, key, k) >= radio.lossProbability
                 {
-                    if l.scan.filterDuplicates != 0 && isDuplicate(g, l.scan, t, address: e.address, scanResponse: true) {
+                    if l.scan.filterDuplicates != 0 && isDuplicate(g, l.scan, t, address: e.address, scanResponse: true)
+                    {
                         continue
                     }
                     let r2 =
@@ -200,7 +201,9 @@ struct RadioEngine {
 
     /// The controller's duplicate filter (§7.8.11, §7.8.65): one report per advertiser (and one
     /// scan response) while scanning stays enabled, or per period with Filter_Duplicates 0x02.
-    private mutating func isDuplicate(_ g: Int, _ s: ScanState, _ t: Double, address: BDAddress, scanResponse: Bool) -> Bool {
+    private mutating func isDuplicate(_ g: Int, _ s: ScanState, _ t: Double, address: BDAddress, scanResponse: Bool)
+        -> Bool
+    {
         var period = 0
         if s.filterDuplicates == 2, let p = s.period?.seconds { period = Int((t - s.startedAt.seconds) / p) }
         if seenKey[g].generation != s.generation || seenKey[g].period != period {
@@ -241,7 +244,9 @@ struct RadioEngine {
     /// `dropIfFull` is off: the caller waits and tries again.
     mutating func flush(_ g: Int, dropIfFull: Bool) -> Bool {
         guard pendingCount[g] > 0 else { return true }
-        guard nodes[g].deliver(pending[g], reports: pendingCount[g], generation: pendingGeneration[g], dropIfFull: dropIfFull)
+        guard
+            nodes[g].deliver(
+                pending[g], reports: pendingCount[g], generation: pendingGeneration[g], dropIfFull: dropIfFull)
         else { return false }
         pending[g].removeAll(keepingCapacity: true)
         pendingCount[g] = 0

@@ -1,5 +1,5 @@
-import Foundation
 import BLEHCI
+import Foundation
 import Yams
 
 /// A point in the scenario's frame, in metres.
@@ -14,7 +14,13 @@ public struct Vec3: Sendable, Hashable {
 
 /// Where an emitter is at a given virtual time: fixed, or walking waypoints at a speed.
 public struct Motion: Sendable {
-    struct Leg: Sendable { var from: Vec3; var to: Vec3; var start: Double; var travel: Double; var pause: Double }
+    struct Leg: Sendable {
+        var from: Vec3
+        var to: Vec3
+        var start: Double
+        var travel: Double
+        var pause: Double
+    }
     let fixed: Vec3?
     let legs: [Leg]
     let cycle: Double
@@ -178,7 +184,9 @@ public struct FaultSpec: Sendable {
     public var peripheral: String?
 
     public init(at: Double, gateway: String, kind: Kind, duration: Double?, hardwareCode: UInt8 = 0) {
-        (self.at, self.gateway, self.kind, self.duration, self.hardwareCode) = (at, gateway, kind, duration, hardwareCode)
+        (self.at, self.gateway, self.kind, self.duration, self.hardwareCode) = (
+            at, gateway, kind, duration, hardwareCode
+        )
     }
 }
 

@@ -132,10 +132,13 @@ struct Reader {
         s.duration = try double(m, "duration_s", "scenario")
         s.truthInterval = try double(m, "truth_interval_s", "scenario") ?? 1
         if let r = m["radio"] { s.radio = try radio(r) }
-        for (i, g) in try sequence(m["gateways"], "gateways").enumerated() { s.gateways.append(try gateway(g, index: i)) }
+        for (i, g) in try sequence(m["gateways"], "gateways").enumerated() {
+            s.gateways.append(try gateway(g, index: i))
+        }
         guard !s.gateways.isEmpty else { throw fail(root, "a scenario needs at least one gateway") }
         var seenGateways = Set<String>()
-        for (g, n) in zip(s.gateways, try sequence(m["gateways"], "gateways")) where !seenGateways.insert(g.id).inserted {
+        for (g, n) in zip(s.gateways, try sequence(m["gateways"], "gateways")) where !seenGateways.insert(g.id).inserted
+        {
             throw fail(n, "gateway id '\(g.id)' is used twice")
         }
         var names = Set<String>()
@@ -173,10 +176,13 @@ struct Reader {
             case (nil, nil): continue
             case (let base?, nil): s.gatewayConfigYAMLByGateway[g.id] = try Yams.serialize(node: base)
             case (nil, let own?): s.gatewayConfigYAMLByGateway[g.id] = try Yams.serialize(node: own)
-            case (let base?, let own?): s.gatewayConfigYAMLByGateway[g.id] = try Yams.serialize(node: Self.merge(own, over: base))
+            case (let base?, let own?):
+                s.gatewayConfigYAMLByGateway[g.id] = try Yams.serialize(node: Self.merge(own, over: base))
             }
         }
-        if let site = m["site"] { s.siteYAML = try siteYAML(site, gateways: s.gateways, nodes: try sequence(m["gateways"], "gateways")) }
+        if let site = m["site"] {
+            s.siteYAML = try siteYAML(site, gateways: s.gateways, nodes: try sequence(m["gateways"], "gateways"))
+        }
         return s
     }
 
@@ -185,13 +191,20 @@ struct Reader {
     /// service checks the rooms; here only the shape the simulator adds to.
     func siteYAML(_ site: Node, gateways: [GatewaySpec], nodes: [Node]) throws -> String {
         guard var m = site.mapping else { throw fail(site, "site must be a mapping (floors, rooms, presence)") }
-        if m["gateways"] != nil { throw fail(site, "site.gateways comes from the scenario's gateways (give each a 'room')") }
+        if m["gateways"] != nil {
+            throw fail(site, "site.gateways comes from the scenario's gateways (give each a 'room')")
+        }
         var placed: [Node] = []
         for (g, n) in zip(gateways, nodes) {
             guard let room = n.mapping?["room"]?.string else { continue }
             func num(_ v: Double) -> Node { Node(String(v), Tag(.float)) }
-            let position = Node.sequence(.init([num(g.position.x), num(g.position.y), num(g.position.z)], .implicit, .flow))
-            placed.append(.mapping(.init([(Node("id"), Node(g.id)), (Node("position"), position), (Node("room"), Node(room))], .implicit, .flow)))
+            let position = Node.sequence(
+                .init([num(g.position.x), num(g.position.y), num(g.position.z)], .implicit, .flow))
+            placed.append(
+                .mapping(
+                    .init(
+                        [(Node("id"), Node(g.id)), (Node("position"), position), (Node("room"), Node(room))], .implicit,
+                        .flow)))
         }
         m["gateways"] = .sequence(.init(placed))
         return try Yams.serialize(node: .mapping(m))
@@ -213,20 +226,28 @@ struct Reader {
         r.shadowingSigmaDB = try double(m, "shadowing_sigma_db", "radio") ?? r.shadowingSigmaDB
         r.lossProbability = try double(m, "loss_probability", "radio") ?? r.lossProbability
         r.sensitivityDBm = try double(m, "sensitivity_dbm", "radio") ?? r.sensitivityDBm
-        guard (0...1).contains(r.lossProbability) else { throw fail(m["loss_probability"], "radio.loss_probability must be 0...1") }
-        guard r.shadowingSigmaDB >= 0 else { throw fail(m["shadowing_sigma_db"], "radio.shadowing_sigma_db must be ≥ 0") }
+        guard (0...1).contains(r.lossProbability) else {
+            throw fail(m["loss_probability"], "radio.loss_probability must be 0...1")
+        }
+        guard r.shadowingSigmaDB >= 0 else {
+            throw fail(m["shadowing_sigma_db"], "radio.shadowing_sigma_db must be ≥ 0")
+        }
         for l in try sequence(m["links"], "radio.links") {
             let lm = try mapping(l, "a radio link", allowed: ["gateway", "emitter", "offset_db"])
             let gw = try requireString(lm, "gateway", "radio.links[]", at: l)
             let em = try requireString(lm, "emitter", "radio.links[]", at: l)
-            guard let off = try double(lm, "offset_db", "radio.links[]") else { throw fail(l, "a radio link needs 'offset_db'") }
+            guard let off = try double(lm, "offset_db", "radio.links[]") else {
+                throw fail(l, "a radio link needs 'offset_db'")
+            }
             r.linkOffsets[gw, default: [:]][em] = off
         }
         return r
     }
 
     func gateway(_ n: Node, index: Int) throws -> GatewaySpec {
-        let m = try mapping(n, "a gateway", allowed: ["id", "position", "address", "rx_offset_db", "max_connections", "gateway_config", "room"])
+        let m = try mapping(
+            n, "a gateway",
+            allowed: ["id", "position", "address", "rx_offset_db", "max_connections", "gateway_config", "room"])
         let id = try requireString(m, "id", "a gateway", at: n)
         guard !id.isEmpty, id.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
             throw fail(m["id"], "gateway id '\(id)' may use only letters, digits, '-' and '_' (it names a socket file)")
@@ -270,7 +291,9 @@ struct Reader {
         switch type {
         case "ibeacon":
             let uuidText = try requireString(m, "uuid", "iBeacon '\(name)'", at: n)
-            guard let uuid = parseHex(uuidText, count: 16) else { throw fail(m["uuid"], "uuid must be 16 bytes of hex") }
+            guard let uuid = parseHex(uuidText, count: 16) else {
+                throw fail(m["uuid"], "uuid must be 16 bytes of hex")
+            }
             let power = try int(m, "measured_power", what, range: -127...20) ?? -59
             frame = .iBeacon(
                 uuid: uuid, major: UInt16(try int(m, "major", what, range: 0...65535) ?? 0),
@@ -349,7 +372,8 @@ struct Reader {
             guard !pts.isEmpty else { throw fail(wp, "waypoints must not be empty") }
             let speed = try double(m, "speed_mps", what) ?? 1.2
             guard speed > 0 else { throw fail(m["speed_mps"], "speed_mps must be > 0") }
-            motion = .path(pts, speed: speed, pause: try double(m, "pause_s", what) ?? 0, loop: try bool(m, "loop", what) ?? true)
+            motion = .path(
+                pts, speed: speed, pause: try double(m, "pause_s", what) ?? 0, loop: try bool(m, "loop", what) ?? true)
         } else if let p = m["position"] {
             motion = .fixed(try vec(p, "\(what) '\(name)'.position"))
         } else {
@@ -385,7 +409,9 @@ struct Reader {
     func link(_ m: Node.Mapping, name: String) throws -> PeripheralLinkSpec {
         let what = "peripheral '\(name)'"
         var l = PeripheralLinkSpec()
-        if let ms = try int(m, "notify_interval_ms", what, range: 2...3_600_000) { l.notifyInterval = Double(ms) / 1000 }
+        if let ms = try int(m, "notify_interval_ms", what, range: 2...3_600_000) {
+            l.notifyInterval = Double(ms) / 1000
+        }
         l.flood = try bool(m, "flood", what) ?? false
         l.requestConnectionUpdate = try bool(m, "request_connection_update", what) ?? false
         l.securityRequest = try bool(m, "security_request", what) ?? false
@@ -401,14 +427,20 @@ struct Reader {
     func generate(_ n: Node, startIndex: Int) throws -> [EmitterSpec] {
         let m = try mapping(
             n, "a generate entry",
-            allowed: ["count", "prefix", "type", "uuid", "major", "measured_power", "interval_ms", "area_min", "area_max"])
-        guard let count = try int(m, "count", "generate", range: 1...1_000_000) else { throw fail(n, "generate needs 'count'") }
+            allowed: [
+                "count", "prefix", "type", "uuid", "major", "measured_power", "interval_ms", "area_min", "area_max",
+            ])
+        guard let count = try int(m, "count", "generate", range: 1...1_000_000) else {
+            throw fail(n, "generate needs 'count'")
+        }
         let type = try string(m, "type", "generate") ?? "ibeacon"
         guard type == "ibeacon" else { throw fail(m["type"], "generate supports type ibeacon only") }
         guard let uuid = parseHex(try requireString(m, "uuid", "generate", at: n), count: 16) else {
             throw fail(m["uuid"], "uuid must be 16 bytes of hex")
         }
-        guard let lo = m["area_min"], let hi = m["area_max"] else { throw fail(n, "generate needs area_min and area_max") }
+        guard let lo = m["area_min"], let hi = m["area_max"] else {
+            throw fail(n, "generate needs area_min and area_max")
+        }
         let (a, b) = (try vec(lo, "area_min"), try vec(hi, "area_max"))
         let prefix = try string(m, "prefix", "generate") ?? "gen"
         let baseMajor = try int(m, "major", "generate", range: 0...65535) ?? 1
@@ -426,19 +458,22 @@ struct Reader {
             return EmitterSpec(
                 name: name, role: .beacon,
                 frame: .iBeacon(
-                    uuid: uuid, major: UInt16(baseMajor + i / 65536), minor: UInt16(i % 65536), measuredPower: Int8(power)),
+                    uuid: uuid, major: UInt16(baseMajor + i / 65536), minor: UInt16(i % 65536),
+                    measuredPower: Int8(power)),
                 address: Self.staticAddress(for: name), addressType: 1, motion: .fixed(p), interval: intervalMs / 1000,
                 rssiAt1m: Double(power), scanResponse: nil)
         }
     }
 
     func fault(_ n: Node) throws -> FaultSpec {
-        let m = try mapping(n, "a fault", allowed: ["at_s", "gateway", "type", "duration_s", "hardware_code", "peripheral", "status"])
+        let m = try mapping(
+            n, "a fault", allowed: ["at_s", "gateway", "type", "duration_s", "hardware_code", "peripheral", "status"])
         guard let at = try double(m, "at_s", "fault") else { throw fail(n, "a fault needs 'at_s'") }
         let gw = try requireString(m, "gateway", "fault", at: n)
         let typeText = try requireString(m, "type", "fault", at: n)
         guard let kind = FaultSpec.Kind(rawValue: typeText) else {
-            throw fail(m["type"], "unknown fault type '\(typeText)'; expected \(FaultSpec.Kind.allCases.map(\.rawValue))")
+            throw fail(
+                m["type"], "unknown fault type '\(typeText)'; expected \(FaultSpec.Kind.allCases.map(\.rawValue))")
         }
         var f = FaultSpec(
             at: at, gateway: gw, kind: kind, duration: try double(m, "duration_s", "fault"),

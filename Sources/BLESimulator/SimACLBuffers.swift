@@ -27,7 +27,9 @@ extension VirtualController {
             completed[Self.aclHandle(p), default: 0] += 1
             answers += deliverToPeer(p, now: now, silence: silence).events
         }
-        let credits = completed.keys.sorted().map { SimEvents.numberOfCompletedPackets(handle: $0, count: completed[$0]!) }
+        let credits = completed.keys.sorted().map {
+            SimEvents.numberOfCompletedPackets(handle: $0, count: completed[$0]!)
+        }
         return credits + answers
     }
 

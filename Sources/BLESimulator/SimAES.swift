@@ -44,7 +44,10 @@ enum SimAES {
         var s = zip(block, keys[0]).map { $0 ^ $1 }
         for round in 1...10 {
             s = s.map { sbox[Int($0)] }
-            s = (0..<16).map { i in let (r, c) = (i % 4, i / 4); return s[r + 4 * ((c + r) % 4)] }
+            s = (0..<16).map { i in
+                let (r, c) = (i % 4, i / 4)
+                return s[r + 4 * ((c + r) % 4)]
+            }
             if round < 10 {
                 for c in 0..<4 {
                     let a = Array(s[(4 * c)..<(4 * c + 4)])
@@ -60,7 +63,8 @@ enum SimAES {
     }
 
     /// RFC 3610 §2.2–2.3: the ciphertext followed by the `tagLength`-octet authentication value.
-    static func sealCCM(_ message: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8] = [], tagLength: Int) -> [UInt8] {
+    static func sealCCM(_ message: [UInt8], key: [UInt8], nonce: [UInt8], aad: [UInt8] = [], tagLength: Int) -> [UInt8]
+    {
         let l = 15 - nonce.count
         precondition((2...8).contains(l) && [4, 6, 8, 10, 12, 14, 16].contains(tagLength) && aad.count < 0xFF00)
         let keys = roundKeys(key)

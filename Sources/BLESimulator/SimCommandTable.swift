@@ -1,5 +1,5 @@
-import BLETransport
 import BLEHCI
+import BLETransport
 
 /// One implemented command: its handler and its place in the Supported_Commands bit map
 /// (Core v5.4, Vol 4, Part E, §6.27), so Read Local Supported Commands is derived from this table
@@ -38,7 +38,9 @@ public enum SimCommandTable {
         // §7.1.6 HCI_Disconnect: Connection_Handle(2) Reason(1) → Command Status, then
         // HCI_Disconnection_Complete with the reason "Connection Terminated by Local Host".
         entry(.disconnect, "Disconnect", octet: 0, bit: 5, answer: .commandStatus) { c, p, op, _ in
-            guard let h = p.readLE16(), p.readU8() != nil else { return [SimEvents.commandStatus(.invalidParameters, op)] }
+            guard let h = p.readLE16(), p.readU8() != nil else {
+                return [SimEvents.commandStatus(.invalidParameters, op)]
+            }
             guard c.connections.removeValue(forKey: h & 0x0FFF) != nil else {
                 return [SimEvents.commandStatus(.unknownConnection, op)]
             }
@@ -59,13 +61,18 @@ public enum SimCommandTable {
         // §7.1.23 HCI_Read_Remote_Version_Information: Connection_Handle(2) → Command Status, then
         // HCI_Read_Remote_Version_Information_Complete (§7.7.12): Status Handle(2) Version(1)
         // Company_Identifier(2) Subversion(2). Simulated peers say Core 5.0, company 0xFFFF (none).
-        entry(.readRemoteVersion, "Read Remote Version Information", octet: 2, bit: 7, answer: .commandStatus) { c, p, op, _ in
+        entry(.readRemoteVersion, "Read Remote Version Information", octet: 2, bit: 7, answer: .commandStatus) {
+            c, p, op, _ in
             guard let h = p.readLE16() else { return [SimEvents.commandStatus(.invalidParameters, op)] }
             guard c.connections[h & 0x0FFF] != nil else { return [SimEvents.commandStatus(.unknownConnection, op)] }
             var out = [SimEvents.commandStatus(.success, op)]
             if c.eventMask & (1 << 11) != 0 {
                 var w = ByteWriter()
-                w.u8(0); w.le16(h & 0x0FFF); w.u8(0x09); w.le16(0xFFFF); w.le16(0x0000)
+                w.u8(0)
+                w.le16(h & 0x0FFF)
+                w.u8(0x09)
+                w.le16(0xFFFF)
+                w.le16(0x0000)
                 out.append(SimEvents.event(0x0C, w.bytes))
             }
             return out
@@ -96,7 +103,11 @@ public enum SimCommandTable {
         // LMP_Version(1) Company_Identifier(2) LMP_Subversion(2). 0x0D = Core 5.4; 0x05F1 = The Linux Foundation.
         entry(.readLocalVersion, "Read Local Version Information", octet: 14, bit: 3) { _, _, op, _ in
             var w = ByteWriter()
-            w.u8(0x0D); w.le16(0x0000); w.u8(0x0D); w.le16(0x05F1); w.le16(0x0000)
+            w.u8(0x0D)
+            w.le16(0x0000)
+            w.u8(0x0D)
+            w.le16(0x05F1)
+            w.le16(0x0000)
             return complete(op, .success, w.bytes)
         },
         // §7.4.2 HCI_Read_Local_Supported_Commands → Status Supported_Commands(64).
@@ -114,7 +125,10 @@ public enum SimCommandTable {
         // Total_Num_ACL_Data_Packets(2) Total_Num_Synchronous_Data_Packets(2).
         entry(.readBufferSize, "Read Buffer Size", octet: 14, bit: 7) { _, _, op, _ in
             var w = ByteWriter()
-            w.le16(1021); w.u8(0); w.le16(8); w.le16(0)
+            w.le16(1021)
+            w.u8(0)
+            w.le16(8)
+            w.le16(0)
             return complete(op, .success, w.bytes)
         },
         // §7.4.6 HCI_Read_BD_ADDR → Status BD_ADDR(6).
@@ -132,7 +146,8 @@ public enum SimCommandTable {
         },
         // §7.8.2 HCI_LE_Read_Buffer_Size [v1] → Status LE_ACL_Data_Packet_Length(2) Total_Num_LE_ACL_Data_Packets(1).
         entry(.leReadBufferSize, "LE Read Buffer Size", octet: 25, bit: 1) { _, _, op, _ in
-            complete(op, .success, [0xFB, 0x00, UInt8(VirtualController.leACLBuffers)])  // 251 octets (LE Data Packet Length Extension), 8 buffers
+            // 251 octets (LE Data Packet Length Extension), 8 buffers.
+            complete(op, .success, [0xFB, 0x00, UInt8(VirtualController.leACLBuffers)])
         },
         // §7.8.3 HCI_LE_Read_Local_Supported_Features → Status LE_Features(8). Vol 6, Part B, §4.6:
         // bit 12 "LE Extended Advertising" (octet 1, bit 4).
@@ -167,7 +182,8 @@ public enum SimCommandTable {
             guard let enable = p.readU8(), let dup = p.readU8(), enable <= 1, dup <= 1 else {
                 return complete(op, .invalidParameters)
             }
-            c.setScan(enabled: enable == 1, filterDuplicates: dup, extended: false, duration: nil, period: nil, now: now)
+            c.setScan(
+                enabled: enable == 1, filterDuplicates: dup, extended: false, duration: nil, period: nil, now: now)
             return complete(op)
         },
         // §7.8.12 HCI_LE_Create_Connection: LE_Scan_Interval(2) LE_Scan_Window(2) Initiator_Filter_Policy(1)
@@ -182,7 +198,8 @@ public enum SimCommandTable {
                 let timeout = p.readLE16(), p.skip(4), own <= 3
             else { return [SimEvents.commandStatus(.invalidParameters, op)] }
             let status = c.requestConnection(
-                policy: policy, peerType: peerType, peer: peer, minI: minI, maxI: maxI, latency: latency, timeout: timeout)
+                policy: policy, peerType: peerType, peer: peer, minI: minI, maxI: maxI, latency: latency,
+                timeout: timeout)
             return [SimEvents.commandStatus(status, op)]
         },
         // §7.8.66 HCI_LE_Extended_Create_Connection [v1]: Initiator_Filter_Policy(1) Own_Address_Type(1)
@@ -190,7 +207,8 @@ public enum SimCommandTable {
         // 1 LE 2M, 2 LE Coded): Scan_Interval(2) Scan_Window(2) Connection_Interval_Min(2)
         // Connection_Interval_Max(2) Max_Latency(2) Supervision_Timeout(2) Min_CE_Length(2) Max_CE_Length(2).
         // The first PHY's parameters are used; the link is made on LE 1M.
-        entry(.leExtendedCreateConnection, "LE Extended Create Connection", octet: 37, bit: 7, answer: .commandStatus) { c, p, op, _ in
+        entry(.leExtendedCreateConnection, "LE Extended Create Connection", octet: 37, bit: 7, answer: .commandStatus) {
+            c, p, op, _ in
             guard c.use(.extended) else { return [SimEvents.commandStatus(.commandDisallowed, op)] }
             guard let policy = p.readU8(), let own = p.readU8(), let peerType = p.readU8(),
                 let peer = BDAddress.read(from: &p), let phys = p.readU8(), own <= 3, phys != 0, phys & ~0x07 == 0
@@ -259,7 +277,9 @@ public enum SimCommandTable {
             c.connections[h & 0x0FFF]!.supervisionTimeout = timeout
             var out = [SimEvents.commandStatus(.success, op)]
             if c.allowsLEMeta(subevent: 0x03) {
-                out.append(SimEvents.leConnectionUpdateComplete(handle: h & 0x0FFF, interval: maxI, latency: latency, timeout: timeout))
+                out.append(
+                    SimEvents.leConnectionUpdateComplete(
+                        handle: h & 0x0FFF, interval: maxI, latency: latency, timeout: timeout))
             }
             return out
         },
@@ -276,13 +296,17 @@ public enum SimCommandTable {
         // §7.8.21 HCI_LE_Read_Remote_Features: Connection_Handle(2) → Command Status, then
         // HCI_LE_Read_Remote_Features_Complete (§7.7.65.4): Status Handle(2) LE_Features(8).
         // Simulated sensors report LE Data Packet Length Extension (bit 5) only.
-        entry(.leReadRemoteFeatures, "LE Read Remote Features", octet: 27, bit: 5, answer: .commandStatus) { c, p, op, _ in
+        entry(.leReadRemoteFeatures, "LE Read Remote Features", octet: 27, bit: 5, answer: .commandStatus) {
+            c, p, op, _ in
             guard let h = p.readLE16() else { return [SimEvents.commandStatus(.invalidParameters, op)] }
             guard c.connections[h & 0x0FFF] != nil else { return [SimEvents.commandStatus(.unknownConnection, op)] }
             var out = [SimEvents.commandStatus(.success, op)]
             if c.allowsLEMeta(subevent: 0x04) {
                 var w = ByteWriter()
-                w.u8(0x04); w.u8(0); w.le16(h & 0x0FFF); w.le64(0x20)
+                w.u8(0x04)
+                w.u8(0)
+                w.le16(h & 0x0FFF)
+                w.le64(0x20)
                 out.append(SimEvents.event(SimEventCode.leMeta, w.bytes))
             }
             return out
@@ -301,7 +325,10 @@ public enum SimCommandTable {
         // Supported_Max_RX_Octets(2) Supported_Max_RX_Time(2): 251 octets, 2120 µs (LE 1M).
         entry(.leReadMaximumDataLength, "LE Read Maximum Data Length", octet: 35, bit: 3) { _, _, op, _ in
             var w = ByteWriter()
-            w.le16(251); w.le16(2120); w.le16(251); w.le16(2120)
+            w.le16(251)
+            w.le16(2120)
+            w.le16(251)
+            w.le16(2120)
             return complete(op, .success, w.bytes)
         },
         // §7.8.2 HCI_LE_Read_Buffer_Size [v2] → Status LE_ACL_Data_Packet_Length(2) Total_Num_LE_ACL_Data_Packets(1)

@@ -73,9 +73,16 @@ extension SimEvents {
         timeout: UInt16
     ) -> [UInt8] {
         var w = ByteWriter(capacity: 19)
-        w.u8(0x01); w.u8(status.rawValue); w.le16(handle); w.u8(0x00)  // Role: Central
-        w.u8(peerType); peer.write(to: &w)
-        w.le16(interval); w.le16(latency); w.le16(timeout); w.u8(0x00)
+        w.u8(0x01)
+        w.u8(status.rawValue)
+        w.le16(handle)
+        w.u8(0x00)  // Role: Central
+        w.u8(peerType)
+        peer.write(to: &w)
+        w.le16(interval)
+        w.le16(latency)
+        w.le16(timeout)
+        w.u8(0x00)
         return event(SimEventCode.leMeta, w.bytes)
     }
 
@@ -87,10 +94,17 @@ extension SimEvents {
         timeout: UInt16
     ) -> [UInt8] {
         var w = ByteWriter(capacity: 31)
-        w.u8(0x0A); w.u8(status.rawValue); w.le16(handle); w.u8(0x00)
-        w.u8(peerType); peer.write(to: &w)
+        w.u8(0x0A)
+        w.u8(status.rawValue)
+        w.le16(handle)
+        w.u8(0x00)
+        w.u8(peerType)
+        peer.write(to: &w)
         w.append(repeatElement(0, count: 12))
-        w.le16(interval); w.le16(latency); w.le16(timeout); w.u8(0x00)
+        w.le16(interval)
+        w.le16(latency)
+        w.le16(timeout)
+        w.u8(0x00)
         return event(SimEventCode.leMeta, w.bytes)
     }
 
@@ -100,21 +114,30 @@ extension SimEvents {
         -> [UInt8]
     {
         var w = ByteWriter(capacity: 10)
-        w.u8(0x03); w.u8(0); w.le16(handle); w.le16(interval); w.le16(latency); w.le16(timeout)
+        w.u8(0x03)
+        w.u8(0)
+        w.le16(handle)
+        w.le16(interval)
+        w.le16(latency)
+        w.le16(timeout)
         return event(SimEventCode.leMeta, w.bytes)
     }
 
     /// HCI_Disconnection_Complete (§7.7.5): Status(1) Connection_Handle(2) Reason(1).
     public static func disconnectionComplete(handle: UInt16, reason: UInt8) -> [UInt8] {
         var w = ByteWriter(capacity: 4)
-        w.u8(0); w.le16(handle); w.u8(reason)
+        w.u8(0)
+        w.le16(handle)
+        w.u8(reason)
         return event(0x05, w.bytes)
     }
 
     /// HCI_Number_Of_Completed_Packets (§7.7.19): Num_Handles(1) then Connection_Handle(2) Num_Completed_Packets(2).
     public static func numberOfCompletedPackets(handle: UInt16, count: UInt16) -> [UInt8] {
         var w = ByteWriter(capacity: 5)
-        w.u8(1); w.le16(handle); w.le16(count)
+        w.u8(1)
+        w.le16(handle)
+        w.le16(count)
         return event(0x13, w.bytes)
     }
 }
@@ -145,7 +168,8 @@ extension VirtualController {
         let grown = behaviour.gattChangeAt.map { now >= $0 } ?? false
         var link = SimConnection(
             handle: handle, peer: peer, peerAddressType: addressType, interval: p.interval, latency: p.latency,
-            supervisionTimeout: p.supervisionTimeout, gatt: SimGATTServer(deviceName: deviceName, phase: phase, grown: grown),
+            supervisionTimeout: p.supervisionTimeout,
+            gatt: SimGATTServer(deviceName: deviceName, phase: phase, grown: grown),
             lastHeard: now,
             nextNotification: now + (behaviour.flood ? Double(p.interval) * 0.00125 : behaviour.notifyInterval))
         link.behaviour = behaviour
@@ -165,14 +189,16 @@ extension VirtualController {
         if allowsLEMeta(subevent: 0x0A) {
             return [
                 SimEvents.leEnhancedConnectionComplete(
-                    status: status, handle: handle, peerType: peerType, peer: peer, interval: interval, latency: latency,
+                    status: status, handle: handle, peerType: peerType, peer: peer, interval: interval,
+                    latency: latency,
                     timeout: timeout)
             ]
         }
         if allowsLEMeta(subevent: 0x01) {
             return [
                 SimEvents.leConnectionComplete(
-                    status: status, handle: handle, peerType: peerType, peer: peer, interval: interval, latency: latency,
+                    status: status, handle: handle, peerType: peerType, peer: peer, interval: interval,
+                    latency: latency,
                     timeout: timeout)
             ]
         }

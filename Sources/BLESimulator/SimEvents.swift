@@ -1,5 +1,5 @@
-import BLETransport
 import BLEHCI
+import BLETransport
 
 /// Encoders for the events the virtual controller sends, each beside its layout. Every function
 /// returns the complete H4 bytes (indicator 0x04, event code, parameter length, parameters).
@@ -105,7 +105,8 @@ public enum SimEvents {
         out.append(0xFF)  // Advertising_SID: none
         out.append(0x7F)  // TX_Power: not available
         out.append(UInt8(bitPattern: rssi))
-        out.append(0x00); out.append(0x00)  // Periodic_Advertising_Interval: none
+        out.append(0x00)
+        out.append(0x00)  // Periodic_Advertising_Interval: none
         out.append(0x00)  // Direct_Address_Type
         for _ in 0..<6 { out.append(0x00) }  // Direct_Address
         out.append(UInt8(data.count))

@@ -222,7 +222,8 @@ public struct SimGATTServer: Sendable {
             mtu = max(23, min(Int(client), 247))
             return [Op.mtuResponse, 247, 0]
         case Op.readByGroupTypeRequest:  // Start(2) End(2) Group Type(2 or 16)
-            guard let start = c.readLE16(), let end = c.readLE16(), let type = c.readLE16(), start != 0, start <= end else {
+            guard let start = c.readLE16(), let end = c.readLE16(), let type = c.readLE16(), start != 0, start <= end
+            else {
                 return Self.error(op, 0, ATTError.invalidHandle)
             }
             guard type == 0x2800 else { return Self.error(op, start, ATTError.unsupportedGroupType) }
@@ -239,7 +240,8 @@ public struct SimGATTServer: Sendable {
             }
             return out
         case Op.readByTypeRequest:  // Start(2) End(2) Type(2)
-            guard let start = c.readLE16(), let end = c.readLE16(), let type = c.readLE16(), start != 0, start <= end else {
+            guard let start = c.readLE16(), let end = c.readLE16(), let type = c.readLE16(), start != 0, start <= end
+            else {
                 return Self.error(op, 0, ATTError.invalidHandle)
             }
             let found = attributes.filter { $0.type == type && $0.handle >= start && $0.handle <= end }
@@ -269,7 +271,9 @@ public struct SimGATTServer: Sendable {
             return out
         case Op.readRequest:  // Handle(2) → Value, the first ATT_MTU − 1 octets (§3.4.4.4)
             guard let h = c.readLE16() else { return Self.error(op, 0, ATTError.invalidPDU) }
-            guard attributes.contains(where: { $0.handle == h }) else { return Self.error(op, h, ATTError.invalidHandle) }
+            guard attributes.contains(where: { $0.handle == h }) else {
+                return Self.error(op, h, ATTError.invalidHandle)
+            }
             if let props = properties(ofValue: h), props & Prop.read == 0 {
                 return Self.error(op, h, ATTError.readNotPermitted)
             }
@@ -280,7 +284,9 @@ public struct SimGATTServer: Sendable {
             // the length of the attribute value, the ATT_ERROR_RSP PDU shall be sent with the Error Code
             // parameter set to Invalid Offset (0x07)." An offset equal to the length reads nothing.
             guard let h = c.readLE16(), let offset = c.readLE16() else { return Self.error(op, 0, ATTError.invalidPDU) }
-            guard attributes.contains(where: { $0.handle == h }) else { return Self.error(op, h, ATTError.invalidHandle) }
+            guard attributes.contains(where: { $0.handle == h }) else {
+                return Self.error(op, h, ATTError.invalidHandle)
+            }
             if let props = properties(ofValue: h), props & Prop.read == 0 {
                 return Self.error(op, h, ATTError.readNotPermitted)
             }
@@ -288,7 +294,9 @@ public struct SimGATTServer: Sendable {
             guard Int(offset) <= v.count else { return Self.error(op, h, ATTError.invalidOffset) }
             return [Op.readBlobResponse] + v[Int(offset)...].prefix(mtu - 1)
         case Op.writeRequest, Op.writeCommand:  // Handle(2) Value
-            guard let h = c.readLE16() else { return op == Op.writeRequest ? Self.error(op, 0, ATTError.invalidPDU) : nil }
+            guard let h = c.readLE16() else {
+                return op == Op.writeRequest ? Self.error(op, 0, ATTError.invalidPDU) : nil
+            }
             let v = Array(c.readRest())
             let status = write(h, v, command: op == Op.writeCommand)
             // §3.4.5.3: a Write Command never gets a response, not even an error.

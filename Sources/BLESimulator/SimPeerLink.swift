@@ -42,15 +42,21 @@ public enum SimSignalling {
     /// The identifier of the peer's one Connection Parameter Update Request.
     public static let updateIdentifier: UInt8 = 0x01
     /// What the peer asks for: 80–100 ms, Peripheral_Latency 4, 5 s supervision timeout.
-    public static let requested = (intervalMin: UInt16(0x0040), intervalMax: UInt16(0x0050), latency: UInt16(4),
-        timeoutMultiplier: UInt16(0x01F4))
+    public static let requested = (
+        intervalMin: UInt16(0x0040), intervalMax: UInt16(0x0050), latency: UInt16(4),
+        timeoutMultiplier: UInt16(0x01F4)
+    )
 
     /// §4.20 L2CAP_CONNECTION_PARAMETER_UPDATE_REQ: Code 0x12, Length 8, Interval_Min(2)
     /// Interval_Max(2) Latency(2) Timeout(2) (×1.25 ms, ×1.25 ms, events, ×10 ms).
     public static func updateRequestPDU() -> [UInt8] {
         var w = ByteWriter(capacity: 12)
-        w.u8(connectionParameterUpdateRequest); w.u8(updateIdentifier); w.le16(8)
-        w.le16(requested.intervalMin); w.le16(requested.intervalMax); w.le16(requested.latency)
+        w.u8(connectionParameterUpdateRequest)
+        w.u8(updateIdentifier)
+        w.le16(8)
+        w.le16(requested.intervalMin)
+        w.le16(requested.intervalMax)
+        w.le16(requested.latency)
         w.le16(requested.timeoutMultiplier)
         return w.bytes
     }
@@ -88,8 +94,12 @@ extension SimEvents {
     /// of an automatically flushable packet.
     public static func l2capACL(handle: UInt16, cid: UInt16, _ pdu: [UInt8]) -> [UInt8] {
         var w = ByteWriter(capacity: 9 + pdu.count)
-        w.u8(0x02); w.le16(handle & 0x0FFF | 0x2000); w.le16(UInt16(4 + pdu.count))
-        w.le16(UInt16(pdu.count)); w.le16(cid); w.append(pdu)
+        w.u8(0x02)
+        w.le16(handle & 0x0FFF | 0x2000)
+        w.le16(UInt16(4 + pdu.count))
+        w.le16(UInt16(pdu.count))
+        w.le16(cid)
+        w.append(pdu)
         return w.bytes
     }
 
@@ -109,7 +119,9 @@ extension VirtualController {
         -> (events: [[UInt8]], understood: Bool)
     {
         var c = ByteCursor(payload)
-        guard let hf = c.readLE16(), let total = c.readLE16(), let data = c.readBytes(Int(total)) else { return ([], false) }
+        guard let hf = c.readLE16(), let total = c.readLE16(), let data = c.readBytes(Int(total)) else {
+            return ([], false)
+        }
         let handle = hf & 0x0FFF
         guard connections[handle] != nil else { return ([], false) }
         var frame: [UInt8]
@@ -153,7 +165,9 @@ extension VirtualController {
                 return ([], true)
             }
             var out: [[UInt8]] = []
-            if let response = link.gatt.handle(request: pdu, now: now) { out.append(SimEvents.attACL(handle: handle, response)) }
+            if let response = link.gatt.handle(request: pdu, now: now) {
+                out.append(SimEvents.attACL(handle: handle, response))
+            }
             // A confirmation (or anything else) may free the way for a queued indication.
             if link.lastHeard >= now - 0.5, let ind = link.gatt.nextIndication(at: now) {
                 out.append(SimEvents.attACL(handle: handle, ind))
@@ -162,7 +176,8 @@ extension VirtualController {
         case SimCID.leSignalling:
             link.signallingReceived.append(pdu)
             var s = ByteCursor(pdu)
-            guard let code = s.readU8(), let id = s.readU8(), let len = s.readLE16(), let data = s.readBytes(Int(len)) else {
+            guard let code = s.readU8(), let id = s.readU8(), let len = s.readLE16(), let data = s.readBytes(Int(len))
+            else {
                 return ([], false)
             }
             switch code {
@@ -177,8 +192,13 @@ extension VirtualController {
                 return ([], true)
             default:
                 // §4.1: a command the peer does not take is answered with Command Reject.
-                return ([SimEvents.l2capACL(
-                    handle: handle, cid: SimCID.leSignalling, SimSignalling.commandNotUnderstood(identifier: id))], true)
+                return (
+                    [
+                        SimEvents.l2capACL(
+                            handle: handle, cid: SimCID.leSignalling, SimSignalling.commandNotUnderstood(identifier: id)
+                        )
+                    ], true
+                )
             }
         case SimCID.smp:
             link.smpReceived.append(pdu)
@@ -188,8 +208,12 @@ extension VirtualController {
                 return ([], true)
             case SimSMP.pairingRequest:
                 // The simulated peer cannot pair: Pairing Failed, Pairing Not Supported (§3.5.5).
-                return ([SimEvents.l2capACL(
-                    handle: handle, cid: SimCID.smp, [SimSMP.pairingFailed, SimSMP.pairingNotSupported])], true)
+                return (
+                    [
+                        SimEvents.l2capACL(
+                            handle: handle, cid: SimCID.smp, [SimSMP.pairingFailed, SimSMP.pairingNotSupported])
+                    ], true
+                )
             default:
                 return ([], true)
             }
@@ -202,8 +226,9 @@ extension VirtualController {
     static func openingPDUs(handle: UInt16, _ spec: PeripheralLinkSpec) -> [[UInt8]] {
         var out: [[UInt8]] = []
         if spec.requestConnectionUpdate {
-            out.append(SimEvents.l2capACL(
-                handle: handle, cid: SimCID.leSignalling, SimSignalling.updateRequestPDU()))
+            out.append(
+                SimEvents.l2capACL(
+                    handle: handle, cid: SimCID.leSignalling, SimSignalling.updateRequestPDU()))
         }
         if spec.securityRequest {
             out.append(SimEvents.l2capACL(handle: handle, cid: SimCID.smp, SimSMP.securityRequestPDU))

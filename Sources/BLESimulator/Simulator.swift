@@ -90,7 +90,7 @@ public final class Simulator: Sendable {
     /// DIR/site.yaml: the scenario's site description with its gateways placed (docs/PRESENCE.md).
     public var sitePath: String { (options.socketDirectory as NSString).appendingPathComponent("site.yaml") }
 
-    deinit { plugs.forEach { $0.stop() } }
+    deinit { for plug in plugs { plug.stop() } }
 
     /// DIR/<gateway-id>.gateway-config.yaml: the configuration that gateway runs with (the scenario's
     /// `gateway_config:` with the gateway's own merged over it).
@@ -120,7 +120,7 @@ public final class Simulator: Sendable {
     public func run() async throws {
         let truth = try options.truthPath.map { try GroundTruthWriter(path: $0) }
         defer {
-            plugs.forEach { $0.stop() }
+            for plug in plugs { plug.stop() }
             truth?.close()
         }
 
@@ -151,7 +151,9 @@ public final class Simulator: Sendable {
                     engine.setPowered(emitter: i, !s.start)
                 }
                 apply(s, plug: plugs[s.gateway])
-                truth?.fault(t: s.t, gateway: scenario.gateways[s.gateway].id, fault: s.kind.rawValue, phase: s.start ? "start" : "end")
+                truth?.fault(
+                    t: s.t, gateway: scenario.gateways[s.gateway].id, fault: s.kind.rawValue,
+                    phase: s.start ? "start" : "end")
                 nextFault += 1
             }
             if let truth {
@@ -177,8 +179,10 @@ public final class Simulator: Sendable {
                     let e = scenario.emitters[i]
                     let d = e.motion.position(at: now).distance(to: gw.position)
                     let k = UInt64(now * 10)
-                    let r = scenario.radio.meanRSSI(rssiAt1m: e.rssiAt1m, distance: d)
-                        + scenario.radio.shadowingSigmaDB * SimRandom(seed: options.seed).gaussian(RandomStream.link, UInt64(i) << 8 | UInt64(g), k)
+                    let r =
+                        scenario.radio.meanRSSI(rssiAt1m: e.rssiAt1m, distance: d)
+                        + scenario.radio.shadowingSigmaDB
+                        * SimRandom(seed: options.seed).gaussian(RandomStream.link, UInt64(i) << 8 | UInt64(g), k)
                         + (scenario.radio.linkOffsets[gw.id]?[e.name] ?? 0) + gw.rxOffsetDB
                     return r >= scenario.radio.sensitivityDBm ? r : nil
                 }
@@ -250,11 +254,15 @@ struct FaultTimeline {
         for f in scenario.faults {
             guard let g = index[f.gateway] else { continue }
             let peer = f.peripheral.flatMap { name in scenario.emitters.first { $0.name == name }?.address }
-            steps.append(Step(t: f.at, gateway: g, kind: f.kind, start: true, hardwareCode: f.hardwareCode,
-                              status: f.status, peer: peer))
+            steps.append(
+                Step(
+                    t: f.at, gateway: g, kind: f.kind, start: true, hardwareCode: f.hardwareCode,
+                    status: f.status, peer: peer))
             if let d = f.duration {
-                steps.append(Step(t: f.at + d, gateway: g, kind: f.kind, start: false, hardwareCode: f.hardwareCode,
-                                  status: f.status, peer: peer))
+                steps.append(
+                    Step(
+                        t: f.at + d, gateway: g, kind: f.kind, start: false, hardwareCode: f.hardwareCode,
+                        status: f.status, peer: peer))
             }
         }
         steps.sort { ($0.t, $0.start ? 1 : 0) < ($1.t, $1.start ? 1 : 0) }

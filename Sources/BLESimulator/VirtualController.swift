@@ -1,5 +1,5 @@
-import BLETransport
 import BLEHCI
+import BLETransport
 
 /// What a scanning controller has been told to do. Times are virtual.
 public struct ScanState: Sendable, Hashable {
@@ -123,7 +123,8 @@ public struct VirtualController: Sendable {
 
     mutating func refreshReportMask() {
         scan.reportsUnmasked = allowsLEMeta(
-            subevent: scan.extendedReports ? SimEventCode.leExtendedAdvertisingReport : SimEventCode.leAdvertisingReport)
+            subevent: scan.extendedReports ? SimEventCode.leExtendedAdvertisingReport : SimEventCode.leAdvertisingReport
+        )
     }
 
     /// Claims the legacy or extended command set; false when the other one is already in use.

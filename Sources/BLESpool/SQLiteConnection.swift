@@ -94,7 +94,9 @@ package final class SQLiteStatement {
     package func bind(_ index: Int32, _ value: [UInt8]) {
         _ = value.withUnsafeBytes { raw in
             // A zero-length blob must still be a blob, not NULL: bind_zeroblob keeps the NOT NULL constraint happy.
-            if raw.isEmpty { sqlite3_bind_zeroblob(stmt, index, 0) } else {
+            if raw.isEmpty {
+                sqlite3_bind_zeroblob(stmt, index, 0)
+            } else {
                 sqlite3_bind_blob(stmt, index, raw.baseAddress, Int32(raw.count), transient)
             }
         }

@@ -13,7 +13,7 @@ struct SequenceReservation {
     /// The reserved ceiling, or nil when the file is missing or unreadable.
     func read() -> UInt64? {
         guard let data = FileManager.default.contents(atPath: path),
-              let text = String(data: data, encoding: .utf8)
+            let text = String(data: data, encoding: .utf8)
         else { return nil }
         return UInt64(text.trimmingCharacters(in: .whitespacesAndNewlines))
     }

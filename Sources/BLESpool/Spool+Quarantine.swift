@@ -46,7 +46,8 @@ extension Spool {
             report.salvagedReadings = salvage.rows.count
             report.salvagedDeadLetters = salvage.deadLetters.count
             // The rows and dead letters it held that could not be read.
-            report.lostReadings = max(0, ledger.rows - salvage.rows.count)
+            report.lostReadings =
+                max(0, ledger.rows - salvage.rows.count)
                 + max(0, ledger.deadLetters - salvage.deadLetters.count)
             pendingSalvage = PendingSalvage(aside: aside, salvage: salvage, report: report)
             quarantines += 1
@@ -79,8 +80,9 @@ extension Spool {
         guard var pending = pendingSalvage else { return }
         pendingSalvage = nil
         SpoolSalvage.finished(configuration.path)
-        let kept = SpoolSalvage.prune(configuration.path, keep: configuration.maxSetAsideFiles,
-                                      bytes: configuration.maxBytes)
+        let kept = SpoolSalvage.prune(
+            configuration.path, keep: configuration.maxSetAsideFiles,
+            bytes: configuration.maxBytes)
         pending.report.setAsideRemoved = kept.removed
         pending.report.setAsideFiles = kept.left
         pending.report.setAsideBytes = kept.leftBytes

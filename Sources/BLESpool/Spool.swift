@@ -243,10 +243,11 @@ public final class Spool: @unchecked Sendable {
         if batch.isEmpty, acks.isEmpty, dropped == 0, dead.isEmpty, !salvaging { return nil }
         do {
             let salvage = salvaging ? pendingSalvage?.salvage : nil
-            let range = try writeTransaction(batch: batch, acks: acks, droppedInMemory: dropped,
-                                             salvaged: salvage?.rows ?? [],
-                                             salvagedDeadLetters: salvage?.deadLetters ?? [],
-                                             deadLetters: dead, forcePersist: salvaging)
+            let range = try writeTransaction(
+                batch: batch, acks: acks, droppedInMemory: dropped,
+                salvaged: salvage?.rows ?? [],
+                salvagedDeadLetters: salvage?.deadLetters ?? [],
+                deadLetters: dead, forcePersist: salvaging)
             commits += 1
             ioErrorsInARow = 0
             if salvaging { salvageCommitted() }
@@ -260,7 +261,8 @@ public final class Spool: @unchecked Sendable {
             }
             return range
         } catch {
-            let failure = error as? SpoolError
+            let failure =
+                error as? SpoolError
                 ?? SpoolError(.sqlite, path: configuration.path, context: "commit: \(error)")
             if db.inTransaction { try? db.execute("ROLLBACK") }
             // The file is corrupt, or keeps failing to read or write: set it aside, continue on a fresh one with
@@ -303,12 +305,14 @@ public final class Spool: @unchecked Sendable {
         let samples = batch.filter { $0.readingClass != .state }
         let room = max(64 << 10, 2 * states.reduce(0) { $0 + $1.storedSize })
         do {
-            let range = try writeTransaction(batch: states, acks: acks, droppedInMemory: dropped, deadLetters: dead,
-                                             makeRoom: room)
+            let range = try writeTransaction(
+                batch: states, acks: acks, droppedInMemory: dropped, deadLetters: dead,
+                makeRoom: room)
             bufferLock.withLock {
                 acknowledged.subtract(acks)
                 for seq in dead.keys { deadLettering[seq] = nil }
-                droppedInMemorySinceCommit += UInt64(buffer.restore(samples, maxSamples: configuration.maxBufferedSamples))
+                droppedInMemorySinceCommit += UInt64(
+                    buffer.restore(samples, maxSamples: configuration.maxBufferedSamples))
             }
             return range
         } catch {
@@ -353,7 +357,8 @@ public final class Spool: @unchecked Sendable {
         }
         for (seq, why) in deadLetters.sorted(by: { $0.key < $1.key }) {
             guard try statements.copyToDeadLetters(seq, reason: why.reason, at: why.at),
-                  let size = try statements.delete(seq) else { continue }
+                let size = try statements.delete(seq)
+            else { continue }
             next.rows -= 1
             next.storedBytes -= size
             next.deadLetters += 1
@@ -467,7 +472,8 @@ public final class Spool: @unchecked Sendable {
                 bytesOnDisk: Spool.fileSize(configuration.path) + Spool.fileSize(configuration.path + "-wal"),
                 lastSeq: ledger.lastSeq, drops: [.sample: samples, .state: refusedStateCounters], commits: commits,
                 failedCommits: failedCommits, lastError: lastError, openReport: openReport,
-                reserveReleases: reserveReleases, deadLetters: ledger.deadLetters, deadLetterBytes: ledger.deadLetterBytes,
+                reserveReleases: reserveReleases, deadLetters: ledger.deadLetters,
+                deadLetterBytes: ledger.deadLetterBytes,
                 deadLettersEvicted: ledger.deadLettersEvicted, quarantines: quarantines, lastQuarantine: lastQuarantine
             )
         }

@@ -54,7 +54,8 @@ public struct SpoolConfiguration: Sendable, Hashable {
 
     public init(
         path: String, maxBytes: Int = 64 << 20, trimFraction: Double = 0.9, commitWindow: Duration = .milliseconds(100),
-        urgentCommitWindow: Duration = .milliseconds(5), keepOneSampleIn: Int = 2, maxBufferedSamples: Int = 50_000, maxBufferedStates: Int = 10_000,
+        urgentCommitWindow: Duration = .milliseconds(5), keepOneSampleIn: Int = 2, maxBufferedSamples: Int = 50_000,
+        maxBufferedStates: Int = 10_000,
         durability: Durability = .full, verifyOnOpen: Bool = true, maxPageCount: Int? = nil,
         maxDeadLetters: Int = 1_000, maxDeadLetterBytes: Int = 8 << 20
     ) {

@@ -19,8 +19,8 @@ struct SpoolSalvage {
     /// The aside file an interrupted salvage left to finish, if any.
     static func interrupted(_ path: String) -> String? {
         guard let data = FileManager.default.contents(atPath: markerPath(path)),
-              let aside = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
-              aside.hasPrefix(path + ".corrupt-"), FileManager.default.fileExists(atPath: aside)
+            let aside = String(data: data, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines),
+            aside.hasPrefix(path + ".corrupt-"), FileManager.default.fileExists(atPath: aside)
         else { return nil }
         return aside
     }
@@ -52,9 +52,11 @@ struct SpoolSalvage {
         )
         // Within one second, numbered above every file of that second still there (older ones may have been
         // removed by `prune`, whose order this name must keep).
-        let directory = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let directory =
+            (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
         let sameSecond = (path as NSString).lastPathComponent + ".corrupt-\(stamp)"
-        let taken = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap { name -> Int? in
+        let taken = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).compactMap {
+            name -> Int? in
             guard name.hasPrefix(sameSecond) else { return nil }
             let rest = name.dropFirst(sameSecond.count)
             if rest.isEmpty || rest == "-wal" || rest == "-journal" || rest == "-shm" { return 1 }
@@ -77,11 +79,14 @@ struct SpoolSalvage {
     /// Keeps at most `count` set-aside files (`<path>.corrupt-*`, with their WAL) and `bytes` of them, removing the
     /// oldest first; returns how many it removed and what is left (count, bytes).
     static func prune(_ path: String, keep count: Int, bytes: Int) -> (removed: Int, left: Int, leftBytes: Int) {
-        let directory = (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
+        let directory =
+            (path as NSString).deletingLastPathComponent.isEmpty ? "." : (path as NSString).deletingLastPathComponent
         let base = (path as NSString).lastPathComponent + ".corrupt-"
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [])
-            .filter { $0.hasPrefix(base) && !$0.hasSuffix("-wal") && !$0.hasSuffix("-journal") && !$0.hasSuffix("-shm")
-                && !$0.hasSuffix(".salvage") }
+            .filter {
+                $0.hasPrefix(base) && !$0.hasSuffix("-wal") && !$0.hasSuffix("-journal") && !$0.hasSuffix("-shm")
+                    && !$0.hasSuffix(".salvage")
+            }
         func size(_ file: String) -> Int {
             var st = stat()
             return ["", "-wal"].reduce(0) { $0 + (stat(file + $1, &st) == 0 ? Int(st.st_size) : 0) }
@@ -135,8 +140,9 @@ struct SpoolSalvage {
             while (try? s.step()) == true { meta[s.text(0)] = s.int64(1) }
         }
         salvage.counters = DropCounters(meta: meta)
-        salvage.lastSeq = max(salvage.rows.last?.seq ?? 0, salvage.deadLetters.last?.spooled.seq ?? 0,
-                              UInt64(max(0, meta[SpoolSchema.Key.lastSeq] ?? 0)))
+        salvage.lastSeq = max(
+            salvage.rows.last?.seq ?? 0, salvage.deadLetters.last?.spooled.seq ?? 0,
+            UInt64(max(0, meta[SpoolSchema.Key.lastSeq] ?? 0)))
     }
 
     /// The rows of `select` forwards from the first until the first unreadable page, then backwards from the last

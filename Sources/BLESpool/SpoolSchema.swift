@@ -54,7 +54,8 @@ enum SpoolSchema {
         INSERT OR IGNORE INTO dead_letters(\(columns), size, reason, reason_name, at)
         VALUES(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         """
-    static let requeue = "INSERT OR IGNORE INTO readings(\(columns), size) SELECT \(columns), size FROM dead_letters WHERE seq = ?"
+    static let requeue =
+        "INSERT OR IGNORE INTO readings(\(columns), size) SELECT \(columns), size FROM dead_letters WHERE seq = ?"
     static let deleteDeadLetter = "DELETE FROM dead_letters WHERE seq = ? RETURNING size"
     static let oldestDeadLetter = "SELECT seq FROM dead_letters ORDER BY seq LIMIT 1"
     static let putMeta =

@@ -18,8 +18,9 @@ struct Ledger {
         let s = try db.prepare("SELECT key, value FROM meta")
         while try s.step() { meta[s.text(0)] = s.int64(1) }
         var ledger = Ledger()
-        let maxSeq = max(try db.int64("SELECT MAX(seq) FROM readings") ?? 0,
-                         try db.int64("SELECT MAX(seq) FROM dead_letters") ?? 0)
+        let maxSeq = max(
+            try db.int64("SELECT MAX(seq) FROM readings") ?? 0,
+            try db.int64("SELECT MAX(seq) FROM dead_letters") ?? 0)
         ledger.lastSeq = UInt64(max(0, max(maxSeq, meta[SpoolSchema.Key.lastSeq] ?? 0)))
         ledger.rows = Int(try db.int64("SELECT COUNT(*) FROM readings") ?? 0)
         ledger.storedBytes = Int(try db.int64("SELECT COALESCE(SUM(size), 0) FROM readings") ?? 0)
@@ -59,7 +60,8 @@ final class Statements {
 
     init(_ db: SQLiteConnection) throws {
         insertRow = try db.prepare(SpoolSchema.insert)
-        insertOrIgnoreRow = try db.prepare(SpoolSchema.insert.replacingOccurrences(of: "INSERT INTO", with: "INSERT OR IGNORE INTO"))
+        insertOrIgnoreRow = try db.prepare(
+            SpoolSchema.insert.replacingOccurrences(of: "INSERT INTO", with: "INSERT OR IGNORE INTO"))
         selectAfter = try db.prepare(SpoolSchema.selectAfter)
         deleteRow = try db.prepare(SpoolSchema.deleteReturningSize)
         samplesAfter = try db.prepare(SpoolSchema.samplesAfter)
@@ -212,8 +214,9 @@ final class Statements {
 
     /// The current row of a `SELECT <columns>, reason, reason_name, at FROM dead_letters`.
     static func deadLetter(_ s: SQLiteStatement) -> DeadLetter {
-        DeadLetter(spooled: reading(s), reason: DeadLetterReason(code: Int(s.int64(10)), name: s.text(11)),
-                   at: s.double(12))
+        DeadLetter(
+            spooled: reading(s), reason: DeadLetterReason(code: Int(s.int64(10)), name: s.text(11)),
+            at: s.double(12))
     }
 
     /// Copies a dead letter back into `readings` with its seq; false when it was not there.

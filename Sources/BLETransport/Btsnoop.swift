@@ -98,7 +98,8 @@ public struct BtsnoopReader: Sendable {
         }
         let datalink = Btsnoop.Datalink(rawValue: link)
         guard datalink == .h4 || datalink == .linuxMonitor else {
-            throw TransportError(.badCapture, "unsupported btsnoop \(datalink) (expected 1002 H4 or 2001 Linux monitor)")
+            throw TransportError(
+                .badCapture, "unsupported btsnoop \(datalink) (expected 1002 H4 or 2001 Linux monitor)")
         }
         self.datalink = datalink
         self.cursor = c
@@ -109,7 +110,7 @@ public struct BtsnoopReader: Sendable {
         while !cursor.isAtEnd {
             let before = cursor
             guard cursor.readBE32() != nil, let included = cursor.readBE32(), let flags = cursor.readBE32(),
-                  let drops = cursor.readBE32(), let ts = cursor.readBE64(), let data = cursor.readBytes(Int(included))
+                let drops = cursor.readBE32(), let ts = cursor.readBE64(), let data = cursor.readBytes(Int(included))
             else {
                 cursor = before
                 truncatedRecords += 1
@@ -118,11 +119,16 @@ public struct BtsnoopReader: Sendable {
             }
             let micros = Int64(bitPattern: ts &- Btsnoop.unixEpochMicroseconds)
             if datalink == .h4 {
-                guard let indicator = data.first, data.count >= 2 else { skippedRecords += 1; continue }
-                return Btsnoop.Record(packet: H4Packet(type: H4PacketType(rawValue: indicator),
-                                                       payload: Array(data.dropFirst())),
-                                      direction: flags & 1 != 0 ? .received : .sent,
-                                      unixMicroseconds: micros, cumulativeDrops: drops, controllerIndex: nil)
+                guard let indicator = data.first, data.count >= 2 else {
+                    skippedRecords += 1
+                    continue
+                }
+                return Btsnoop.Record(
+                    packet: H4Packet(
+                        type: H4PacketType(rawValue: indicator),
+                        payload: Array(data.dropFirst())),
+                    direction: flags & 1 != 0 ? .received : .sent,
+                    unixMicroseconds: micros, cumulativeDrops: drops, controllerIndex: nil)
             }
             // Linux monitor: opcode → (packet type, direction); other opcodes (index events, notes) carry no packet.
             let table: [UInt16: (H4PacketType, Btsnoop.Direction)] = [
@@ -130,9 +136,10 @@ public struct BtsnoopReader: Sendable {
                 6: (.sco, .sent), 7: (.sco, .received), 18: (.iso, .sent), 19: (.iso, .received),
             ]
             guard let (type, direction) = table[UInt16(flags & 0xFFFF)] else { continue }
-            return Btsnoop.Record(packet: H4Packet(type: type, payload: Array(data)), direction: direction,
-                                  unixMicroseconds: micros, cumulativeDrops: drops,
-                                  controllerIndex: UInt16(flags >> 16))
+            return Btsnoop.Record(
+                packet: H4Packet(type: type, payload: Array(data)), direction: direction,
+                unixMicroseconds: micros, cumulativeDrops: drops,
+                controllerIndex: UInt16(flags >> 16))
         }
         return nil
     }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Appends packets to a btsnoop file (datalink 1002, H4), readable by Wireshark and `btmon -r`.
 /// The one owner of the file's descriptor; safe to call from the reader thread and senders alike.
@@ -49,7 +50,10 @@ public final class BtsnoopFileWriter: @unchecked Sendable {
 
     public func close() {
         lock.withLock {
-            if fd >= 0 { _ = Glibc.close(fd); fd = -1 }
+            if fd >= 0 {
+                _ = Glibc.close(fd)
+                fd = -1
+            }
         }
     }
 }
@@ -90,7 +94,10 @@ public final class CapturingTransport: HCITransport, @unchecked Sendable {
                 queue.finish(throwing: error)
             }
         }
-        queue.setOnTermination { task.cancel(); inner.close() }
+        queue.setOnTermination {
+            task.cancel()
+            inner.close()
+        }
         forwarder = task
     }
 

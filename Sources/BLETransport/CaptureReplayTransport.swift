@@ -25,16 +25,20 @@ public final class CaptureReplayTransport: HCITransport, @unchecked Sendable {
     public convenience init(path: String, clock: any BLEClock, pacing: Pacing = .asFastAsPossible) throws {
         guard let data = FileManager.default.contents(atPath: path) else {
             let exists = FileManager.default.fileExists(atPath: path)
-            throw TransportError(exists ? .io : .noSuchAdapter, "cannot read capture \(path)"
-                                 + (exists ? "" : ": no such file"))
+            throw TransportError(
+                exists ? .io : .noSuchAdapter,
+                "cannot read capture \(path)"
+                    + (exists ? "" : ": no such file"))
         }
         try self.init(name: "file:\(path)", bytes: [UInt8](data), clock: clock, pacing: pacing)
     }
 
     /// Replays `bytes` (a whole capture file). The header is checked here (a bad one throws `.badCapture`); the
     /// records are read one at a time as the host takes them, so memory stays that of the file.
-    public init(name: String, bytes: [UInt8], clock: any BLEClock, pacing: Pacing = .asFastAsPossible,
-                queueCapacity: Int = StageQueue<H4Packet>.defaultCapacity) throws {
+    public init(
+        name: String, bytes: [UInt8], clock: any BLEClock, pacing: Pacing = .asFastAsPossible,
+        queueCapacity: Int = StageQueue<H4Packet>.defaultCapacity
+    ) throws {
         self.name = name
         var source = try Self.packets(in: bytes)
         incoming = StageQueue(capacity: queueCapacity, whenFull: .wait)
@@ -120,7 +124,8 @@ public final class CaptureReplayTransport: HCITransport, @unchecked Sendable {
         deframer.append(bytes)
         var probe = deframer
         if probe.next() == nil && !bytes.isEmpty {
-            throw TransportError(.badCapture, "neither a btsnoop file nor an H4 dump: no HCI packet in \(bytes.count) bytes")
+            throw TransportError(
+                .badCapture, "neither a btsnoop file nor an H4 dump: no HCI packet in \(bytes.count) bytes")
         }
         return PacketSource(format: .h4(deframer))
     }
@@ -142,7 +147,10 @@ public final class CaptureReplayTransport: HCITransport, @unchecked Sendable {
     public func send(_ packet: H4Packet) throws {}
 
     public func close() {
-        let t: Task<Void, Never>? = lock.withLock { defer { replay = nil }; return replay }
+        let t: Task<Void, Never>? = lock.withLock {
+            defer { replay = nil }
+            return replay
+        }
         t?.cancel()
         incoming.finish()
     }

@@ -66,7 +66,11 @@ public struct ScaledClock: BLEClock {
 
     public func sleep(until deadline: Duration) async throws {
         let realDelay = (deadline - now()).seconds / factor
-        if realDelay > 0 { try await Task.sleep(nanoseconds: UInt64(realDelay * 1e9)) } else { try Task.checkCancellation() }
+        if realDelay > 0 {
+            try await Task.sleep(nanoseconds: UInt64(realDelay * 1e9))
+        } else {
+            try Task.checkCancellation()
+        }
     }
 
     public func unixTime() -> Double { originUnixTime + now().seconds }
@@ -91,7 +95,10 @@ public final class ManualClock: BLEClock, @unchecked Sendable {
     public var sleeperCount: Int { lock.withLock { sleepers.count } }
 
     public func sleep(until deadline: Duration) async throws {
-        let id: UInt64 = lock.withLock { nextID += 1; return nextID }
+        let id: UInt64 = lock.withLock {
+            nextID += 1
+            return nextID
+        }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
                 let ready: Bool = lock.withLock {

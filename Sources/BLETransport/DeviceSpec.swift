@@ -14,8 +14,10 @@ public enum DeviceSpec: Sendable, Hashable, CustomStringConvertible {
 
     public init(parsing text: String) throws {
         func bad(_ why: String) -> TransportError {
-            TransportError(.badSpec, "bad device \"\(text)\": \(why); expected hciN, unix:PATH, tcp:HOST:PORT,"
-                           + " serial:/dev/ttyX[@BAUD][,rtscts] or file:PATH")
+            TransportError(
+                .badSpec,
+                "bad device \"\(text)\": \(why); expected hciN, unix:PATH, tcp:HOST:PORT,"
+                    + " serial:/dev/ttyX[@BAUD][,rtscts] or file:PATH")
         }
         if text.hasPrefix("hci") {
             guard let n = Int(text.dropFirst(3)), n >= 0, n < 0xFFFF, String(n) == text.dropFirst(3) else {
@@ -62,7 +64,9 @@ public enum DeviceSpec: Sendable, Hashable, CustomStringConvertible {
             var baud = 115_200
             if let at = body.lastIndex(of: "@") {
                 path = body[..<at]
-                guard let b = Int(body[body.index(after: at)...]), b > 0 else { throw bad("baud rate must be a number") }
+                guard let b = Int(body[body.index(after: at)...]), b > 0 else {
+                    throw bad("baud rate must be a number")
+                }
                 guard H4Stream.baudConstant(b) != nil else { throw bad("unsupported baud rate \(b)") }
                 baud = b
             }
@@ -114,8 +118,10 @@ public struct TransportOptions: Sendable {
 
 /// Opens the transport a spec names. `mode` applies to kernel adapters only. With
 /// `options.capturePath` the transport is wrapped in a `CapturingTransport`.
-public func openTransport(_ spec: DeviceSpec, mode: AdapterMode = .exclusive, clock: any BLEClock,
-                          options: TransportOptions = TransportOptions()) throws -> any HCITransport {
+public func openTransport(
+    _ spec: DeviceSpec, mode: AdapterMode = .exclusive, clock: any BLEClock,
+    options: TransportOptions = TransportOptions()
+) throws -> any HCITransport {
     let transport = try openBareTransport(spec, mode: mode, clock: clock, options: options)
     guard let path = options.capturePath else { return transport }
     do {
@@ -126,21 +132,25 @@ public func openTransport(_ spec: DeviceSpec, mode: AdapterMode = .exclusive, cl
     }
 }
 
-private func openBareTransport(_ spec: DeviceSpec, mode: AdapterMode, clock: any BLEClock,
-                               options: TransportOptions) throws -> any HCITransport {
+private func openBareTransport(
+    _ spec: DeviceSpec, mode: AdapterMode, clock: any BLEClock,
+    options: TransportOptions
+) throws -> any HCITransport {
     switch spec {
     case .kernel(let configured):
         let adapter = try KernelAdapters.resolve(adapter: configured, address: options.adapterAddress)
         switch mode {
         case .exclusive: return try KernelExclusive.open(adapter: adapter, bringDownIfUp: options.bringDownIfUp)
         case .shared:
-            return try KernelSharedTransport(adapter: adapter, clock: clock,
-                                             restartInterval: options.sharedRestartInterval,
-                                             disableDuplicateFilter: options.sharedDisableDuplicateFilter)
+            return try KernelSharedTransport(
+                adapter: adapter, clock: clock,
+                restartInterval: options.sharedRestartInterval,
+                disableDuplicateFilter: options.sharedDisableDuplicateFilter)
         }
     case .unix(let path): return try H4Stream.connectUnix(path: path)
     case .tcp(let host, let port): return try H4Stream.connectTCP(host: host, port: port)
-    case .serial(let path, let baud, let flow): return try H4Stream.openSerial(path: path, baud: baud, flowControl: flow)
+    case .serial(let path, let baud, let flow):
+        return try H4Stream.openSerial(path: path, baud: baud, flowControl: flow)
     case .file(let path): return try CaptureReplayTransport(path: path, clock: clock, pacing: options.replayPacing)
     }
 }

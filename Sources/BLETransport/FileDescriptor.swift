@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
 
 /// The one owner of a file descriptor used by a transport: blocking reads that a `close()` from any
 /// thread interrupts (through a self-pipe the reader also polls), whole-buffer writes, and a close
@@ -54,8 +55,10 @@ final class OwnedDescriptor: @unchecked Sendable {
         let fd: Int32 = lock.withLock { closing ? -1 : self.fd }
         guard fd >= 0 else { return nil }
         while true {
-            var fds = [pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
-                       pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: fd, events: Int16(POLLIN), revents: 0),
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
             let r = poll(&fds, 2, -1)
             if r < 0 {
                 if errno == EINTR { continue }
@@ -108,7 +111,10 @@ final class OwnedDescriptor: @unchecked Sendable {
     func release() {
         lock.withLock {
             closing = true
-            if fd >= 0 { _ = Glibc.close(fd); fd = -1 }
+            if fd >= 0 {
+                _ = Glibc.close(fd)
+                fd = -1
+            }
         }
     }
 }

@@ -27,9 +27,11 @@ public final class FileDescriptorTransport: HCITransport, @unchecked Sendable {
     }
 
     /// Takes ownership of `fd` and starts the reader thread.
-    init(name: String, fd: Int32, framer: some PacketFramer & Sendable, acceptsSend: Bool = true,
-         readBufferSize: Int = 4096, whenFull: StageQueue<H4Packet>.WhenFull,
-         queueCapacity: Int = StageQueue<H4Packet>.defaultCapacity) throws {
+    init(
+        name: String, fd: Int32, framer: some PacketFramer & Sendable, acceptsSend: Bool = true,
+        readBufferSize: Int = 4096, whenFull: StageQueue<H4Packet>.WhenFull,
+        queueCapacity: Int = StageQueue<H4Packet>.defaultCapacity
+    ) throws {
         self.name = name
         self.descriptor = try OwnedDescriptor(fd)
         self.acceptsSend = acceptsSend

@@ -1,5 +1,5 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Opens the H4 byte-stream transports: a listening Unix socket (a simulator, a btproxy), a TCP
@@ -53,8 +53,9 @@ public enum H4Stream {
                 if connect(fd, a.pointee.ai_addr, a.pointee.ai_addrlen) == 0 {
                     var one: Int32 = 1
                     _ = setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
-                    return try FileDescriptorTransport(name: "tcp:\(host):\(port)", fd: fd, framer: H4StreamFramer(),
-                                                       whenFull: .wait)
+                    return try FileDescriptorTransport(
+                        name: "tcp:\(host):\(port)", fd: fd, framer: H4StreamFramer(),
+                        whenFull: .wait)
                 }
                 lastErrno = errno
                 _ = Glibc.close(fd)
@@ -104,8 +105,9 @@ public enum H4Stream {
         }
         _ = tcflush(fd, TCIOFLUSH)
         // A UART cannot be paused: a controller on it is a live radio.
-        return try FileDescriptorTransport(name: "serial:\(path)@\(baud)", fd: fd, framer: H4StreamFramer(),
-                                           whenFull: .drop)
+        return try FileDescriptorTransport(
+            name: "serial:\(path)@\(baud)", fd: fd, framer: H4StreamFramer(),
+            whenFull: .drop)
     }
 
     static func baudConstant(_ baud: Int) -> speed_t? {
@@ -119,7 +121,8 @@ public enum H4Stream {
 
     private static func connectError(_ e: Int32, _ what: String) -> TransportError {
         if e == ENOENT || e == ECONNREFUSED {
-            return TransportError(.noSuchAdapter, errno: e, "\(what): nothing is listening (\(String(cString: strerror(e))))")
+            return TransportError(
+                .noSuchAdapter, errno: e, "\(what): nothing is listening (\(String(cString: strerror(e))))")
         }
         return TransportError.fromErrno(e, what)
     }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CBluetoothShim
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The kernel's Bluetooth adapters by public address: an adapter that comes back under another index (unplugged
 /// and replugged while another took its number, a USB reset, a reordered boot) is still the one with the same
@@ -26,8 +27,10 @@ public enum KernelAdapters {
     public static func normalizedAddress(_ text: String) throws -> String {
         let parts = text.split(separator: ":", omittingEmptySubsequences: false)
         guard parts.count == 6, parts.allSatisfy({ $0.count == 2 && UInt8($0, radix: 16) != nil }) else {
-            throw TransportError(.badSpec, "bad adapter address \"\(text)\": expected six hex bytes separated by"
-                                 + " colons, as the kernel prints it (e.g. 00:1A:7D:DA:71:13)")
+            throw TransportError(
+                .badSpec,
+                "bad adapter address \"\(text)\": expected six hex bytes separated by"
+                    + " colons, as the kernel prints it (e.g. 00:1A:7D:DA:71:13)")
         }
         return parts.map { $0.uppercased() }.joined(separator: ":")
     }
@@ -41,10 +44,13 @@ public enum KernelAdapters {
         if present.contains(where: { $0.name == adapter && $0.address == wanted }) { return adapter }
         let byIndex = present.sorted { (index(of: $0.name) ?? .max) < (index(of: $1.name) ?? .max) }
         if let other = byIndex.first(where: { $0.address == wanted }) { return other.name }
-        let seen = present.isEmpty ? "the kernel has no adapter"
+        let seen =
+            present.isEmpty
+            ? "the kernel has no adapter"
             : "present: " + byIndex.map(\.description).joined(separator: ", ")
-        throw TransportError(.noSuchAdapter, errno: ENODEV,
-                             "no Bluetooth adapter with address \(wanted) (configured as \(adapter); \(seen))")
+        throw TransportError(
+            .noSuchAdapter, errno: ENODEV,
+            "no Bluetooth adapter with address \(wanted) (configured as \(adapter); \(seen))")
     }
 
     /// `resolve` against the adapters the kernel has now.
@@ -88,9 +94,11 @@ public enum KernelAdapters {
 
     /// Waits until the adapter is back (by address if one is given, else by name), polling the kernel's list
     /// every `interval` up to `timeout`. Returns the adapter's name, or nil when it did not come back in time.
-    public static func waitForAdapter(_ adapter: String, address: String?, clock: any BLEClock,
-                                      timeout: Duration, interval: Duration = .milliseconds(250),
-                                      sysfs: String = "/sys") async -> String? {
+    public static func waitForAdapter(
+        _ adapter: String, address: String?, clock: any BLEClock,
+        timeout: Duration, interval: Duration = .milliseconds(250),
+        sysfs: String = "/sys"
+    ) async -> String? {
         let deadline = clock.now() + timeout
         while true {
             let present = list(sysfs: sysfs)

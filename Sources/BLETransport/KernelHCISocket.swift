@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CBluetooth
 import CBluetoothShim
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Linux Bluetooth sockets (AF_BLUETOOTH, BTPROTO_HCI) bound to one of the kernel's HCI channels
 /// (net/bluetooth/hci_sock.c): USER (exclusive, raw H4), MONITOR (a copy of all traffic) and
@@ -20,9 +21,10 @@ enum KernelHCISocket {
         guard fd >= 0 else {
             let e = errno
             if e == EAFNOSUPPORT || e == EPROTONOSUPPORT {
-                throw TransportError(.unsupported, errno: e,
+                throw TransportError(
+                    .unsupported, errno: e,
                     "this kernel has no Bluetooth: socket(AF_BLUETOOTH) failed (\(String(cString: strerror(e))));"
-                    + " load the bluetooth module (modprobe bluetooth) or use a kernel built with CONFIG_BT")
+                        + " load the bluetooth module (modprobe bluetooth) or use a kernel built with CONFIG_BT")
             }
             throw TransportError.fromErrno(e, "socket(AF_BLUETOOTH, BTPROTO_HCI)")
         }
@@ -44,23 +46,29 @@ enum KernelHCISocket {
     }
 
     static func bindError(_ e: Int32, adapterName: String, channel: Int32) -> TransportError {
-        let channelName = [CBT_HCI_CHANNEL_USER: "user", CBT_HCI_CHANNEL_MONITOR: "monitor",
-                           CBT_HCI_CHANNEL_CONTROL: "control"][Int(channel)] ?? "channel \(channel)"
+        let channelName =
+            [
+                CBT_HCI_CHANNEL_USER: "user", CBT_HCI_CHANNEL_MONITOR: "monitor",
+                CBT_HCI_CHANNEL_CONTROL: "control",
+            ][Int(channel)] ?? "channel \(channel)"
         let text = "\(String(cString: strerror(e))) (errno \(e))"
         switch e {
         case EBUSY:
-            return TransportError(.adapterBusy, errno: e,
+            return TransportError(
+                .adapterBusy, errno: e,
                 "\(adapterName) is busy: the kernel or bluetoothd holds it (\(text)). Power it off with"
-                + " `btmgmt -i \(adapterName) power off` or stop bluetooth.service, or use --mode shared")
+                    + " `btmgmt -i \(adapterName) power off` or stop bluetooth.service, or use --mode shared")
         case EPERM, EACCES:
-            return TransportError(.permissionDenied, errno: e,
+            return TransportError(
+                .permissionDenied, errno: e,
                 "binding the HCI \(channelName) channel of \(adapterName) was refused (\(text)): it needs"
-                + " CAP_NET_RAW and CAP_NET_ADMIN (run as root or"
-                + " `setcap cap_net_raw,cap_net_admin+ep blegateway`)")
+                    + " CAP_NET_RAW and CAP_NET_ADMIN (run as root or"
+                    + " `setcap cap_net_raw,cap_net_admin+ep blegateway`)")
         case ENODEV:
             return TransportError(.noSuchAdapter, errno: e, "no Bluetooth adapter \(adapterName) (\(text))")
         case EALREADY:
-            return TransportError(.adapterBusy, errno: e,
+            return TransportError(
+                .adapterBusy, errno: e,
                 "\(adapterName) is already open in exclusive mode by another process (\(text))")
         default:
             return TransportError.fromErrno(e, "bind HCI \(channelName) channel of \(adapterName)")
@@ -80,7 +88,8 @@ enum KernelHCISocket {
         guard fd >= 0 else {
             let e = errno
             if e == EAFNOSUPPORT || e == EPROTONOSUPPORT {
-                throw TransportError(.unsupported, errno: e,
+                throw TransportError(
+                    .unsupported, errno: e,
                     "this kernel has no Bluetooth: socket(AF_BLUETOOTH) failed (\(String(cString: strerror(e))))")
             }
             throw TransportError.fromErrno(e, "socket(AF_BLUETOOTH, BTPROTO_HCI)")
@@ -126,7 +135,8 @@ public enum KernelExclusive {
             try KernelHCISocket.bringDown(index: index)
             fd = try KernelHCISocket.open(device: index, channel: Int32(CBT_HCI_CHANNEL_USER), adapterName: adapter)
         }
-        return try FileDescriptorTransport(name: "\(adapter) (exclusive)", fd: fd, framer: H4DatagramFramer(),
-                                           readBufferSize: 65536 + 8, whenFull: .drop)
+        return try FileDescriptorTransport(
+            name: "\(adapter) (exclusive)", fd: fd, framer: H4DatagramFramer(),
+            readBufferSize: 65536 + 8, whenFull: .drop)
     }
 }

@@ -28,7 +28,8 @@ public struct KernelIndexEvent: Sendable, Hashable {
     public static func parse(_ bytes: some Collection<UInt8>) -> KernelIndexEvent? {
         var c = ByteCursor(Array(bytes))
         guard let op = c.readLE16(), let index = c.readLE16(), let length = c.readLE16(),
-              c.readBytes(Int(length)) != nil else { return nil }
+            c.readBytes(Int(length)) != nil
+        else { return nil }
         switch MonitorFramer.Opcode(rawValue: op) {
         case .newIndex: return KernelIndexEvent(index: index, change: .added)
         case .deleteIndex: return KernelIndexEvent(index: index, change: .removed)
@@ -48,8 +49,9 @@ public final class KernelIndexEvents: @unchecked Sendable {
     private let descriptor: OwnedDescriptor
 
     public init() throws {
-        let fd = try KernelHCISocket.open(device: KernelHCISocket.noDevice, channel: Int32(CBT_HCI_CHANNEL_MONITOR),
-                                          adapterName: "the monitor channel")
+        let fd = try KernelHCISocket.open(
+            device: KernelHCISocket.noDevice, channel: Int32(CBT_HCI_CHANNEL_MONITOR),
+            adapterName: "the monitor channel")
         descriptor = try OwnedDescriptor(fd)
         let (events, continuation) = AsyncThrowingStream.makeStream(of: KernelIndexEvent.self)
         self.events = events

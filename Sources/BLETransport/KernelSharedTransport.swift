@@ -32,8 +32,10 @@ public final class KernelSharedTransport: HCITransport, @unchecked Sendable {
     ///   duplicate filter (nil: never).
     ///   - disableDuplicateFilter: register an advertisement monitor so the kernel scans without the
     ///     controller's duplicate filter (see `DiscoveryKeeper`).
-    public init(adapter: String, clock: any BLEClock, restartInterval: Duration? = .seconds(10),
-                disableDuplicateFilter: Bool = true) throws {
+    public init(
+        adapter: String, clock: any BLEClock, restartInterval: Duration? = .seconds(10),
+        disableDuplicateFilter: Bool = true
+    ) throws {
         guard let index = KernelHCISocket.index(of: adapter) else {
             throw TransportError(.badSpec, "not a kernel adapter name: \(adapter) (expected hciN)")
         }
@@ -42,20 +44,26 @@ public final class KernelSharedTransport: HCITransport, @unchecked Sendable {
         // and our discovery starts once the management interface says it is powered (`DiscoveryKeeper`).
         let flags = try KernelHCISocket.flags(index: index, adapterName: adapter)
         guard flags & (KernelHCISocket.upFlag | KernelHCISocket.runningFlag) != 0 else {
-            throw TransportError(.adapterDown, "\(adapter) is powered off: shared mode listens once bluetoothd (or "
-                                 + "`btmgmt -i \(adapter) power on`) powers it")
+            throw TransportError(
+                .adapterDown,
+                "\(adapter) is powered off: shared mode listens once bluetoothd (or "
+                    + "`btmgmt -i \(adapter) power on`) powers it")
         }
         self.name = "\(adapter) (shared)"
         self.clock = clock
-        self.keeper = DiscoveryKeeper(index: index, restartInterval: restartInterval,
-                                      disableDuplicateFilter: disableDuplicateFilter)
-        let monitorFD = try KernelHCISocket.open(device: KernelHCISocket.noDevice,
-                                                 channel: Int32(CBT_HCI_CHANNEL_MONITOR), adapterName: adapter)
-        self.monitor = try FileDescriptorTransport(name: name, fd: monitorFD, framer: MonitorFramer(index: index),
-                                                   acceptsSend: false, readBufferSize: 65536 + 16, whenFull: .drop)
+        self.keeper = DiscoveryKeeper(
+            index: index, restartInterval: restartInterval,
+            disableDuplicateFilter: disableDuplicateFilter)
+        let monitorFD = try KernelHCISocket.open(
+            device: KernelHCISocket.noDevice,
+            channel: Int32(CBT_HCI_CHANNEL_MONITOR), adapterName: adapter)
+        self.monitor = try FileDescriptorTransport(
+            name: name, fd: monitorFD, framer: MonitorFramer(index: index),
+            acceptsSend: false, readBufferSize: 65536 + 16, whenFull: .drop)
         do {
-            let controlFD = try KernelHCISocket.open(device: KernelHCISocket.noDevice,
-                                                     channel: Int32(CBT_HCI_CHANNEL_CONTROL), adapterName: adapter)
+            let controlFD = try KernelHCISocket.open(
+                device: KernelHCISocket.noDevice,
+                channel: Int32(CBT_HCI_CHANNEL_CONTROL), adapterName: adapter)
             self.control = try OwnedDescriptor(controlFD)
         } catch {
             monitor.close()
@@ -71,7 +79,10 @@ public final class KernelSharedTransport: HCITransport, @unchecked Sendable {
                 do { try await clock.sleep(for: .seconds(1)) } catch { return }
                 guard let self else { return }
                 // The consumer of `incoming` went away (or the adapter vanished): release the mgmt side too.
-                if self.monitor.isClosed { self.close(); return }
+                if self.monitor.isClosed {
+                    self.close()
+                    return
+                }
                 let now = clock.now()
                 let out = self.lock.withLock { self.keeper.tick(now: now) }
                 try? self.sendAll(out)
@@ -100,12 +111,17 @@ public final class KernelSharedTransport: HCITransport, @unchecked Sendable {
     }
 
     public func send(_ packet: H4Packet) throws {
-        throw TransportError(.unsupported, "\(name) only listens: shared mode cannot send HCI packets"
-                             + " (use --mode exclusive to drive the controller)")
+        throw TransportError(
+            .unsupported,
+            "\(name) only listens: shared mode cannot send HCI packets"
+                + " (use --mode exclusive to drive the controller)")
     }
 
     public func close() {
-        let t: Task<Void, Never>? = lock.withLock { defer { ticker = nil }; return ticker }
+        let t: Task<Void, Never>? = lock.withLock {
+            defer { ticker = nil }
+            return ticker
+        }
         t?.cancel()
         // Leave the adapter as we found it: our discovery stopped, our monitor removed.
         if !control.isClosing { try? sendAll(lock.withLock { keeper.finish() }) }

@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CBluetoothShim
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A listening kernel L2CAP socket on an LE fixed channel of one adapter: the server side of ATT for a
 /// peripheral of our own (the kernel VM's test peripheral). Each LE link the adapter accepts while this
@@ -24,7 +25,10 @@ public final class L2CAPListener: @unchecked Sendable {
 
         /// Closes the descriptor once closing and no poll uses it, so its number is never reused under one.
         mutating func closeIfIdle() {
-            if closing && waiters.isEmpty && fd >= 0 { _ = Glibc.close(fd); fd = -1 }
+            if closing && waiters.isEmpty && fd >= 0 {
+                _ = Glibc.close(fd)
+                fd = -1
+            }
         }
     }
     private let state: Locked<State>
@@ -32,8 +36,10 @@ public final class L2CAPListener: @unchecked Sendable {
     /// Listens on `adapter` ("hci1" or its address) for links to `channel`. The kernel offers a link to the
     /// listeners bound to the link's local address type (`l2cap_global_fixed_chan`): `.public` when the
     /// adapter advertises with its public address, `.random` when it uses a static or private one.
-    public convenience init(adapter: String, channel: UInt16 = L2CAPSocket.attChannel,
-                            addressType: L2CAPAddress.AddressType = .public, backlog: Int32 = 4) throws {
+    public convenience init(
+        adapter: String, channel: UInt16 = L2CAPSocket.attChannel,
+        addressType: L2CAPAddress.AddressType = .public, backlog: Int32 = 4
+    ) throws {
         let (name, address) = try L2CAPSocket.resolve(adapter: adapter)
         let what = "listen on \(name) CID 0x\(L2CAPSocket.hex4(channel))"
         let fd = try L2CAPSocket.openSocket(adapterName: name)
@@ -48,9 +54,10 @@ public final class L2CAPListener: @unchecked Sendable {
             _ = Glibc.close(fd)
             throw L2CAPError.from(e, what, adapter: name)
         }
-        self.init(listening: fd,
-                  local: L2CAPSocket.address(of: fd, peer: false) ?? L2CAPAddress(bytes: bound, type: addressType)!,
-                  channel: channel, adapterName: name)
+        self.init(
+            listening: fd,
+            local: L2CAPSocket.address(of: fd, peer: false) ?? L2CAPAddress(bytes: bound, type: addressType)!,
+            channel: channel, adapterName: name)
     }
 
     /// Takes ownership of a listening, non-blocking `fd`.

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One wait for a socket to become ready (a non-blocking connect completing, a connection to accept):
 /// poll(2) on a thread of its own, beside a self-pipe that a cancelled task or a `close()` writes to, the
@@ -33,8 +34,10 @@ final class L2CAPReadiness: @unchecked Sendable {
     /// Blocks until `events` (or an error or hang-up) on `fd`; the revents, or nil when woken.
     func wait(fd: Int32, events: Int16) throws -> Int16? {
         while true {
-            var fds = [pollfd(fd: fd, events: events, revents: 0),
-                       pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            var fds = [
+                pollfd(fd: fd, events: events, revents: 0),
+                pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
+            ]
             let r = poll(&fds, 2, -1)
             if r < 0 {
                 if errno == EINTR { continue }

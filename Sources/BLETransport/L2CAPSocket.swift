@@ -1,9 +1,10 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CBluetooth
 import CBluetoothShim
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A kernel L2CAP socket on an LE fixed channel (AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP): in shared mode
 /// the kernel owns L2CAP, so the gateway reaches a peripheral's ATT server (CID 0x0004, Core v5.4, Vol 3,
@@ -78,9 +79,11 @@ public final class L2CAPSocket: @unchecked Sendable {
     /// kernel cancel the attempt. Failures come back as `TransportError` naming the errno: ECONNREFUSED
     /// (the controller would not connect: LE off, not powered), EHOSTUNREACH (no adapter for the route),
     /// ETIMEDOUT (the kernel's own deadline), or kind `.timedOut` for ours.
-    public static func connect(to peer: L2CAPAddress, adapter: String?, channel: UInt16 = attChannel,
-                               security: Security = .low, timeout: Duration,
-                               clock: any BLEClock) async throws -> L2CAPSocket {
+    public static func connect(
+        to peer: L2CAPAddress, adapter: String?, channel: UInt16 = attChannel,
+        security: Security = .low, timeout: Duration,
+        clock: any BLEClock
+    ) async throws -> L2CAPSocket {
         let (adapterName, localAddress) = try resolve(adapter: adapter)
         let what = "connect \(adapterName) → \(peer) on CID 0x\(L2CAPSocket.hex4(channel))"
         let fd = try openSocket(adapterName: adapterName)
@@ -99,9 +102,10 @@ public final class L2CAPSocket: @unchecked Sendable {
             guard e == EINPROGRESS else { throw L2CAPError.from(e, what, adapter: adapterName) }
             let connected = try await awaitWritable(fd: fd, timeout: timeout, clock: clock)
             guard connected else {
-                throw TransportError(.timedOut, errno: ETIMEDOUT,
+                throw TransportError(
+                    .timedOut, errno: ETIMEDOUT,
                     "\(what): no connection within \(timeout) (ETIMEDOUT): is the peer advertising connectably,"
-                    + " in range, and is its address type (\(peer.type)) right?")
+                        + " in range, and is its address type (\(peer.type)) right?")
             }
             var soError: Int32 = 0
             guard cbt_socket_error(fd, &soError) == 0 else {
@@ -204,9 +208,10 @@ public final class L2CAPSocket: @unchecked Sendable {
         guard fd >= 0 else {
             let e = errno
             if e == EAFNOSUPPORT || e == EPROTONOSUPPORT {
-                throw TransportError(.unsupported, errno: e,
+                throw TransportError(
+                    .unsupported, errno: e,
                     "this kernel has no Bluetooth L2CAP sockets: socket(AF_BLUETOOTH, BTPROTO_L2CAP) failed ("
-                    + L2CAPError.describe(e) + "); load the bluetooth module or use a kernel built with CONFIG_BT")
+                        + L2CAPError.describe(e) + "); load the bluetooth module or use a kernel built with CONFIG_BT")
             }
             throw L2CAPError.from(e, "socket(AF_BLUETOOTH, SOCK_SEQPACKET, BTPROTO_L2CAP)", adapter: adapterName)
         }
@@ -221,8 +226,9 @@ public final class L2CAPSocket: @unchecked Sendable {
             guard cbt_hci_dev_address(Int32(index), &bytes) == 0 else {
                 let e = errno
                 if e == ENODEV {
-                    throw TransportError(.noSuchAdapter, errno: e,
-                                         "no Bluetooth adapter \(adapter) (\(L2CAPError.describe(e)))")
+                    throw TransportError(
+                        .noSuchAdapter, errno: e,
+                        "no Bluetooth adapter \(adapter) (\(L2CAPError.describe(e)))")
                 }
                 throw L2CAPError.from(e, "HCIGETDEVINFO \(adapter)", adapter: adapter)
             }

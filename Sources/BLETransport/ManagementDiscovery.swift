@@ -19,25 +19,26 @@ struct MgmtMessage: Hashable, Sendable {
     static func parse(_ bytes: some Collection<UInt8>) -> MgmtMessage? {
         var c = ByteCursor(Array(bytes))
         guard let code = c.readLE16(), let index = c.readLE16(), let len = c.readLE16(),
-              let p = c.readBytes(Int(len)) else { return nil }
+            let p = c.readBytes(Int(len))
+        else { return nil }
         return MgmtMessage(code: code, index: index, parameters: Array(p))
     }
 }
 
 /// Management opcodes and events used here (mgmt-api.txt), an open set.
 enum Mgmt {
-    static let startDiscovery: UInt16 = 0x0023   // Address_Type (1 octet)
-    static let stopDiscovery: UInt16 = 0x0024    // Address_Type (1 octet)
+    static let startDiscovery: UInt16 = 0x0023  // Address_Type (1 octet)
+    static let stopDiscovery: UInt16 = 0x0024  // Address_Type (1 octet)
     /// Add Advertisement Patterns Monitor: Pattern_Count (1), then per pattern AD_Type (1), Offset (1),
     /// Length (1), Value (31). Returns Monitor_Handle (2).
     static let addAdvPatternsMonitor: UInt16 = 0x0052
     static let removeAdvMonitor: UInt16 = 0x0053  // Monitor_Handle (2)
 
     static let commandComplete: UInt16 = 0x0001  // Command_Opcode (2), Status (1), Return_Parameters
-    static let commandStatus: UInt16 = 0x0002    // Command_Opcode (2), Status (1)
+    static let commandStatus: UInt16 = 0x0002  // Command_Opcode (2), Status (1)
     static let indexRemoved: UInt16 = 0x0005
-    static let newSettings: UInt16 = 0x0006      // Current_Settings (4); bit 0 = Powered
-    static let discovering: UInt16 = 0x0013      // Address_Type (1), Discovering (1)
+    static let newSettings: UInt16 = 0x0006  // Current_Settings (4); bit 0 = Powered
+    static let discovering: UInt16 = 0x0013  // Address_Type (1), Discovering (1)
 
     /// Address_Type bits 1 (LE Public) and 2 (LE Random): an LE-only discovery.
     static let leAddressTypes: UInt8 = 0x06
@@ -92,8 +93,10 @@ struct DiscoveryKeeper: Sendable {
         var out: [MgmtMessage] = []
         if state == .ours || state == .starting { out.append(command(Mgmt.stopDiscovery)) }
         if let h = monitorHandle {
-            out.append(MgmtMessage(code: Mgmt.removeAdvMonitor, index: index,
-                                   parameters: [UInt8(truncatingIfNeeded: h), UInt8(truncatingIfNeeded: h >> 8)]))
+            out.append(
+                MgmtMessage(
+                    code: Mgmt.removeAdvMonitor, index: index,
+                    parameters: [UInt8(truncatingIfNeeded: h), UInt8(truncatingIfNeeded: h >> 8)]))
         }
         state = .finished
         monitorHandle = nil
@@ -134,7 +137,7 @@ struct DiscoveryKeeper: Sendable {
                 case Mgmt.statusSuccess: state = .ours
                 case Mgmt.statusBusy: state = .theirs
                 case Mgmt.statusNotPowered: state = .notPowered
-                default: state = .idle   // retried at the next tick
+                default: state = .idle  // retried at the next tick
                 }
             } else if op == Mgmt.stopDiscovery && state == .stopping {
                 // The Discovering(false) event that follows restarts it; if the stop failed, start anyway.

@@ -29,7 +29,8 @@ struct MonitorFramer: PacketFramer {
     mutating func consume(_ bytes: UnsafeRawBufferPointer) throws -> [H4Packet] {
         var c = ByteCursor(Array(bytes))
         guard let op = c.readLE16(), let idx = c.readLE16(), let len = c.readLE16(),
-              let data = c.readBytes(Int(len)) else {
+            let data = c.readBytes(Int(len))
+        else {
             garbageBytes += bytes.count
             return []
         }
@@ -38,7 +39,7 @@ struct MonitorFramer: PacketFramer {
         case .eventPacket:
             return [H4Packet(type: .event, payload: Array(data))]
         case .deleteIndex:
-            throw TransportError(.closed, errno: ENODEV_, "hci\(index) was removed")
+            throw TransportError(.closed, errno: noSuchDeviceErrno, "hci\(index) was removed")
         default:
             return []
         }
@@ -46,9 +47,9 @@ struct MonitorFramer: PacketFramer {
 }
 
 /// ENODEV, spelled without importing Glibc into a pure parser.
-let ENODEV_: Int32 = 19
+let noSuchDeviceErrno: Int32 = 19
 
 extension TransportError {
     /// The end of a shared session because its adapter was removed (the monitor channel's Delete Index).
-    public var isAdapterRemoval: Bool { kind == .closed && errno == ENODEV_ }
+    public var isAdapterRemoval: Bool { kind == .closed && errno == noSuchDeviceErrno }
 }

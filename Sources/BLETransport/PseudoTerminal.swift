@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CBluetoothShim
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// A pseudo-terminal pair: the slave path behaves like a UART for `serial:` (termios and all), the
 /// master is the "controller" end. Lets tests, and a simulator, stand in for an H4 UART.
@@ -15,7 +16,10 @@ public struct PseudoTerminal: Sendable {
         var name = [CChar](repeating: 0, count: 128)
         let fd = cbt_open_pty(&name, name.count)
         guard fd >= 0 else { throw TransportError.fromErrno(errno, "open a pseudo-terminal") }
-        return PseudoTerminal(masterFD: fd, path: String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
-                                                         as: UTF8.self))
+        return PseudoTerminal(
+            masterFD: fd,
+            path: String(
+                decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) },
+                as: UTF8.self))
     }
 }

@@ -1,7 +1,8 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// One record of /dev/rfkill (include/uapi/linux/rfkill.h, `struct rfkill_event`): 8 bytes, host order —
 /// `__u32 idx; __u8 type; __u8 op; __u8 soft; __u8 hard;`. Newer kernels append fields (`hard_block_reasons`);
@@ -52,9 +53,11 @@ public struct RfkillEvent: Sendable, Hashable {
     public static func parse(_ bytes: some Collection<UInt8>) -> RfkillEvent? {
         var c = ByteCursor(Array(bytes.prefix(size)))
         guard let idx = c.readLE32(), let kind = c.readU8(), let op = c.readU8(), let soft = c.readU8(),
-              let hard = c.readU8() else { return nil }
-        return RfkillEvent(index: idx, kind: Kind(rawValue: kind), operation: Operation(rawValue: op),
-                           soft: soft != 0, hard: hard != 0)
+            let hard = c.readU8()
+        else { return nil }
+        return RfkillEvent(
+            index: idx, kind: Kind(rawValue: kind), operation: Operation(rawValue: op),
+            soft: soft != 0, hard: hard != 0)
     }
 
     public var bytes: [UInt8] {

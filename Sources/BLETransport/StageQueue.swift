@@ -210,7 +210,10 @@ public final class StageQueue<Element: Sendable>: AsyncSequence, @unchecked Send
             count = 0
             head = 0
             releaseProducersLocked()
-            defer { onTermination = nil; consumer = nil }
+            defer {
+                onTermination = nil
+                consumer = nil
+            }
             return (onTermination, consumer)
         }
         c?.resume(returning: nil)

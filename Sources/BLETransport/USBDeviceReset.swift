@@ -1,8 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import CBluetoothShim
 import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Why a USB device reset could not be done; each kind says what a person can do about it.
 public struct USBResetError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -59,8 +60,10 @@ public struct USBDeviceNode: Sendable, Hashable, CustomStringConvertible {
         }
         guard let interface = realPath("\(adapterPath)/device") else {
             let virtual = adapterPath.contains("/devices/virtual/")
-            throw USBResetError(.notUSB, "\(adapter) has no parent device"
-                                + (virtual ? " (virtual: a vhci or emulated controller)" : ""))
+            throw USBResetError(
+                .notUSB,
+                "\(adapter) has no parent device"
+                    + (virtual ? " (virtual: a vhci or emulated controller)" : ""))
         }
         let bus = realPath("\(interface)/subsystem").map { ($0 as NSString).lastPathComponent }
         guard bus == "usb" else {
@@ -71,8 +74,9 @@ public struct USBDeviceNode: Sendable, Hashable, CustomStringConvertible {
         guard let busnum = readNumber("\(usbDevice)/busnum"), let devnum = readNumber("\(usbDevice)/devnum") else {
             throw USBResetError(.notUSB, "\(adapter): no busnum/devnum above its USB interface (\(usbDevice))")
         }
-        return USBDeviceNode(sysfsPath: usbDevice, bus: busnum, device: devnum,
-                             path: "\(dev)/bus/usb/\(pad3(busnum))/\(pad3(devnum))")
+        return USBDeviceNode(
+            sysfsPath: usbDevice, bus: busnum, device: devnum,
+            path: "\(dev)/bus/usb/\(pad3(busnum))/\(pad3(devnum))")
     }
 
     /// USBDEVFS_RESET on the node (drivers/usb/core/devio.c): the device is reset and re-enumerated; btusb is

@@ -24,13 +24,25 @@ public final class WakeSignal: @unchecked Sendable {
 
     /// Returns on a signal (or one already pending), or when the task is cancelled.
     public func wait() async {
-        if lock.withLock({ let p = pending; pending = false; return p }) { return }
+        if lock.withLock({
+            let p = pending
+            pending = false
+            return p
+        }) {
+            return
+        }
         await waitForSignal()
     }
 
     /// Returns on a signal (or one already pending), after `timeout`, or when the task is cancelled.
     public func wait(upTo timeout: Duration, clock: any BLEClock) async {
-        if lock.withLock({ let p = pending; pending = false; return p }) { return }
+        if lock.withLock({
+            let p = pending
+            pending = false
+            return p
+        }) {
+            return
+        }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.waitForSignal() }
             group.addTask { try? await clock.sleep(for: timeout) }

@@ -8,9 +8,11 @@ struct BLEGatewayCommand: AsyncParsableCommand {
         commandName: "blegateway",
         abstract: "A Bluetooth LE to MQTT gateway for Linux boards.",
         version: GatewayRuntime.version,
-        subcommands: [ScanCommand.self, RunCommand.self, ConfigCommand.self, WatchCommand.self, FleetCommand.self,
-                      SimCommand.self, HCIDumpCommand.self, GATTCommand.self, GATTServeCommand.self,
-                      ExplainCommand.self, SiteCommand.self, SpoolCommand.self])
+        subcommands: [
+            ScanCommand.self, RunCommand.self, ConfigCommand.self, WatchCommand.self, FleetCommand.self,
+            SimCommand.self, HCIDumpCommand.self, GATTCommand.self, GATTServeCommand.self,
+            ExplainCommand.self, SiteCommand.self, SpoolCommand.self,
+        ])
 
     static func main() async {
         // A write to a peer that has gone (an unplugged H4 link, a closed simulator socket, a vanished broker)

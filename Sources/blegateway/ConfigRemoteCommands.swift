@@ -29,8 +29,10 @@ struct RemoteConfigBrokerOptions: ParsableArguments {
 
 /// Retained messages on `filters`, collected until `quiet` passes without a new one after the connection (or
 /// `limit` in all). Retained messages come right after SUBACK, so a short quiet period means "that was all".
-func collectRetained(_ client: MQTTClient, _ filters: [String], quiet: Duration = .milliseconds(700),
-                     limit: Duration = .seconds(5)) async throws -> [String: [UInt8]] {
+func collectRetained(
+    _ client: MQTTClient, _ filters: [String], quiet: Duration = .milliseconds(700),
+    limit: Duration = .seconds(5)
+) async throws -> [String: [UInt8]] {
     let streams = try filters.map { try client.subscribe($0, qos: .atLeastOnce) }
     let box = Locked<[String: [UInt8]]>([:])
     let last = Locked<ContinuousClock.Instant?>(nil)
@@ -122,7 +124,9 @@ extension ConfigCommand {
         var file: String?
 
         func validate() throws {
-            guard (gateway != nil) != fleet else { throw ValidationError("give exactly one of --gateway ID or --fleet") }
+            guard (gateway != nil) != fleet else {
+                throw ValidationError("give exactly one of --gateway ID or --fleet")
+            }
             guard (file != nil) != delete else { throw ValidationError("give a FILE, or --delete") }
             guard version == nil || (delete && sign != nil) else {
                 throw ValidationError("--version is for a signed tombstone (--delete --sign); a document has its own")
@@ -161,22 +165,25 @@ extension ConfigCommand {
             } else if sign != nil {
                 let floor = states.compactMap { $0.1.floors[layer.rawValue]?.version }.max()
                 guard let v = version ?? floor.map({ $0 + 1 }) else {
-                    throw ValidationError("no gateway reports a floor for the \(layer) layer: give the tombstone "
-                                          + "a --version")
+                    throw ValidationError(
+                        "no gateway reports a floor for the \(layer) layer: give the tombstone "
+                            + "a --version")
                 }
                 document = Array(#"{"version":\#(v),"delete":true}"#.utf8)
                 documentVersion = v
             }
             if let sign {
                 guard documentVersion != nil else {
-                    throw ValidationError("\(file ?? "the tombstone"): a signed document needs a \"version\" "
-                                          + "(gateways refuse lower ones)")
+                    throw ValidationError(
+                        "\(file ?? "the tombstone"): a signed document needs a \"version\" "
+                            + "(gateways refuse lower ones)")
                 }
                 guard let key = FileManager.default.contents(atPath: sign) else {
                     throw ValidationError("cannot read \(sign)")
                 }
-                payload = try ConfigSigning.sign(document, privateKey: String(decoding: key, as: UTF8.self),
-                                                 for: address)
+                payload = try ConfigSigning.sign(
+                    document, privateKey: String(decoding: key, as: UTF8.self),
+                    for: address)
             }
             if let publicKey {
                 guard let key = FileManager.default.contents(atPath: publicKey) else {
@@ -184,8 +191,10 @@ extension ConfigCommand {
                 }
                 let verifier = try ConfigSigning.Verifier(publicKey: String(decoding: key, as: UTF8.self))
                 if payload.isEmpty {
-                    throw fail(["refused: with a public key, a layer is deleted only by a signed tombstone "
-                                + "(--delete --sign KEY)"])
+                    throw fail([
+                        "refused: with a public key, a layer is deleted only by a signed tombstone "
+                            + "(--delete --sign KEY)"
+                    ])
                 }
                 let verdict = RemoteConfigDocument.read(payload, verifier: verifier, address: address)
                 guard verdict.errors.isEmpty else { throw fail(verdict.errors.map { "refused: \($0)" }) }
@@ -196,16 +205,20 @@ extension ConfigCommand {
                 let who = String(stateTopic.dropLast("/config/state".count))
                 guard state.signedOnly else { continue }
                 if sign == nil {
-                    refusals.append("\(who) applies only signed documents" + (payload.isEmpty
-                        ? " and deletes a layer only on a signed tombstone (--delete --sign KEY)" : " (--sign KEY)"))
+                    refusals.append(
+                        "\(who) applies only signed documents"
+                            + (payload.isEmpty
+                                ? " and deletes a layer only on a signed tombstone (--delete --sign KEY)"
+                                : " (--sign KEY)"))
                     continue
                 }
                 guard let v = documentVersion, let floor = state.floors[layer.rawValue] else { continue }
                 if v < floor.version {
                     refusals.append("\(who): version \(v) is lower than \(floor.version), the \(layer) layer's floor")
                 } else if v == floor.version && ConfigSigning.digest(document) != floor.sha256 {
-                    refusals.append("\(who): version \(v) was applied with other content; give this one a "
-                                    + "higher version")
+                    refusals.append(
+                        "\(who): version \(v) was applied with other content; give this one a "
+                            + "higher version")
                 }
             }
             guard refusals.isEmpty else { throw fail(refusals.map { "refused: \($0)" }) }
@@ -219,21 +232,28 @@ extension ConfigCommand {
                     throw fail(["cannot reach the broker at \(options.broker) within 10 s; nothing was published"])
                 }
                 try await client.publish(MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: true))
-                print(payload.isEmpty ? "deleted the retained document on \(topic)"
-                      : delete ? "published a signed tombstone, version \(documentVersion!), to \(topic)"
-                      : "published \(payload.count) bytes to \(topic)")
+                print(
+                    payload.isEmpty
+                        ? "deleted the retained document on \(topic)"
+                        : delete
+                            ? "published a signed tombstone, version \(documentVersion!), to \(topic)"
+                            : "published \(payload.count) bytes to \(topic)")
                 if let stateStream, wait > 0 {
                     // The retained state comes first; the gateway's verdict on this push is the next live one.
                     let verdict = Task { () -> String? in
                         for await m in stateStream where !m.retain { return String(decoding: m.payload, as: UTF8.self) }
                         return nil as String?
                     }
-                    let timer = Task { try await Task.sleep(for: .seconds(wait)); verdict.cancel() }
+                    let timer = Task {
+                        try await Task.sleep(for: .seconds(wait))
+                        verdict.cancel()
+                    }
                     if let v = await verdict.value {
                         print("gateway \(gateway!): \(v)")
                     } else {
-                        print("no verdict from gateway \(gateway!) within \(wait) s "
-                              + "(offline? it applies the retained document when it connects)")
+                        print(
+                            "no verdict from gateway \(gateway!) within \(wait) s "
+                                + "(offline? it applies the retained document when it connects)")
                     }
                     timer.cancel()
                 }
@@ -258,9 +278,12 @@ extension ConfigCommand {
                 throw ValidationError("\(path) exists; not overwriting it")
             }
             let (privateKey, publicKey) = ConfigSigning.generateKeyPair()
-            guard FileManager.default.createFile(atPath: "\(name).key", contents: Data((privateKey + "\n").utf8),
-                                                 attributes: [.posixPermissions: 0o600]),
-                  FileManager.default.createFile(atPath: "\(name).pub", contents: Data((publicKey + "\n").utf8)) else {
+            guard
+                FileManager.default.createFile(
+                    atPath: "\(name).key", contents: Data((privateKey + "\n").utf8),
+                    attributes: [.posixPermissions: 0o600]),
+                FileManager.default.createFile(atPath: "\(name).pub", contents: Data((publicKey + "\n").utf8))
+            else {
                 throw ValidationError("cannot write \(name).key / \(name).pub")
             }
             print("wrote \(name).key (private, keep it secret) and \(name).pub (public: remote_config.public_key_file)")
@@ -269,7 +292,8 @@ extension ConfigCommand {
 
     struct Get: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Show the desired (fleet and gateway documents), reported (config/state) and effective configuration.")
+            abstract:
+                "Show the desired (fleet and gateway documents), reported (config/state) and effective configuration.")
 
         @Option(help: "The gateway id; without it, the fleet document and every gateway's reported state.")
         var gateway: String?
@@ -282,19 +306,22 @@ extension ConfigCommand {
         func run() async throws {
             let p = options.prefix
             let fleetTopic = "\(p)/fleet/config"
-            let filters = gateway.map { [fleetTopic, "\(p)/\($0)/config", "\(p)/\($0)/config/state"] }
+            let filters =
+                gateway.map { [fleetTopic, "\(p)/\($0)/config", "\(p)/\($0)/config/state"] }
                 ?? [fleetTopic, "\(p)/+/config/state"]
             let retained = try await collectRetained(try options.client("get"), filters)
             func text(_ topic: String) -> String {
                 guard let b = retained[topic] else { return "(none)" }
                 if let inner = ConfigSigning.signedDocument(b) {
-                    return "(signed) " + String(decoding: inner, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+                    return "(signed) "
+                        + String(decoding: inner, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
                 }
                 return String(decoding: b, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             }
             print("desired  fleet    \(fleetTopic): \(text(fleetTopic))")
             guard let gateway else {
-                for (topic, payload) in retained.sorted(by: { $0.key < $1.key }) where topic.hasSuffix("/config/state") {
+                for (topic, payload) in retained.sorted(by: { $0.key < $1.key }) where topic.hasSuffix("/config/state")
+                {
                     print("reported \(topic): \(String(decoding: payload, as: UTF8.self))")
                 }
                 return
@@ -307,19 +334,25 @@ extension ConfigCommand {
             effective.gateway.id = gateway
             let rc = RemoteConfigController(local: effective, directory: nil)
             for (layer, topic) in [(RemoteConfigController.Layer.fleet, fleetTopic), (.gateway, gatewayTopic)] {
-                guard let b = retained[topic], let o = rc.receive(layer, payload: b), o.status == .rejected else { continue }
+                guard let b = retained[topic], let o = rc.receive(layer, payload: b), o.status == .rejected else {
+                    continue
+                }
                 print("note: the \(layer) document is rejected: " + o.errors.map(\.description).joined(separator: "; "))
             }
             let e = rc.effective
-            print("effective\(local == nil ? " (over the defaults; --local FILE for the gateway's file)" : ""):"
-                + " \(String(decoding: e.canonicalRemoteJSON, as: UTF8.self))")
+            print(
+                "effective\(local == nil ? " (over the defaults; --local FILE for the gateway's file)" : ""):"
+                    + " \(String(decoding: e.canonicalRemoteJSON, as: UTF8.self))")
             print("effective hash: \(e.effectiveHash)")
             if let state = retained["\(gatewayTopic)/state"],
-               let json = try? JSONSerialization.jsonObject(with: Data(state)) as? [String: Any],
-               let reported = json["hash"] as? String {
+                let json = try? JSONSerialization.jsonObject(with: Data(state)) as? [String: Any],
+                let reported = json["hash"] as? String
+            {
                 let hint = local == nil ? " (its local file may set other values)" : ""
-                print(reported == e.effectiveHash ? "in sync: the gateway reports the same hash"
-                      : "differs from the reported hash \(reported)\(hint)")
+                print(
+                    reported == e.effectiveHash
+                        ? "in sync: the gateway reports the same hash"
+                        : "differs from the reported hash \(reported)\(hint)")
             }
         }
     }

@@ -51,25 +51,29 @@ struct ExplainCommand: AsyncParsableCommand {
         let counts = Locked((target: 0, others: Set<BDAddress>()))
         // A line at a time, written at once: nothing is lost when the command is stopped.
         @Sendable func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
-        say("explain \(target) on \(c.adapter.device) for \(duration) s"
-            + (config.map { " with \($0)" } ?? " with the defaults") + " (remote configuration layers not included)")
+        say(
+            "explain \(target) on \(c.adapter.device) for \(duration) s"
+                + (config.map { " with \($0)" } ?? " with the defaults") + " (remote configuration layers not included)"
+        )
         let source = try makeSightingSource(c, capture: nil, clock: SystemClock(), logger: logger)
         let start = ContinuousClock.now
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                try await source.run(adapter: { report in
-                    say("adapter \(report.device): \(report.state)\(report.reason.map { " (\($0))" } ?? "")")
-                }, sighting: { s in
-                    guard s.address == target else {
-                        counts.withLock { _ = $0.others.insert(s.address) }
-                        return
-                    }
-                    counts.withLock { $0.target += 1 }
-                    let at = (ContinuousClock.now - start).seconds
-                    let steps = explainer.withLock { $0.explain(s, at: at) }
-                    let lines = steps.map(\.description).joined(separator: "\n            ")
-                    say(String(format: "%8.3f s", at) + "  " + lines)
-                })
+                try await source.run(
+                    adapter: { report in
+                        say("adapter \(report.device): \(report.state)\(report.reason.map { " (\($0))" } ?? "")")
+                    },
+                    sighting: { s in
+                        guard s.address == target else {
+                            counts.withLock { _ = $0.others.insert(s.address) }
+                            return
+                        }
+                        counts.withLock { $0.target += 1 }
+                        let at = (ContinuousClock.now - start).seconds
+                        let steps = explainer.withLock { $0.explain(s, at: at) }
+                        let lines = steps.map(\.description).joined(separator: "\n            ")
+                        say(String(format: "%8.3f s", at) + "  " + lines)
+                    })
             }
             group.addTask { try await Task.sleep(for: .seconds(duration)) }
             _ = try await group.next()
@@ -77,8 +81,9 @@ struct ExplainCommand: AsyncParsableCommand {
         }
         let (heard, others) = counts.withLock { ($0.target, $0.others.count) }
         if heard == 0 {
-            say("no report from \(target) in \(duration) s (\(others) other devices heard): it is not advertising, "
-                + "out of range, or advertising under another (private) address — identity_keys resolve those")
+            say(
+                "no report from \(target) in \(duration) s (\(others) other devices heard): it is not advertising, "
+                    + "out of range, or advertising under another (private) address — identity_keys resolve those")
         } else {
             say("\(heard) reports from \(target); \(others) other devices heard")
         }

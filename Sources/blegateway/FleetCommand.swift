@@ -18,7 +18,8 @@ struct FleetCommand: AsyncParsableCommand {
     @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT (default mqtt://127.0.0.1:1883).")
     var broker: String?
 
-    @Option(help: "The topic prefix the gateways publish under (default blegateway). Repeat it to follow several sites.")
+    @Option(
+        help: "The topic prefix the gateways publish under (default blegateway). Repeat it to follow several sites.")
     var prefix: [String] = []
 
     @Option(help: "Where the dashboard listens: HOST:PORT (default 127.0.0.1:8080; port 0 picks a free one).")
@@ -49,8 +50,9 @@ struct FleetCommand: AsyncParsableCommand {
         let sites = !prefix.isEmpty ? prefix : file.sites ?? [file.prefix ?? "blegateway"]
         if let problem = FleetConfiguration.problem(sites: sites) { throw ValidationError("--prefix: \(problem)") }
         let (host, port) = try FleetSettingsFile.parseListen(listen ?? file.listen ?? "127.0.0.1:8080")
-        var c = FleetConfiguration(mqtt: try toolClientConfiguration(broker: brokerURL, role: "fleet", tls: tls),
-                                   brokerURL: brokerURL, sites: sites)
+        var c = FleetConfiguration(
+            mqtt: try toolClientConfiguration(broker: brokerURL, role: "fleet", tls: tls),
+            brokerURL: brokerURL, sites: sites)
         c.listenHost = host
         c.listenPort = port
         c.historyPath = history ?? file.history
@@ -71,8 +73,9 @@ struct FleetCommand: AsyncParsableCommand {
             // The first line a person (or `make demo`) needs: where to point the browser.
             StandardOutput.write("fleet dashboard: http://\(name):\(bound)/  (metrics at /metrics)\n")
         }
-        let group = ServiceGroup(configuration: .init(
-            services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: service)], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger))
         try await group.run()
     }
 }

@@ -62,8 +62,9 @@ struct GATTCommand: AsyncParsableCommand {
         let started = clock.now()
         let bearer: KernelATTBearer
         do {
-            bearer = try await KernelATTBearer.connect(to: peer, adapter: adapter, timeout: .seconds(timeout),
-                                                       clock: clock)
+            bearer = try await KernelATTBearer.connect(
+                to: peer, adapter: adapter, timeout: .seconds(timeout),
+                clock: clock)
         } catch let error as TransportError {
             FileHandle.standardError.write(Data("error: \(error.kind): \(error.message)\n".utf8))
             throw ExitCode(2)
@@ -84,7 +85,8 @@ struct GATTCommand: AsyncParsableCommand {
             result.withLock { $0 = outcome }
         }
         if signalled {
-            FileHandle.standardError.write(Data("gatt: \(printedLines.withLock { $0 }) lines, stopped by signal\n".utf8))
+            FileHandle.standardError.write(
+                Data("gatt: \(printedLines.withLock { $0 }) lines, stopped by signal\n".utf8))
             return
         }
         if case .failure(let error) = result.withLock({ $0 }) {
@@ -120,17 +122,21 @@ struct GATTCommand: AsyncParsableCommand {
     }
 
     /// Exchange MTU, discover everything, read, subscribe and wait for notifications, printing each step.
-    private func session(_ client: GATTClient, reads: [BluetoothUUID], subscription: BluetoothUUID?,
-                         clock: any BLEClock) async throws {
+    private func session(
+        _ client: GATTClient, reads: [BluetoothUUID], subscription: BluetoothUUID?,
+        clock: any BLEClock
+    ) async throws {
         let agreed = try await client.exchangeMTU(UInt16(mtu))
         say("mtu \(agreed)")
         let database = try await client.discoverAll()
         for service in database.services {
-            say("service 0x\(service.uuid) handles 0x\(hex4(service.startHandle))"
-                + "-0x\(hex4(service.endHandle))")
+            say(
+                "service 0x\(service.uuid) handles 0x\(hex4(service.startHandle))"
+                    + "-0x\(hex4(service.endHandle))")
             for c in service.characteristics {
-                say("  characteristic 0x\(c.uuid) value handle 0x\(hex4(c.valueHandle))"
-                    + " properties \(c.properties)" + (c.cccdHandle.map { " cccd 0x\(hex4($0))" } ?? ""))
+                say(
+                    "  characteristic 0x\(c.uuid) value handle 0x\(hex4(c.valueHandle))"
+                        + " properties \(c.properties)" + (c.cccdHandle.map { " cccd 0x\(hex4($0))" } ?? ""))
             }
         }
         for uuid in reads {
@@ -156,8 +162,9 @@ struct GATTCommand: AsyncParsableCommand {
                     }
                     n += 1
                     let kind = indication ? "indication" : "notification"
-                    say("\(kind) 0x\(subscription) handle 0x\(hex4(handle)):"
-                        + " \(HCIDumpCommand.hexString(bytes))")
+                    say(
+                        "\(kind) 0x\(subscription) handle 0x\(hex4(handle)):"
+                            + " \(HCIDumpCommand.hexString(bytes))")
                     if n >= wanted { break }
                 }
                 return n
@@ -249,8 +256,10 @@ struct GATTServeCommand: AsyncParsableCommand {
     }
 
     /// Answers one link's requests and notifies its subscriptions until the link ends.
-    static func serve(_ socket: L2CAPSocket, name: String, phase: Double, interval: Duration,
-                      clock: any BLEClock) async {
+    static func serve(
+        _ socket: L2CAPSocket, name: String, phase: Double, interval: Duration,
+        clock: any BLEClock
+    ) async {
         let server = Locked(SimGATTServer(deviceName: name, phase: phase))
         await withTaskGroup(of: Void.self) { group in
             group.addTask {

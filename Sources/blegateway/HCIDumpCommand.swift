@@ -16,8 +16,9 @@ struct HCIDumpCommand: AsyncParsableCommand {
     @Option(help: "For hciN: exclusive (HCI user channel) or shared (beside bluetoothd, receive-only).")
     var mode: String = "exclusive"
 
-    @Option(name: .customLong("send"),
-            help: "A command packet in hex, H4 indicator included (01 0c20 02 0100 = LE Set Scan Enable). Repeatable.")
+    @Option(
+        name: .customLong("send"),
+        help: "A command packet in hex, H4 indicator included (01 0c20 02 0100 = LE Set Scan Enable). Repeatable.")
     var sends: [String] = []
 
     @Option(help: "Seconds to listen before exiting.")
@@ -29,7 +30,10 @@ struct HCIDumpCommand: AsyncParsableCommand {
     @Flag(help: "For file: sources, deliver the packets at the pace they were recorded, as a radio would.")
     var realtime = false
 
-    @Option(help: "Shared mode: restart the kernel's discovery every this many seconds to clear its duplicate filter (0: never).")
+    @Option(
+        help:
+            "Shared mode: restart the kernel's discovery every this many seconds to clear its duplicate filter (0: never)."
+    )
     var restartInterval: Double = 10
 
     @Flag(help: "Shared mode: do not register the advertisement monitor that turns the duplicate filter off.")
@@ -72,8 +76,9 @@ struct HCIDumpCommand: AsyncParsableCommand {
         let outcome = Locked("end of input")
         let signalled = try await cancellingOnSignals {
             try await withTaskCancellationHandler {
-                try await Self.dump(transport, sending: packets, for: duration, clock: clock, printed: printed,
-                                    outcome: outcome)
+                try await Self.dump(
+                    transport, sending: packets, for: duration, clock: clock, printed: printed,
+                    outcome: outcome)
             } onCancel: {
                 transport.close()
             }
@@ -113,11 +118,17 @@ struct HCIDumpCommand: AsyncParsableCommand {
             }
             let opcode = UInt16(p.payload[0]) | UInt16(p.payload[1]) << 8
             let deadline = clock.now() + .seconds(2)
-            let waiter = Task { try? await clock.sleep(until: deadline); answered.yield(0xFFFF) }
+            let waiter = Task {
+                try? await clock.sleep(until: deadline)
+                answered.yield(0xFFFF)
+            }
             while let op = await answersIterator.next(), op != opcode, op != 0xFFFF {}
             waiter.cancel()
         }
-        let timer = Task { try? await clock.sleep(for: .seconds(duration)); transport.close() }
+        let timer = Task {
+            try? await clock.sleep(for: .seconds(duration))
+            transport.close()
+        }
         let ended = await reader.value
         timer.cancel()
         outcome.withLock { $0 = ended }

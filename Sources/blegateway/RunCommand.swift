@@ -90,7 +90,8 @@ struct RunCommand: AsyncParsableCommand {
         }
         let runtime = try GatewayRuntime(
             configuration: c,
-            makeSource: { role in try makeSightingSource(c, capture: capture, clock: clock, logger: logger, role: role) },
+            makeSource: { role in try makeSightingSource(c, capture: capture, clock: clock, logger: logger, role: role)
+            },
             clock: clock, logger: logger, clockSynchronized: synchronized)
         if let trace {
             guard let address = BDAddress(trace) else {
@@ -98,12 +99,15 @@ struct RunCommand: AsyncParsableCommand {
             }
             runtime.trace(address)
         }
-        logger.info("gateway \(c.gateway.id): \(c.adapter.device) (\(c.adapter.mode)) → \(c.mqtt.broker) under \(c.mqtt.prefix)/")
-        let group = ServiceGroup(configuration: .init(
-            // The runtime returns by itself only at the end of a replayed capture: a normal end, not a failure.
-            services: [.init(service: runtime, successTerminationBehavior: .gracefullyShutdownGroup)],
-            gracefulShutdownSignals: [.sigterm, .sigint],
-            logger: logger))
+        logger.info(
+            "gateway \(c.gateway.id): \(c.adapter.device) (\(c.adapter.mode)) → \(c.mqtt.broker) under \(c.mqtt.prefix)/"
+        )
+        let group = ServiceGroup(
+            configuration: .init(
+                // The runtime returns by itself only at the end of a replayed capture: a normal end, not a failure.
+                services: [.init(service: runtime, successTerminationBehavior: .gracefullyShutdownGroup)],
+                gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
         try await group.run()
     }
 }
@@ -112,11 +116,12 @@ struct RunCommand: AsyncParsableCommand {
 enum SimulatorClockFile {
     static func load(path: String) throws -> any BLEClock {
         guard let data = FileManager.default.contents(atPath: path),
-              let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let origin = json["real_origin_unix"] as? Double
+            let json = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
+            let origin = json["real_origin_unix"] as? Double
         else { throw ValidationError("\(path): not a simulator clock file") }
         guard let factor = json["factor"] as? Double else {
-            throw ValidationError("\(path): the simulator runs unpaced (--speed max); a gateway can only follow a paced clock")
+            throw ValidationError(
+                "\(path): the simulator runs unpaced (--speed max); a gateway can only follow a paced clock")
         }
         return ScaledClock(factor: factor, realOrigin: origin)
     }

@@ -20,8 +20,11 @@ struct ScanCommand: AsyncParsableCommand {
     @Flag(help: "One JSON object per sighting per line (the default when the output is not a terminal).")
     var json = false
 
-    @Option(name: .customLong("filter"),
-            help: "uuid:FEAA, name:PREFIX, addr:AA:BB:CC:DD:EE:FF, company:0x004C, rssi:-80. Repeatable: OR within a kind, AND across kinds.")
+    @Option(
+        name: .customLong("filter"),
+        help:
+            "uuid:FEAA, name:PREFIX, addr:AA:BB:CC:DD:EE:FF, company:0x004C, rssi:-80. Repeatable: OR within a kind, AND across kinds."
+    )
     var filters: [String] = []
 
     @Option(help: "Also write the HCI traffic to this btsnoop file.")
@@ -81,8 +84,9 @@ struct ScanCommand: AsyncParsableCommand {
         var scan = GatewayConfiguration.Scan()
         scan.active = active
         let clock = SystemClock()
-        let source = HCISightingSource(spec: spec, mode: adapterMode, options: options, scan: scan, clock: clock,
-                                       logger: logger, lifecycle: lifecycle)
+        let source = HCISightingSource(
+            spec: spec, mode: adapterMode, options: options, scan: scan, clock: clock,
+            logger: logger, lifecycle: lifecycle)
         let asJSON = json || isatty(STDOUT_FILENO) != 1
         let table = LockedTable()
         // A reader on a pipe (`| jq`) sees each line as it is made; a file gets 64 KiB writes.
@@ -159,7 +163,8 @@ struct ScanCommand: AsyncParsableCommand {
         let counters = source.counters
         var summary = "scan: \(counters.reports) reports, \(counters.dropped.total) dropped"
         if counters.dropped.total > 0 {
-            summary += " (the host fell behind the radio: \(counters.dropped.transport) at the transport, "
+            summary +=
+                " (the host fell behind the radio: \(counters.dropped.transport) at the transport, "
                 + "\(counters.dropped.controller) at the controller, \(counters.dropped.scanner) at the scanner)"
         }
         if let damage = captureDamage.withLock({ $0 }) { summary += "\nwarning: \(damage)" }
@@ -180,7 +185,8 @@ struct ScanFailure: Error {
         if let r = m.range(of: "; next try in") { m = String(m[..<r.lowerBound]) }
         switch report?.state {
         case .unauthorized?:
-            m += "\n  The gateway needs CAP_NET_RAW and CAP_NET_ADMIN: run as root, or grant them with "
+            m +=
+                "\n  The gateway needs CAP_NET_RAW and CAP_NET_ADMIN: run as root, or grant them with "
                 + "`sudo setcap cap_net_raw,cap_net_admin+eip $(command -v blegateway)`."
         case .absent?:
             switch spec {
@@ -293,13 +299,15 @@ final class LockedTable: @unchecked Sendable {
             // 80 columns: 19 + 20 + 16 + 7 + 13 + a count of up to 5 digits.
             out += "ADDRESS            NAME                KIND            RSSI   LAST SEEN    COUNT\n"
             for (address, r) in rows.sorted(by: { ($0.value.rssi ?? -128) > ($1.value.rssi ?? -128) }).prefix(limit) {
-                let printable = String(r.name.unicodeScalars.map { $0.properties.isWhitespace || $0.value >= 0x20 ? Character($0) : "?" })
+                let printable = String(
+                    r.name.unicodeScalars.map { $0.properties.isWhitespace || $0.value >= 0x20 ? Character($0) : "?" })
                 out += address.padding(toLength: 19, withPad: " ", startingAt: 0)
                 out += String(printable.prefix(18)).padding(toLength: 20, withPad: " ", startingAt: 0)
                 out += r.kind.padding(toLength: 16, withPad: " ", startingAt: 0)
                 out += (r.rssi.map { "\($0)" } ?? "n/a").padding(toLength: 7, withPad: " ", startingAt: 0)
                 // "%6.1fs ago" is 11 characters: two more keep COUNT clear of it.
-                out += String(format: "%6.1fs ago", max(0, now - r.lastSeen)).padding(toLength: 13, withPad: " ", startingAt: 0)
+                out += String(format: "%6.1fs ago", max(0, now - r.lastSeen)).padding(
+                    toLength: 13, withPad: " ", startingAt: 0)
                 out += "\(r.count)\n"
             }
             if rows.count > limit { out += "… \(rows.count - limit) more\n" }

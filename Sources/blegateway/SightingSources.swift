@@ -4,8 +4,10 @@ import Logging
 
 /// The sighting source for a configuration: its device (or two), opened in its mode, supervised with the
 /// configured recovery ladder. `role` runs beside the scanner (the peripheral links).
-func makeSightingSource(_ c: GatewayConfiguration, capture: String?, clock: any BLEClock, logger: Logger,
-                        role: (any ControllerRole)? = nil) throws -> any SightingSource {
+func makeSightingSource(
+    _ c: GatewayConfiguration, capture: String?, clock: any BLEClock, logger: Logger,
+    role: (any ControllerRole)? = nil
+) throws -> any SightingSource {
     let spec = try DeviceSpec(parsing: c.adapter.device)
     let mode: AdapterMode = c.adapter.mode == "shared" ? .shared : .exclusive
     var options = TransportOptions()
@@ -19,8 +21,10 @@ func makeSightingSource(_ c: GatewayConfiguration, capture: String?, clock: any 
         return DualAdapterSource(
             primary: spec, secondary: try DeviceSpec(parsing: second),
             options: [.primary: options, .secondary: secondOptions], scan: c.scan, clock: clock, logger: logger,
-            lifecycle: c.adapter.lifecycle, role: role, handback: .milliseconds(Int64(c.adapter.handbackSeconds * 1000)))
+            lifecycle: c.adapter.lifecycle, role: role, handback: .milliseconds(Int64(c.adapter.handbackSeconds * 1000))
+        )
     }
-    return HCISightingSource(spec: spec, mode: mode, options: options, scan: c.scan, clock: clock, logger: logger,
-                             lifecycle: c.adapter.lifecycle, role: role)
+    return HCISightingSource(
+        spec: spec, mode: mode, options: options, scan: c.scan, clock: clock, logger: logger,
+        lifecycle: c.adapter.lifecycle, role: role)
 }

@@ -19,7 +19,11 @@ func cancellingOnSignals(_ body: @escaping @Sendable () async throws -> Void) as
     }
     defer { pipe.onSignal(nil) }
     do {
-        try await withTaskCancellationHandler { try await task.value } onCancel: { task.cancel() }
+        try await withTaskCancellationHandler {
+            try await task.value
+        } onCancel: {
+            task.cancel()
+        }
     } catch is CancellationError where signalled.withLock({ $0 }) {}
     return signalled.withLock { $0 }
 }

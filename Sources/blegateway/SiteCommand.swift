@@ -12,7 +12,9 @@ struct SiteCommand: AsyncParsableCommand {
         subcommands: [Check.self, Push.self])
 
     static func read(_ file: String) throws -> (SiteDescription, [UInt8]) {
-        guard let data = FileManager.default.contents(atPath: file) else { throw ValidationError("cannot read \(file)") }
+        guard let data = FileManager.default.contents(atPath: file) else {
+            throw ValidationError("cannot read \(file)")
+        }
         do {
             return (try SiteDescription(text: String(decoding: data, as: UTF8.self), path: file), Array(data))
         } catch {
@@ -29,14 +31,18 @@ struct SiteCommand: AsyncParsableCommand {
         func run() async throws {
             let (site, _) = try SiteCommand.read(file)
             let unplaced = site.gateways.values.filter { $0.position == nil }.map(\.id).sorted()
-            print("\(file): \(site.floors.count) floor(s), \(site.rooms.count) room(s), \(site.gateways.count) gateway(s)"
-                  + (unplaced.isEmpty ? "" : "; without a position (presence by nearest gateway): \(unplaced.joined(separator: ", "))"))
+            print(
+                "\(file): \(site.floors.count) floor(s), \(site.rooms.count) room(s), \(site.gateways.count) gateway(s)"
+                    + (unplaced.isEmpty
+                        ? ""
+                        : "; without a position (presence by nearest gateway): \(unplaced.joined(separator: ", "))"))
         }
     }
 
     struct Push: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Publish a site description retained on <prefix>/fleet/site (checked first; --delete removes it).")
+            abstract: "Publish a site description retained on <prefix>/fleet/site (checked first; --delete removes it)."
+        )
 
         @OptionGroup var options: RemoteConfigBrokerOptions
 
@@ -58,11 +64,14 @@ struct SiteCommand: AsyncParsableCommand {
                 group.addTask { try await client.run() }
                 guard try await firstConnection(client, within: .seconds(10)) else {
                     group.cancelAll()
-                    throw ValidationError("cannot reach the broker at \(options.broker) within 10 s; nothing was published")
+                    throw ValidationError(
+                        "cannot reach the broker at \(options.broker) within 10 s; nothing was published")
                 }
                 try await client.publish(MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: true))
-                print(payload.isEmpty ? "deleted the retained site description on \(topic)"
-                      : "published \(payload.count) bytes to \(topic)")
+                print(
+                    payload.isEmpty
+                        ? "deleted the retained site description on \(topic)"
+                        : "published \(payload.count) bytes to \(topic)")
                 group.cancelAll()
             }
         }

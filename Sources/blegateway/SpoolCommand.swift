@@ -56,18 +56,22 @@ struct SpoolCommand: AsyncParsableCommand {
             guard FileManager.default.fileExists(atPath: file) else { throw ValidationError("no spool at \(file)") }
             let store: Spool
             do { store = try Spool(configuration: SpoolConfiguration(path: file)) } catch {
-                throw ValidationError("cannot open the spool \(file) (\(error)); a running gateway holds it: stop it first")
+                throw ValidationError(
+                    "cannot open the spool \(file) (\(error)); a running gateway holds it: stop it first")
             }
             if !requeue.isEmpty || requeueAll {
                 let moved = try store.requeueDeadLetters(requeueAll ? nil : requeue)
-                FileHandle.standardError.write(Data("requeued \(moved) reading(s); the gateway sends them at its next start\n".utf8))
+                FileHandle.standardError.write(
+                    Data("requeued \(moved) reading(s); the gateway sends them at its next start\n".utf8))
                 return
             }
             let letters = try store.deadLetters()
             if let export {
                 var out: [UInt8] = []
                 for l in letters { out += Self.line(l) }
-                if export == "-" { FileHandle.standardOutput.write(Data(out)) } else {
+                if export == "-" {
+                    FileHandle.standardOutput.write(Data(out))
+                } else {
                     guard FileManager.default.createFile(atPath: export, contents: Data(out)) else {
                         throw ValidationError("cannot write \(export)")
                     }
@@ -82,11 +86,14 @@ struct SpoolCommand: AsyncParsableCommand {
                 return
             }
             let s = store.statistics
-            print("\(file): \(s.deadLetters) dead letter(s), \(s.deadLetterBytes) bytes; \(s.deadLettersEvicted) evicted by the bound")
+            print(
+                "\(file): \(s.deadLetters) dead letter(s), \(s.deadLetterBytes) bytes; \(s.deadLettersEvicted) evicted by the bound"
+            )
             for l in letters {
                 let r = l.spooled.reading
-                print("seq \(l.spooled.seq)  \(r.topic)  \(r.body.count) bytes  qos \(r.qos)\(r.retain ? " retained" : "")  "
-                      + "reason \(l.reason)")
+                print(
+                    "seq \(l.spooled.seq)  \(r.topic)  \(r.body.count) bytes  qos \(r.qos)\(r.retain ? " retained" : "")  "
+                        + "reason \(l.reason)")
             }
         }
 
@@ -97,7 +104,9 @@ struct SpoolCommand: AsyncParsableCommand {
             JSONWriter.appendDecimal(Int64(bitPattern: l.spooled.seq), to: &o)
             o += Array(",\"topic\":".utf8)
             JSONWriter.appendString(r.topic, to: &o)
-            o += Array(",\"qos\":\(r.qos),\"retain\":\(r.retain),\"ts\":\(r.ts),\"reason_code\":\(l.reason.code),\"reason\":".utf8)
+            o += Array(
+                ",\"qos\":\(r.qos),\"retain\":\(r.retain),\"ts\":\(r.ts),\"reason_code\":\(l.reason.code),\"reason\":"
+                    .utf8)
             JSONWriter.appendString(l.reason.name, to: &o)
             o += Array(",\"at\":\(l.at),".utf8)
             if let text = String(validating: r.body, as: UTF8.self) {

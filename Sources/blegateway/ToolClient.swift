@@ -35,7 +35,9 @@ struct ToolTLSOptions: ParsableArguments {
         let given = [("--ca-file", caFile), ("--cert-file", certFile), ("--key-file", keyFile)]
             .compactMap { name, path in path.map { (name, $0) } }
         guard let first = given.first else { return }
-        guard c.tls != nil else { throw ValidationError("\(first.0) needs an mqtts:// broker; \(broker) is plain MQTT") }
+        guard c.tls != nil else {
+            throw ValidationError("\(first.0) needs an mqtts:// broker; \(broker) is plain MQTT")
+        }
         if (certFile == nil) != (keyFile == nil) { throw ValidationError("--cert-file and --key-file go together") }
         for (name, path) in given where !FileManager.default.isReadableFile(atPath: path) {
             throw ValidationError("\(name) \(path): no readable file there")

@@ -71,7 +71,8 @@ struct WatchCommand: AsyncParsableCommand {
                         // One line less than the screen: the cursor's line after the last row would scroll the first off.
                         let lines = view.withLock { FleetText.render($0, rows: rows - 1, columns: columns, now: now) }
                         // Written in one piece, unbuffered, so a redraw never tears.
-                        let text = (redraw ? "\u{1B}[H\u{1B}[2J" : "") + lines.joined(separator: "\n") + "\n"
+                        let text =
+                            (redraw ? "\u{1B}[H\u{1B}[2J" : "") + lines.joined(separator: "\n") + "\n"
                             + (redraw ? "" : "\n")
                         StandardOutput.write(text)
                         if let duration, ContinuousClock.now - start >= .seconds(duration) { return }
@@ -83,8 +84,10 @@ struct WatchCommand: AsyncParsableCommand {
         }
         try recorder?.close()
         if let record {
-            FileHandle.standardError.write(Data(
-                "watch: \(recorded.withLock { $0 }) messages recorded in \(record)\(signalled ? ", stopped by signal" : "")\n".utf8))
+            FileHandle.standardError.write(
+                Data(
+                    "watch: \(recorded.withLock { $0 }) messages recorded in \(record)\(signalled ? ", stopped by signal" : "")\n"
+                        .utf8))
         }
     }
 }
