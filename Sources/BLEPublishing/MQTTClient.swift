@@ -84,6 +84,12 @@ public final class MQTTClient: Sendable {
         try core.subscribe(filter, qos: qos, buffer: buffer)
     }
 
+    /// Returns once the broker has acknowledged this client's subscription to `filter` on the current connection
+    /// (its SUBACK): whatever is published from then on reaches the stream `subscribe(filter)` returned. Before the
+    /// first connection, and after a reconnect until the filter is acknowledged again, it waits; cancelling the
+    /// caller ends the wait.
+    public func subscribed(_ filter: String) async { await core.subscribed(filter) }
+
     private func serve() async {
         var backoff = MQTTBackoff(configuration.reconnect)
         var random = SystemRandomNumberGenerator()

@@ -61,6 +61,12 @@ final class MQTTConnectionCore: @unchecked Sendable {
     fileprivate var retainAvailable = true
     private var subscriptions: [UInt64: Subscription] = [:]
     private var nextSubscriptionID: UInt64 = 0
+    /// SUBSCRIBE packets sent on this connection and not yet acknowledged (message id → filter), the filters the
+    /// broker has acknowledged on it, and who waits for one (guarded by `lock`).
+    private var subscribeMids: [Int32: String] = [:]
+    private var acknowledgedFilters: Set<String> = []
+    private var subscribedWaiters: [UInt64: (filter: String, continuation: CheckedContinuation<Void, Never>)] = [:]
+    private var nextWaiterID: UInt64 = 0
     private var mailbox: [LoopEvent] = []
     private var mailboxWaiter: CheckedContinuation<LoopEvent, Never>?
 
@@ -179,7 +185,47 @@ final class MQTTConnectionCore: @unchecked Sendable {
             for subscription in subscriptions.values {
                 filters[subscription.filter] = max(filters[subscription.filter] ?? .atMostOnce, subscription.qos)
             }
-            for (filter, qos) in filters { _ = mosquitto_subscribe(mosq, nil, filter, Int32(qos.rawValue)) }
+            for (filter, qos) in filters { sendSubscribe(mosq, filter, qos) }
+        }
+    }
+
+    /// SUBSCRIBE on the current connection, its message id kept for the SUBACK (called holding `lock`).
+    private func sendSubscribe(_ mosq: OpaquePointer, _ filter: String, _ qos: MQTTQoS) {
+        var mid: Int32 = 0
+        if mosquitto_subscribe(mosq, &mid, filter, Int32(qos.rawValue)) == mosqSuccess { subscribeMids[mid] = filter }
+    }
+
+    /// SUBACK (MQTT 3.1.1 §3.9, 5.0 §3.9): a return code below 0x80 grants the subscription; from now on the broker
+    /// delivers what matches the filter. Waiters for the filter go on.
+    fileprivate func acknowledgeSubscription(mid: Int32, granted: Int32?) {
+        let resumed: [CheckedContinuation<Void, Never>] = lock.withLock {
+            guard let filter = subscribeMids.removeValue(forKey: mid), let granted, granted < 0x80 else { return [] }
+            acknowledgedFilters.insert(filter)
+            let due = subscribedWaiters.filter { $0.value.filter == filter }
+            for id in due.keys { subscribedWaiters[id] = nil }
+            return due.values.map(\.continuation)
+        }
+        for c in resumed { c.resume() }
+    }
+
+    /// Returns once the broker has acknowledged a subscription to `filter` on the current connection (at once if it
+    /// has), or when the caller is cancelled.
+    func subscribed(_ filter: String) async {
+        let id: UInt64 = lock.withLock {
+            nextWaiterID += 1
+            return nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now: Bool = lock.withLock {
+                    if acknowledgedFilters.contains(filter) || Task.isCancelled { return true }
+                    subscribedWaiters[id] = (filter, continuation)
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            lock.withLock { subscribedWaiters.removeValue(forKey: id) }?.continuation.resume()
         }
     }
 
@@ -188,6 +234,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
     func markDisconnected() -> Int {
         let failed: [@Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = lock.withLock {
             connected = false
+            // A new connection subscribes again, and is acknowledged again.
+            subscribeMids.removeAll()
+            acknowledgedFilters.removeAll()
             defer { pending.removeAll() }
             return Array(pending.values)
         }
@@ -255,7 +304,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         let id: UInt64 = lock.withLock {
             nextSubscriptionID += 1
             subscriptions[nextSubscriptionID] = Subscription(filter: filter, qos: qos, continuation: continuation)
-            if connected, let mosq { _ = mosquitto_subscribe(mosq, nil, filter, Int32(qos.rawValue)) }
+            if connected, let mosq { sendSubscribe(mosq, filter, qos) }
             return nextSubscriptionID
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
@@ -266,7 +315,10 @@ final class MQTTConnectionCore: @unchecked Sendable {
         lock.withLock {
             guard let removed = subscriptions.removeValue(forKey: id) else { return }
             let stillWanted = subscriptions.values.contains { $0.filter == removed.filter }
-            if !stillWanted, connected, let mosq { _ = mosquitto_unsubscribe(mosq, nil, removed.filter) }
+            if !stillWanted {
+                acknowledgedFilters.remove(removed.filter)
+                if connected, let mosq { _ = mosquitto_unsubscribe(mosq, nil, removed.filter) }
+            }
         }
     }
 
@@ -532,6 +584,10 @@ final class MQTTConnectionCore: @unchecked Sendable {
         }
         mosquitto_publish_v5_callback_set(mosq) { _, context, mid, reasonCode, _ in
             core(context)?.acknowledge(mid: mid, reasonCode: reasonCode)
+        }
+        mosquitto_subscribe_v5_callback_set(mosq) { _, context, mid, count, granted, _ in
+            // One filter per SUBSCRIBE here, so one return code.
+            core(context)?.acknowledgeSubscription(mid: mid, granted: count > 0 ? granted?.pointee : nil)
         }
         mosquitto_message_v5_callback_set(mosq) { _, context, message, properties in
             guard let core = core(context), let message = message?.pointee else { return }

@@ -60,7 +60,7 @@ struct SpoolPublisherTests {
         let watch = Task { try await observer.run() }
         defer { watch.cancel() }
         let received = try observer.subscribe("pub/#", qos: .atLeastOnce)
-        try await Task.sleep(for: .milliseconds(300))
+        await observer.subscribed("pub/#")
         for i in 1...500 { _ = spool.append(reading(i)) }
         try await withPublisher(broker, spool: spool) { _, publisher in
             let messages = await collect(received, count: 500)
@@ -83,7 +83,7 @@ struct SpoolPublisherTests {
             let watch = Task { try await observer.run() }
             defer { watch.cancel() }
             let received = try observer.subscribe("pub/#", qos: .atLeastOnce)
-            try await Task.sleep(for: .milliseconds(300))
+            await observer.subscribed("pub/#")
             let collector = Task {
                 var all: [MQTTMessage] = []
                 for await m in received { all.append(m) }
@@ -124,9 +124,8 @@ struct SpoolPublisherTests {
         let watch = Task { try await observer.run() }
         defer { watch.cancel() }
         let received = try observer.subscribe("pub/#", qos: .atLeastOnce)
-        try await Task.sleep(for: .milliseconds(300))
+        await observer.subscribed("pub/#")
         try await withPublisher(broker, spool: spool) { _, publisher in
-            try await Task.sleep(for: .milliseconds(200))
             let seq = try spool.appendDurably(reading(1, .state))
             publisher.readingsAvailable()
             let m = await collect(received, count: 1)
