@@ -84,6 +84,10 @@ public final class ManualClock: BLEClock, @unchecked Sendable {
     private let originUnixTime: Double
     private var sleepers: [(id: UInt64, deadline: Duration, continuation: CheckedContinuation<Void, any Error>)] = []
     private var nextID: UInt64 = 0
+    /// Sleeps begun on this clock, ever; and tests waiting for this many sleepers or this many sleeps begun.
+    private var registrations: UInt64 = 0
+    private var sleeperWaiters: [(id: UInt64, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
+    private var registrationWaiters: [(id: UInt64, after: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
 
     public init(originUnixTime: Double = 1_700_000_000) { self.originUnixTime = originUnixTime }
 
@@ -94,6 +98,59 @@ public final class ManualClock: BLEClock, @unchecked Sendable {
     /// How many tasks are asleep on this clock: tests wait for it before advancing.
     public var sleeperCount: Int { lock.withLock { sleepers.count } }
 
+    /// How many sleeps have begun on this clock: read it before an action, then `untilSleeping(after:)` waits for
+    /// what the action woke to be asleep again (it has done its work).
+    public var sleepsBegun: UInt64 { lock.withLock { registrations } }
+
+    /// Returns once more than `begun` sleeps have begun on this clock, or when the caller is cancelled.
+    public func untilSleeping(after begun: UInt64) async {
+        let id: UInt64 = lock.withLock {
+            nextID += 1
+            return nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let ready: Bool = lock.withLock {
+                    if registrations > begun || Task.isCancelled { return true }
+                    registrationWaiters.append((id, begun, c))
+                    return false
+                }
+                if ready { c.resume() }
+            }
+        } onCancel: {
+            let c: CheckedContinuation<Void, Never>? = lock.withLock {
+                guard let i = registrationWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return registrationWaiters.remove(at: i).continuation
+            }
+            c?.resume()
+        }
+    }
+
+    /// Returns once at least `count` tasks are asleep on this clock (at once if they are), or when the caller is
+    /// cancelled: a test advances time only when what it drives is waiting for it, without polling.
+    public func untilSleeping(_ count: Int = 1) async {
+        let id: UInt64 = lock.withLock {
+            nextID += 1
+            return nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let ready: Bool = lock.withLock {
+                    if sleepers.count >= count || Task.isCancelled { return true }
+                    sleeperWaiters.append((id, count, c))
+                    return false
+                }
+                if ready { c.resume() }
+            }
+        } onCancel: {
+            let c: CheckedContinuation<Void, Never>? = lock.withLock {
+                guard let i = sleeperWaiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return sleeperWaiters.remove(at: i).continuation
+            }
+            c?.resume()
+        }
+    }
+
     public func sleep(until deadline: Duration) async throws {
         let id: UInt64 = lock.withLock {
             nextID += 1
@@ -101,11 +158,17 @@ public final class ManualClock: BLEClock, @unchecked Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-                let ready: Bool = lock.withLock {
-                    if deadline <= current || Task.isCancelled { return true }
+                let (ready, waiters): (Bool, [CheckedContinuation<Void, Never>]) = lock.withLock {
+                    if deadline <= current || Task.isCancelled { return (true, []) }
                     sleepers.append((id, deadline, c))
-                    return false
+                    registrations += 1
+                    let due = sleeperWaiters.filter { $0.count <= sleepers.count }
+                    sleeperWaiters.removeAll { $0.count <= sleepers.count }
+                    let begun = registrationWaiters.filter { $0.after < registrations }
+                    registrationWaiters.removeAll { $0.after < registrations }
+                    return (false, due.map(\.continuation) + begun.map(\.continuation))
                 }
+                for w in waiters { w.resume() }
                 if ready {
                     if Task.isCancelled { c.resume(throwing: CancellationError()) } else { c.resume() }
                 }
@@ -119,8 +182,9 @@ public final class ManualClock: BLEClock, @unchecked Sendable {
         }
     }
 
-    /// Moves time forward and wakes every sleeper whose deadline has come.
-    public func advance(by d: Duration) {
+    /// Moves time forward and wakes every sleeper whose deadline has come; returns how many it woke.
+    @discardableResult
+    public func advance(by d: Duration) -> Int {
         let due: [CheckedContinuation<Void, any Error>] = lock.withLock {
             current += d
             let ready = sleepers.filter { $0.deadline <= current }.sorted { $0.deadline < $1.deadline }
@@ -128,5 +192,6 @@ public final class ManualClock: BLEClock, @unchecked Sendable {
             return ready.map(\.continuation)
         }
         for c in due { c.resume() }
+        return due.count
     }
 }

@@ -268,7 +268,7 @@ struct LELinksSimulatorTests {
 
         /// Waits until the radio sleeps on the clock again (it has done all that is due).
         func settle() async {
-            while clock.sleeperCount == 0 { try? await Task.sleep(nanoseconds: 200_000) }
+            await clock.untilSleeping()
         }
 
         /// Connects to the sensor and returns the handle from LE (Enhanced) Connection Complete.

@@ -54,7 +54,7 @@ struct MQTTTLSTests {
             #expect(failure.kind == .library)
             #expect(failure.detail == "TLS files")
             await events.waitFor { $0.backoff != nil }
-            for _ in 0..<2000 where clock.sleeperCount == 0 { try await Task.sleep(for: .milliseconds(2)) }
+            await clock.untilSleeping()
             clock.advance(by: .seconds(1))
             await events.waitFor(2) { $0.failure != nil }
         }
@@ -92,7 +92,7 @@ struct MQTTCredentialTests {
             for attempt in 1...6 {
                 let refusals = await events.waitFor(attempt) { $0.refusal != nil }
                 let backoffs = await events.waitFor(attempt) { $0.backoff != nil }
-                for _ in 0..<2000 where clock.sleeperCount == 0 { try await Task.sleep(for: .milliseconds(2)) }
+                await clock.untilSleeping()
                 // Asleep on the clock: the number of attempts cannot move until time does.
                 #expect(await events.count { $0.isConnecting } == attempt)
                 let refusal = try #require(refusals.last?.refusal)

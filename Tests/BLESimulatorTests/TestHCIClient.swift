@@ -150,7 +150,7 @@ final class SimHarness {
 
     /// Waits until the radio is asleep on the clock again.
     func settle() async {
-        while clock.sleeperCount == 0 { try? await Task.sleep(nanoseconds: 200_000) }
+        await clock.untilSleeping()
     }
 
     /// Bring-up as a host does it, checking each Command Complete is a success.

@@ -59,7 +59,7 @@ import Testing
         let t = try CaptureReplayTransport(name: "test", bytes: file, clock: clock, pacing: .recorded)
         var it = t.incoming.makeAsyncIterator()
         #expect(try await it.next() == resetComplete)
-        while clock.sleeperCount == 0 { await Task.yield() }
+        await clock.untilSleeping()
         clock.advance(by: .seconds(2))
         #expect(clock.sleeperCount == 1)  // the second packet is 3 s after the first
         clock.advance(by: .seconds(1))

@@ -5,7 +5,7 @@ import Testing
     @Test func manualClockWakesASleeperOnlyWhenItsDeadlinePasses() async throws {
         let clock = ManualClock()
         let woke = Task { try await clock.sleep(for: .seconds(5)); return clock.now() }
-        while clock.sleeperCount == 0 { await Task.yield() }
+        await clock.untilSleeping()
         clock.advance(by: .seconds(4))
         #expect(clock.sleeperCount == 1)
         clock.advance(by: .seconds(1))
@@ -15,7 +15,7 @@ import Testing
     @Test func manualClockSleepIsCancellable() async throws {
         let clock = ManualClock()
         let t = Task { try await clock.sleep(for: .seconds(60)) }
-        while clock.sleeperCount == 0 { await Task.yield() }
+        await clock.untilSleeping()
         t.cancel()
         await #expect(throws: CancellationError.self) { try await t.value }
         #expect(clock.sleeperCount == 0)

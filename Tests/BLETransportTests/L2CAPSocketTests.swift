@@ -102,7 +102,7 @@ import Testing
         let clock = ManualClock()
         let readEnd = p[0]
         let waiting = Task { try await L2CAPSocket.awaitWritable(fd: readEnd, timeout: .seconds(5), clock: clock) }
-        while clock.sleeperCount == 0 { await Task.yield() }
+        await clock.untilSleeping()
         clock.advance(by: .seconds(4))
         clock.advance(by: .seconds(1))
         #expect(try await waiting.value == false)
@@ -125,7 +125,7 @@ import Testing
         let clock = ManualClock()
         let readEnd = p[0]
         let waiting = Task { try await L2CAPSocket.awaitWritable(fd: readEnd, timeout: .seconds(5), clock: clock) }
-        while clock.sleeperCount == 0 { await Task.yield() }
+        await clock.untilSleeping()
         waiting.cancel()
         await #expect(throws: CancellationError.self) { try await waiting.value }
     }
