@@ -76,8 +76,8 @@ let package = Package(
         ], path: "Benchmarks", exclude: ["c", "peer_bluetooth_data_tools.py"]),
 
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
-        .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETransport"]),
-        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLETransport", "BLESimulator"]),
+        .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETransport", "BLETestSupport"]),
+        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLETransport", "BLESimulator", "BLETestSupport"]),
         .testTarget(name: "BLEDomainTests", dependencies: [
             "BLEDomain", "BLEHCI", "BLETransport", "BLESimulator", .product(name: "Crypto", package: "swift-crypto"),
         ]),

@@ -182,6 +182,14 @@ public final class ManualClock: BLEClock, @unchecked Sendable {
         }
     }
 
+    /// The earliest deadline anyone sleeps until, if anyone sleeps: a driver moves time straight there.
+    public var nextDeadline: Duration? { lock.withLock { sleepers.map(\.deadline).min() } }
+
+    /// Moves time to `t` (never back) and wakes, in deadline order, every sleeper whose deadline has come; returns
+    /// how many it woke.
+    @discardableResult
+    public func advance(to t: Duration) -> Int { advance(by: max(t - now(), .zero)) }
+
     /// Moves time forward and wakes every sleeper whose deadline has come; returns how many it woke.
     @discardableResult
     public func advance(by d: Duration) -> Int {

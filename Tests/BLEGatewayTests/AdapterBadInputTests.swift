@@ -13,7 +13,7 @@ extension EndToEndSuites {
     /// end in a clear published state and a bounded retry — at most about one open per `maxBackoff` while the fault
     /// lasts, never a loop — and scan again once the fault is gone.
     ///
-    /// Time is virtual and moved in lockstep with the process going idle (`LockstepClock`, `ProcessQuiescence`, as in
+    /// Time is virtual and moved in lockstep with the process going idle (a `ManualClock`, `ProcessQuiescence`, as in
     /// `AdapterRecoveryTests`), so the counts below do not depend on how busy the machine is. The simulator's counters
     /// say what reached the controller: a host connection per transport open, every command it was sent.
     @Suite(.timeLimit(.minutes(5)))
@@ -82,7 +82,7 @@ extension EndToEndSuites {
             signal(SIGPIPE, SIG_IGN)
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString.prefix(8))")
             defer { try? FileManager.default.removeItem(at: dir) }
-            let clock = LockstepClock()
+            let clock = ManualClock()
             var options = SimulatorOptions(socketDirectory: dir.path)
             options.duration = end + 10
             let simulator = try Simulator(scenario: try ScenarioLoader.parse(yaml(fault)), options: options,

@@ -11,7 +11,7 @@ extension EndToEndSuites {
     /// The adapter lifecycle against the simulator's controller over its H4 socket: a Hardware Error, a controller that
     /// stops answering commands, an unplug and a deaf radio, one after another; after each the gateway is scanning again.
     ///
-    /// Both sides follow one `LockstepClock`, which the test moves only when the whole process is idle (every other
+    /// Both sides follow one `ManualClock`, which the test moves only when the whole process is idle (every other
     /// thread asleep, no byte unread in any socket, the simulator's plug where the timeline says), so what the
     /// gateway does at a virtual instant does not depend on how busy the machine is. (On a `ScaledClock` a loaded machine
     /// stretched the gateway's reactions in virtual time: which ladder step met a fault varied, and two faults could fall
@@ -74,7 +74,7 @@ extension EndToEndSuites {
             signal(SIGPIPE, SIG_IGN)
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lifecycle-\(UUID().uuidString.prefix(8))")
             defer { try? FileManager.default.removeItem(at: dir) }
-            let clock = LockstepClock()
+            let clock = ManualClock()
             var options = SimulatorOptions(socketDirectory: dir.path)
             options.duration = Self.end + 10
             let simulator = try Simulator(scenario: try ScenarioLoader.parse(Self.yaml), options: options, clock: clock,
@@ -193,50 +193,6 @@ extension EndToEndSuites {
 }
 
 // MARK: - Virtual time moved by the test
-
-/// A `ManualClock` that also says when its earliest sleeper is due, so a driver can jump to it.
-final class LockstepClock: BLEClock, @unchecked Sendable {
-    private let lock = NSLock()
-    private var current: Duration = .zero
-    private var sleepers: [UInt64: (deadline: Duration, continuation: CheckedContinuation<Void, any Error>)] = [:]
-    private var nextID: UInt64 = 0
-
-    func now() -> Duration { lock.withLock { current } }
-
-    func unixTime() -> Double { 1_700_000_000 + now().seconds }
-
-    var nextDeadline: Duration? { lock.withLock { sleepers.values.map(\.deadline).min() } }
-
-    func sleep(until deadline: Duration) async throws {
-        let id: UInt64 = lock.withLock { nextID += 1; return nextID }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-                let ready: Bool = lock.withLock {
-                    if deadline <= current || Task.isCancelled { return true }
-                    sleepers[id] = (deadline, c)
-                    return false
-                }
-                if ready {
-                    if Task.isCancelled { c.resume(throwing: CancellationError()) } else { c.resume() }
-                }
-            }
-        } onCancel: {
-            lock.withLock { sleepers.removeValue(forKey: id) }?.continuation.resume(throwing: CancellationError())
-        }
-    }
-
-    /// Moves time to `t` and wakes, in deadline order, every sleeper whose deadline has come.
-    func advance(to t: Duration) {
-        let due: [CheckedContinuation<Void, any Error>] = lock.withLock {
-            current = max(current, t)
-            let ready = sleepers.filter { $0.value.deadline <= current }
-                .sorted { $0.value.deadline < $1.value.deadline }
-            for (id, _) in ready { sleepers.removeValue(forKey: id) }
-            return ready.map(\.value.continuation)
-        }
-        for c in due { c.resume() }
-    }
-}
 
 /// Whether the process has nothing left to do at this virtual instant: every thread but the caller's asleep (none
 /// running or runnable), no byte waiting in any socket, and the concurrency pool taking new work, twice in a row.

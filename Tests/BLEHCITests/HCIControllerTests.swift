@@ -1,15 +1,7 @@
 import BLETransport
+import BLETestSupport
 import Testing
 @testable import BLEHCI
-
-/// Waits (in real time, without asserting on it) until `condition` holds; false if it never does.
-func eventually(_ condition: () -> Bool) async -> Bool {
-    for _ in 0..<5_000 {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(1))
-    }
-    return condition()
-}
 
 @Suite struct HCIControllerTests {
     let reset: [UInt8] = [0x01, 0x03, 0x0C, 0x00]

@@ -1,6 +1,7 @@
 import BLEHCI
 import BLESimulator
 import BLETransport
+import BLETestSupport
 import Testing
 @testable import BLEHost
 
@@ -60,15 +61,6 @@ final class ATTScript: @unchecked Sendable {
     }
 
     var remaining: Int { steps.withLock { $0.count } }
-}
-
-/// Polls until `condition` holds (real time, never asserted on).
-func attEventually(_ condition: () -> Bool) async -> Bool {
-    for _ in 0..<5_000 {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(1))
-    }
-    return condition()
 }
 
 let nordicUART = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
@@ -136,10 +128,10 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
             var events = client.events.makeAsyncIterator()
             bearer.feed([0x1D, 0x08, 0x00, 0x10, 0x00, 0xFF, 0xFF])
             #expect(await events.next() == .serviceChanged(0x0010...0xFFFF))
-            #expect(await attEventually { bearer.sent.last == [0x1E] })
+            #expect(await eventually { bearer.sent.last == [0x1E] })
             bearer.feed([0x1D, 0x12, 0x00, 0x68, 0x69])
             #expect(await events.next() == .value(handle: 0x12, bytes: [0x68, 0x69], indication: true))
-            #expect(await attEventually { bearer.sent.filter { $0 == [0x1E] }.count == 2 })
+            #expect(await eventually { bearer.sent.filter { $0 == [0x1E] }.count == 2 })
             bearer.feed([0x1B, 0x12, 0x00, 0x01])
             #expect(await events.next() == .value(handle: 0x12, bytes: [0x01], indication: false))
             #expect(client.statistics.serviceChanges == 1)
@@ -216,9 +208,9 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
         let client = GATTClient(bearer: bearer, clock: clock)
         let runner = Task { try await client.run() }
         let first = Task { try await client.read(3) }
-        #expect(await attEventually { bearer.sent.count == 1 && clock.sleeperCount == 1 })
+        #expect(await eventually { bearer.sent.count == 1 && clock.sleeperCount == 1 })
         let second = Task { try await client.write(7, [0x01, 0x00]) }
-        #expect(await attEventually { client.statistics.waitingRequests == 2 && clock.sleeperCount == 1 })
+        #expect(await eventually { client.statistics.waitingRequests == 2 && clock.sleeperCount == 1 })
         #expect(client.statistics.att.requestsSent == 1)
         clock.advance(by: .seconds(29))
         #expect(!bearer.dropped)
@@ -237,7 +229,7 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
         try await withGATTClient(bearer) { client in
             let readers = (1...3).map { h in Task { try await client.read(UInt16(h)) } }
             for answered in 0..<3 {
-                #expect(await attEventually { bearer.sent.count == answered + 1 })
+                #expect(await eventually { bearer.sent.count == answered + 1 })
                 for _ in 0..<50 { await Task.yield() }
                 #expect(bearer.sent.count == answered + 1, "a second request went out before the answer")
                 let request = bearer.sent[answered]
@@ -257,7 +249,7 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
         let client = GATTClient(bearer: bearer, clock: ManualClock())
         let runner = Task { try await client.run() }
         let reader = Task { try await client.read(3) }
-        #expect(await attEventually { bearer.sent.count == 1 })
+        #expect(await eventually { bearer.sent.count == 1 })
         bearer.end()
         await #expect(throws: GATTClientError.linkClosed) { try await reader.value }
         try await runner.value

@@ -3,6 +3,7 @@ import BLESimulator
 import BLETransport
 import Foundation
 import Glibc
+import BLETestSupport
 import Testing
 
 @testable import BLEHost

@@ -1,6 +1,7 @@
 import BLEHCI
 import BLETransport
 import Foundation
+import BLETestSupport
 import Testing
 @testable import BLEHost
 

@@ -1,16 +1,8 @@
 import BLEHCI
 import BLETransport
+import BLETestSupport
 import Testing
 @testable import BLEHost
-
-/// Waits (in real time, without asserting on it) until `condition` holds.
-func eventually(_ condition: () -> Bool) async -> Bool {
-    for _ in 0..<5_000 {
-        if condition() { return true }
-        try? await Task.sleep(for: .milliseconds(1))
-    }
-    return condition()
-}
 
 /// Literal exchanges of the bring-up sequence (Core v5.4, Vol 4, Part E, §7.3–§7.8).
 func bringUpScript(extended: Bool) -> [ScriptedHCITransport.Exchange] {
