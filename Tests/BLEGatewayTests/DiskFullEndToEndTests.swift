@@ -11,9 +11,6 @@ extension EndToEndSuites {
            .enabled(if: Tmpfs.canMount, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"),
            .timeLimit(.minutes(2)), .serialized)
     struct DiskFullEndToEndTests {
-        typealias Fixture = RemoteConfigEndToEndTests.Fixture
-        typealias Observer = RemoteConfigEndToEndTests.Observer
-
         @Test func statesGetThroughAFullFileSystemOnceEachAndTheDroppedSamplesAreCounted() async throws {
             let f = try Fixture()
             defer { f.broker.stop() }
@@ -28,7 +25,7 @@ extension EndToEndSuites {
             c.publishing.healthIntervalSeconds = 1
             let (_, _, task) = try f.start(c)
             defer { task.cancel() }
-            try await RemoteConfigEndToEndTests.waitFor("readings") { observer.beacons(after: 0).count >= 10 }
+            try await EndToEndSuites.waitFor("readings") { observer.beacons(after: 0).count >= 10 }
 
             // Another file takes every byte the file system has left (the spool keeps its reserve).
             let filler = disk + "/filler"
@@ -41,7 +38,7 @@ extension EndToEndSuites {
 
             for version in 2...4 {
                 try await observer.publish(f.configTopic, Array(#"{"version": \#(version), "log": {"level": "info"}}"#.utf8))
-                try await RemoteConfigEndToEndTests.waitFor("verdict \(version)", limit: .seconds(20)) {
+                try await EndToEndSuites.waitFor("verdict \(version)", limit: .seconds(20)) {
                     observer.states(f.stateTopic).contains { $0["version"] as? Int == version }
                 }
             }
@@ -54,20 +51,20 @@ extension EndToEndSuites {
             func spoolHealth() -> [String: Any]? {
                 observer.states("\(f.prefix)/\(f.gateway)/health").last?["spool"] as? [String: Any]
             }
-            try await RemoteConfigEndToEndTests.waitFor("the reserve reported", limit: .seconds(20)) {
+            try await EndToEndSuites.waitFor("the reserve reported", limit: .seconds(20)) {
                 (spoolHealth()?["reserve_releases"] as? Int ?? 0) >= 1
             }
 
             // Space returns: readings flow again, and every seq that never arrived is a counted drop.
             try FileManager.default.removeItem(atPath: filler)
             let back = observer.seqs.max() ?? 0
-            try await RemoteConfigEndToEndTests.waitFor("readings again", limit: .seconds(20)) {
+            try await EndToEndSuites.waitFor("readings again", limit: .seconds(20)) {
                 observer.beacons(after: back).count >= 10
             }
-            try await RemoteConfigEndToEndTests.waitFor("health after recovery", limit: .seconds(20)) {
+            try await EndToEndSuites.waitFor("health after recovery", limit: .seconds(20)) {
                 (observer.states("\(f.prefix)/\(f.gateway)/health").last?["seq"] as? Int ?? 0) > back
             }
-            let missing = RemoteConfigEndToEndTests.gaps(observer.seqs).filter { $0 > fullAt }
+            let missing = EndToEndSuites.gaps(observer.seqs).filter { $0 > fullAt }
             let dropped = (spoolHealth()?["dropped_samples"] as? Int ?? 0) + (spoolHealth()?["downsampled_samples"] as? Int ?? 0)
             #expect(missing.count <= dropped, "\(missing.count) seqs never arrived, \(dropped) counted as dropped")
             task.cancel()

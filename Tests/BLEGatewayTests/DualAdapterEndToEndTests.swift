@@ -14,8 +14,6 @@ extension EndToEndSuites {
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct DualAdapterEndToEndTests {
-        typealias Observer = RemoteConfigEndToEndTests.Observer
-
         static let scenario = """
             name: two-dongles
             radio: {loss_probability: 0, shadowing_sigma_db: 1}
@@ -40,7 +38,7 @@ extension EndToEndSuites {
 
         @Test func eachAdapterCarriesBothDutiesWhileTheOtherIsUnpluggedAndGetsItsOwnBackAfterTheHandback() async throws {
             signal(SIGPIPE, SIG_IGN)
-            let f = try RemoteConfigEndToEndTests.Fixture()
+            let f = try EndToEndSuites.Fixture()
             defer { f.broker.stop() }
             let clock = ScaledClock(factor: 2)
             var options = SimulatorOptions(socketDirectory: f.directory.appendingPathComponent("sim").path)
@@ -102,7 +100,7 @@ extension EndToEndSuites {
             }
 
             // Both up: the primary scans, the secondary holds the link.
-            try await RemoteConfigEndToEndTests.waitFor("split duties and the sensor linked", limit: .seconds(30)) {
+            try await EndToEndSuites.waitFor("split duties and the sensor linked", limit: .seconds(30)) {
                 roles("primary") == ["scan"] && roles("secondary") == ["connect"]
                     && last("peripherals/\(Self.sensor)/state")?["state"] as? String == "connected"
             }
@@ -141,7 +139,7 @@ extension EndToEndSuites {
             defer { late.stop() }
             let slots = try Observer(port: f.broker.port, filter: "\(base)/adapters/+")
             defer { slots.stop() }
-            try await RemoteConfigEndToEndTests.waitFor("retained adapter states") {
+            try await EndToEndSuites.waitFor("retained adapter states") {
                 !late.states("\(base)/adapter").isEmpty && slots.states("\(base)/adapters/secondary").count == 1
                     && slots.states("\(base)/adapters/primary").count == 1
             }
@@ -157,7 +155,7 @@ extension EndToEndSuites {
             #expect(samples(58, 66) > 0)
             // Health counts the moves: to the secondary at start, to the primary at 20, back at ~35, the scan to the
             // secondary at 45 and back at ~60.
-            try await RemoteConfigEndToEndTests.waitFor("a health report") {
+            try await EndToEndSuites.waitFor("a health report") {
                 observer.states("\(base)/health").last.map { ($0["adapters"] as? [String: Any]) != nil } == true
             }
             let adapters = observer.states("\(base)/health").last?["adapters"] as? [String: Any]

@@ -12,8 +12,6 @@ extension EndToEndSuites {
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(1)), .serialized)
     struct HomeAssistantEndToEndTests {
-        typealias Fixture = RemoteConfigEndToEndTests.Fixture
-
         /// Every message on a filter, payloads as they came (an empty one too), with the retain flag.
         final class Listener: @unchecked Sendable {
             let client: MQTTClient
@@ -50,7 +48,7 @@ extension EndToEndSuites {
 
             let listener = try Listener(port: f.broker.port, filter: "\(prefix)/#")
             defer { listener.stop(); task.cancel() }
-            try await RemoteConfigEndToEndTests.waitFor("the gateway's document") { !listener.on(topic).isEmpty }
+            try await EndToEndSuites.waitFor("the gateway's document") { !listener.on(topic).isEmpty }
             let document = listener.on(topic)[0].payload
             // Home Assistant's format alone: its device-discovery schema refuses unknown keys such as `run` or `seq`.
             let json = try #require(try JSONSerialization.jsonObject(with: Data(document)) as? [String: Any])
@@ -59,20 +57,20 @@ extension EndToEndSuites {
             // Retained: a subscriber that comes later (Home Assistant starting after the gateway) still gets it.
             let late = try Listener(port: f.broker.port, filter: topic)
             defer { late.stop() }
-            try await RemoteConfigEndToEndTests.waitFor("the retained document") { !late.on(topic).isEmpty }
+            try await EndToEndSuites.waitFor("the retained document") { !late.on(topic).isEmpty }
             #expect(late.on(topic)[0].retain && late.on(topic)[0].payload == document)
 
             // Home Assistant's birth message: the document again.
             try await listener.client.publish(MQTTMessage(topic: "\(prefix)/status", payload: Array("online".utf8),
                                                           qos: .atLeastOnce, retain: false))
-            try await RemoteConfigEndToEndTests.waitFor("the document again") { listener.on(topic).count >= 2 }
+            try await EndToEndSuites.waitFor("the document again") { listener.on(topic).count >= 2 }
             #expect(listener.on(topic)[1].payload == document)
 
             // A remote document turns discovery off: the document is emptied, which removes the device.
             try await listener.client.publish(MQTTMessage(
                 topic: f.configTopic, payload: Array(#"{"homeassistant": {"enabled": false}}"#.utf8),
                 qos: .atLeastOnce, retain: true))
-            try await RemoteConfigEndToEndTests.waitFor("the empty document") {
+            try await EndToEndSuites.waitFor("the empty document") {
                 listener.on(topic).last?.payload.isEmpty == true
             }
             task.cancel()

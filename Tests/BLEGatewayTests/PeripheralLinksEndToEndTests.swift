@@ -15,8 +15,6 @@ extension EndToEndSuites {
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct PeripheralLinksEndToEndTests {
-        typealias Observer = RemoteConfigEndToEndTests.Observer
-
         /// Five sensors near one gateway, and a fault drill: sensors that lose power and come back (supervision timeout
         /// 0x08), an adapter power toggle, an unplug, links that cannot be established (0x3E), and a sensor whose GATT
         /// server stops answering (the ATT timeout drops the link).
@@ -56,7 +54,7 @@ extension EndToEndSuites {
 
         @Test func fivePeripheralsStayConnectedThroughTheFaultDrillAndTheStateTopicsEndTrue() async throws {
             signal(SIGPIPE, SIG_IGN)
-            let f = try RemoteConfigEndToEndTests.Fixture()
+            let f = try EndToEndSuites.Fixture()
             defer { f.broker.stop() }
             let dir = f.directory.appendingPathComponent("sim")
             let clock = ScaledClock(factor: 4)
@@ -111,7 +109,7 @@ extension EndToEndSuites {
 
             // A quiet window once all five are connected: every notification the simulator handed over reaches the
             // broker, in order.
-            try await RemoteConfigEndToEndTests.waitFor("five links", limit: .seconds(60)) {
+            try await EndToEndSuites.waitFor("five links", limit: .seconds(60)) {
                 Self.addresses.allSatisfy { observer.states("\(base)/\($0)/state").last?["state"] as? String == "connected" }
                     && simulator.nodes[0].links.count == 5
             }
@@ -179,7 +177,7 @@ extension EndToEndSuites {
             // The end: every state topic true — the retained state says connected, as the simulator's links say.
             let late = try Observer(port: f.broker.port, filter: "\(base)/+/state")
             defer { late.stop() }
-            try await RemoteConfigEndToEndTests.waitFor("retained states") {
+            try await EndToEndSuites.waitFor("retained states") {
                 Self.addresses.allSatisfy { !late.states("\(base)/\($0)/state").isEmpty }
             }
             let linked = Set(simulator.nodes[0].links.map(\.peer.topicComponent))
@@ -193,7 +191,7 @@ extension EndToEndSuites {
                     topic: "\(base)/\(address)/write", payload: Array(#"{"characteristic":"2A06","value":"01","id":"\#(id)"}"#.utf8),
                     qos: .atLeastOnce, retain: false))
             }
-            try await RemoteConfigEndToEndTests.waitFor("write results") {
+            try await EndToEndSuites.waitFor("write results") {
                 observer.states("\(base)/\(Self.addresses[1])/write/result").count == 1
                     && observer.states("\(base)/\(Self.addresses[0])/write/result").count == 1
             }

@@ -13,8 +13,6 @@ extension EndToEndSuites {
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct PeripheralRemoteConfigTests {
-        typealias Observer = RemoteConfigEndToEndTests.Observer
-
         static let scenario = """
             name: remote-peripherals
             radio: {loss_probability: 0, shadowing_sigma_db: 1}
@@ -25,7 +23,7 @@ extension EndToEndSuites {
 
         @Test func aRemoteDocumentAddsThenRemovesAPeripheralWithoutARestart() async throws {
             signal(SIGPIPE, SIG_IGN)
-            let f = try RemoteConfigEndToEndTests.Fixture()
+            let f = try EndToEndSuites.Fixture()
             defer { f.broker.stop() }
             let clock = ScaledClock(factor: 2)
             let simulator = try Simulator(
@@ -52,25 +50,25 @@ extension EndToEndSuites {
                 sim.cancel()
             }
             // Scanning, and nothing configured to connect: the sensor is only a sighting.
-            try await RemoteConfigEndToEndTests.waitFor("scanning", limit: .seconds(20)) {
+            try await EndToEndSuites.waitFor("scanning", limit: .seconds(20)) {
                 !observer.beacons(after: 0).isEmpty
             }
             #expect(observer.states("\(base)/state").isEmpty)
 
             let add = #"{"version": 1, "peripherals": [{"address": "00:1B:DC:50:00:01", "name": "s", "subscribe": [{"characteristic": "2A6E"}]}]}"#
             try await observer.publish(f.configTopic, Array(add.utf8))
-            try await RemoteConfigEndToEndTests.waitFor("connected and notifying", limit: .seconds(20)) {
+            try await EndToEndSuites.waitFor("connected and notifying", limit: .seconds(20)) {
                 observer.states("\(base)/state").last?["state"] as? String == "connected"
                     && !observer.states("\(base)/char/2a6e").isEmpty
             }
             #expect(observer.states(f.stateTopic).last?["status"] as? String == "applied")
 
             try await observer.publish(f.configTopic, Array(#"{"version": 2, "peripherals": []}"#.utf8))
-            try await RemoteConfigEndToEndTests.waitFor("let go", limit: .seconds(20)) {
+            try await EndToEndSuites.waitFor("let go", limit: .seconds(20)) {
                 observer.states("\(base)/state").last?["state"] as? String == "disconnected"
             }
             #expect(observer.states("\(base)/state").last?["reason"] as? String == "no longer wanted")
-            try await RemoteConfigEndToEndTests.waitFor("the simulator's link is gone", limit: .seconds(10)) {
+            try await EndToEndSuites.waitFor("the simulator's link is gone", limit: .seconds(10)) {
                 simulator.nodes[0].links.isEmpty
             }
         }

@@ -10,8 +10,6 @@ extension EndToEndSuites {
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct PeripheralRestorationTests {
-        typealias Observer = RemoteConfigEndToEndTests.Observer
-
         static let scenario = """
             name: restoration
             radio: {loss_probability: 0, shadowing_sigma_db: 1}
@@ -63,7 +61,7 @@ extension EndToEndSuites {
             func retained(_ topic: String) async throws -> [String: Any] {
                 let o = try Observer(port: broker.port, filter: topic)
                 defer { o.stop() }
-                try await RemoteConfigEndToEndTests.waitFor("retained \(topic)") { !o.states(topic).isEmpty }
+                try await EndToEndSuites.waitFor("retained \(topic)") { !o.states(topic).isEmpty }
                 return o.states(topic)[0]
             }
             func waitUntil(_ what: String, _ check: @escaping () async throws -> Bool) async throws {
@@ -110,7 +108,7 @@ extension EndToEndSuites {
             // Subscriptions came back too: values flow on the new link.
             let valuesAfter = try Observer(port: broker.port, filter: "\(base)/001bdc400001/char/+")
             defer { valuesAfter.stop() }
-            try await RemoteConfigEndToEndTests.waitFor("values on run 2", limit: .seconds(10)) {
+            try await EndToEndSuites.waitFor("values on run 2", limit: .seconds(10)) {
                 valuesAfter.lock.withLock { valuesAfter.messages.contains { $0.json["run"] as? String == run2 } }
             }
 

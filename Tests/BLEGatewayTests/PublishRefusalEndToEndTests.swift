@@ -10,9 +10,6 @@ extension EndToEndSuites {
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct PublishRefusalEndToEndTests {
-        typealias Source = RemoteConfigEndToEndTests.Source
-        typealias Observer = RemoteConfigEndToEndTests.Observer
-
         @Test func theStatusSaysWhileTheBrokerRefusesAndEveryRefusedReadingArrivesAfterTheReload() async throws {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("refused-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -46,7 +43,7 @@ extension EndToEndSuites {
                 observer.states(statusTopic).last?["publish_refused"] as? [String: Any]
             }
             do {
-                try await RemoteConfigEndToEndTests.waitFor("the status says publishes are refused", limit: .seconds(20)) {
+                try await EndToEndSuites.waitFor("the status says publishes are refused", limit: .seconds(20)) {
                     refused() != nil
                 }
             } catch {
@@ -61,14 +58,14 @@ extension EndToEndSuites {
             try "topic readwrite #\n".write(to: acl, atomically: true, encoding: .utf8)
             kill(broker.process.processIdentifier, SIGHUP)
             do {
-                try await RemoteConfigEndToEndTests.waitFor("beacons", limit: .seconds(90)) { observer.beacons(after: 0).count >= 20 }
+                try await EndToEndSuites.waitFor("beacons", limit: .seconds(90)) { observer.beacons(after: 0).count >= 20 }
             } catch {
                 let log = (try? String(contentsOf: dir.appendingPathComponent("mosquitto.log"), encoding: .utf8)) ?? ""
                 let seen = "seqs seen: \(observer.seqs.suffix(20)); statuses: \(observer.states(statusTopic).suffix(3))"
                 Issue.record("no beacons after the reload; \(seen); broker log: \(String(log.suffix(3000)))")
                 throw error
             }
-            try await RemoteConfigEndToEndTests.waitFor("a status without the refusal", limit: .seconds(90)) {
+            try await EndToEndSuites.waitFor("a status without the refusal", limit: .seconds(90)) {
                 observer.states(statusTopic).last.map { $0["publish_refused"] == nil && $0["state"] as? String == "online" }
                     ?? false
             }
@@ -81,7 +78,7 @@ extension EndToEndSuites {
             task.cancel()
             _ = try? await task.value
             // Nothing the broker refused is missing (QoS 1 may repeat; it must not skip).
-            #expect(RemoteConfigEndToEndTests.gaps(observer.seqs) == [])
+            #expect(EndToEndSuites.gaps(observer.seqs) == [])
         }
     }
 }

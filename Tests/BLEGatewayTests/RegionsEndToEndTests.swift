@@ -11,8 +11,6 @@ extension EndToEndSuites {
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct RegionsEndToEndTests {
-        typealias Observer = RemoteConfigEndToEndTests.Observer
-
         /// One iBeacon (UUID E2C56DB5-…, major 1, minor 7) and one device behind a resolvable private address
         /// (70:81:94:0D:FB:AA: prand 708194, hash 0dfbaa under the IRK of Core v5.4 Vol 3 Part H Appendix D.7), each
         /// heard every 20 ms while `emitting`; `cycleAdapter` makes the adapter report poweredOff then poweredOn once.
@@ -54,7 +52,7 @@ extension EndToEndSuites {
         }
 
         @Test func aBeaconEntersThenExitsAfterTheTimeoutAndARecoveryIsNoFalseExit() async throws {
-            let f = try RemoteConfigEndToEndTests.Fixture()
+            let f = try EndToEndSuites.Fixture()
             defer { f.broker.stop() }
             let topic = "\(f.prefix)/\(f.gateway)/regions/lobby"
             let badgeTopic = "\(f.prefix)/\(f.gateway)/regions/badge"
@@ -89,7 +87,7 @@ extension EndToEndSuites {
                 }
             }
             func waitFor(_ last: String) async throws {
-                try await RemoteConfigEndToEndTests.waitFor(last) { events().last == last }
+                try await EndToEndSuites.waitFor(last) { events().last == last }
             }
 
             // Starts unknown; nothing heard for the timeout: outside (a first determination, not an exit).
@@ -106,7 +104,7 @@ extension EndToEndSuites {
             #expect(events() == expected)
             // The device is heard only at its private address: the region on its identity address follows it because
             // the address resolves.
-            try await RemoteConfigEndToEndTests.waitFor("badge exit") { events(badgeTopic).last == "outside/exit" }
+            try await EndToEndSuites.waitFor("badge exit") { events(badgeTopic).last == "outside/exit" }
             #expect(events(badgeTopic) == expected)
             let enter = try #require(observer.states(topic).first { $0["event"] as? String == "enter" })
             #expect(enter["region"] as? String == "lobby")
@@ -115,7 +113,7 @@ extension EndToEndSuites {
             // Retained: a newcomer learns the last state at once.
             let late = try Observer(port: f.broker.port, filter: topic)
             defer { late.stop() }
-            try await RemoteConfigEndToEndTests.waitFor("retained") { !late.states(topic).isEmpty }
+            try await EndToEndSuites.waitFor("retained") { !late.states(topic).isEmpty }
             #expect(late.states(topic).first?["state"] as? String == "outside")
 
             task.cancel()

@@ -10,131 +10,6 @@ extension EndToEndSuites {
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct RemoteConfigEndToEndTests {
-        /// Two beacons, named "A" and "B", each heard every 10 ms. Notes the configuration in force when it starts.
-        final class Source: SightingSource, @unchecked Sendable {
-            let lock = NSLock()
-            weak var runtime: GatewayRuntime?  // weak: the runtime owns the source
-            var configurationAtStart: GatewayConfiguration?
-            var counters: SightingSourceCounters { SightingSourceCounters() }
-
-            func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
-                     sighting: @escaping @Sendable (Sighting) -> Void) async throws {
-                lock.withLock { configurationAtStart = runtime?.effectiveConfiguration }
-                adapter(AdapterReport(state: .poweredOn, device: "test", mode: "exclusive"))
-                while !Task.isCancelled {
-                    for (n, name) in ["A", "B"].enumerated() {
-                        let ad: [UInt8] = [0x02, 0x01, 0x06, 0x02, 0x09, UInt8(ascii: name == "A" ? "A" : "B")]
-                        sighting(Sighting(address: BDAddress(rawValue: 0xC0FFEE00 + UInt64(n)), addressType: .random,
-                                          rssi: -60, txPower: nil, timestamp: 0, isConnectable: false, isScanResponse: false,
-                                          advertisement: Advertisement(decoding: ad[...])))
-                    }
-                    try await Task.sleep(for: .milliseconds(10))
-                }
-                throw CancellationError()
-            }
-        }
-
-        /// Every message under the gateway's topics, through a persistent session opened before the gateway starts.
-        final class Observer: @unchecked Sendable {
-            let client: MQTTClient
-            let lock = NSLock()
-            var messages: [(topic: String, json: [String: Any])] = []
-            var runner: Task<Void, Error>?
-            var task: Task<Void, Never>?
-
-            init(port: Int, filter: String, protocolVersion: MQTTProtocolVersion = .v5) throws {
-                var c = MQTTConfiguration()
-                c.host = "127.0.0.1"
-                c.port = port
-                c.protocolVersion = protocolVersion
-                c.clientID = "rc-observer-\(UUID().uuidString.prefix(8))"
-                c.reconnect = .init(minDelay: .milliseconds(50), maxDelay: .milliseconds(300), jitter: 0)
-                client = MQTTClient(configuration: c)
-                let stream = try client.subscribe(filter, qos: .atLeastOnce)
-                runner = Task { try await client.run() }
-                task = Task {
-                    for await m in stream {
-                        guard let json = (try? JSONSerialization.jsonObject(with: Data(m.payload))) as? [String: Any] else {
-                            continue
-                        }
-                        self.lock.withLock { self.messages.append((m.topic, json)) }
-                    }
-                }
-            }
-
-            func states(_ topic: String) -> [[String: Any]] { lock.withLock { messages.filter { $0.topic == topic }.map(\.json) } }
-            var seqs: [Int] { lock.withLock { messages.compactMap { $0.json["seq"] as? Int } } }
-            func beacons(after seq: Int) -> [[String: Any]] {
-                lock.withLock { messages.filter { $0.topic.contains("/beacons/") && ($0.json["seq"] as? Int ?? 0) > seq }.map(\.json) }
-            }
-
-            /// Publishes as an operator would (`blegateway config push`), once the observer is connected.
-            func publish(_ topic: String, _ payload: [UInt8]) async throws {
-                let deadline = ContinuousClock.now + .seconds(10)
-                while true {
-                    do {
-                        try await client.publish(MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: true))
-                        return
-                    } catch let e as MQTTError where e.kind == .notConnected && ContinuousClock.now < deadline {
-                        try await Task.sleep(for: .milliseconds(20))
-                    }
-                }
-            }
-
-            func stop() { runner?.cancel(); task?.cancel() }
-        }
-
-        struct Fixture {
-            let directory: URL
-            let broker: PersistentBroker
-            let prefix = "rc\(UInt32.random(in: 0...UInt32.max))"
-            let gateway = "gw-rc"
-            var stateTopic: String { "\(prefix)/\(gateway)/config/state" }
-            var configTopic: String { "\(prefix)/\(gateway)/config" }
-            var fleetTopic: String { "\(prefix)/fleet/config" }
-
-            init() throws {
-                directory = FileManager.default.temporaryDirectory.appendingPathComponent("rc-e2e-\(UUID().uuidString)")
-                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-                broker = try PersistentBroker(directory: directory)
-                try broker.start()
-            }
-
-            func configuration() -> GatewayConfiguration {
-                var c = GatewayConfiguration()
-                c.gateway.id = gateway
-                c.mqtt.broker = broker.url
-                c.mqtt.prefix = prefix
-                c.mqtt.reconnectMinSeconds = 0.1
-                c.mqtt.reconnectMaxSeconds = 0.5
-                c.spool.path = directory.appendingPathComponent("spool.sqlite").path
-                c.publishing.rangingIntervalSeconds = 0.2
-                return c
-            }
-
-            func start(_ c: GatewayConfiguration) throws -> (GatewayRuntime, Source, Task<Void, Error>) {
-                let source = Source()
-                let runtime = try GatewayRuntime(configuration: c, source: source, clockSynchronized: { true })
-                source.lock.withLock { source.runtime = runtime }
-                return (runtime, source, Task { try await runtime.run() })
-            }
-        }
-
-        static func waitFor(_ what: String, limit: Duration = .seconds(10), _ done: () -> Bool) async throws {
-            let deadline = ContinuousClock.now + limit
-            while !done() {
-                guard ContinuousClock.now < deadline else { throw POSIXError(.ETIMEDOUT) }
-                try await Task.sleep(for: .milliseconds(10))
-            }
-        }
-
-        /// No gaps in `seq` from the first to the last received (QoS 1 duplicates allowed).
-        static func gaps(_ seqs: [Int]) -> [Int] {
-            let set = Set(seqs)
-            guard let lo = set.min(), let hi = set.max() else { return [] }
-            return (lo...hi).filter { !set.contains($0) }
-        }
-
         @Test func aRetainedConfigPresentAtConnectIsInForceBeforeTheFirstScan() async throws {
             let f = try Fixture()
             defer { f.broker.stop() }
@@ -144,23 +19,23 @@ extension EndToEndSuites {
             try await observer.publish(f.configTopic, Array(#"{"version": 9, "scan": {"filters": ["name:A"]}}"#.utf8))
 
             let (runtime, source, task) = try f.start(f.configuration())
-            try await Self.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
+            try await EndToEndSuites.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
             let atStart = try #require(source.lock.withLock { source.configurationAtStart })
             #expect(atStart.scan.filters == ["name:A"])
             #expect(atStart.publishing.rangingIntervalSeconds == 0.3)
 
-            try await Self.waitFor("both layers reported") {
+            try await EndToEndSuites.waitFor("both layers reported") {
                 observer.states(f.stateTopic).contains { ($0["in_force"] as? [String: Any])?.count == 2 }
             }
             // The last report names the configuration in force (under load the two layers' reports may still be
             // arriving when both are first seen together).
-            try await Self.waitFor("the reported hash is the effective one") {
+            try await EndToEndSuites.waitFor("the reported hash is the effective one") {
                 observer.states(f.stateTopic).last?["hash"] as? String == runtime.effectiveConfiguration.effectiveHash
             }
             let last = try #require(observer.states(f.stateTopic).last)
             #expect(last["status"] as? String == "applied")
             // Only beacon A passes the remote filter.
-            try await Self.waitFor("beacons") { !observer.beacons(after: 0).isEmpty }
+            try await EndToEndSuites.waitFor("beacons") { !observer.beacons(after: 0).isEmpty }
             #expect(observer.beacons(after: 0).allSatisfy { ($0["id"] as? String)?.contains("c0ffee00") ?? true })
             task.cancel()
             _ = try? await task.value
@@ -172,20 +47,20 @@ extension EndToEndSuites {
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
             defer { observer.stop() }
             let (runtime, _, task) = try f.start(f.configuration())
-            try await Self.waitFor("readings flowing") { observer.beacons(after: 0).count >= 4 }
+            try await EndToEndSuites.waitFor("readings flowing") { observer.beacons(after: 0).count >= 4 }
 
             let sent = ContinuousClock.now
             try await observer.publish(f.configTopic, Array("""
                 {"version": 2, "publishing": {"ranging_interval_s": 0.5}, "scan": {"filters": ["name:B"]},
                  "log": {"level": "warning"}}
                 """.utf8))
-            try await Self.waitFor("applied") { observer.states(f.stateTopic).contains { $0["version"] as? Int == 2 } }
+            try await EndToEndSuites.waitFor("applied") { observer.states(f.stateTopic).contains { $0["version"] as? Int == 2 } }
             let latency = ContinuousClock.now - sent
             let state = try #require(observer.states(f.stateTopic).last { $0["version"] as? Int == 2 })
             #expect(state["status"] as? String == "applied")
             #expect(runtime.effectiveConfiguration.publishing.rangingIntervalSeconds == 0.5)
             let appliedSeq = try #require(state["seq"] as? Int)
-            try await Self.waitFor("new-interval readings") {
+            try await EndToEndSuites.waitFor("new-interval readings") {
                 observer.beacons(after: appliedSeq).contains { $0["interval_s"] as? Double == 0.5 }
             }
             // Ranging reports every tracked beacon each interval; a beacon the new filter keeps out is still tracked
@@ -196,13 +71,13 @@ extension EndToEndSuites {
                            by: { $0["ts"] as? Double ?? 0 })
                     .mapValues { $0.filter { ($0["samples"] as? Int ?? 0) > 0 }.compactMap { $0["id"] as? String } }
             }
-            try await Self.waitFor("three flushes") { flushes().count >= 3 }
+            try await EndToEndSuites.waitFor("three flushes") { flushes().count >= 3 }
             let later = flushes().sorted { $0.key < $1.key }.dropFirst()
             #expect(!later.isEmpty && later.allSatisfy { $0.value == ["mac-0000c0ffee01"] }, "\(later)")
             task.cancel()
             _ = try? await task.value
             try await Task.sleep(for: .milliseconds(300))
-            #expect(Self.gaps(observer.seqs) == [])
+            #expect(EndToEndSuites.gaps(observer.seqs) == [])
             print("remote config change → config/state applied seen by a subscriber after \(latency)")
         }
 
@@ -212,15 +87,15 @@ extension EndToEndSuites {
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
             defer { observer.stop() }
             let (runtime, _, task) = try f.start(f.configuration())
-            try await Self.waitFor("first state") { !observer.states(f.stateTopic).isEmpty }
+            try await EndToEndSuites.waitFor("first state") { !observer.states(f.stateTopic).isEmpty }
             try await observer.publish(f.configTopic, Array(#"{"version": 1, "log": {"level": "debug"}}"#.utf8))
-            try await Self.waitFor("good applied") { observer.states(f.stateTopic).contains { $0["version"] as? Int == 1 } }
+            try await EndToEndSuites.waitFor("good applied") { observer.states(f.stateTopic).contains { $0["version"] as? Int == 1 } }
             let good = runtime.effectiveConfiguration
 
             for (name, payload, path, reason) in RemoteConfigDocumentTests.malformed where !payload.isEmpty {
                 let before = observer.states(f.stateTopic).count
                 try await observer.publish(f.configTopic, payload)
-                try await Self.waitFor(name) { observer.states(f.stateTopic).count > before }
+                try await EndToEndSuites.waitFor(name) { observer.states(f.stateTopic).count > before }
                 let s = try #require(observer.states(f.stateTopic).last)
                 #expect(s["status"] as? String == "rejected", "\(name)")
                 let errors = s["errors"] as? [[String: Any]] ?? []
@@ -236,11 +111,11 @@ extension EndToEndSuites {
             #expect(problems == nil, "schema validation: \(problems ?? "")")
             #expect(verdicts.count >= RemoteConfigDocumentTests.malformed.count)
             let lastSeq = observer.seqs.max() ?? 0
-            try await Self.waitFor("still publishing") { !observer.beacons(after: lastSeq).isEmpty }
+            try await EndToEndSuites.waitFor("still publishing") { !observer.beacons(after: lastSeq).isEmpty }
             task.cancel()
             _ = try? await task.value
             try await Task.sleep(for: .milliseconds(300))
-            #expect(Self.gaps(observer.seqs) == [])
+            #expect(EndToEndSuites.gaps(observer.seqs) == [])
         }
 
         @Test func theStoredConfigComesBackWithoutABrokerAndAnEmptyRetainedDocumentFallsBackToTheFile() async throws {
@@ -253,7 +128,7 @@ extension EndToEndSuites {
             do {
                 let (_, _, task) = try f.start(c)
                 try await observer.publish(f.configTopic, Array(#"{"version": 5, "scan": {"filters": ["name:B"]}}"#.utf8))
-                try await Self.waitFor("applied") { observer.states(f.stateTopic).contains { $0["version"] as? Int == 5 } }
+                try await EndToEndSuites.waitFor("applied") { observer.states(f.stateTopic).contains { $0["version"] as? Int == 5 } }
                 task.cancel()
                 _ = try? await task.value
             }
@@ -262,7 +137,7 @@ extension EndToEndSuites {
             offline.mqtt.broker = "mqtt://127.0.0.1:\(try PersistentBroker.freePort())"
             do {
                 let (_, source, task) = try f.start(offline)
-                try await Self.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
+                try await EndToEndSuites.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
                 #expect(source.lock.withLock { source.configurationAtStart?.scan.filters } == ["name:B"])
                 task.cancel()
                 _ = try? await task.value
@@ -273,10 +148,10 @@ extension EndToEndSuites {
             for _ in 0..<2 {
                 let before = observer.states(f.stateTopic).count
                 let (runtime, source, task) = try f.start(c)
-                try await Self.waitFor("poison refused") {
+                try await EndToEndSuites.waitFor("poison refused") {
                     observer.states(f.stateTopic).dropFirst(before).contains { $0["status"] as? String == "rejected" }
                 }
-                try await Self.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
+                try await EndToEndSuites.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
                 #expect(source.lock.withLock { source.configurationAtStart?.scan.filters } == ["name:B"])
                 #expect(runtime.effectiveConfiguration.scan.filters == ["name:B"])
                 task.cancel()
@@ -286,7 +161,7 @@ extension EndToEndSuites {
             try await observer.publish(f.configTopic, [])
             do {
                 let (runtime, source, task) = try f.start(c)
-                try await Self.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
+                try await EndToEndSuites.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
                 #expect(source.lock.withLock { source.configurationAtStart?.scan.filters } == [])
                 #expect(runtime.effectiveConfiguration == c)
                 task.cancel()
@@ -305,7 +180,7 @@ extension EndToEndSuites {
             var c = f.configuration()
             c.remoteConfig.publicKeyFile = keyFile.path
             let (runtime, _, task) = try f.start(c)
-            try await Self.waitFor("first state") { !observer.states(f.stateTopic).isEmpty }
+            try await EndToEndSuites.waitFor("first state") { !observer.states(f.stateTopic).isEmpty }
 
             func push(_ text: String, signed: Bool) async throws -> [String: Any] {
                 let before = observer.states(f.stateTopic).count
@@ -313,7 +188,7 @@ extension EndToEndSuites {
                 let payload = signed
                     ? try ConfigSigning.sign(doc, privateKey: privateKey, for: .gateway(f.gateway)) : doc
                 try await observer.publish(f.configTopic, payload)
-                try await Self.waitFor("verdict") { observer.states(f.stateTopic).count > before }
+                try await EndToEndSuites.waitFor("verdict") { observer.states(f.stateTopic).count > before }
                 return try #require(observer.states(f.stateTopic).last)
             }
             let unsigned = try await push(#"{"version": 1, "log": {"level": "debug"}}"#, signed: false)
@@ -327,7 +202,7 @@ extension EndToEndSuites {
             // Anyone with publish access can clear the retained topic: that is refused, not a deletion.
             let before = observer.states(f.stateTopic).count
             try await observer.publish(f.configTopic, [])
-            try await Self.waitFor("verdict on the empty message") { observer.states(f.stateTopic).count > before }
+            try await EndToEndSuites.waitFor("verdict on the empty message") { observer.states(f.stateTopic).count > before }
             let cleared = try #require(observer.states(f.stateTopic).last)
             #expect(cleared["status"] as? String == "rejected")
             #expect(cleared["signed_only"] as? Bool == true)

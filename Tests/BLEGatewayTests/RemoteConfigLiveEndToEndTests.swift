@@ -14,11 +14,8 @@ extension EndToEndSuites {
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct RemoteConfigLiveEndToEndTests {
-        typealias Fixture = RemoteConfigEndToEndTests.Fixture
-        typealias Observer = RemoteConfigEndToEndTests.Observer
-
         static func waitFor(_ what: String, limit: Duration = .seconds(15), _ done: () -> Bool) async throws {
-            try await RemoteConfigEndToEndTests.waitFor(what, limit: limit, done)
+            try await EndToEndSuites.waitFor(what, limit: limit, done)
         }
 
         /// The fixture's broker stop waits for mosquitto to exit (up to 10 s) with a blocking sleep loop; on a thread of
@@ -91,7 +88,7 @@ extension EndToEndSuites {
             task.cancel()
             _ = try? await task.value
             try await Task.sleep(for: .milliseconds(300))
-            #expect(RemoteConfigEndToEndTests.gaps(observer.seqs) == [])
+            #expect(EndToEndSuites.gaps(observer.seqs) == [])
         }
 
         /// The real source over the simulator's controller: a document turning on active scanning takes effect without

@@ -26,7 +26,7 @@ enum Amqtt {
             """.write(to: directory.appendingPathComponent("amqtt.yaml"), atomically: true, encoding: .utf8)
         let child = try Child.unmasked(executable, ["-c", directory.appendingPathComponent("amqtt.yaml").path],
                                        log: directory.appendingPathComponent("amqtt.log").path)
-        try await EndToEndSuites.RemoteConfigEndToEndTests.waitFor("amqtt", limit: .seconds(20)) {
+        try await EndToEndSuites.waitFor("amqtt", limit: .seconds(20)) {
             PersistentBroker.accepts(port)
         }
         return (child, port)
@@ -36,9 +36,6 @@ enum Amqtt {
 extension EndToEndSuites {
     @Suite(.enabled(if: Amqtt.isAvailable, "needs amqtt (make amqtt-venv)"), .timeLimit(.minutes(2)), .serialized)
     struct SecondBrokerTests {
-        typealias Source = RemoteConfigEndToEndTests.Source
-        typealias Observer = RemoteConfigEndToEndTests.Observer
-
         @Test func aRetainedConfigAppliesReportsAndIsInForceAgainAtTheNextStartUnderAmqtt() async throws {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("amqtt-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
@@ -70,12 +67,12 @@ extension EndToEndSuites {
             // the runtime holds the spool until it is gone.)
             do {
                 let (runtime, _, task) = try start()
-                try await RemoteConfigEndToEndTests.waitFor("readings flowing", limit: .seconds(20)) {
+                try await EndToEndSuites.waitFor("readings flowing", limit: .seconds(20)) {
                     observer.beacons(after: 0).count >= 4
                 }
                 try await observer.publish("\(prefix)/gw-a/config",
                                            Array(#"{"version": 4, "scan": {"filters": ["name:A"]}}"#.utf8))
-                try await RemoteConfigEndToEndTests.waitFor("the verdict", limit: .seconds(20)) {
+                try await EndToEndSuites.waitFor("the verdict", limit: .seconds(20)) {
                     observer.states(stateTopic).contains {
                         $0["version"] as? Int == 4 && $0["status"] as? String == "applied"
                     }
@@ -87,14 +84,14 @@ extension EndToEndSuites {
 
             // The next start: the retained document comes from amqtt before the first scan.
             let (_, source, again) = try start()
-            try await RemoteConfigEndToEndTests.waitFor("first scan", limit: .seconds(20)) {
+            try await EndToEndSuites.waitFor("first scan", limit: .seconds(20)) {
                 source.lock.withLock { source.configurationAtStart != nil }
             }
             #expect(source.lock.withLock { source.configurationAtStart }?.scan.filters == ["name:A"])
             again.cancel()
             _ = try? await again.value
             // Nothing the broker acknowledged went missing on the way (3.1.1: acknowledged means delivered here).
-            #expect(RemoteConfigEndToEndTests.gaps(observer.seqs) == [])
+            #expect(EndToEndSuites.gaps(observer.seqs) == [])
         }
     }
 }

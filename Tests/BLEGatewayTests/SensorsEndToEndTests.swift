@@ -17,8 +17,6 @@ extension EndToEndSuites {
         .enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
         .timeLimit(.minutes(2)), .serialized)
     struct SensorsEndToEndTests {
-        typealias Observer = RemoteConfigEndToEndTests.Observer
-
         /// Four sensors next to the gateway, a new packet every second of virtual time, advertising every 100 ms.
         static let yaml = """
             name: sensors
@@ -45,7 +43,7 @@ extension EndToEndSuites {
 
         @Test func everySimulatedSensorIsPublishedOncePerPacketWithItsValues() async throws {
             signal(SIGPIPE, SIG_IGN)
-            let f = try RemoteConfigEndToEndTests.Fixture()
+            let f = try EndToEndSuites.Fixture()
             defer {
                 f.broker.stop()
                 try? FileManager.default.removeItem(at: f.directory)
@@ -82,7 +80,7 @@ extension EndToEndSuites {
                 observer.lock.withLock { observer.messages.filter { $0.topic.hasPrefix(sensorPrefix) } }
             }
             // Each sensor publishes at least five packets.
-            try await RemoteConfigEndToEndTests.waitFor("five packets from each sensor", limit: .seconds(60)) {
+            try await EndToEndSuites.waitFor("five packets from each sensor", limit: .seconds(60)) {
                 let byTopic = Dictionary(grouping: published(), by: \.topic)
                 // The undecryptable sensor's frames all read alike (no values): the first is published, the rest
                 // are repeats.
@@ -125,7 +123,7 @@ extension EndToEndSuites {
                 #expect(Set(counters).count == counters.count, "\(topic): \(counters)")
             }
             // The repeats in between were dropped before the spool, and counted.
-            try await RemoteConfigEndToEndTests.waitFor("health with sensor counters", limit: .seconds(30)) {
+            try await EndToEndSuites.waitFor("health with sensor counters", limit: .seconds(30)) {
                 observer.lock.withLock {
                     observer.messages.contains { m in
                         m.topic.hasSuffix("/health")

@@ -10,9 +10,6 @@ extension EndToEndSuites {
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct StatusEchoEndToEndTests {
-        typealias Source = RemoteConfigEndToEndTests.Source
-        typealias Observer = RemoteConfigEndToEndTests.Observer
-
         @Test(arguments: [true, false])
         func underMQTT311AGatewayWhoseStatusIsDeniedSaysSoInItsHealth(statusDenied: Bool) async throws {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("echo-\(UUID().uuidString)")
@@ -51,10 +48,10 @@ extension EndToEndSuites {
             // The wait after the CONNACK is 10 s; health every second.
             let limit = GatewayRuntime.statusEchoWait + .seconds(15)
             if statusDenied {
-                try await RemoteConfigEndToEndTests.waitFor("denied_suspected", limit: limit) { suspected().last == true }
+                try await EndToEndSuites.waitFor("denied_suspected", limit: limit) { suspected().last == true }
                 #expect(suspected().first == false, "nothing is suspected before the wait is over")
             } else {
-                try await RemoteConfigEndToEndTests.waitFor("a health report after the wait", limit: limit) {
+                try await EndToEndSuites.waitFor("a health report after the wait", limit: limit) {
                     observer.states("\(prefix)/gw-echo/health").contains { ($0["uptime_s"] as? Double ?? 0) > 12 }
                 }
                 #expect(!suspected().isEmpty && suspected().allSatisfy { !$0 }, "\(suspected())")

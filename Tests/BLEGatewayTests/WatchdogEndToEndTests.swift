@@ -11,8 +11,6 @@ extension EndToEndSuites {
     @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct WatchdogEndToEndTests {
-        typealias Source = RemoteConfigEndToEndTests.Source
-
         /// A datagram socket bound at a path, collecting what arrives on a thread of its own until `stop()`.
         final class NotifySocket: @unchecked Sendable {
             let path: String
@@ -84,11 +82,11 @@ extension EndToEndSuites {
             let task = Task { try await runtime.run() }
             defer { task.cancel() }
 
-            try await RemoteConfigEndToEndTests.waitFor("READY=1 and the watchdog fed", limit: .seconds(20)) {
+            try await EndToEndSuites.waitFor("READY=1 and the watchdog fed", limit: .seconds(20)) {
                 socket.count("READY=1") == 1 && socket.count("WATCHDOG=1") >= 3
             }
             broker.signal(SIGSTOP)
-            try await RemoteConfigEndToEndTests.waitFor("the publisher reported stalled", limit: .seconds(20)) {
+            try await EndToEndSuites.waitFor("the publisher reported stalled", limit: .seconds(20)) {
                 socket.count("STATUS=publisher stalled") >= 1
             }
             let fed = socket.count("WATCHDOG=1")
@@ -96,7 +94,7 @@ extension EndToEndSuites {
             #expect(socket.count("WATCHDOG=1") == fed, "the watchdog was fed while the publisher was stalled")
 
             broker.signal(SIGCONT)
-            try await RemoteConfigEndToEndTests.waitFor("the watchdog fed again", limit: .seconds(20)) {
+            try await EndToEndSuites.waitFor("the watchdog fed again", limit: .seconds(20)) {
                 socket.count("WATCHDOG=1") > fed
             }
             task.cancel()

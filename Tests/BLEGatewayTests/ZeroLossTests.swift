@@ -132,7 +132,7 @@ extension EndToEndSuites {
                                                            "--speed", "1", "--status-every", "0"],
                                 log: root.appendingPathComponent("sim.log").path)
             let socket = simDir.appendingPathComponent("gw-lobby.sock").path
-            try await RemoteConfigEndToEndTests.waitFor("the simulator's socket") {
+            try await EndToEndSuites.waitFor("the simulator's socket") {
                 FileManager.default.fileExists(atPath: socket)
             }
             return (sim, socket)

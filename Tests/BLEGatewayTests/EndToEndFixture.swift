@@ -1,0 +1,134 @@
+import BLEDomain
+import BLEHCI
+import BLEPublishing
+import Foundation
+@testable import BLEGateway
+
+/// The end-to-end fixture the suites share: a gateway running in this process over a scripted source, a real
+/// mosquitto (`PersistentBroker`), and an observer of every message under the gateway's topics.
+extension EndToEndSuites {
+    /// Two beacons, named "A" and "B", each heard every 10 ms. Notes the configuration in force when it starts.
+    final class Source: SightingSource, @unchecked Sendable {
+        let lock = NSLock()
+        weak var runtime: GatewayRuntime?  // weak: the runtime owns the source
+        var configurationAtStart: GatewayConfiguration?
+        var counters: SightingSourceCounters { SightingSourceCounters() }
+
+        func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
+                 sighting: @escaping @Sendable (Sighting) -> Void) async throws {
+            lock.withLock { configurationAtStart = runtime?.effectiveConfiguration }
+            adapter(AdapterReport(state: .poweredOn, device: "test", mode: "exclusive"))
+            while !Task.isCancelled {
+                for (n, name) in ["A", "B"].enumerated() {
+                    let ad: [UInt8] = [0x02, 0x01, 0x06, 0x02, 0x09, UInt8(ascii: name == "A" ? "A" : "B")]
+                    sighting(Sighting(address: BDAddress(rawValue: 0xC0FFEE00 + UInt64(n)), addressType: .random,
+                                      rssi: -60, txPower: nil, timestamp: 0, isConnectable: false, isScanResponse: false,
+                                      advertisement: Advertisement(decoding: ad[...])))
+                }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            throw CancellationError()
+        }
+    }
+
+    /// Every message under the gateway's topics, through a persistent session opened before the gateway starts.
+    final class Observer: @unchecked Sendable {
+        let client: MQTTClient
+        let lock = NSLock()
+        var messages: [(topic: String, json: [String: Any])] = []
+        var runner: Task<Void, Error>?
+        var task: Task<Void, Never>?
+
+        init(port: Int, filter: String, protocolVersion: MQTTProtocolVersion = .v5) throws {
+            var c = MQTTConfiguration()
+            c.host = "127.0.0.1"
+            c.port = port
+            c.protocolVersion = protocolVersion
+            c.clientID = "rc-observer-\(UUID().uuidString.prefix(8))"
+            c.reconnect = .init(minDelay: .milliseconds(50), maxDelay: .milliseconds(300), jitter: 0)
+            client = MQTTClient(configuration: c)
+            let stream = try client.subscribe(filter, qos: .atLeastOnce)
+            runner = Task { try await client.run() }
+            task = Task {
+                for await m in stream {
+                    guard let json = (try? JSONSerialization.jsonObject(with: Data(m.payload))) as? [String: Any] else {
+                        continue
+                    }
+                    self.lock.withLock { self.messages.append((m.topic, json)) }
+                }
+            }
+        }
+
+        func states(_ topic: String) -> [[String: Any]] { lock.withLock { messages.filter { $0.topic == topic }.map(\.json) } }
+        var seqs: [Int] { lock.withLock { messages.compactMap { $0.json["seq"] as? Int } } }
+        func beacons(after seq: Int) -> [[String: Any]] {
+            lock.withLock { messages.filter { $0.topic.contains("/beacons/") && ($0.json["seq"] as? Int ?? 0) > seq }.map(\.json) }
+        }
+
+        /// Publishes as an operator would (`blegateway config push`), once the observer is connected.
+        func publish(_ topic: String, _ payload: [UInt8]) async throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while true {
+                do {
+                    try await client.publish(MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: true))
+                    return
+                } catch let e as MQTTError where e.kind == .notConnected && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(20))
+                }
+            }
+        }
+
+        func stop() { runner?.cancel(); task?.cancel() }
+    }
+
+    struct Fixture {
+        let directory: URL
+        let broker: PersistentBroker
+        let prefix = "rc\(UInt32.random(in: 0...UInt32.max))"
+        let gateway = "gw-rc"
+        var stateTopic: String { "\(prefix)/\(gateway)/config/state" }
+        var configTopic: String { "\(prefix)/\(gateway)/config" }
+        var fleetTopic: String { "\(prefix)/fleet/config" }
+
+        init() throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("rc-e2e-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            broker = try PersistentBroker(directory: directory)
+            try broker.start()
+        }
+
+        func configuration() -> GatewayConfiguration {
+            var c = GatewayConfiguration()
+            c.gateway.id = gateway
+            c.mqtt.broker = broker.url
+            c.mqtt.prefix = prefix
+            c.mqtt.reconnectMinSeconds = 0.1
+            c.mqtt.reconnectMaxSeconds = 0.5
+            c.spool.path = directory.appendingPathComponent("spool.sqlite").path
+            c.publishing.rangingIntervalSeconds = 0.2
+            return c
+        }
+
+        func start(_ c: GatewayConfiguration) throws -> (GatewayRuntime, Source, Task<Void, Error>) {
+            let source = Source()
+            let runtime = try GatewayRuntime(configuration: c, source: source, clockSynchronized: { true })
+            source.lock.withLock { source.runtime = runtime }
+            return (runtime, source, Task { try await runtime.run() })
+        }
+    }
+
+    static func waitFor(_ what: String, limit: Duration = .seconds(10), _ done: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + limit
+        while !done() {
+            guard ContinuousClock.now < deadline else { throw POSIXError(.ETIMEDOUT) }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// No gaps in `seq` from the first to the last received (QoS 1 duplicates allowed).
+    static func gaps(_ seqs: [Int]) -> [Int] {
+        let set = Set(seqs)
+        guard let lo = set.min(), let hi = set.max() else { return [] }
+        return (lo...hi).filter { !set.contains($0) }
+    }
+}
