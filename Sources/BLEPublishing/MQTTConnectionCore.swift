@@ -195,11 +195,13 @@ final class MQTTConnectionCore: @unchecked Sendable {
         if mosquitto_subscribe(mosq, &mid, filter, Int32(qos.rawValue)) == mosqSuccess { subscribeMids[mid] = filter }
     }
 
-    /// SUBACK (MQTT 3.1.1 §3.9, 5.0 §3.9): a return code below 0x80 grants the subscription; from now on the broker
+    /// SUBACK (MQTT 3.1.1 §3.9, 5.0 §3.9): a code that is no failure grants the subscription; from now on the broker
     /// delivers what matches the filter. Waiters for the filter go on.
     fileprivate func acknowledgeSubscription(mid: Int32, granted: Int32?) {
         let resumed: [CheckedContinuation<Void, Never>] = lock.withLock {
-            guard let filter = subscribeMids.removeValue(forKey: mid), let granted, granted < 0x80 else { return [] }
+            guard let filter = subscribeMids.removeValue(forKey: mid), let granted,
+                !MQTTReasonCode(rawValue: Int(granted)).isFailure
+            else { return [] }
             acknowledgedFilters.insert(filter)
             let due = subscribedWaiters.filter { $0.value.filter == filter }
             for id in due.keys { subscribedWaiters[id] = nil }
@@ -403,7 +405,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         // Unknown mids are publishes already failed by a disconnect and resent by libmosquitto in a resumed
         // session; their callers were told "not acknowledged" and will publish again.
         guard let completion = lock.withLock({ pending.removeValue(forKey: mid) }) else { return }
-        if reasonCode >= 0x80 {
+        if MQTTReasonCode(rawValue: Int(reasonCode)).isFailure {
             completion(.failure(MQTTError.reason(reasonCode)))
         } else {
             completion(.success(MQTTPublishID(rawValue: mid)))

@@ -64,9 +64,13 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
     static let qosNotSupported = Int(MOSQ_ERR_QOS_NOT_SUPPORTED.rawValue)
     static let oversizePacket = Int(MOSQ_ERR_OVERSIZE_PACKET.rawValue)
 
-    /// The broker refused bad credentials (3.1.1 return code 4, MQTT 5 reason 0x86) or authorisation (5, 0x87).
+    /// The broker refused bad credentials or authorisation: 3.1.1 return codes 4 and 5, MQTT 5 reason codes 0x86,
+    /// 0x87 and 0x8C (the two numbering schemes do not overlap).
     public var isAuthenticationFailure: Bool {
-        kind == .connectionRefused && [4, 5, 0x86, 0x87, 0x8C].contains(code)
+        guard kind == .connectionRefused else { return false }
+        let v311: Set<MQTTConnectReturnCode> = [.badUserNameOrPassword, .notAuthorized]
+        let v5: Set<MQTTReasonCode> = [.badUserNameOrPassword, .notAuthorized, .badAuthenticationMethod]
+        return v311.contains(MQTTConnectReturnCode(rawValue: code)) || v5.contains(MQTTReasonCode(rawValue: code))
     }
 }
 
@@ -98,7 +102,7 @@ extension MQTTError {
     /// reason code. Reason codes for errors are ≥ 0x80 (§2.4) and libmosquitto's errors are small, so the range
     /// tells them apart.
     static func disconnect(_ rc: Int32, detail: String?) -> MQTTError {
-        rc >= 0x80 ? reason(rc) : library(rc, detail: detail)
+        MQTTReasonCode(rawValue: Int(rc)).isFailure ? reason(rc) : library(rc, detail: detail)
     }
 }
 

@@ -269,7 +269,8 @@ public final class SpoolPublisher: Sendable {
             spool.deadLetter(r.seq, reason: DeadLetterReason(code: e.code, name: name), at: clock.unixTime())
             finish(r.seq) { $0.rejected += 1 }
             onRejected(r, e)
-        case .failure(let e) where e.kind == .reasonCode && e.code >= 0x80 || e.isQoSNotSupported:
+        case .failure(let e)
+        where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isFailure || e.isQoSNotSupported:
             // Refused for now: kept in the spool, sent again from the oldest after a backoff that doubles while
             // the refusals go on. Everything else in flight is likely refused too; its answers only count.
             let now = clock.now()

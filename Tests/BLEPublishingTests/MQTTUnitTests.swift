@@ -67,6 +67,17 @@ struct FixedRandom: RandomNumberGenerator {
         let v311 = MQTTError.refused(5, protocolVersion: .v311)
         #expect(v311.name.lowercased().contains("not authori"))
         #expect(v311.isAuthenticationFailure)
+        // Server unavailable (3.1.1) and Server busy (5) are no credentials problem.
+        #expect(!MQTTError.refused(3, protocolVersion: .v311).isAuthenticationFailure)
+        #expect(!MQTTError.refused(0x89, protocolVersion: .v5).isAuthenticationFailure)
+        #expect(MQTTError.refused(0x8C, protocolVersion: .v5).isAuthenticationFailure)
+    }
+
+    @Test func reasonAndReturnCodesPrintTheirNumberAndTheSpecificationsName() {
+        #expect(MQTTConnectReturnCode(rawValue: 4).description == "4 Connection Refused, bad user name or password")
+        #expect(MQTTConnectReturnCode(rawValue: 9).description == "9")
+        #expect(MQTTReasonCode.badAuthenticationMethod.description == "0x8C Bad authentication method")
+        #expect(MQTTReasonCode(rawValue: 0x80).isFailure && !MQTTReasonCode(rawValue: 0x10).isFailure)
     }
 
     @Test func disconnectCodesAtOrAbove0x80AreMQTT5ReasonCodes() {
