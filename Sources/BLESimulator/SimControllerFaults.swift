@@ -17,7 +17,7 @@ extension SimCommandTable {
     /// Core v5.4, Vol 4, Part E, §7.8), and Write LE Host Support (§7.3.79), which sets the "LE Supported (Host)"
     /// bit that only a controller doing both BR/EDR and LE has (Vol 2, Part C, §3.3, bit 65 of page 1).
     static func needsLE(_ opcode: SimOpcode) -> Bool {
-        opcode.ogf == 0x08 || opcode == .writeLEHostSupported
+        opcode.ogf == SimOpcode.leControllerGroup || opcode == .writeLEHostSupported
     }
 
     /// Supported_Commands of a BR/EDR-only controller: the table's bits, less those of the LE commands.

@@ -13,6 +13,9 @@ public struct SimOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public var ogf: UInt16 { rawValue >> 10 }
     public var ocf: UInt16 { rawValue & 0x3FF }
 
+    /// OGF 0x08, the LE Controller commands (§7.8).
+    public static let leControllerGroup: UInt16 = 0x08
+
     // §7.1 Link Control
     public static let disconnect = SimOpcode(ogf: 0x01, ocf: 0x0006)
     public static let readRemoteVersion = SimOpcode(ogf: 0x01, ocf: 0x001D)

@@ -60,7 +60,7 @@ public struct H4Deframer: Sendable {
             let lo = start + 1 + h.lengthOffset
             var length = Int(buffer[lo])
             if h.lengthBytes == 2 { length |= Int(buffer[lo + 1]) << 8 }
-            if indicator == 0x05 { length &= 0x3FFF }  // ISO: 14-bit data total length
+            if indicator == H4PacketType.iso.rawValue { length &= 0x3FFF }  // ISO: 14-bit data total length
             guard length <= maxPayload else {
                 oversizedHeaders += 1
                 garbageBytes += 1

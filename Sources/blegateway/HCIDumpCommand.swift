@@ -47,7 +47,7 @@ struct HCIDumpCommand: AsyncParsableCommand {
             throw ValidationError("--mode must be exclusive or shared")
         }
         let packets = try sends.map { text -> H4Packet in
-            guard let bytes = Self.hex(text), bytes.count >= 4, bytes[0] == 0x01 else {
+            guard let bytes = Self.hex(text), bytes.count >= 4, bytes[0] == H4PacketType.command.rawValue else {
                 throw ValidationError("--send \(text): expected an H4 command in hex, starting with 01")
             }
             return H4Packet(type: .command, payload: Array(bytes.dropFirst()))
