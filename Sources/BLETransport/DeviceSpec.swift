@@ -20,7 +20,7 @@ public enum DeviceSpec: Sendable, Hashable, CustomStringConvertible {
                     + " serial:/dev/ttyX[@BAUD][,rtscts] or file:PATH")
         }
         if text.hasPrefix("hci") {
-            guard let n = Int(text.dropFirst(3)), n >= 0, n < 0xFFFF, String(n) == text.dropFirst(3) else {
+            guard KernelAdapters.index(of: text) != nil else {
                 throw bad("an adapter is hci followed by its number")
             }
             self = .kernel(adapter: text)

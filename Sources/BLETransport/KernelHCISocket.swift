@@ -75,12 +75,6 @@ enum KernelHCISocket {
         }
     }
 
-    /// Parses "hci0" → 0.
-    static func index(of adapter: String) -> UInt16? {
-        guard adapter.hasPrefix("hci"), let n = UInt16(adapter.dropFirst(3)), n < noDevice else { return nil }
-        return n
-    }
-
     /// The adapter's HCIGETDEVINFO flags; throws `.noSuchAdapter` for a missing index and
     /// `.unsupported` on a kernel without Bluetooth.
     static func flags(index: UInt16, adapterName: String) throws -> UInt32 {
@@ -125,7 +119,7 @@ public enum KernelExclusive {
     /// kernel's initial setup with auto-off pending, is granted. With `bringDownIfUp` the adapter is
     /// first closed with HCIDEVDOWN, which takes it away from whoever powered it.
     public static func open(adapter: String, bringDownIfUp: Bool = false) throws -> FileDescriptorTransport {
-        guard let index = KernelHCISocket.index(of: adapter) else {
+        guard let index = KernelAdapters.index(of: adapter) else {
             throw TransportError(.badSpec, "not a kernel adapter name: \(adapter) (expected hciN)")
         }
         let fd: Int32

@@ -36,7 +36,7 @@ public final class KernelSharedTransport: HCITransport, @unchecked Sendable {
         adapter: String, clock: any BLEClock, restartInterval: Duration? = .seconds(10),
         disableDuplicateFilter: Bool = true
     ) throws {
-        guard let index = KernelHCISocket.index(of: adapter) else {
+        guard let index = KernelAdapters.index(of: adapter) else {
             throw TransportError(.badSpec, "not a kernel adapter name: \(adapter) (expected hciN)")
         }
         // A powered-off adapter has no scan to follow: say so, rather than listen to nothing. One that is powering

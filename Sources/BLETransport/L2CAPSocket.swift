@@ -221,7 +221,7 @@ public final class L2CAPSocket: @unchecked Sendable {
     /// "hci0" → ("hci0", its public address); "AA:BB:…" → (that text, the address); nil → ("any adapter", nil).
     static func resolve(adapter: String?) throws -> (name: String, address: L2CAPAddress?) {
         guard let adapter else { return ("any adapter", nil) }
-        if let index = KernelHCISocket.index(of: adapter) {
+        if let index = KernelAdapters.index(of: adapter) {
             var bytes = [UInt8](repeating: 0, count: 6)
             guard cbt_hci_dev_address(Int32(index), &bytes) == 0 else {
                 let e = errno

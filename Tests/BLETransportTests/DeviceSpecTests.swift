@@ -36,7 +36,7 @@ import Testing
     }
 
     @Test func kernelAdapterIndexIsItsNumber() {
-        #expect(KernelHCISocket.index(of: "hci3") == 3)
-        #expect(KernelHCISocket.index(of: "eth0") == nil)
+        #expect(KernelAdapters.index(of: "hci3") == 3)
+        #expect(KernelAdapters.index(of: "eth0") == nil)
     }
 }

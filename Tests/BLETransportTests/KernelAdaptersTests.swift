@@ -71,6 +71,8 @@ import Testing
         #expect(KernelAdapters.index(of: "hci12") == 12)
         #expect(KernelAdapters.index(of: "hci0:11") == nil)
         #expect(KernelAdapters.index(of: "hci") == nil)
+        #expect(KernelAdapters.index(of: "hci03") == nil)
+        #expect(KernelAdapters.index(of: "hci65535") == nil)
         #expect(KernelAdapters.index(of: "rfkill0") == nil)
     }
 }
