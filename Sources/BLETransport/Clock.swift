@@ -84,10 +84,46 @@ public final class ManualClock: BLEClock, @unchecked Sendable {
     private let originUnixTime: Double
     private var sleepers: [(id: UInt64, deadline: Duration, continuation: CheckedContinuation<Void, any Error>)] = []
     private var nextID: UInt64 = 0
-    /// Sleeps begun on this clock, ever; and tests waiting for this many sleepers or this many sleeps begun.
+    /// Sleeps begun on this clock, ever; and the tests waiting for the sleepers to reach a state.
     private var registrations: UInt64 = 0
-    private var sleeperWaiters: [(id: UInt64, count: Int, continuation: CheckedContinuation<Void, Never>)] = []
-    private var registrationWaiters: [(id: UInt64, after: UInt64, continuation: CheckedContinuation<Void, Never>)] = []
+    private var waiters: [(id: UInt64, awaited: Awaited, continuation: CheckedContinuation<Void, Never>)] = []
+
+    /// What a test waits for: this many sleepers at once, or more sleeps begun than it counted.
+    private enum Awaited {
+        case sleepers(Int)
+        case begunAfter(UInt64)
+    }
+
+    /// Called holding `lock`.
+    private func holds(_ awaited: Awaited) -> Bool {
+        switch awaited {
+        case .sleepers(let count): sleepers.count >= count
+        case .begunAfter(let begun): registrations > begun
+        }
+    }
+
+    private func wait(for awaited: Awaited) async {
+        let id: UInt64 = lock.withLock {
+            nextID += 1
+            return nextID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                let ready: Bool = lock.withLock {
+                    if holds(awaited) || Task.isCancelled { return true }
+                    waiters.append((id, awaited, c))
+                    return false
+                }
+                if ready { c.resume() }
+            }
+        } onCancel: {
+            let c: CheckedContinuation<Void, Never>? = lock.withLock {
+                guard let i = waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                return waiters.remove(at: i).continuation
+            }
+            c?.resume()
+        }
+    }
 
     public init(originUnixTime: Double = 1_700_000_000) { self.originUnixTime = originUnixTime }
 
@@ -103,53 +139,11 @@ public final class ManualClock: BLEClock, @unchecked Sendable {
     public var sleepsBegun: UInt64 { lock.withLock { registrations } }
 
     /// Returns once more than `begun` sleeps have begun on this clock, or when the caller is cancelled.
-    public func untilSleeping(after begun: UInt64) async {
-        let id: UInt64 = lock.withLock {
-            nextID += 1
-            return nextID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let ready: Bool = lock.withLock {
-                    if registrations > begun || Task.isCancelled { return true }
-                    registrationWaiters.append((id, begun, c))
-                    return false
-                }
-                if ready { c.resume() }
-            }
-        } onCancel: {
-            let c: CheckedContinuation<Void, Never>? = lock.withLock {
-                guard let i = registrationWaiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return registrationWaiters.remove(at: i).continuation
-            }
-            c?.resume()
-        }
-    }
+    public func untilSleeping(after begun: UInt64) async { await wait(for: .begunAfter(begun)) }
 
     /// Returns once at least `count` tasks are asleep on this clock (at once if they are), or when the caller is
     /// cancelled: a test advances time only when what it drives is waiting for it, without polling.
-    public func untilSleeping(_ count: Int = 1) async {
-        let id: UInt64 = lock.withLock {
-            nextID += 1
-            return nextID
-        }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
-                let ready: Bool = lock.withLock {
-                    if sleepers.count >= count || Task.isCancelled { return true }
-                    sleeperWaiters.append((id, count, c))
-                    return false
-                }
-                if ready { c.resume() }
-            }
-        } onCancel: {
-            let c: CheckedContinuation<Void, Never>? = lock.withLock {
-                guard let i = sleeperWaiters.firstIndex(where: { $0.id == id }) else { return nil }
-                return sleeperWaiters.remove(at: i).continuation
-            }
-            c?.resume()
-        }
-    }
+    public func untilSleeping(_ count: Int = 1) async { await wait(for: .sleepers(count)) }
 
     public func sleep(until deadline: Duration) async throws {
         let id: UInt64 = lock.withLock {
@@ -158,17 +152,15 @@ public final class ManualClock: BLEClock, @unchecked Sendable {
         }
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (c: CheckedContinuation<Void, any Error>) in
-                let (ready, waiters): (Bool, [CheckedContinuation<Void, Never>]) = lock.withLock {
+                let (ready, satisfied): (Bool, [CheckedContinuation<Void, Never>]) = lock.withLock {
                     if deadline <= current || Task.isCancelled { return (true, []) }
                     sleepers.append((id, deadline, c))
                     registrations += 1
-                    let due = sleeperWaiters.filter { $0.count <= sleepers.count }
-                    sleeperWaiters.removeAll { $0.count <= sleepers.count }
-                    let begun = registrationWaiters.filter { $0.after < registrations }
-                    registrationWaiters.removeAll { $0.after < registrations }
-                    return (false, due.map(\.continuation) + begun.map(\.continuation))
+                    let due = waiters.filter { holds($0.awaited) }
+                    waiters.removeAll { holds($0.awaited) }
+                    return (false, due.map(\.continuation))
                 }
-                for w in waiters { w.resume() }
+                for w in satisfied { w.resume() }
                 if ready {
                     if Task.isCancelled { c.resume(throwing: CancellationError()) } else { c.resume() }
                 }
