@@ -287,14 +287,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         session.scannerTask = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { try? await scanner.run() }
-                group.addTask {
-                    do {
-                        for try await r in scanner.reports {
-                            sighting(Sighting(scanReport: r))
-                            self.noteReport()
-                        }
-                    } catch {}
-                }
+                group.addTask { await self.deliver(scanner, to: sighting) }
                 await group.waitForAll()
             }
             self.countersBox.withLock { $0.add(session: scanner) }
@@ -489,12 +482,7 @@ final class AdapterSupervisor: @unchecked Sendable {
                     return .enabled
                 }
                 group.addTask {
-                    do {
-                        for try await r in scanner.reports {
-                            sighting(Sighting(scanReport: r))
-                            self.noteReport()
-                        }
-                    } catch {}
+                    await self.deliver(scanner, to: sighting)
                     return .reports
                 }
                 group.addTask {
@@ -532,6 +520,16 @@ final class AdapterSupervisor: @unchecked Sendable {
         task?.cancel()
         await task?.value
         session.scanner = nil
+    }
+
+    /// Every report of `scanner` to the sighting sink, until it has finished them; the machine hears that they flow.
+    private func deliver(_ scanner: Scanner, to sighting: @Sendable (Sighting) -> Void) async {
+        do {
+            for try await r in scanner.reports {
+                sighting(Sighting(scanReport: r))
+                noteReport()
+            }
+        } catch {}
     }
 
     /// The machine needs to know reports flow, not each one: at most one event a second.
