@@ -81,7 +81,7 @@ test: deps deps-kernel test-venv sensors-venv amqtt-venv
 	# The kernel checks and the power-loss drill side by side: each is one TCG vCPU, so each has a core of its own,
 	# and the drill is not timed (its cuts are random), so neither waits for the other.
 	$(MAKE) --no-print-directory -j2 --output-sync=target test-kernel test-powerloss
-	$(MAKE) --no-print-directory test-deploy
+	$(MAKE) --no-print-directory test-deploy DEB_BUILD=debug
 	$(MAKE) --no-print-directory test-fuzz
 
 test-unit: deps test-venv
@@ -208,14 +208,23 @@ clean:
 # edge bridge on loopback mosquittos. The root part needs root (chroot, mount).
 PKGS_DEPLOY  := dpkg-dev binutils debootstrap zstd systemd systemd-container mosquitto mosquitto-clients openssl
 DEB_DIR      ?= .build/deb
-RELEASE_BIN   = $$($(SWIFT) build -c release --static-swift-stdlib --show-bin-path)/blegateway
+# The configuration the package is built from. `make test` packages the debug build it already has (the same
+# build-deb.sh, unit, maintainer scripts and checks; linking it with the Swift runtime takes under a minute) instead of
+# spending ten minutes of its budget on a release build; `make deb` and `make test-deploy` alone package release.
+DEB_BUILD    ?= release
+RELEASE_BIN   = $$($(SWIFT) build -c $(DEB_BUILD) --static-swift-stdlib --show-bin-path)/blegateway
 
 .PHONY: deb test-deploy
 
 deb: deps
 	$(call apt_install,$(PKGS_DEPLOY))
-	$(SWIFT) build -c release --static-swift-stdlib --product blegateway
+	@mkdir -p .build && touch .build/deb-stamp
+	$(SWIFT) build -c $(DEB_BUILD) --static-swift-stdlib --product blegateway
 	deploy/debian/build-deb.sh "$(RELEASE_BIN)" $(DEB_DIR)
+	# SwiftPM keeps the objects it compiled for the static runtime when the flag goes away, and the next ordinary
+	# debug build then fails to link (-lCoreFoundation): in the everyday debug tree, they are compiled again.
+	@if [ "$(DEB_BUILD)" = debug ]; then \
+	  find "$$($(SWIFT) build -c debug --show-bin-path)/" -name '*.o' -newer .build/deb-stamp -delete; fi
 
 test-deploy: deb
 	bin="$(RELEASE_BIN)"; \
