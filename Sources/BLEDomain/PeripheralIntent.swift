@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 
 /// A peripheral the gateway keeps connected (config `peripherals:`), and what it does on the link.
 ///

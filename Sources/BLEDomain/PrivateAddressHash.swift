@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 import Crypto
 import _CryptoExtras
 
@@ -19,14 +20,7 @@ public struct IdentityResolvingKey: Hashable, Sendable {
 
     /// Parses 32 hex digits, most significant first.
     public init?(hex: some StringProtocol, identity: BDAddress) {
-        let digits = Array(hex.utf8)
-        guard digits.count == 32 else { return nil }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(16)
-        for i in stride(from: 0, to: 32, by: 2) {
-            guard let b = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
-            bytes.append(b)
-        }
+        guard let bytes = HexDigits.parseDigits(hex, count: 16) else { return nil }
         self.init(octets: bytes, identity: identity)
     }
 }

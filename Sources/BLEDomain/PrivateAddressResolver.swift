@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 import Crypto
 
 /// Resolves resolvable private addresses to identity addresses with the configured IRKs, so that a

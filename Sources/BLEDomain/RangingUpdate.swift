@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 
 /// How near a beacon is, in the bands of `RangingConfiguration` (CoreLocation's CLProximity).
 public enum Proximity: String, Hashable, Sendable, CaseIterable {

@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 
 /// Which beacons a region (or a calibration override) covers, from the widest to a single device.
 /// Matching is on the stable identity (after private-address resolution), never on a raw address

@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 
 /// Which sightings a scan keeps.
 ///

@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 import Crypto
 
 /// BTHome v2 (bthome.io/format), service data 0xFCD2:

@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 
 /// The custom firmwares for Xiaomi LYWSD03MMC-class thermometers, service data 0x181A:
 /// - atc1441 (github.com/atc1441/ATC_MiThermometer, "Advertising format of the custom firmware"),

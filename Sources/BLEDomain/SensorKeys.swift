@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 import Crypto
 import Foundation
 
@@ -34,17 +35,7 @@ public struct SensorKeys: Sendable, CustomStringConvertible {
 
     public var description: String { "SensorKeys(\(keys.count) keys)" }
 
-    static func octets(hex: String) -> [UInt8]? {
-        let digits = Array(hex.utf8)
-        guard digits.count == 32 else { return nil }
-        var out: [UInt8] = []
-        out.reserveCapacity(16)
-        for i in stride(from: 0, to: 32, by: 2) {
-            guard let b = UInt8(String(decoding: digits[i..<i + 2], as: UTF8.self), radix: 16) else { return nil }
-            out.append(b)
-        }
-        return out
-    }
+    static func octets(hex: String) -> [UInt8]? { HexDigits.parseDigits(hex, count: 16) }
 }
 
 /// A key that is not 128 bits written as 32 hex digits; says for which address, never the text.

@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 import Crypto
 
 /// Xiaomi MiBeacon, service data 0xFE95 (iot.mi.com "BLE object definition" and "MiBeacon"):

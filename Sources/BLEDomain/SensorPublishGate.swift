@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 
 /// Decides which decoded sensor frames become readings. A sensor repeats each packet many times (25
 /// identical advertisements in seconds is common) and some send 100 a second: only what is new is

@@ -1,3 +1,5 @@
+import BLETransport
+
 /// One JSON object's top-level members, read in a single pass over the payload's bytes, for the payloads that
 /// arrive tens of thousands of times a second (beacon summaries, raw reports, sensor readings, RSSI): Foundation's
 /// JSONDecoder spent about 95 % of the fleet service's CPU on them. The whole document is checked (RFC 8259
@@ -201,8 +203,8 @@ struct FleetJSON {
     }
 
     private func hex4(at i: Int) -> UInt32? {
-        guard i + 4 <= bytes.count, bytes[i..<(i + 4)].allSatisfy(Self.isHexDigit) else { return nil }
-        return Self.hexValue(bytes[i..<(i + 4)])
+        guard i + 4 <= bytes.count else { return nil }
+        return Self.hex4(bytes[i..<(i + 4)])
     }
 
     /// The end of the well-formed UTF-8 sequence starting at `i` (Unicode §3.9, Table 3-7: no overlong forms, no
@@ -324,13 +326,8 @@ struct FleetJSON {
         (m.keyEscaped ? Self.unescape(bytes[m.key]) : String(validating: bytes[m.key], as: UTF8.self)) ?? "?"
     }
 
-    private static func isHexDigit(_ c: UInt8) -> Bool {
-        (c >= UInt8(ascii: "0") && c <= UInt8(ascii: "9"))
-            || (c | 0x20 >= UInt8(ascii: "a") && c | 0x20 <= UInt8(ascii: "f"))
-    }
-
-    private static func hexValue(_ s: ArraySlice<UInt8>) -> UInt32 {
-        s.reduce(0) { v, c in v << 4 | UInt32(c <= UInt8(ascii: "9") ? c - UInt8(ascii: "0") : (c | 0x20) - 87) }
+    private static func hex4(_ s: ArraySlice<UInt8>) -> UInt32? {
+        HexDigits.number(utf8: s, digits: 4).map { UInt32($0) }
     }
 
     /// The string a (grammar-checked) escaped JSON string stands for; nil for invalid UTF-8 or a lone surrogate.
@@ -359,15 +356,14 @@ struct FleetJSON {
             case UInt8(ascii: "r"): out.append(0x0D)
             case UInt8(ascii: "t"): out.append(0x09)
             case UInt8(ascii: "u"):
-                var v = hexValue(s[i..<(i + 4)])
+                guard i + 4 <= s.endIndex, var v = hex4(s[i..<(i + 4)]) else { return nil }
                 i += 4
                 if (0xD800..<0xDC00).contains(v) {
                     // A high surrogate must be followed by an escaped low one (RFC 8259 §7).
                     guard i + 6 <= s.endIndex, s[i] == UInt8(ascii: "\\"), s[i + 1] == UInt8(ascii: "u") else {
                         return nil
                     }
-                    let low = hexValue(s[(i + 2)..<(i + 6)])
-                    guard (0xDC00..<0xE000).contains(low) else { return nil }
+                    guard let low = hex4(s[(i + 2)..<(i + 6)]), (0xDC00..<0xE000).contains(low) else { return nil }
                     v = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00)
                     i += 6
                 }

@@ -1,3 +1,4 @@
+import BLETransport
 import Crypto
 import Foundation
 

@@ -1,5 +1,6 @@
 import BLEDomain
 import BLEHCI
+import BLETransport
 
 /// Canonical JSON of the list and table sections (regions, peripherals, connections, ranging) for
 /// `canonicalRemoteJSON`: object keys sorted, lists whose order carries no meaning sorted by their rendering, so the

@@ -141,34 +141,3 @@ extension GatewayReadings {
             qos: stateQoS, retain: false, ts: ts, clockSynchronized: synced, run: run)
     }
 }
-
-/// `[a,b,…]` from rendered elements.
-enum JSONArrayWriter {
-    static func write<T>(_ items: [T], to out: inout [UInt8], _ render: (T) -> [UInt8]) {
-        out.append(UInt8(ascii: "["))
-        for (n, item) in items.enumerated() {
-            if n > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: render(item))
-        }
-        out.append(UInt8(ascii: "]"))
-    }
-
-    /// `write` within `budget` bytes of rendered elements: stops before the first that would pass it; returns how
-    /// many were left out.
-    static func write<T>(_ items: [T], to out: inout [UInt8], budget: Int, _ render: (T) -> [UInt8]) -> Int {
-        out.append(UInt8(ascii: "["))
-        var used = 0
-        for (n, item) in items.enumerated() {
-            let rendered = render(item)
-            if used + rendered.count + 1 > budget {
-                out.append(UInt8(ascii: "]"))
-                return items.count - n
-            }
-            if n > 0 { out.append(UInt8(ascii: ",")) }
-            out.append(contentsOf: rendered)
-            used += rendered.count + 1
-        }
-        out.append(UInt8(ascii: "]"))
-        return 0
-    }
-}

@@ -1,6 +1,7 @@
 import BLEDomain
 import BLEHCI
 import BLESpool
+import BLETransport
 
 /// The sensor topic's payload (docs/TOPICS.md, docs/SENSORS.md, schema/v1/sensor.json).
 extension GatewayReadings {

@@ -2,6 +2,7 @@ import BLEDomain
 import BLEHCI
 import BLEPublishing
 import BLESpool
+import BLETransport
 
 /// Turns what the gateway observes into spool readings: topic, class, QoS, retain and the JSON body
 /// (schema/v1). Pure: the caller supplies the time and whether the clock was synchronised.

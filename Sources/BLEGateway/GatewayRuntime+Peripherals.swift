@@ -74,7 +74,7 @@ extension GatewayRuntime {
         return Task { [self] in
             for await message in stream where message.retain {
                 let levels = message.topic.split(separator: "/")
-                guard levels.count >= 2, let address = BDAddress(hexTopic: levels[levels.count - 2]),
+                guard levels.count >= 2, let address = BDAddress(topicComponent: levels[levels.count - 2]),
                     case .object(let pairs)? = try? RemoteJSONParser.parse(message.payload)
                 else { continue }
                 let fields = Dictionary(pairs, uniquingKeysWith: { a, _ in a })
@@ -121,7 +121,7 @@ extension GatewayRuntime {
     func write(_ message: MQTTMessage) async {
         let levels = message.topic.split(separator: "/")
         guard levels.count >= 3, levels[levels.count - 1] == "write",
-            let address = BDAddress(hexTopic: levels[levels.count - 2])
+            let address = BDAddress(topicComponent: levels[levels.count - 2])
         else { return }
         var id: String?
         var characteristicText: String?
@@ -162,33 +162,10 @@ extension GatewayRuntime {
         }
     }
 
+    /// A write command's value: an even number of hex digits, at most 512 bytes.
     static func hexBytes(_ s: String) -> [UInt8]? {
-        let digits = Array(s.utf8)
-        guard digits.count % 2 == 0, digits.count <= 1024 else { return nil }
-        var out: [UInt8] = []
-        var i = 0
-        while i < digits.count {
-            guard let hi = hexValue(digits[i]), let lo = hexValue(digits[i + 1]) else { return nil }
-            out.append(hi << 4 | lo)
-            i += 2
-        }
-        return out
-    }
-
-    private static func hexValue(_ c: UInt8) -> UInt8? {
-        switch c {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
-        default: nil
-        }
-    }
-}
-
-extension BDAddress {
-    /// The inverse of `topicComponent`: 12 hex digits.
-    init?(hexTopic s: Substring) {
-        guard s.utf8.count == 12, let v = UInt64(s, radix: 16) else { return nil }
-        self.init(rawValue: v)
+        let n = s.utf8.count
+        guard n % 2 == 0, n <= 1024 else { return nil }
+        return HexDigits.parseDigits(s, count: n / 2)
     }
 }

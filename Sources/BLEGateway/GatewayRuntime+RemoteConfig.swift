@@ -1,6 +1,7 @@
 import BLEDomain
 import BLEPublishing
 import BLESpool
+import BLETransport
 import Foundation
 
 /// The running gateway's side of remote configuration: subscribe to the fleet and per-gateway topics, apply what

@@ -1,6 +1,7 @@
 import BLEDomain
 import BLEHCI
 import BLEPublishing
+import BLETransport
 
 /// When Home Assistant's discovery documents are published and removed: a pure state machine over the configuration
 /// in force and Home Assistant's birth message; the runtime carries its messages out through the spool.

@@ -1,5 +1,6 @@
 import BLEDomain
 import BLEHCI
+import BLETransport
 
 /// Broadcasting sensors (docs/SENSORS.md) in Home Assistant: each sensor the gateway has decoded is a device of its
 /// own, identified by its address alone, so the gateways of a fleet that hear it describe one device; each gateway

@@ -1,6 +1,7 @@
 import BLEDomain
 import BLEHCI
 import BLEPublishing
+import BLETransport
 
 /// Home Assistant's MQTT discovery documents for one gateway, built from the configuration in force
 /// (docs/HOMEASSISTANT.md). Pure: no I/O, no clock; `HomeAssistantAnnouncer` decides when each is published.

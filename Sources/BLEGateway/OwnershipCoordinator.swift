@@ -108,7 +108,7 @@ final class OwnershipCoordinator: @unchecked Sendable {
 
     func claim(_ m: MQTTMessage) {
         let levels = m.topic.split(separator: "/")
-        guard levels.count >= 2, let address = BDAddress(hexTopic: levels[levels.count - 2]) else { return }
+        guard levels.count >= 2, let address = BDAddress(topicComponent: levels[levels.count - 2]) else { return }
         let now = clock.now().seconds
         var claim: PeripheralOwnership.Claim?
         if !m.payload.isEmpty {

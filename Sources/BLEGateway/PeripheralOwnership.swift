@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 
 /// One gateway per peripheral, agreed through the broker alone (docs/PERIPHERALS.md, "One owner per peripheral").
 ///

@@ -1,4 +1,5 @@
 import BLEDomain
+import BLETransport
 import Yams
 
 /// One problem in a remote configuration document: a JSON path (`$.scan.interval_ms`, `$.scan.filters[2]`) and why.

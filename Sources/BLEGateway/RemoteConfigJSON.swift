@@ -1,3 +1,5 @@
+import BLETransport
+
 /// A JSON value as the remote configuration reader sees it: numbers keep whether they were written as integers,
 /// objects keep their key order (for warnings in document order) and refuse duplicate keys.
 enum RemoteJSON: Sendable, Equatable {
@@ -215,20 +217,11 @@ struct RemoteJSONParser {
 
     private mutating func hex4() throws(RemoteJSONError) -> UInt32 {
         guard i + 4 <= bytes.count else { throw fail("short \\u escape") }
-        var v: UInt32 = 0
-        for _ in 0..<4 {
-            let b = bytes[i]
-            let d: UInt32
-            switch b {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): d = UInt32(b - UInt8(ascii: "0"))
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): d = UInt32(b - UInt8(ascii: "a") + 10)
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): d = UInt32(b - UInt8(ascii: "A") + 10)
-            default: throw fail("bad hex digit in \\u escape")
-            }
-            v = v << 4 | d
-            i += 1
+        guard let v = HexDigits.number(utf8: bytes[i..<(i + 4)], digits: 4) else {
+            throw fail("bad hex digit in \\u escape")
         }
-        return v
+        i += 4
+        return UInt32(v)
     }
 
     /// RFC 8259 §6 grammar: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?

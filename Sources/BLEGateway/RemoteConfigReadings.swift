@@ -1,5 +1,6 @@
 import BLEDomain
 import BLESpool
+import BLETransport
 
 extension GatewayReadings {
     /// `config/state` (schema/v1/config-state.json): retained and durable, so the last verdict is what a dashboard

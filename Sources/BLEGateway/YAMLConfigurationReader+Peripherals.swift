@@ -1,5 +1,6 @@
 import BLEDomain
 import BLEHCI
+import BLETransport
 import Yams
 
 /// `connections:` and `peripherals:` (docs/CONFIG.md), read with the same positional errors as the rest of the file.

@@ -1,5 +1,6 @@
 import BLEDomain
 import BLEHCI
+import BLETransport
 import Crypto
 import Yams
 
@@ -77,15 +78,15 @@ extension YAMLConfigurationReader {
             case "namespace":
                 try identity(.namespace, v)
                 let s = try string(v, kp)
-                guard s.count == 20, s.allSatisfy(\.isHexDigit),
-                    let high = UInt64(s.prefix(16), radix: 16), let low = UInt16(s.suffix(4), radix: 16)
+                guard s.utf8.count == 20, let high = HexDigits.number(s.prefix(16), digits: 16),
+                    let low = HexDigits.number(s.suffix(4), digits: 4).map(UInt16.init)
                 else {
                     throw fail(v, kp, "expected an Eddystone namespace of 20 hex digits, found \"\(s)\"")
                 }
                 namespace = (high, low)
             case "instance":
                 let s = try string(v, kp)
-                guard s.count == 12, s.allSatisfy(\.isHexDigit), let n = UInt64(s, radix: 16) else {
+                guard let n = HexDigits.number(s, digits: 12) else {
                     throw fail(v, kp, "expected an Eddystone instance of 12 hex digits, found \"\(s)\"")
                 }
                 instance = (n, v)

@@ -1,5 +1,6 @@
 import BLEDomain
 import BLEHCI
+import BLETransport
 import Foundation
 import Yams
 
@@ -38,13 +39,13 @@ extension YAMLConfigurationReader {
                 }
                 text = String(decoding: contents, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             }
-            let digits = Array(text.utf8)
-            guard digits.count == 32, text.allSatisfy(\.isHexDigit) else {
-                throw fail(v, p, "expected a bindkey of 32 hex digits, found \(digits.count) characters")
+            guard let key = HexDigits.parseDigits(text, count: 16) else {
+                // The key is a secret: how long it is and what is wrong are said, never the text.
+                let n = text.count
+                let found = n == 32 ? "32 characters, not all of them hex digits (0-9, a-f)" : "\(n) characters"
+                throw fail(v, p, "expected a bindkey of 32 hex digits, found \(found)")
             }
-            out[address] = stride(from: 0, to: 32, by: 2).map {
-                UInt8(String(decoding: digits[$0..<$0 + 2], as: UTF8.self), radix: 16)!
-            }
+            out[address] = key
         }
         return out
     }

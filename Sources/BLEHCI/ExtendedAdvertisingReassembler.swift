@@ -1,3 +1,5 @@
+import BLETransport
+
 /// Joins the fragments of extended advertising data (Core v5.4, Vol 4, Part E, §7.7.65.13).
 ///
 /// A controller delivers data longer than one event in several LE Extended Advertising Reports with

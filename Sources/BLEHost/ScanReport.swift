@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 
 /// One advertisement (or scan response) as the scanner delivers it: the data is owned, since it outlives
 /// the event buffer, and extended advertising fragments have been joined.

@@ -1,3 +1,4 @@
+import BLETransport
 import Foundation
 
 /// Writes the ground truth as JSON lines (docs/SIMULATOR.md, "Ground truth"): positions,
@@ -21,16 +22,9 @@ final class GroundTruthWriter {
     }
 
     static func quoted(_ s: String) -> String {
-        var out = "\""
-        for ch in s.unicodeScalars {
-            switch ch {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case _ where ch.value < 0x20: out += String(format: "\\u%04x", ch.value)
-            default: out.unicodeScalars.append(ch)
-            }
-        }
-        return out + "\""
+        var out: [UInt8] = []
+        JSONWriter.appendString(s, to: &out)
+        return String(decoding: out, as: UTF8.self)
     }
 
     func line(_ s: String) {

@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 import Foundation
 
 /// A simulated sensor: broadcasts its readings in one of the formats the gateway decodes, the values

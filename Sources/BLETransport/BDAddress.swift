@@ -1,5 +1,3 @@
-import BLETransport
-
 /// A 48-bit Bluetooth device address, kept as the wire carries it (little-endian: the first byte
 /// on the wire is the least significant) and printed most significant byte first, as people write it.
 public struct BDAddress: Hashable, Sendable, Comparable, CustomStringConvertible {
@@ -8,12 +6,42 @@ public struct BDAddress: Hashable, Sendable, Comparable, CustomStringConvertible
 
     @inlinable public init(rawValue: UInt64) { self.rawValue = rawValue & 0xFFFF_FFFF_FFFF }
 
-    /// Parses "AA:BB:CC:DD:EE:FF" (or with '-' or without separators), most significant first.
+    /// Parses "AA:BB:CC:DD:EE:FF", most significant byte first, in either case: the form btmon, `hciconfig` and the
+    /// specification print. Also "AA-BB-CC-DD-EE-FF" and the twelve digits alone ("aabbccddeeff", the topics' form).
+    /// The project's one address parser: nil for anything else.
     public init?(_ text: some StringProtocol) {
-        let hex = String(text.filter { $0 != ":" && $0 != "-" })
-        guard hex.count == 12, let v = UInt64(hex, radix: 16) else { return nil }
+        let utf8 = text.utf8
+        var v: UInt64 = 0
+        switch utf8.count {
+        case 12:
+            for c in utf8 {
+                guard let n = HexDigits.nibble(c) else { return nil }
+                v = v << 4 | UInt64(n)
+            }
+        case 17:
+            let separator = utf8[utf8.index(utf8.startIndex, offsetBy: 2)]
+            guard separator == UInt8(ascii: ":") || separator == UInt8(ascii: "-") else { return nil }
+            for (n, c) in utf8.enumerated() {
+                if n % 3 == 2 {
+                    guard c == separator else { return nil }
+                } else {
+                    guard let d = HexDigits.nibble(c) else { return nil }
+                    v = v << 4 | UInt64(d)
+                }
+            }
+        default: return nil
+        }
         self.init(rawValue: v)
     }
+
+    /// Six bytes, least significant first (`bdaddr_t`, and the order on the air); nil for another count.
+    public init?(bytes: some Collection<UInt8>) {
+        guard bytes.count == 6 else { return nil }
+        self.init(rawValue: bytes.reversed().reduce(0) { $0 << 8 | UInt64($1) })
+    }
+
+    /// The six bytes, least significant first.
+    public var bytes: [UInt8] { (0..<6).map { UInt8(truncatingIfNeeded: rawValue >> (8 * UInt64($0))) } }
 
     /// Reads six bytes, least significant first.
     @inlinable public static func read(from cursor: inout ByteCursor) -> BDAddress? {
@@ -58,42 +86,11 @@ public struct BDAddress: Hashable, Sendable, Comparable, CustomStringConvertible
         return String(decoding: out, as: UTF8.self)
     }
 
+    /// The inverse of `topicComponent`: twelve hex digits and nothing else.
+    public init?(topicComponent: some StringProtocol) {
+        guard let v = HexDigits.number(topicComponent, digits: 12) else { return nil }
+        self.init(rawValue: v)
+    }
+
     public static func < (a: BDAddress, b: BDAddress) -> Bool { a.rawValue < b.rawValue }
-}
-
-/// The address type carried in LE events and commands (Core v5.4, Vol 4, Part E, §7.7.65.2).
-public struct LEAddressType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-    public let rawValue: UInt8
-    @inlinable public init(rawValue: UInt8) { self.rawValue = rawValue }
-
-    public static let `public` = LEAddressType(rawValue: 0x00)
-    public static let random = LEAddressType(rawValue: 0x01)
-    /// Resolved by the controller from a resolvable private address to a public identity.
-    public static let publicIdentity = LEAddressType(rawValue: 0x02)
-    public static let randomIdentity = LEAddressType(rawValue: 0x03)
-    /// Extended reports only: no address was provided (anonymous advertising).
-    public static let anonymous = LEAddressType(rawValue: 0xFF)
-
-    /// The name as a static string, for writers that copy bytes (nil for a value without a name).
-    public var staticName: StaticString? {
-        switch self {
-        case .public: "public"
-        case .random: "random"
-        case .publicIdentity: "public-identity"
-        case .randomIdentity: "random-identity"
-        case .anonymous: "anonymous"
-        default: nil
-        }
-    }
-
-    public var description: String {
-        switch self {
-        case .public: "public"
-        case .random: "random"
-        case .publicIdentity: "public-identity"
-        case .randomIdentity: "random-identity"
-        case .anonymous: "anonymous"
-        default: "address-type(0x\(String(rawValue, radix: 16)))"
-        }
-    }
 }

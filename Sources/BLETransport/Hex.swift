@@ -39,16 +39,52 @@ public enum HexDigits {
     /// The bytes `text` spells in hex, two digits each, ignoring the separators people write (`:`, `-`, spaces);
     /// nil for an odd number of digits or anything else, and when `count` is given and not met.
     public static func parse(_ text: some StringProtocol, count: Int? = nil) -> [UInt8]? {
+        parse(
+            text.utf8, count: count,
+            skipping: { $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: "-") || $0 == 0x20 || $0 == 0x09 })
+    }
+
+    /// Exactly `count` bytes as `2 * count` hex digits and nothing else (keys, identifiers): nil otherwise.
+    public static func parseDigits(_ text: some StringProtocol, count: Int) -> [UInt8]? {
+        parse(text.utf8, count: count, skipping: { _ in false })
+    }
+
+    /// The number `text` spells in at most 16 hex digits and nothing else (no sign, no prefix): nil otherwise.
+    public static func number(_ text: some StringProtocol, digits: Int) -> UInt64? {
+        number(utf8: text.utf8, digits: digits)
+    }
+
+    /// `number` over UTF-8 bytes (a JSON reader's `\uXXXX`).
+    public static func number(utf8: some Collection<UInt8>, digits: Int) -> UInt64? {
+        guard digits <= 16, utf8.count == digits else { return nil }
+        var v: UInt64 = 0
+        for c in utf8 {
+            guard let n = nibble(c) else { return nil }
+            v = v << 4 | UInt64(n)
+        }
+        return v
+    }
+
+    /// The value of one ASCII hex digit; nil for anything else (the fullwidth forms `Character.isHexDigit` accepts
+    /// included).
+    @inlinable public static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): c - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    private static func parse(
+        _ utf8: some Sequence<UInt8>, count: Int?, skipping isSeparator: (UInt8) -> Bool
+    ) -> [UInt8]? {
         var out: [UInt8] = []
         var high: UInt8?
-        for c in text.utf8 {
-            let v: UInt8
-            switch c {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): v = c - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): v = c - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): v = c - UInt8(ascii: "A") + 10
-            case UInt8(ascii: ":"), UInt8(ascii: "-"), UInt8(ascii: " "), UInt8(ascii: "\t"): continue
-            default: return nil
+        for c in utf8 {
+            guard let v = nibble(c) else {
+                if isSeparator(c) { continue }
+                return nil
             }
             if let h = high {
                 out.append(h << 4 | v)

@@ -25,14 +25,13 @@ public enum KernelAdapters {
     /// separated by colons, any case, in the order `hciconfig`/`btmgmt` print it. Returns it in upper case.
     /// Throws `.badSpec` with the reason.
     public static func normalizedAddress(_ text: String) throws -> String {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 6, parts.allSatisfy({ $0.count == 2 && UInt8($0, radix: 16) != nil }) else {
+        guard text.utf8.count == 17, !text.contains("-"), let address = BDAddress(text) else {
             throw TransportError(
                 .badSpec,
                 "bad adapter address \"\(text)\": expected six hex bytes separated by"
                     + " colons, as the kernel prints it (e.g. 00:1A:7D:DA:71:13)")
         }
-        return parts.map { $0.uppercased() }.joined(separator: ":")
+        return address.description
     }
 
     /// The adapter to open for `adapter` ("hci0") when the configuration also names an address: `adapter`
@@ -79,7 +78,7 @@ public enum KernelAdapters {
     public static func address(index: UInt16) -> String? {
         var bytes = [UInt8](repeating: 0, count: 6)
         guard cbt_hci_dev_address(Int32(index), &bytes) == 0 else { return nil }
-        return bytes.reversed().map { hex2($0) }.joined(separator: ":")
+        return BDAddress(bytes: bytes)?.description
     }
 
     /// "hci3" → 3; nil for anything else ("hci3:12", "hcix", "hci03": the kernel never names an adapter so).
@@ -92,8 +91,6 @@ public enum KernelAdapters {
         else { return nil }
         return n
     }
-
-    private static func hex2(_ b: UInt8) -> String { upperHex(b, digits: 2) }
 
     /// Waits until the adapter is back (by address if one is given, else by name), polling the kernel's list
     /// every `interval` up to `timeout`. Returns the adapter's name, or nil when it did not come back in time.

@@ -21,37 +21,31 @@ public struct L2CAPAddress: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
-    /// Least significant byte first, as in `bdaddr_t` and on the air.
-    public let bytes: [UInt8]
+    public let address: BDAddress
     public let type: AddressType
+
+    public init(_ address: BDAddress, type: AddressType) {
+        self.address = address
+        self.type = type
+    }
 
     /// From six bytes, least significant first.
     public init?(bytes: [UInt8], type: AddressType) {
-        guard bytes.count == 6 else { return nil }
-        self.bytes = bytes
-        self.type = type
+        guard let address = BDAddress(bytes: bytes) else { return nil }
+        self.init(address, type: type)
     }
 
-    /// From the usual text form "AA:BB:CC:DD:EE:FF" (most significant byte first); nil if malformed.
+    /// From the text forms `BDAddress` reads ("AA:BB:CC:DD:EE:FF"); nil if malformed.
     public init?(_ text: some StringProtocol, type: AddressType) {
-        let parts = text.split(separator: ":", omittingEmptySubsequences: false)
-        guard parts.count == 6 else { return nil }
-        var out: [UInt8] = []
-        for p in parts.reversed() {
-            guard p.count == 2, let b = UInt8(p, radix: 16) else { return nil }
-            out.append(b)
-        }
-        self.bytes = out
-        self.type = type
+        guard let address = BDAddress(text) else { return nil }
+        self.init(address, type: type)
     }
+
+    /// Least significant byte first, as in `bdaddr_t` and on the air.
+    public var bytes: [UInt8] { address.bytes }
 
     /// The text form without the type, most significant byte first.
-    public var text: String {
-        bytes.reversed().map { b in
-            let h = String(b, radix: 16, uppercase: true)
-            return h.count == 1 ? "0" + h : h
-        }.joined(separator: ":")
-    }
+    public var text: String { address.description }
 
     public var description: String { "\(text) (\(type))" }
 }

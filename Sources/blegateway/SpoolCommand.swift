@@ -2,6 +2,7 @@ import ArgumentParser
 import BLEDomain
 import BLEGateway
 import BLESpool
+import BLETransport
 import Foundation
 
 /// `blegateway spool dead-letters`: the readings the broker can never take as they are, kept in the spool

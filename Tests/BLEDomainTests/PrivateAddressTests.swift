@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 import Crypto
 import Testing
 

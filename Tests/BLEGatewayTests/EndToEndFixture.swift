@@ -1,6 +1,7 @@
 import BLEDomain
 import BLEHCI
 import BLEPublishing
+import BLETransport
 import Foundation
 @testable import BLEGateway
 

@@ -1,6 +1,7 @@
 import BLEDomain
 import BLEHCI
 import BLEPublishing
+import BLETransport
 import Foundation
 import Testing
 @testable import BLEGateway

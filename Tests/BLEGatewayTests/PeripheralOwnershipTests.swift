@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 import Testing
 @testable import BLEGateway
 

@@ -1,5 +1,6 @@
 import BLEDomain
 import BLEHCI
+import BLETransport
 import Foundation
 import Testing
 @testable import BLEGateway

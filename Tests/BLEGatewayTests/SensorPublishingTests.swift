@@ -1,5 +1,6 @@
 import BLEDomain
 import BLEHCI
+import BLETransport
 import Foundation
 import Testing
 
@@ -94,6 +95,18 @@ import Testing
         } throws: { e in
             let text = "\(e)"
             return text.contains("sensors.bindkeys") && text.contains("16 characters") && !text.contains("231d39c1")
+        }
+    }
+
+    /// `Character.isHexDigit` takes the fullwidth forms ("０"–"９", "ａ"–"ｆ"), which no integer parser reads: a key
+    /// of 32 such characters once passed the check and crashed the reader.
+    @Test func aBindkeyOfFullwidthDigitsIsRefusedNotACrash() {
+        var reader = YAMLConfigurationReader()
+        let fullwidth = String(repeating: "\u{FF10}\u{FF41}", count: 16)
+        #expect {
+            try reader.read("sensors:\n  bindkeys:\n    \"A4:C1:38:0A:0B:0C\": \(fullwidth)\n")
+        } throws: { e in
+            "\(e)".contains("32 characters, not all of them hex digits") && !"\(e)".contains(fullwidth)
         }
     }
 

@@ -1,6 +1,7 @@
 import BLEHCI
 import BLEHost
 import BLEPublishing
+import BLETransport
 import Foundation
 import Testing
 @testable import BLEGateway
