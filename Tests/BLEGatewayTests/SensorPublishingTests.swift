@@ -98,15 +98,17 @@ import Testing
         }
     }
 
-    /// `Character.isHexDigit` takes the fullwidth forms ("０"–"９", "ａ"–"ｆ"), which no integer parser reads: a key
-    /// of 32 such characters once passed the check and crashed the reader.
-    @Test func aBindkeyOfFullwidthDigitsIsRefusedNotACrash() {
+    /// `Character.isHexDigit` takes the fullwidth forms ("０"–"９", "ａ"–"ｆ"), which no integer parser reads. Two of
+    /// them (three UTF-8 bytes each) and 26 ASCII digits are 32 bytes: the reader once counted bytes, took the text
+    /// for hex, and crashed on the first pair of bytes that was no number.
+    @Test func aBindkeyWithFullwidthDigitsIsRefusedNotACrash() {
         var reader = YAMLConfigurationReader()
-        let fullwidth = String(repeating: "\u{FF10}\u{FF41}", count: 16)
+        let key = "\u{FF10}\u{FF41}" + String(repeating: "0", count: 26)
+        #expect(key.utf8.count == 32 && key.allSatisfy { $0.isHexDigit })
         #expect {
-            try reader.read("sensors:\n  bindkeys:\n    \"A4:C1:38:0A:0B:0C\": \(fullwidth)\n")
+            try reader.read("sensors:\n  bindkeys:\n    \"A4:C1:38:0A:0B:0C\": \(key)\n")
         } throws: { e in
-            "\(e)".contains("32 characters, not all of them hex digits") && !"\(e)".contains(fullwidth)
+            "\(e)".contains("32 hex digits, found 28 characters") && !"\(e)".contains(key)
         }
     }
 
