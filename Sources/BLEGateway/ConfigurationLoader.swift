@@ -1,3 +1,4 @@
+import BLETransport
 import Foundation
 
 /// Loads the local configuration file: one place that reads it, so `config check` and `run` fail
@@ -53,6 +54,12 @@ public enum ConfigurationLoader {
         _ = try BrokerAddress(parsing: c.mqtt.broker)
         if c.mqtt.reconnectMinSeconds > c.mqtt.reconnectMaxSeconds {
             throw ConfigurationError(path: "mqtt.reconnect_min_s", "must not exceed mqtt.reconnect_max_s")
+        }
+        // Again here, for a mode or device given on the command line after the file was read.
+        if let mode = AdapterMode(rawValue: c.adapter.mode), let spec = try? DeviceSpec(parsing: c.adapter.device),
+            let why = mode.refusal(for: spec)
+        {
+            throw ConfigurationError(path: "adapter.mode", why)
         }
     }
 }

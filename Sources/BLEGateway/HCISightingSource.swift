@@ -86,11 +86,14 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
         adapter: @escaping @Sendable (AdapterReport) -> Void,
         sighting: @escaping @Sendable (Sighting) -> Void
     ) async throws {
-        // Shared mode is always supervised: its adapter's power, blocks and removal are followed only there.
+        if let why = mode.refusal(for: spec) {
+            adapter(AdapterReport(state: .unsupported, device: spec.description, mode: mode.rawValue, reason: why))
+            throw TransportError(.badSpec, why)
+        }
+        // A capture replays once and is never supervised; shared mode always is: its adapter's power, blocks and
+        // removal are followed only there.
         let supervised =
-            mode == .shared && spec.isKernel
-            ? lifecycle ?? AdapterLifecycle.Configuration()
-            : mode == .exclusive && !spec.isCapture ? lifecycle : nil
+            spec.isCapture ? nil : mode == .shared ? lifecycle ?? AdapterLifecycle.Configuration() : lifecycle
         if var lifecycle = supervised {
             // One adapter life for both modes: the lifecycle supervises the session, recovering in place; this
             // returns only when cancelled. In shared mode the session only listens, and the adapter is the
@@ -276,12 +279,6 @@ extension DeviceSpec {
     /// A recorded capture: replayed, never commanded.
     var isCapture: Bool {
         if case .file = self { return true }
-        return false
-    }
-
-    /// A kernel adapter ("hci0"): the only kind shared mode can listen to.
-    var isKernel: Bool {
-        if case .kernel = self { return true }
         return false
     }
 }

@@ -7,11 +7,14 @@ extension YAMLConfigurationReader {
     mutating func adapter(_ node: Node, _ path: String) throws -> GatewayConfiguration.Adapter {
         var a = GatewayConfiguration.Adapter()
         var second: Node?
+        var modeNode: Node?
         for (k, v) in try mapping(node, path) {
             let p = "\(path).\(k)"
             switch k {
             case "device": a.device = try device(v, p)
-            case "mode": a.mode = try oneOf(v, p, ["exclusive", "shared"])
+            case "mode":
+                a.mode = try oneOf(v, p, ["exclusive", "shared"])
+                modeNode = v
             case "address": a.address = try address(v, p)
             case "second_device":
                 a.secondDevice = try device(v, p)
@@ -24,6 +27,11 @@ extension YAMLConfigurationReader {
             case "allow_usb_reset": a.allowUSBReset = try bool(v, p)
             default: unknown(v, p)
             }
+        }
+        if let modeNode, let mode = AdapterMode(rawValue: a.mode), let spec = try? DeviceSpec(parsing: a.device),
+            let why = mode.refusal(for: spec)
+        {
+            throw fail(modeNode, "\(path).mode", why)
         }
         if let second, let device = a.secondDevice {
             // Two adapters are two controllers the gateway owns; a capture commands nothing, and in shared mode the

@@ -94,6 +94,18 @@ public enum AdapterMode: String, Sendable, Hashable, CaseIterable {
     case exclusive
     /// Beside bluetoothd: the kernel scans, the gateway listens (receive-only).
     case shared
+
+    /// Why `spec` cannot be opened in this mode, or nil. Shared mode listens beside the kernel's own stack, so it
+    /// needs an adapter the kernel has (or a capture, which only ever listens): a controller on a socket or a
+    /// serial line has no kernel beside it to share with.
+    public func refusal(for spec: DeviceSpec) -> String? {
+        switch (self, spec) {
+        case (.exclusive, _), (.shared, .kernel), (.shared, .file): nil
+        case (.shared, .unix), (.shared, .tcp), (.shared, .serial):
+            "shared mode listens beside the kernel's Bluetooth stack and needs a kernel adapter (hciN); \(spec) is a"
+                + " controller the gateway reaches itself: use exclusive mode"
+        }
+    }
 }
 
 /// Options that only some transports use.
@@ -136,6 +148,7 @@ private func openBareTransport(
     _ spec: DeviceSpec, mode: AdapterMode, clock: any BLEClock,
     options: TransportOptions
 ) throws -> any HCITransport {
+    if let why = mode.refusal(for: spec) { throw TransportError(.badSpec, why) }
     switch spec {
     case .kernel(let configured):
         let adapter = try KernelAdapters.resolve(adapter: configured, address: options.adapterAddress)

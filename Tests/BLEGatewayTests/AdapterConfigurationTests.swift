@@ -39,6 +39,8 @@ import Testing
         ("adapter:\n  second_address: 00:1B:DC:F0:00:02\n", "adapter.second_address", "second_device"),
         ("adapter:\n  second_device: usb1\n", "adapter.second_device", "expected hciN"),
         ("adapter:\n  silence_timeout_s: 0\n", "adapter.silence_timeout_s", ""),
+        ("adapter:\n  device: unix:/run/c.sock\n  mode: shared\n", "adapter.mode", "needs a kernel adapter (hciN)"),
+        ("adapter:\n  mode: shared\n  device: tcp:127.0.0.1:4500\n", "adapter.mode", "use exclusive mode"),
     ])
     func badAdapterSettingsAreClearErrors(yaml: String, path: String, says: String) {
         var r = YAMLConfigurationReader()
@@ -48,5 +50,19 @@ import Testing
             let c = e as? ConfigurationError
             return c?.path == path && (says.isEmpty || c?.message.contains(says) == true)
         }
+    }
+
+    /// `run --mode shared` overrides the file after it was read: the same refusal, by the key it overrides.
+    @Test func aSharedModeGivenAfterTheFileIsRefusedForAControllerOnASocket() {
+        var c = GatewayConfiguration()
+        c.adapter.device = "unix:/run/c.sock"
+        c.adapter.mode = "shared"
+        #expect {
+            try ConfigurationLoader.validate(c)
+        } throws: { e in
+            (e as? ConfigurationError)?.path == "adapter.mode" && "\(e)".contains("unix:/run/c.sock")
+        }
+        c.adapter.device = "hci0"
+        #expect(throws: Never.self) { try ConfigurationLoader.validate(c) }
     }
 }

@@ -39,4 +39,23 @@ import Testing
         #expect(KernelAdapters.index(of: "hci3") == 3)
         #expect(KernelAdapters.index(of: "eth0") == nil)
     }
+
+    /// Shared mode listens beside the kernel's stack: a controller on a socket or a serial line has none to share
+    /// with, so it is refused by name before anything is opened (it once brought the controller up and scanned).
+    @Test(arguments: ["unix:/run/blegw/ctl.sock", "tcp:localhost:4500", "serial:/dev/ttyAMA0@115200"])
+    func sharedModeRefusesAControllerTheKernelDoesNotHave(text: String) throws {
+        let spec = try DeviceSpec(parsing: text)
+        #expect(AdapterMode.shared.refusal(for: spec)?.contains("needs a kernel adapter (hciN)") == true)
+        #expect(AdapterMode.exclusive.refusal(for: spec) == nil)
+        #expect {
+            try openTransport(spec, mode: .shared, clock: SystemClock(), options: TransportOptions())
+        } throws: { e in
+            (e as? TransportError)?.kind == .badSpec && "\(e)".contains(spec.description)
+        }
+    }
+
+    @Test func sharedModeTakesKernelAdaptersAndCaptures() throws {
+        #expect(AdapterMode.shared.refusal(for: .kernel(adapter: "hci0")) == nil)
+        #expect(AdapterMode.shared.refusal(for: .file(path: "/tmp/c.btsnoop")) == nil)
+    }
 }
