@@ -72,7 +72,7 @@ let package = Package(
         // Benchmarks are an executable, run by `make bench`, never by `make test`.
         .executableTarget(name: "blegateway-bench", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing", "BLESimulator", "BLEGateway",
-            "BLEFleet", .product(name: "Logging", package: "swift-log"),
+            "BLEFleet", "BLETestSupport", .product(name: "Logging", package: "swift-log"),
         ], path: "Benchmarks", exclude: ["c", "peer_bluetooth_data_tools.py"]),
 
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
@@ -82,7 +82,8 @@ let package = Package(
             "BLEDomain", "BLEHCI", "BLETransport", "BLESimulator", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport", "BLETestSupport"]),
-        // Helpers more than one test target needs (a throw-away PKI), in one place.
+        // Helpers more than one test target (and the benchmarks) need, in one place: the mosquitto harness, loopback
+        // ports, a throw-away PKI, `eventually`, tool runs.
         .target(name: "BLETestSupport", path: "Tests/BLETestSupport"),
         .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLETransport", "BLETestSupport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: [
@@ -91,7 +92,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "BLEFleetTests", dependencies: [
-            "BLEFleet", "BLEPublishing", "BLESimulator", "BLEDomain", "BLEHCI", "BLETransport",
+            "BLEFleet", "BLEPublishing", "BLESimulator", "BLEDomain", "BLEHCI", "BLETransport", "BLETestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport"]),

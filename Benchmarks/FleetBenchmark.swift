@@ -1,5 +1,6 @@
 import BLEFleet
 import BLEPublishing
+import BLETestSupport
 import Foundation
 
 /// The fleet service under a synthetic fleet on loopback: `--gateways` × `--beacons` beacon readings a second (by
@@ -20,7 +21,7 @@ func runFleetBenchmark(arguments: [String]) async throws {
     let work = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-bench-\(getpid())")
     try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: work) }
-    let broker = try BenchBroker(directory: work)
+    let broker = try benchBroker(directory: work)
     defer { broker.kill() }
 
     let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()

@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import Foundation
 
 /// Publish throughput of `MQTTClient` against libmosquitto used directly from C (Benchmarks/c/mqtt_pub_bench.c,
@@ -18,7 +19,7 @@ func runMQTTBenchmark(arguments: [String]) async throws {
     defer { try? FileManager.default.removeItem(at: work) }
     let binary = try compileCPublisher(into: work)
 
-    let broker = try BenchBroker(directory: work)
+    let broker = try benchBroker(directory: work)
     defer { broker.kill() }
 
     print("MQTT publish throughput: \(messages) messages of \(size) bytes, window \(window), best of \(rounds)")
@@ -197,55 +198,12 @@ private func swiftThroughput(
     }
 }
 
-/// A mosquitto on a free loopback port for the benchmark (the tests have a fuller one in
-/// Tests/BLEPublishingTests/Support/MosquittoBroker.swift; test code cannot be imported here).
-final class BenchBroker {
-    let port: Int
-    private let process = Process()
-
-    init(directory: URL) throws {
-        let probe = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(probe, $0, length) == 0 && getsockname(probe, $0, &length) == 0
-            }
-        }
-        close(probe)
-        port = Int(UInt16(bigEndian: address.sin_port))
-        let config = directory.appendingPathComponent("mosquitto.conf")
-        var lines = ["listener \(port) 127.0.0.1", "allow_anonymous true", "persistence false"]
-        if getuid() == 0 { lines.append("user root") }
-        try (lines.joined(separator: "\n") + "\n").write(to: config, atomically: true, encoding: .utf8)
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/mosquitto")
-        process.arguments = ["-c", config.path]
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        for _ in 0..<500 {
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var target = address
-            let ok = withUnsafePointer(to: &target) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-                }
-            }
-            close(fd)
-            if ok { return }
-            usleep(10_000)
-        }
-        kill()
-        throw BenchError(message: "mosquitto did not listen on \(port)")
-    }
-
-    func kill() {
-        if process.isRunning {
-            Foundation.kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-        }
-    }
+/// The tests' mosquitto harness, quiet: a log line per message would cost the broker more than the client measured.
+func benchBroker(directory: URL) throws -> Mosquitto {
+    let broker = try Mosquitto(directory: directory)
+    broker.verbose = false
+    try broker.start()
+    return broker
 }
 
 private struct BenchError: Error, CustomStringConvertible {

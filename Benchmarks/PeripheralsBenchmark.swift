@@ -2,6 +2,7 @@ import BLEGateway
 import BLEPublishing
 import BLESimulator
 import BLESpool
+import BLETestSupport
 import BLETransport
 import Foundation
 import Logging
@@ -80,7 +81,7 @@ private func measurePeripherals(
     try? FileManager.default.removeItem(at: work)
     try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: work) }
-    let broker = try BenchBroker(directory: work)
+    let broker = try benchBroker(directory: work)
     defer { broker.kill() }
 
     let addresses = (1...count).map { String(format: "00:1B:DC:30:00:%02X", $0) }

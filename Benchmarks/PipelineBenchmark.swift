@@ -1,5 +1,6 @@
 import BLEPublishing
 import BLESpool
+import BLETestSupport
 import BLETransport
 import Foundation
 
@@ -18,7 +19,7 @@ func runPipelineBenchmark(arguments: [String]) async throws {
     let work = FileManager.default.temporaryDirectory.appendingPathComponent("pipeline-bench-\(getpid())")
     try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: work) }
-    let broker = try BenchBroker(directory: work)
+    let broker = try benchBroker(directory: work)
     defer { broker.kill() }
 
     let spool = try Spool(configuration: SpoolConfiguration(path: work.appendingPathComponent("spool.sqlite").path))

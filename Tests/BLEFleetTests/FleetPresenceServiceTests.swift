@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Logging
 import Testing
@@ -28,11 +29,11 @@ import Testing
         return nil
     }
 
-    @Test(.enabled(if: LocalBroker.isAvailable), .timeLimit(.minutes(1)))
+    @Test(.enabled(if: Mosquitto.isAvailable), .timeLimit(.minutes(1)))
     func beaconReadingsBecomeARetainedRoomAHomeAssistantTrackerAndFollowAPushedSite() async throws {
-        let broker = try LocalBroker()
+        let broker = try Mosquitto()
         try broker.start()
-        let http = try freeLoopbackPort()
+        let http = try Loopback.freePort()
         let tests = FleetServiceTests()
         let site = try SiteDescription(text: SiteDescriptionTests.office)
         var config = FleetConfiguration(mqtt: tests.mqtt(port: broker.port, role: "presence"),

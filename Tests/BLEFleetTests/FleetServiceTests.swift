@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Logging
 import Testing
@@ -27,11 +28,11 @@ import Testing
 
     func brokerConnected(_ view: [String: Any]) -> Bool? { (view["broker"] as? [String: Any])?["connected"] as? Bool }
 
-    @Test(.enabled(if: LocalBroker.isAvailable), .timeLimit(.minutes(1)))
+    @Test(.enabled(if: Mosquitto.isAvailable), .timeLimit(.minutes(1)))
     func theOverviewFollowsTheBrokerLiveAndSurvivesItsOutage() async throws {
-        let broker = try LocalBroker()
+        let broker = try Mosquitto()
         try broker.start()
-        let http = try freeLoopbackPort()
+        let http = try Loopback.freePort()
         var config = FleetConfiguration(mqtt: mqtt(port: broker.port, role: "fleet"),
                                         brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: "t")
         config.listenPort = http
@@ -54,7 +55,7 @@ import Testing
             let metrics = try await offPool { try httpGet("http://127.0.0.1:\(http)/metrics") }
             #expect(metrics.contains("blegateway_gateway_up{gateway=\"gw-a\"} 1\n"))
 
-            broker.stop()
+            broker.kill()
             let gone = await events.next { brokerConnected($0) == false }
             #expect(gone != nil, "the page never said the broker was gone")
             try broker.start()
@@ -83,14 +84,14 @@ import Testing
         Set((v?["gateways"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String })
     }
 
-    @Test(.enabled(if: LocalBroker.isAvailable), .timeLimit(.minutes(1)))
+    @Test(.enabled(if: Mosquitto.isAvailable), .timeLimit(.minutes(1)))
     func twoInstancesWithDisjointSitesOnOneBrokerSeeOnlyTheirOwn() async throws {
-        let broker = try LocalBroker()
+        let broker = try Mosquitto()
         try broker.start()
         let tests = FleetServiceTests()
         var services: [(FleetService, Int)] = []
         for site in ["acme/site-a", "acme/site-b"] {
-            let http = try freeLoopbackPort()
+            let http = try Loopback.freePort()
             let role = site.replacingOccurrences(of: "/", with: "-")
             var c = FleetConfiguration(mqtt: tests.mqtt(port: broker.port, role: role),
                                        brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: site)
@@ -126,12 +127,12 @@ import Testing
 
     /// One instance can follow a list of sites: it sees every gateway of both, each with its site, and receives
     /// nothing of a third site on the same broker.
-    @Test(.enabled(if: LocalBroker.isAvailable), .timeLimit(.minutes(1)))
+    @Test(.enabled(if: Mosquitto.isAvailable), .timeLimit(.minutes(1)))
     func oneInstanceFollowsAListOfSitesAndNothingElse() async throws {
-        let broker = try LocalBroker()
+        let broker = try Mosquitto()
         try broker.start()
         let tests = FleetServiceTests()
-        let http = try freeLoopbackPort()
+        let http = try Loopback.freePort()
         var c = FleetConfiguration(mqtt: tests.mqtt(port: broker.port, role: "two-sites"),
                                    brokerURL: "mqtt://127.0.0.1:\(broker.port)", sites: ["acme/site-a", "acme/site-b"])
         c.listenPort = http

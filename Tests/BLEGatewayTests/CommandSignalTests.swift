@@ -1,3 +1,4 @@
+import BLETestSupport
 import Foundation
 import Testing
 
@@ -38,13 +39,13 @@ import Testing
         #expect(printed.allSatisfy { $0.count >= 4 && $0.count % 2 == 0 && $0.allSatisfy(\.isHexDigit) })
     }
 
-    @Test(.enabled(if: PersistentBroker.isAvailable, "mosquitto is not installed"), arguments: [SIGINT, SIGTERM])
+    @Test(.enabled(if: Mosquitto.isAvailable, "mosquitto is not installed"), arguments: [SIGINT, SIGTERM])
     func watchRecordStoppedBySignalKeepsEveryMessageItCounted(signal: Int32) async throws {
         let dir = try CaptureReplayCommandTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let broker = try PersistentBroker(directory: URL(fileURLWithPath: dir))
+        let broker = try Mosquitto(directory: URL(fileURLWithPath: dir), persistence: true)
         try broker.start()
-        defer { broker.stop() }
+        defer { broker.terminate() }
         // Retained before the watch starts, so the watch receives all of them on subscribing.
         let count = 40
         for i in 0..<count {

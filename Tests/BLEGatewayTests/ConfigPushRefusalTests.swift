@@ -6,21 +6,15 @@ import Testing
 /// `config push` refuses what the gateway would refuse, from what the gateway reports on its retained `config/state`
 /// (it used to send unsigned and lower-version documents to a gateway that requires signatures): the real command
 /// against a real mosquitto on loopback.
-@Suite(.enabled(if: PersistentBroker.isAvailable), .serialized)
+@Suite(.enabled(if: Mosquitto.isAvailable), .serialized)
 struct ConfigPushRefusalTests {
-    final class Broker {
-        let child: Child
-        let port: Int
-        init(_ directory: URL) throws { (child, port) = try PersistentBroker.plain(in: directory) }
-        var url: String { "mqtt://127.0.0.1:\(port)" }
-    }
-
     @Test func pushRefusesUnsignedLowerOrWronglySignedDocumentsAndSendsASignedTombstone() throws {
         let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("push-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let broker = try Broker(dir)
-        defer { broker.child.stop() }
+        let broker = try Mosquitto(directory: dir)
+        try broker.start()
+        defer { broker.kill() }
         func file(_ name: String, _ text: String) throws -> String {
             let url = dir.appendingPathComponent(name)
             try text.write(to: url, atomically: true, encoding: .utf8)

@@ -2,6 +2,7 @@ import BLEDomain
 import BLEGateway
 import BLEPublishing
 import BLESimulator
+import BLETestSupport
 import BLETransport
 import Foundation
 import Logging
@@ -11,7 +12,7 @@ extension EndToEndSuites {
     /// Two adapters through the whole gateway: two simulated controllers side by side (two H4 sockets), the primary
     /// scanning and the secondary keeping a sensor connected, against a real mosquitto. Each dongle is pulled out in
     /// turn; the other carries both duties until it is back and has stayed for the handback time. Virtual seconds.
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct DualAdapterEndToEndTests {
         static let scenario = """
@@ -39,7 +40,7 @@ extension EndToEndSuites {
         @Test func eachAdapterCarriesBothDutiesWhileTheOtherIsUnpluggedAndGetsItsOwnBackAfterTheHandback() async throws {
             signal(SIGPIPE, SIG_IGN)
             let f = try EndToEndSuites.Fixture()
-            defer { f.broker.stop() }
+            defer { f.broker.terminate() }
             let clock = ScaledClock(factor: 2)
             var options = SimulatorOptions(socketDirectory: f.directory.appendingPathComponent("sim").path)
             options.duration = 120

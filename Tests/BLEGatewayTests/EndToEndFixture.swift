@@ -1,12 +1,13 @@
 import BLEDomain
 import BLEHCI
 import BLEPublishing
+import BLETestSupport
 import BLETransport
 import Foundation
 @testable import BLEGateway
 
 /// The end-to-end fixture the suites share: a gateway running in this process over a scripted source, a real
-/// mosquitto (`PersistentBroker`), and an observer of every message under the gateway's topics.
+/// mosquitto (`Mosquitto`, persistent), and an observer of every message under the gateway's topics.
 extension EndToEndSuites {
     /// Two beacons, named "A" and "B", each heard every 10 ms. Notes the configuration in force when it starts.
     final class Source: SightingSource, @unchecked Sendable {
@@ -84,7 +85,7 @@ extension EndToEndSuites {
 
     struct Fixture {
         let directory: URL
-        let broker: PersistentBroker
+        let broker: Mosquitto
         let prefix = "rc\(UInt32.random(in: 0...UInt32.max))"
         let gateway = "gw-rc"
         var stateTopic: String { "\(prefix)/\(gateway)/config/state" }
@@ -94,7 +95,7 @@ extension EndToEndSuites {
         init() throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("rc-e2e-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            broker = try PersistentBroker(directory: directory)
+            broker = try Mosquitto(directory: directory, persistence: true)
             try broker.start()
         }
 

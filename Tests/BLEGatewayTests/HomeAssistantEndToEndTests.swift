@@ -1,5 +1,6 @@
 import BLEDomain
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Testing
 @testable import BLEGateway
@@ -9,7 +10,7 @@ extension EndToEndSuites {
     /// scripted source): documents retained without the envelope, again on Home Assistant's birth message, emptied
     /// when remote configuration turns discovery off. Home Assistant itself: Tests/homeassistant (make
     /// test-homeassistant).
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(1)), .serialized)
     struct HomeAssistantEndToEndTests {
         /// Every message on a filter, payloads as they came (an empty one too), with the retain flag.
@@ -38,7 +39,7 @@ extension EndToEndSuites {
 
         @Test func discoveryIsRetainedWithoutTheEnvelopeAgainOnTheBirthMessageAndEmptiedWhenTurnedOff() async throws {
             let f = try Fixture()
-            defer { f.broker.stop() }
+            defer { f.broker.terminate() }
             let prefix = "\(f.prefix)-ha"
             let topic = "\(prefix)/device/blegateway_\(f.gateway)/config"
             var c = f.configuration()

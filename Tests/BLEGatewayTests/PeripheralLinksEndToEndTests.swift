@@ -3,6 +3,7 @@ import BLEGateway
 import BLEHCI
 import BLEPublishing
 import BLESimulator
+import BLETestSupport
 import BLETransport
 import Foundation
 import Logging
@@ -12,7 +13,7 @@ extension EndToEndSuites {
     /// Peripheral links through the whole gateway: the simulator's controller over its H4 socket, the gateway's runtime
     /// (connection manager, ACL/L2CAP/ATT, GATT client, spool, MQTT) against a real mosquitto, and a subscriber reading
     /// what an operator would read. Both sides follow one `ScaledClock`; times below are virtual seconds.
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct PeripheralLinksEndToEndTests {
         /// Five sensors near one gateway, and a fault drill: sensors that lose power and come back (supervision timeout
@@ -55,7 +56,7 @@ extension EndToEndSuites {
         @Test func fivePeripheralsStayConnectedThroughTheFaultDrillAndTheStateTopicsEndTrue() async throws {
             signal(SIGPIPE, SIG_IGN)
             let f = try EndToEndSuites.Fixture()
-            defer { f.broker.stop() }
+            defer { f.broker.terminate() }
             let dir = f.directory.appendingPathComponent("sim")
             let clock = ScaledClock(factor: 4)
             var options = SimulatorOptions(socketDirectory: dir.path)

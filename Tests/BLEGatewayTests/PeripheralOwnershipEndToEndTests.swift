@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ extension EndToEndSuites {
     /// another within the lease + 5 s; a sensor carried from the lobby into the lab moves to the lab's gateway by the
     /// margin rule within the lease + 5 s of arriving; and at no moment do two gateways hold a link to the same sensor
     /// (link intervals from every gateway's retained state stream, by their own timestamps).
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(5)), .serialized)
     struct PeripheralOwnershipEndToEndTests {
         struct StateEvent: Sendable {
@@ -110,7 +111,7 @@ extension EndToEndSuites {
             try (office.replacingOccurrences(of: standing, with: walking)
                 + "\nfaults:\n  - {at_s: 75, gateway: gw-lab, type: power_off, duration_s: 30}\n")
                 .write(to: scenario, atomically: true, encoding: .utf8)
-            let broker = try PersistentBroker(directory: root)
+            let broker = try Mosquitto(directory: root, persistence: true)
             try broker.start()
             let bin = BuiltProducts.blegateway
             let sim = try Child(bin, ["sim", "--scenario", scenario.path, "--socket-dir", simDir.path, "--speed", "1",

@@ -2,6 +2,7 @@ import BLEDomain
 import BLEGateway
 import BLEPublishing
 import BLESimulator
+import BLETestSupport
 import BLETransport
 import Foundation
 import Logging
@@ -10,7 +11,7 @@ import Testing
 extension EndToEndSuites {
     /// Peripherals configured remotely, applied without a restart: a retained per-gateway document that names a sensor
     /// makes the gateway connect it and subscribe; a document without it lets it go.
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct PeripheralRemoteConfigTests {
         static let scenario = """
@@ -24,7 +25,7 @@ extension EndToEndSuites {
         @Test func aRemoteDocumentAddsThenRemovesAPeripheralWithoutARestart() async throws {
             signal(SIGPIPE, SIG_IGN)
             let f = try EndToEndSuites.Fixture()
-            defer { f.broker.stop() }
+            defer { f.broker.terminate() }
             let clock = ScaledClock(factor: 2)
             let simulator = try Simulator(
                 scenario: try ScenarioLoader.parse(Self.scenario),

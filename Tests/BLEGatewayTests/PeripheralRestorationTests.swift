@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Testing
 
@@ -7,7 +8,7 @@ extension EndToEndSuites {
     /// real mosquitto. A gateway killed with SIGKILL (quit by the system, a crash, a reboot: nothing but the
     /// configuration, the spool and the broker's retained messages survive) and one stopped with SIGTERM (quit by the
     /// user) both come back to every intent and subscription without an operator, and no retained state stays stale.
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct PeripheralRestorationTests {
         static let scenario = """
@@ -34,9 +35,9 @@ extension EndToEndSuites {
             let simDir = root.appendingPathComponent("sim")
             try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: root) }
-            let broker = try PersistentBroker(directory: root)
+            let broker = try Mosquitto(directory: root, persistence: true)
             try broker.start()
-            defer { broker.stop() }
+            defer { broker.terminate() }
             let bin = BuiltProducts.blegateway
             let scenario = root.appendingPathComponent("scenario.yaml")
             try Self.scenario.write(to: scenario, atomically: true, encoding: .utf8)

@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Testing
 @testable import BLEGateway
@@ -7,7 +8,7 @@ extension EndToEndSuites {
     /// An operator's ACL mistake, fixed with a reload, seen from the outside: under MQTT 5 the broker refuses the
     /// gateway's beacon readings (0x87 Not authorized) while it still takes its status; the status says so
     /// (`publish_refused`), and once the ACL allows them every refused reading arrives and the status says it is over.
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct PublishRefusalEndToEndTests {
         @Test func theStatusSaysWhileTheBrokerRefusesAndEveryRefusedReadingArrivesAfterTheReload() async throws {
@@ -20,8 +21,10 @@ extension EndToEndSuites {
             try "topic read #\ntopic write \(prefix)/gw-r/status\ntopic write \(prefix)/gw-r/health\n"
                 .appending("topic write \(prefix)/gw-r/adapter\ntopic write \(prefix)/gw-r/config/state\n")
                 .write(to: acl, atomically: true, encoding: .utf8)
-            let (broker, port) = try PersistentBroker.plain(in: dir, ["acl_file \(acl.path)"])
-            defer { broker.stop(SIGTERM, limit: .seconds(5)) }
+            let broker = try Mosquitto(directory: dir, configuration: ["acl_file \(acl.path)"])
+            try broker.start()
+            defer { broker.terminate(limit: .seconds(5)) }
+            let port = broker.port
 
             let observer = try Observer(port: port, filter: "\(prefix)/gw-r/#")
             defer { observer.stop() }
@@ -56,7 +59,7 @@ extension EndToEndSuites {
 
             // The operator fixes the ACL and reloads.
             try "topic readwrite #\n".write(to: acl, atomically: true, encoding: .utf8)
-            kill(broker.process.processIdentifier, SIGHUP)
+            broker.reload()
             do {
                 try await EndToEndSuites.waitFor("beacons", limit: .seconds(90)) { observer.beacons(after: 0).count >= 20 }
             } catch {

@@ -1,6 +1,7 @@
 import BLEDomain
 import BLEHCI
 import BLEPublishing
+import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
@@ -9,7 +10,7 @@ import Testing
 extension EndToEndSuites {
     /// Regions through the whole gateway, against a real mosquitto: the runtime in this process over a scripted source,
     /// the retained region topic read back by a subscriber. Real time with a 1 s exit timeout; waits have wide guards.
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct RegionsEndToEndTests {
         /// One iBeacon (UUID E2C56DB5-…, major 1, minor 7) and one device behind a resolvable private address
@@ -54,7 +55,7 @@ extension EndToEndSuites {
 
         @Test func aBeaconEntersThenExitsAfterTheTimeoutAndARecoveryIsNoFalseExit() async throws {
             let f = try EndToEndSuites.Fixture()
-            defer { f.broker.stop() }
+            defer { f.broker.terminate() }
             let topic = "\(f.prefix)/\(f.gateway)/regions/lobby"
             let badgeTopic = "\(f.prefix)/\(f.gateway)/regions/badge"
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/regions/+")

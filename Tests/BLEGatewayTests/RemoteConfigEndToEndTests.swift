@@ -1,18 +1,19 @@
 import BLEDomain
 import BLEHCI
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Testing
 @testable import BLEGateway
 
 extension EndToEndSuites {
     /// Remote configuration against a real mosquitto, with the gateway running in this process over a scripted source.
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct RemoteConfigEndToEndTests {
         @Test func aRetainedConfigPresentAtConnectIsInForceBeforeTheFirstScan() async throws {
             let f = try Fixture()
-            defer { f.broker.stop() }
+            defer { f.broker.terminate() }
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/#")
             defer { observer.stop() }
             try await observer.publish(f.fleetTopic, Array(#"{"version": 3, "publishing": {"ranging_interval_s": 0.3}}"#.utf8))
@@ -43,7 +44,7 @@ extension EndToEndSuites {
 
         @Test func aChangeMidRunAppliesAndNoReadingIsLostAcrossIt() async throws {
             let f = try Fixture()
-            defer { f.broker.stop() }
+            defer { f.broker.terminate() }
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
             defer { observer.stop() }
             let (runtime, _, task) = try f.start(f.configuration())
@@ -83,7 +84,7 @@ extension EndToEndSuites {
 
         @Test func malformedDocumentsAreEachRejectedOnConfigStateWhileTheGatewayKeepsRunning() async throws {
             let f = try Fixture()
-            defer { f.broker.stop() }
+            defer { f.broker.terminate() }
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
             defer { observer.stop() }
             let (runtime, _, task) = try f.start(f.configuration())
@@ -120,7 +121,7 @@ extension EndToEndSuites {
 
         @Test func theStoredConfigComesBackWithoutABrokerAndAnEmptyRetainedDocumentFallsBackToTheFile() async throws {
             let f = try Fixture()
-            defer { f.broker.stop() }
+            defer { f.broker.terminate() }
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
             defer { observer.stop() }
             var c = f.configuration()
@@ -134,7 +135,7 @@ extension EndToEndSuites {
             }
             // No broker: the stored layer is in force at the first scan.
             var offline = c
-            offline.mqtt.broker = "mqtt://127.0.0.1:\(try PersistentBroker.freePort())"
+            offline.mqtt.broker = "mqtt://127.0.0.1:\(try Loopback.freePort())"
             do {
                 let (_, source, task) = try f.start(offline)
                 try await EndToEndSuites.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
@@ -171,7 +172,7 @@ extension EndToEndSuites {
 
         @Test func withAPublicKeyOnlySignedDocumentsApplyAndAnOlderVersionIsRefused() async throws {
             let f = try Fixture()
-            defer { f.broker.stop() }
+            defer { f.broker.terminate() }
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
             defer { observer.stop() }
             let (privateKey, publicKey) = ConfigSigning.generateKeyPair()

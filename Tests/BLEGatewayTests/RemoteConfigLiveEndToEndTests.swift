@@ -2,6 +2,7 @@ import BLEDomain
 import BLEHCI
 import BLEPublishing
 import BLESimulator
+import BLETestSupport
 import BLETransport
 import Foundation
 import Logging
@@ -11,7 +12,7 @@ import Testing
 extension EndToEndSuites {
     /// Remote documents that change what is not read per sighting — regions, scan parameters — against a real
     /// mosquitto, with the gateway running in this process.
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct RemoteConfigLiveEndToEndTests {
         static func waitFor(_ what: String, limit: Duration = .seconds(15), _ done: () -> Bool) async throws {
@@ -24,7 +25,7 @@ extension EndToEndSuites {
         static func stopping<T>(_ f: Fixture, _ body: () async throws -> T) async throws -> T {
             func stop() async {
                 await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                    Thread { f.broker.stop(); done.resume() }.start()
+                    Thread { f.broker.terminate(); done.resume() }.start()
                 }
             }
             do {

@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Testing
 @testable import BLEGateway
@@ -14,7 +15,7 @@ enum Amqtt {
     /// amqtt on a free port of 127.0.0.1, anonymous clients allowed, its configuration and log in `directory`;
     /// returns once it accepts connections.
     static func start(in directory: URL) async throws -> (child: Child, port: Int) {
-        let port = try PersistentBroker.freePort()
+        let port = try Loopback.freePort()
         try """
             listeners:
               default:
@@ -27,7 +28,7 @@ enum Amqtt {
         let child = try Child.unmasked(executable, ["-c", directory.appendingPathComponent("amqtt.yaml").path],
                                        log: directory.appendingPathComponent("amqtt.log").path)
         try await EndToEndSuites.waitFor("amqtt", limit: .seconds(20)) {
-            PersistentBroker.accepts(port)
+            Loopback.accepts(port: port)
         }
         return (child, port)
     }

@@ -1,6 +1,7 @@
 import BLEDomain
 import BLEHCI
 import BLESimulator
+import BLETestSupport
 import BLETransport
 import Foundation
 import Logging
@@ -14,7 +15,7 @@ extension EndToEndSuites {
     /// `…/sensors/<address>`: every format arrives, with the simulator's values, each packet once (the repeats it
     /// advertises in between are dropped before the spool and counted in health), all matching schema/v1.
     @Suite(
-        .enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+        .enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
         .timeLimit(.minutes(2)), .serialized)
     struct SensorsEndToEndTests {
         /// Four sensors next to the gateway, a new packet every second of virtual time, advertising every 100 ms.
@@ -45,7 +46,7 @@ extension EndToEndSuites {
             signal(SIGPIPE, SIG_IGN)
             let f = try EndToEndSuites.Fixture()
             defer {
-                f.broker.stop()
+                f.broker.terminate()
                 try? FileManager.default.removeItem(at: f.directory)
             }
             let scenario = try ScenarioLoader.parse(Self.yaml)

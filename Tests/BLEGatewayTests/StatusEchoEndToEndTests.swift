@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Testing
 @testable import BLEGateway
@@ -7,7 +8,7 @@ extension EndToEndSuites {
     /// MQTT 3.1.1 and an ACL that denies the gateway's status: mosquitto acknowledges each denied publish as if
     /// delivered, so nothing can keep those readings; the gateway notices that its own online status never comes back
     /// and says so on its health topic (which the ACL lets through). With the status allowed, it says nothing.
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct StatusEchoEndToEndTests {
         @Test(arguments: [true, false])
@@ -21,8 +22,10 @@ extension EndToEndSuites {
             let acl = "topic read #\ntopic write \(prefix)/gw-echo/health\n"
                 + (statusDenied ? "" : "topic write \(prefix)/gw-echo/status\n")
             try acl.write(to: dir.appendingPathComponent("acl"), atomically: true, encoding: .utf8)
-            let (broker, port) = try PersistentBroker.plain(in: dir, ["acl_file \(dir.appendingPathComponent("acl").path)"])
-            defer { broker.stop(SIGTERM, limit: .seconds(5)) }
+            let broker = try Mosquitto(directory: dir, configuration: ["acl_file \(dir.appendingPathComponent("acl").path)"])
+            try broker.start()
+            defer { broker.terminate(limit: .seconds(5)) }
+            let port = broker.port
 
             let observer = try Observer(port: port, filter: "\(prefix)/gw-echo/health")
             defer { observer.stop() }

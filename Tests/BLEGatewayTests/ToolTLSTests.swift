@@ -4,7 +4,7 @@ import Testing
 
 /// The tools join a broker that requires mutual TLS (docs/DEPLOY.md) with `--ca-file`, `--cert-file` and
 /// `--key-file`, and say why when they cannot: the real command against a real mosquitto with a throw-away PKI.
-@Suite(.enabled(if: PersistentBroker.isAvailable && TestCertificates.isAvailable, "needs mosquitto and openssl"),
+@Suite(.enabled(if: Mosquitto.isAvailable && TestCertificates.isAvailable, "needs mosquitto and openssl"),
        .serialized)
 struct ToolTLSTests {
     @Test func configGetJoinsAMutualTLSBrokerWithTheTLSFilesAndNamesWhatIsWrongWithout() throws {
@@ -12,11 +12,13 @@ struct ToolTLSTests {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let pki = try TestCertificates(in: dir)
-        let (broker, port) = try PersistentBroker.plain(in: dir, [
-            "cafile \(pki.caFile)", "certfile \(pki.serverCertificate)", "keyfile \(pki.serverKey)",
-            "require_certificate true",
-        ])
-        defer { broker.stop() }
+        let broker = try Mosquitto(directory: dir)
+        broker.tls = Mosquitto.TLSListener(
+            caFile: pki.caFile, certificateFile: pki.serverCertificate, keyFile: pki.serverKey,
+            requireClientCertificate: true)
+        try broker.start()
+        defer { broker.kill() }
+        let port = broker.port
         let published = try ToolRun.run("/usr/bin/mosquitto_pub", [
             "-h", "127.0.0.1", "-p", "\(port)", "--cafile", pki.caFile, "--cert", pki.clientCertificate,
             "--key", pki.clientKey, "-r", "-q", "1", "-t", "site/gw-1/config", "-m", #"{"version": 3}"#])

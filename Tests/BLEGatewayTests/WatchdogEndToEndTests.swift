@@ -1,3 +1,4 @@
+import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
@@ -8,7 +9,7 @@ extension EndToEndSuites {
     /// READY=1 once the gateway runs, WATCHDOG=1 while it makes progress; a broker frozen with SIGSTOP (the
     /// connection stays up, nothing is acknowledged, readings pile up) wedges the publisher and the feeding stops, so
     /// systemd would restart the gateway; once the broker answers again the feeding resumes.
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct WatchdogEndToEndTests {
         /// A datagram socket bound at a path, collecting what arrives on a thread of its own until `stop()`.
@@ -57,11 +58,13 @@ extension EndToEndSuites {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("watchdog-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: dir) }
-            let (broker, port) = try PersistentBroker.plain(in: dir)
+            let broker = try Mosquitto(directory: dir)
+            try broker.start()
             defer {
-                broker.signal(SIGCONT)
-                broker.stop(SIGTERM, limit: .seconds(5))
+                broker.resume()
+                broker.terminate(limit: .seconds(5))
             }
+            let port = broker.port
             let socket = try NotifySocket(path: dir.appendingPathComponent("notify").path)
             defer { socket.stop() }
 
@@ -85,7 +88,7 @@ extension EndToEndSuites {
             try await EndToEndSuites.waitFor("READY=1 and the watchdog fed", limit: .seconds(20)) {
                 socket.count("READY=1") == 1 && socket.count("WATCHDOG=1") >= 3
             }
-            broker.signal(SIGSTOP)
+            broker.pause()
             try await EndToEndSuites.waitFor("the publisher reported stalled", limit: .seconds(20)) {
                 socket.count("STATUS=publisher stalled") >= 1
             }
@@ -93,7 +96,7 @@ extension EndToEndSuites {
             try await Task.sleep(for: .seconds(4))  // two watchdog intervals: systemd would have restarted it
             #expect(socket.count("WATCHDOG=1") == fed, "the watchdog was fed while the publisher was stalled")
 
-            broker.signal(SIGCONT)
+            broker.resume()
             try await EndToEndSuites.waitFor("the watchdog fed again", limit: .seconds(20)) {
                 socket.count("WATCHDOG=1") > fed
             }

@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
@@ -7,7 +8,7 @@ extension EndToEndSuites {
     /// The gateway's promise, end to end: a real broker, the simulator's office, and the gateway as a real process.
     /// Every reading that became durable reaches the subscriber however the broker and the gateway are treated;
     /// QoS 1 duplicates are allowed, gaps in `seq` are not.
-    @Suite(.enabled(if: PersistentBroker.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(8)), .serialized)
     struct ZeroLossTests {
         struct Received: Sendable {
@@ -64,7 +65,7 @@ extension EndToEndSuites {
         @Test func noDurableReadingIsLostAcrossBrokerRestartsAnOutageAndGatewayKills() async throws {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("zeroloss-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
-            let broker = try PersistentBroker(directory: root)
+            let broker = try Mosquitto(directory: root, persistence: true)
             try broker.start()
             let bin = BuiltProducts.blegateway
             let (sim, socket) = try await Self.startOffice(in: root)
@@ -97,12 +98,12 @@ extension EndToEndSuites {
             // 10 broker restarts.
             for _ in 0..<10 {
                 try await Task.sleep(for: .milliseconds(Int.random(in: 300...1200, using: &rng)))
-                broker.stop()
+                broker.terminate()
                 try broker.start()
             }
             // A minute without a broker: the spool holds everything.
             try await Task.sleep(for: .seconds(1))
-            broker.stop()
+            broker.terminate()
             try await Task.sleep(for: .seconds(60))
             try broker.start()
             try await Task.sleep(for: .seconds(5))

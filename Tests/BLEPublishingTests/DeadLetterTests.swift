@@ -1,4 +1,5 @@
 import BLESpool
+import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
@@ -6,7 +7,7 @@ import Testing
 
 /// A reading the broker can never take, whichever way it says so, goes to the spool's dead letters, kept whole;
 /// the readings behind it flow. Against a real mosquitto, both protocol versions, both of its limits.
-@Suite(.enabled(if: MosquittoBroker.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+@Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
        .timeLimit(.minutes(2)), .serialized)
 struct DeadLetterTests {
     struct Poison: Sendable, CustomTestStringConvertible {
@@ -48,7 +49,7 @@ struct DeadLetterTests {
                 clockSynchronized: true, run: "00c0ffee")
     }
 
-    func withPublisher(_ broker: MosquittoBroker, _ version: MQTTProtocolVersion, spool: Spool, maxPayloadBytes: Int = 0,
+    func withPublisher(_ broker: Mosquitto, _ version: MQTTProtocolVersion, spool: Spool, maxPayloadBytes: Int = 0,
                        _ body: @Sendable (MQTTClient, SpoolPublisher) async throws -> Void) async throws {
         let client = MQTTClient(configuration: testConfiguration(broker, protocolVersion: version))
         let publisher = SpoolPublisher(spool: spool, client: client, window: 8, clock: SystemClock(),

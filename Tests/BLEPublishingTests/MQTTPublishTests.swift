@@ -1,8 +1,9 @@
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Testing
 
-@Suite(.enabled(if: MosquittoBroker.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+@Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
        .timeLimit(.minutes(1)))
 struct MQTTPublishTests {
     @Test(arguments: [MQTTQoS.atMostOnce, .atLeastOnce, .exactlyOnce])
@@ -32,7 +33,7 @@ struct MQTTPublishTests {
 
     @Test func publishWhileDisconnectedFailsAtOnceInsteadOfQueueing() async throws {
         var configuration = MQTTConfiguration()
-        configuration.port = try MosquittoBroker.freePort()
+        configuration.port = try Loopback.freePort()
         let client = MQTTClient(configuration: configuration)
         await #expect(throws: MQTTError.self) {
             try await client.publish(MQTTMessage(topic: "t", payload: [1]))

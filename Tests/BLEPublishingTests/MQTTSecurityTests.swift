@@ -4,14 +4,14 @@ import BLETransport
 import Foundation
 import Testing
 
-@Suite(.enabled(if: MosquittoBroker.isAvailable && TestCertificates.isAvailable, "needs mosquitto and openssl"),
+@Suite(.enabled(if: Mosquitto.isAvailable && TestCertificates.isAvailable, "needs mosquitto and openssl"),
        .timeLimit(.minutes(1)))
 struct MQTTTLSTests {
     /// Mutual TLS: the broker requires a client certificate; the client verifies the broker against the test CA
     /// (hostname verification on: the server certificate names 127.0.0.1) and unlocks its encrypted key with a
     /// passphrase read from a file.
     @Test func tlsWithTheRightCAAndAClientCertificateConnectsAndPublishes() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try Mosquitto()
         let pki = try TestCertificates(in: broker.directory)
         broker.tls = .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, keyFile: pki.serverKey,
                            requireClientCertificate: true)
@@ -28,7 +28,7 @@ struct MQTTTLSTests {
     }
 
     @Test func aBrokerCertificateFromAnUntrustedCAIsRefusedWithATLSError() async throws {
-        let broker = try MosquittoBroker()
+        let broker = try Mosquitto()
         let pki = try TestCertificates(in: broker.directory)
         broker.tls = .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, keyFile: pki.serverKey)
         try broker.start()
@@ -61,9 +61,9 @@ struct MQTTTLSTests {
     }
 }
 
-@Suite(.enabled(if: MosquittoBroker.isAvailable, "needs mosquitto"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: Mosquitto.isAvailable, "needs mosquitto"), .timeLimit(.minutes(1)))
 struct MQTTCredentialTests {
-    private func credentialFiles(_ broker: MosquittoBroker, password: String) throws -> MQTTConfiguration.Credentials {
+    private func credentialFiles(_ broker: Mosquitto, password: String) throws -> MQTTConfiguration.Credentials {
         .init(usernameFile: try broker.writeFile("user", "gateway\n"),
               passwordFile: try broker.writeFile("password", password + "\n"))
     }

@@ -1,4 +1,5 @@
 @testable import BLEPublishing
+import BLETestSupport
 import Testing
 
 /// A generator that always returns the same word, so jitter is predictable.

@@ -1,10 +1,11 @@
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Testing
 
-@Suite(.enabled(if: MosquittoBroker.isAvailable, "needs mosquitto"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: Mosquitto.isAvailable, "needs mosquitto"), .timeLimit(.minutes(1)))
 struct MQTTWillTests {
-    private func configuration(_ broker: MosquittoBroker, port: Int? = nil) -> MQTTConfiguration {
+    private func configuration(_ broker: Mosquitto, port: Int? = nil) -> MQTTConfiguration {
         var configuration = testConfiguration(broker)
         if let port { configuration.port = port }
         configuration.will = .init(topic: "will/gateway", payload: Array("offline".utf8), qos: .atLeastOnce,
@@ -40,7 +41,7 @@ struct MQTTWillTests {
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/socat"), "needs socat"))
     func anAbruptConnectionLossPublishesTheWill() async throws {
         let broker = try startBroker()
-        let relayPort = try MosquittoBroker.freePort()
+        let relayPort = try Loopback.freePort()
         let relay = Process()
         relay.executableURL = URL(fileURLWithPath: "/usr/bin/socat")
         relay.arguments = ["TCP-LISTEN:\(relayPort),bind=127.0.0.1,reuseaddr", "TCP:127.0.0.1:\(broker.port)"]

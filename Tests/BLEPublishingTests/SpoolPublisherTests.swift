@@ -1,10 +1,11 @@
 import BLESpool
+import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
 @testable import BLEPublishing
 
-@Suite(.enabled(if: MosquittoBroker.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+@Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
        .timeLimit(.minutes(2)))
 struct SpoolPublisherTests {
     func makeSpool() throws -> Spool {
@@ -21,7 +22,7 @@ struct SpoolPublisherTests {
     }
 
     /// Runs client, publisher and the event bridge between them around `body`.
-    func withPublisher(_ broker: MosquittoBroker, spool: Spool, window: Int = 16,
+    func withPublisher(_ broker: Mosquitto, spool: Spool, window: Int = 16,
                        refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60),
                        _ body: @Sendable (MQTTClient, SpoolPublisher) async throws -> Void) async throws {
         var configuration = testConfiguration(broker)
@@ -213,7 +214,7 @@ struct SpoolPublisherTests {
     }
 }
 
-@Suite(.enabled(if: MosquittoBroker.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+@Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
        .timeLimit(.minutes(1)))
 struct OversizedPayloadTests {
     /// A broker with a message size limit refuses a reading that exceeds it. The publisher must neither wedge on

@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
@@ -60,7 +61,7 @@ func withRunningClient<T: Sendable>(
 }
 
 /// A configuration for the broker, with a unique client id and a short, jitter-free backoff.
-func testConfiguration(_ broker: MosquittoBroker, protocolVersion: MQTTProtocolVersion = .v5,
+func testConfiguration(_ broker: Mosquitto, protocolVersion: MQTTProtocolVersion = .v5,
                        id: String = #function) -> MQTTConfiguration {
     var configuration = MQTTConfiguration()
     configuration.host = "127.0.0.1"
@@ -73,8 +74,8 @@ func testConfiguration(_ broker: MosquittoBroker, protocolVersion: MQTTProtocolV
 }
 
 /// Starts a plain broker or records why the test cannot run.
-func startBroker(_ configure: (MosquittoBroker) throws -> Void = { _ in }) throws -> MosquittoBroker {
-    let broker = try MosquittoBroker()
+func startBroker(_ configure: (Mosquitto) throws -> Void = { _ in }) throws -> Mosquitto {
+    let broker = try Mosquitto()
     try configure(broker)
     try broker.start()
     return broker
