@@ -68,8 +68,8 @@ release: deps
 # Unit, protocol and end-to-end tests (a real mosquitto, SQLite on real files, the simulator), then the Linux
 # kernel path in a VM, then the Debian package in a Debian root. Each part prints its own closing count.
 test: deps deps-kernel test-venv sensors-venv amqtt-venv
-	# Package.swift lists exactly what each target imports.
-	$(SWIFT) package dump-package | python3 Tests/tools/check_target_imports.py
+	# Package.swift lists exactly what each target imports, and docs/ARCHITECTURE.md draws that graph.
+	$(SWIFT) package dump-package | python3 Tests/tools/check_target_imports.py --graph docs/ARCHITECTURE.md
 	# The format .swift-format describes (120 columns), on the shipped code and the benchmarks.
 	$(SWIFT) format lint --strict --recursive Sources Benchmarks
 	$(SWIFT) build --build-tests
