@@ -16,6 +16,8 @@ let package = Package(
     products: [
         .executable(name: "blegateway", targets: ["blegateway"]),
         .library(name: "BLEGatewayKit", targets: ["BLEGateway"]),
+        // The configuration readers alone, for the libFuzzer package in Fuzz/.
+        .library(name: "BLEConfigurationKit", targets: ["BLEConfiguration"]),
         .library(name: "BLESimulator", targets: ["BLESimulator"]),
         // The wire-format parsers alone, for the libFuzzer package in Fuzz/.
         .library(name: "BLEParsers", targets: ["BLETransport", "BLEHCI", "BLEHost", "BLEDomain"]),
@@ -46,11 +48,16 @@ let package = Package(
         ]),
         .target(name: "BLESpool", dependencies: ["CSQLite", "BLETransport"]),
         .target(name: "BLEPublishing", dependencies: ["CMosquitto", "COpenSSL", "BLETransport", "BLESpool"]),
+        // The gateway's configuration: the YAML file, the remote JSON documents and overlays, canonical form,
+        // digests and signatures. Values only: BLEGateway applies them.
+        .target(name: "BLEConfiguration", dependencies: [
+            "BLETransport", "BLEHCI", "BLEDomain",
+            .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
+        ]),
         .target(name: "BLEGateway", dependencies: [
-            "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing",
-            .product(name: "Logging", package: "swift-log"), .product(name: "Yams", package: "Yams"),
+            "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing", "BLEConfiguration",
+            .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            .product(name: "Crypto", package: "swift-crypto"),
         ]),
         // The fleet service: reads the broker only (docs/TOPICS.md), serves the dashboard and /metrics.
         .target(name: "BLEFleet", dependencies: [
@@ -60,7 +67,7 @@ let package = Package(
             .product(name: "Hummingbird", package: "hummingbird"), .product(name: "Yams", package: "Yams"),
         ]),
         .executableTarget(name: "blegateway", dependencies: [
-            "BLEGateway", "BLEFleet", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool",
+            "BLEGateway", "BLEConfiguration", "BLEFleet", "BLESimulator", "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool",
             "BLEPublishing", .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -72,7 +79,7 @@ let package = Package(
         // Benchmarks are an executable, run by `make bench`, never by `make test`.
         .executableTarget(name: "blegateway-bench", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing", "BLESimulator", "BLEGateway",
-            "BLEFleet", "BLETestSupport", .product(name: "Logging", package: "swift-log"),
+            "BLEConfiguration", "BLEFleet", "BLETestSupport", .product(name: "Logging", package: "swift-log"),
         ], path: "Benchmarks", exclude: ["c", "peer_bluetooth_data_tools.py"]),
 
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
@@ -87,7 +94,7 @@ let package = Package(
         .target(name: "BLETestSupport", path: "Tests/BLETestSupport"),
         .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLETransport", "BLETestSupport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: [
-            "BLEGateway", "BLESimulator", "BLEPublishing", "BLESpool", "BLEDomain", "BLEHost", "BLEHCI", "BLETransport",
+            "BLEGateway", "BLEConfiguration", "BLESimulator", "BLEPublishing", "BLESpool", "BLEDomain", "BLEHost", "BLEHCI", "BLETransport",
             "BLETestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),

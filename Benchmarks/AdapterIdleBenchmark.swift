@@ -1,3 +1,4 @@
+import BLEConfiguration
 import BLEDomain
 import BLEGateway
 import BLETransport

@@ -18,11 +18,10 @@ let package = Package(
             name: "FuzzHostParsers",
             dependencies: [.product(name: "BLEParsers", package: "BLEGateway")]
         ),
-        // The whole gateway module (libmosquitto, SQLite, OpenSSL, swift-crypto's BoringSSL, Yams' libyaml, all
-        // instrumented): minutes to build, so `make fuzz` runs it and `make test` does not.
+        // The configuration module alone (Yams' libyaml and swift-crypto, instrumented), not the gateway.
         .target(
             name: "FuzzConfigParsers",
-            dependencies: [.product(name: "BLEGatewayKit", package: "BLEGateway")]
+            dependencies: [.product(name: "BLEConfigurationKit", package: "BLEGateway")]
         ),
     ]
 )

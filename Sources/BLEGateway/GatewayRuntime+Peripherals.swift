@@ -1,3 +1,4 @@
+import BLEConfiguration
 import BLEDomain
 import BLEHCI
 import BLEHost
@@ -145,7 +146,7 @@ extension GatewayRuntime {
                 characteristicText = s.lowercased()
                 characteristic = BluetoothUUID(s)
             case ("service", .string(let s)): service = BluetoothUUID(s)
-            case ("value", .string(let s)): value = Self.hexBytes(s)
+            case ("value", .string(let s)): value = s.utf8.count <= 1024 ? HexDigits.parseDigits(s) : nil
             case ("response", .bool(let b)): response = b
             default: return answer("unexpected key or type: \(k)")
             }
@@ -160,12 +161,5 @@ extension GatewayRuntime {
         } catch {
             answer(error.description, att: error.attError)
         }
-    }
-
-    /// A write command's value: an even number of hex digits, at most 512 bytes.
-    static func hexBytes(_ s: String) -> [UInt8]? {
-        let n = s.utf8.count
-        guard n % 2 == 0, n <= 1024 else { return nil }
-        return HexDigits.parseDigits(s, count: n / 2)
     }
 }

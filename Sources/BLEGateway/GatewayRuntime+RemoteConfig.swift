@@ -1,3 +1,4 @@
+import BLEConfiguration
 import BLEDomain
 import BLEPublishing
 import BLESpool
@@ -15,7 +16,7 @@ extension GatewayRuntime {
         guard configuration.remoteConfig.enabled else { return [] }
         var tasks: [Task<Void, Never>] = []
         for (layer, topic) in [
-            (RemoteConfigController.Layer.fleet, readings.topics.fleetConfig),
+            (RemoteConfigLayer.fleet, readings.topics.fleetConfig),
             (.gateway, readings.topics.config),
         ] {
             let stream: AsyncStream<MQTTMessage>
@@ -67,11 +68,11 @@ extension GatewayRuntime {
     /// The fleet and gateway documents arrive on two subscriptions at once; each verdict, the configuration it puts in
     /// force and its report happen together, one document at a time, or an older verdict's configuration could
     /// overwrite a newer one (the gateway's document applied after the fleet's, without it).
-    func receiveConfiguration(_ layer: RemoteConfigController.Layer, payload: [UInt8]) {
+    func receiveConfiguration(_ layer: RemoteConfigLayer, payload: [UInt8]) {
         applying.withLock { _ in receiveConfigurationAlone(layer, payload: payload) }
     }
 
-    private func receiveConfigurationAlone(_ layer: RemoteConfigController.Layer, payload: [UInt8]) {
+    private func receiveConfigurationAlone(_ layer: RemoteConfigLayer, payload: [UInt8]) {
         defer { configurationProgress.signal() }
         guard let outcome = remote.receive(layer, payload: payload) else { return }
         if outcome.status != .rejected {
@@ -191,16 +192,5 @@ extension GatewayReadings {
         return Reading(
             .state, topic: topics.region(id), body: o.finished, qos: stateQoS, retain: true, ts: ts,
             clockSynchronized: synced, run: run)
-    }
-}
-
-extension GatewayRuntime {
-    /// The verifier for `remote_config.public_key_file`, or nil when signatures are off.
-    static func configVerifier(_ c: GatewayConfiguration) throws -> ConfigSigning.Verifier? {
-        guard let path = c.remoteConfig.publicKeyFile else { return nil }
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw ConfigurationError(path: "remote_config.public_key_file", "cannot read \(path)")
-        }
-        return try ConfigSigning.Verifier(publicKey: String(decoding: data, as: UTF8.self))
     }
 }

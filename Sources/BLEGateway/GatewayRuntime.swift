@@ -1,3 +1,4 @@
+import BLEConfiguration
 import BLEDomain
 import BLEHCI
 import BLEPublishing
@@ -135,7 +136,7 @@ public final class GatewayRuntime: Service, Sendable {
         remote = RemoteConfigController(
             local: configuration,
             directory: configuration.remoteConfig.enabled ? spoolDirectory : nil,
-            verifier: try Self.configVerifier(configuration))
+            verifier: try ConfigSigning.Verifier.configured(by: configuration))
         for problem in remote.startupProblems { logger.error("remote configuration: \(problem)") }
         let effective = remote.effective
         live = Locked(

@@ -1,3 +1,4 @@
+import BLEConfiguration
 import BLEHCI
 import BLEPublishing
 import BLETransport

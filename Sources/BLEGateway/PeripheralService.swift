@@ -1,3 +1,4 @@
+import BLEConfiguration
 import BLEDomain
 import BLEHCI
 import BLEHost

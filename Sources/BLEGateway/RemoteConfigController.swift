@@ -1,3 +1,4 @@
+import BLEConfiguration
 import BLETransport
 import Foundation
 
@@ -10,18 +11,10 @@ import Foundation
 /// ever stored, so a poison document cannot crash-loop the gateway: it is refused again on each start, while the
 /// stored layers stay in force; a stored layer that no longer reads is set aside (`.damaged`), its floor kept.
 public final class RemoteConfigController: Sendable {
-    public struct Layer: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public static let fleet = Layer(rawValue: "fleet")
-        public static let gateway = Layer(rawValue: "gateway")
-        public var description: String { rawValue }
-    }
-
     public struct Outcome: Sendable, Equatable {
         public enum Status: String, Sendable { case applied, rejected, cleared }
         public var status: Status
-        public var layer: Layer
+        public var layer: RemoteConfigLayer
         /// The version the document carried (nil for none, or a cleared layer).
         public var version: Int?
         public var errors: [ConfigIssue]
@@ -36,9 +29,9 @@ public final class RemoteConfigController: Sendable {
     }
 
     struct State: Sendable {
-        var layers: [Layer: Stored] = [:]
+        var layers: [RemoteConfigLayer: Stored] = [:]
         /// The last payload seen per layer, to ignore the broker re-sending a retained message after a reconnect.
-        var lastSeen: [Layer: [UInt8]] = [:]
+        var lastSeen: [RemoteConfigLayer: [UInt8]] = [:]
         var effective: GatewayConfiguration
         /// With a public key: the version floors, as persisted.
         var floors = RemoteConfigFloors()
@@ -71,7 +64,7 @@ public final class RemoteConfigController: Sendable {
             }
         }
         let loaded = s.floors
-        for layer in [Layer.fleet, .gateway] {
+        for layer in [RemoteConfigLayer.fleet, .gateway] {
             guard let path = Self.path(directory, layer), let data = FileManager.default.contents(atPath: path) else {
                 continue
             }
@@ -106,7 +99,7 @@ public final class RemoteConfigController: Sendable {
     }
 
     /// With a public key: each layer's version floor (the highest version applied or deleted on it).
-    public var floors: [Layer: (version: Int, sha256: String)] {
+    public var floors: [RemoteConfigLayer: (version: Int, sha256: String)] {
         state.withLock { $0.floors.layers.mapValues { ($0.version, $0.digest) } }
     }
 
@@ -117,19 +110,19 @@ public final class RemoteConfigController: Sendable {
     public var effective: GatewayConfiguration { state.withLock { $0.effective } }
 
     /// Versions of the layers in force.
-    public var versions: [Layer: Int?] { state.withLock { s in s.layers.mapValues { $0.overlay.version } } }
+    public var versions: [RemoteConfigLayer: Int?] { state.withLock { s in s.layers.mapValues { $0.overlay.version } } }
 
     /// Layers for which the broker has sent something since start (an empty payload counts).
-    public var seenLayers: Set<Layer> { state.withLock { Set($0.lastSeen.keys) } }
+    public var seenLayers: Set<RemoteConfigLayer> { state.withLock { Set($0.lastSeen.keys) } }
 
     /// Which layers are in force (from the broker or the local store).
-    public var layersInForce: [Layer] {
-        state.withLock { s in [Layer.fleet, .gateway].filter { s.layers[$0] != nil } }
+    public var layersInForce: [RemoteConfigLayer] {
+        state.withLock { s in [RemoteConfigLayer.fleet, .gateway].filter { s.layers[$0] != nil } }
     }
 
     /// A document arrived on `layer`'s topic. Returns nil when it is the same payload as last time (the broker
     /// re-sends retained messages after every reconnect).
-    public func receive(_ layer: Layer, payload: [UInt8]) -> Outcome? {
+    public func receive(_ layer: RemoteConfigLayer, payload: [UInt8]) -> Outcome? {
         state.withLock { s -> Outcome? in
             guard s.lastSeen[layer] != payload else { return nil }
             s.lastSeen[layer] = payload
@@ -208,14 +201,15 @@ public final class RemoteConfigController: Sendable {
         }
     }
 
-    static func candidate(_ local: GatewayConfiguration, _ layers: [Layer: Stored]) -> GatewayConfiguration {
+    static func candidate(_ local: GatewayConfiguration, _ layers: [RemoteConfigLayer: Stored]) -> GatewayConfiguration
+    {
         var c = local
-        for layer in [Layer.fleet, .gateway] { layers[layer]?.overlay.apply(to: &c) }
+        for layer in [RemoteConfigLayer.fleet, .gateway] { layers[layer]?.overlay.apply(to: &c) }
         return c
     }
 
     /// The layers over the local file, or nil when the result breaks a rule that spans keys.
-    static func merge(_ local: GatewayConfiguration, _ layers: [Layer: Stored]) -> GatewayConfiguration? {
+    static func merge(_ local: GatewayConfiguration, _ layers: [RemoteConfigLayer: Stored]) -> GatewayConfiguration? {
         let c = candidate(local, layers)
         return conflict(c) == nil ? c : nil
     }
@@ -232,13 +226,13 @@ public final class RemoteConfigController: Sendable {
         return nil
     }
 
-    static func path(_ directory: String?, _ layer: Layer) -> String? {
+    static func path(_ directory: String?, _ layer: RemoteConfigLayer) -> String? {
         directory.map { "\($0)/remote-config.\(layer.rawValue).json" }
     }
 
     /// Written to a temporary file, fsync'd and renamed (DurableFile), so a power cut leaves the old document or the
     /// new one. A failure leaves the layer in force in memory; the floor, already on disk, still refuses replays.
-    private func store(_ layer: Layer, _ payload: [UInt8]?) {
+    private func store(_ layer: RemoteConfigLayer, _ payload: [UInt8]?) {
         guard let path = Self.path(directory, layer) else { return }
         guard let payload else {
             try? DurableFile.remove(path)

@@ -1,3 +1,4 @@
+import BLEConfiguration
 import BLEDomain
 import BLESpool
 import BLETransport
@@ -6,9 +7,9 @@ extension GatewayReadings {
     /// `config/state` (schema/v1/config-state.json): retained and durable, so the last verdict is what a dashboard
     /// finds, and its `seq` takes its place in the stream.
     func configState(
-        _ o: RemoteConfigController.Outcome, hash: String, layers: [RemoteConfigController.Layer: Int?],
+        _ o: RemoteConfigController.Outcome, hash: String, layers: [RemoteConfigLayer: Int?],
         signedOnly: Bool = false,
-        floors: [RemoteConfigController.Layer: (version: Int, sha256: String)] = [:],
+        floors: [RemoteConfigLayer: (version: Int, sha256: String)] = [:],
         restartRequired: [String], ts: Double, synced: Bool
     ) -> Reading {
         var w = JSONObjectWriter()
@@ -18,7 +19,7 @@ extension GatewayReadings {
         w.int("version", o.version)
         w.string("hash", hash)
         w.object("in_force") { l in
-            for layer in [RemoteConfigController.Layer.fleet, .gateway] {
+            for layer in [RemoteConfigLayer.fleet, .gateway] {
                 guard let v = layers[layer] else { continue }
                 l.object(layer.rawValue) { $0.int("version", v) }
             }
@@ -27,7 +28,7 @@ extension GatewayReadings {
         if signedOnly {
             w.bool("signed_only", true)
             w.object("floors") { l in
-                for layer in [RemoteConfigController.Layer.fleet, .gateway] {
+                for layer in [RemoteConfigLayer.fleet, .gateway] {
                     guard let f = floors[layer] else { continue }
                     l.object(layer.rawValue) {
                         $0.int("version", f.version)

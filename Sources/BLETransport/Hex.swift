@@ -49,6 +49,12 @@ public enum HexDigits {
         parse(text.utf8, count: count, skipping: { _ in false })
     }
 
+    /// Any number of bytes as twice as many hex digits and nothing else (a value to write); nil otherwise.
+    public static func parseDigits(_ text: some StringProtocol) -> [UInt8]? {
+        let n = text.utf8.count
+        return n % 2 == 0 ? parseDigits(text, count: n / 2) : nil
+    }
+
     /// The number `text` spells in at most 16 hex digits and nothing else (no sign, no prefix): nil otherwise.
     public static func number(_ text: some StringProtocol, digits: Int) -> UInt64? {
         number(utf8: text.utf8, digits: digits)

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLEConfiguration
 import BLEGateway
 import Foundation
 

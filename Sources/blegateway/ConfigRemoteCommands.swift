@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLEConfiguration
 import BLEGateway
 import BLEPublishing
 import BLETransport
@@ -333,7 +334,7 @@ extension ConfigCommand {
             if let local { effective = try ConfigurationLoader.load(path: local).configuration }
             effective.gateway.id = gateway
             let rc = RemoteConfigController(local: effective, directory: nil)
-            for (layer, topic) in [(RemoteConfigController.Layer.fleet, fleetTopic), (.gateway, gatewayTopic)] {
+            for (layer, topic) in [(RemoteConfigLayer.fleet, fleetTopic), (.gateway, gatewayTopic)] {
                 guard let b = retained[topic], let o = rc.receive(layer, payload: b), o.status == .rejected else {
                     continue
                 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLEConfiguration
 import BLEDomain
 import BLEGateway
 import BLETransport

@@ -1,3 +1,4 @@
+import BLEConfiguration
 import BLEGateway
 import BLETransport
 import Logging

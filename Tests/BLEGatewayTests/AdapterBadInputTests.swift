@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Logging
 import Testing
+@testable import BLEConfiguration
 
 extension EndToEndSuites {
     /// Adapters that open but cannot be used (issue #5, "bad input"), against the simulator's controller over its H4

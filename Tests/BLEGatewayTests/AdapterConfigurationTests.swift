@@ -1,5 +1,6 @@
 import BLEDomain
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// `adapter:`: binding by address, a second adapter, and the recovery ladder's policy.

@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Logging
 import Testing
+@testable import BLEConfiguration
 
 extension EndToEndSuites {
     /// The adapter lifecycle against the simulator's controller over its H4 socket: a Hardware Error, a controller that

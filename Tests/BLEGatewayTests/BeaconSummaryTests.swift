@@ -4,6 +4,7 @@ import BLEPublishing
 import BLETransport
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// A beacon summary carries what an honest ranging figure needs — the raw readings' mean and variance and the filter

@@ -1,6 +1,7 @@
 import BLETestSupport
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// `config push` refuses what the gateway would refuse, from what the gateway reports on its retained `config/state`

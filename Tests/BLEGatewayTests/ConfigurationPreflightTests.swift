@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// `config check` and `run` share `ConfigurationPreflight`: what `run` would hit at start is caught by the check.

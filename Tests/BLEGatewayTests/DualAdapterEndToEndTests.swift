@@ -7,6 +7,7 @@ import BLETransport
 import Foundation
 import Logging
 import Testing
+@testable import BLEConfiguration
 
 extension EndToEndSuites {
     /// Two adapters through the whole gateway: two simulated controllers side by side (two H4 sockets), the primary

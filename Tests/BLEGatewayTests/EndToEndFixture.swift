@@ -4,6 +4,7 @@ import BLEPublishing
 import BLETestSupport
 import BLETransport
 import Foundation
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// The end-to-end fixture the suites share: a gateway running in this process over a scripted source, a real

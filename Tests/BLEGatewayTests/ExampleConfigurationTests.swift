@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// `config/gateway.yaml` promises every key with its default. The keys the reader knows are taken from the reader's
@@ -11,7 +12,7 @@ import Testing
     /// Key names in the reader's sources. Switches over scalar values (`case "true", "yes", "on": return true`)
     /// return on the label's line; switches over keys assign or call, so lines that `return` are skipped.
     static func keysTheReaderKnows() throws -> Set<String> {
-        let dir = root.appendingPathComponent("Sources/BLEGateway")
+        let dir = root.appendingPathComponent("Sources/BLEConfiguration")
         let files = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter {
             $0.hasPrefix("YAMLConfigurationReader") || $0 == "ConfigNumberKeys.swift"
         }

@@ -4,6 +4,7 @@ import BLEPublishing
 import BLETransport
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// Home Assistant discovery documents as literal JSON, and the announcer's lifecycle: what is published, removed

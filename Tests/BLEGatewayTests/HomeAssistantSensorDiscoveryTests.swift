@@ -4,6 +4,7 @@ import BLEPublishing
 import BLETransport
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// Broadcasting sensors in Home Assistant: one device per sensor address (shared by the gateways that hear it), this

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// What operators publish has a schema too (schema/v1/peripheral-write.json, config-document.json), and it agrees

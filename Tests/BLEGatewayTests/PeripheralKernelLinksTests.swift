@@ -6,6 +6,7 @@ import BLETransport
 import Logging
 import Testing
 
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// An `ATTBearer` answered by the simulator's GATT server in memory, standing in for a kernel L2CAP socket.

@@ -8,6 +8,7 @@ import BLETransport
 import Foundation
 import Logging
 import Testing
+@testable import BLEConfiguration
 
 extension EndToEndSuites {
     /// Peripheral links through the whole gateway: the simulator's controller over its H4 socket, the gateway's runtime

@@ -5,6 +5,7 @@ import BLETransport
 import Foundation
 import Logging
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// A name-prefix intent matches every advertiser that claims the name: the table of matched devices keeps its bound.

@@ -3,6 +3,7 @@ import BLEHCI
 import BLETransport
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// `regions:` and `identity_keys:` in gateway.yaml: what they become, and where a bad value is reported.

@@ -4,6 +4,7 @@ import BLEPublishing
 import BLETestSupport
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 extension EndToEndSuites {

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// With a public key, signed remote configuration cannot be rolled back (issue: "Nothing lost, nothing rolled

@@ -5,6 +5,7 @@ import BLETransport
 import Foundation
 import Logging
 import Testing
+@testable import BLEConfiguration
 
 extension EndToEndSuites {
     /// New scan parameters on a running source, against the simulator's controller over its H4 socket: the supervisor

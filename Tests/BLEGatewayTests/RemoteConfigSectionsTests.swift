@@ -3,6 +3,7 @@ import BLEHCI
 import BLETransport
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// `regions`, `peripherals`, `connections` and `ranging` in remote documents: what they become, where a bad value is

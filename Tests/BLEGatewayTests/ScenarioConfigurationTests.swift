@@ -1,6 +1,7 @@
 import BLESimulator
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// The configuration a scenario ships for its gateways (`gateway_config:`, with each gateway's own merged over it)

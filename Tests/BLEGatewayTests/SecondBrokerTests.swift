@@ -2,6 +2,7 @@ import BLEPublishing
 import BLETestSupport
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// The gateway is not tied to mosquitto: the retained-config round trip against a second implementation, amqtt

@@ -4,6 +4,7 @@ import BLETransport
 import Foundation
 import Testing
 
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// The sensor topic's payload and the `sensors:` configuration (docs/SENSORS.md, schema/v1/sensor.json).

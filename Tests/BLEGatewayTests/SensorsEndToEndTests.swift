@@ -7,6 +7,7 @@ import Foundation
 import Logging
 import Testing
 
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 extension EndToEndSuites {

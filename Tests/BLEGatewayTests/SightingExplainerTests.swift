@@ -5,6 +5,7 @@ import BLETransport
 import Foundation
 import Logging
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// `blegateway explain` and `run --trace`: each stage says what it did with a report, and where it stops.

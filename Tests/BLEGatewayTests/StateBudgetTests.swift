@@ -4,6 +4,7 @@ import BLEPublishing
 import BLETransport
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 /// Retained states whose size the outside world decides (a peripheral's GATT tree, a document's issues) stay within

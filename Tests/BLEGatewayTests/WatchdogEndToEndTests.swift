@@ -2,6 +2,7 @@ import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
+@testable import BLEConfiguration
 @testable import BLEGateway
 
 extension EndToEndSuites {

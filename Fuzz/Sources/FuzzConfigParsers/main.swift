@@ -2,7 +2,7 @@
 // on the broker, so anyone with publish access reaches it) read and applied as the gateway does, or a configuration
 // file through the YAML reader. Any trap or sanitizer report is a finding: both promise a verdict or an error with
 // its path, whatever the bytes.
-import BLEGateway
+import BLEConfiguration
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {

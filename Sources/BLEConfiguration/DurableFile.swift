@@ -3,7 +3,7 @@ import Foundation
 /// Replaces a small file so that after a power cut it holds the old bytes or the new ones, never a mix, and the new
 /// ones once this returns: written to a temporary file, fsync'd, renamed over the old, then the directory fsync'd
 /// (POSIX rename is atomic, but the rename itself is durable only once the directory entry is on disk).
-enum DurableFile {
+package enum DurableFile {
     struct WriteError: Error, CustomStringConvertible {
         var path: String
         var operation: String
@@ -11,7 +11,7 @@ enum DurableFile {
         var description: String { "\(path): \(operation) failed: errno \(errno) (\(String(cString: strerror(errno))))" }
     }
 
-    static func replace(_ path: String, with bytes: [UInt8]) throws {
+    package static func replace(_ path: String, with bytes: [UInt8]) throws {
         let tmp = path + ".tmp"
         let fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw WriteError(path: tmp, operation: "open", errno: errno) }
@@ -37,7 +37,7 @@ enum DurableFile {
     }
 
     /// Removes `path` durably (the directory entry's removal fsync'd).
-    static func remove(_ path: String) throws {
+    package static func remove(_ path: String) throws {
         guard unlink(path) == 0 || errno == ENOENT else {
             throw WriteError(path: path, operation: "unlink", errno: errno)
         }

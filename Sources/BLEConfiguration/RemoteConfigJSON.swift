@@ -2,7 +2,7 @@ import BLETransport
 
 /// A JSON value as the remote configuration reader sees it: numbers keep whether they were written as integers,
 /// objects keep their key order (for warnings in document order) and refuse duplicate keys.
-enum RemoteJSON: Sendable, Equatable {
+package enum RemoteJSON: Sendable, Equatable {
     case null
     case bool(Bool)
     case number(Double, integer: Bool)
@@ -10,7 +10,7 @@ enum RemoteJSON: Sendable, Equatable {
     case array([RemoteJSON])
     case object([(String, RemoteJSON)])
 
-    static func == (a: RemoteJSON, b: RemoteJSON) -> Bool {
+    package static func == (a: RemoteJSON, b: RemoteJSON) -> Bool {
         switch (a, b) {
         case (.null, .null): return true
         case (.bool(let x), .bool(let y)): return x == y
@@ -36,17 +36,17 @@ enum RemoteJSON: Sendable, Equatable {
 }
 
 /// Why a payload is not a JSON document the gateway will look at; `offset` is the byte where reading stopped.
-struct RemoteJSONError: Error, Equatable, Sendable, CustomStringConvertible {
+package struct RemoteJSONError: Error, Equatable, Sendable, CustomStringConvertible {
     var offset: Int?
     var reason: String
-    var description: String { offset.map { "byte \($0): \(reason)" } ?? reason }
+    package var description: String { offset.map { "byte \($0): \(reason)" } ?? reason }
 }
 
 /// A bounded JSON reader (RFC 8259) for documents that arrive from the broker, where anyone allowed to publish
 /// can send anything. The limits are checked before any work that grows with them: the size before reading, the
 /// nesting depth before each recursion — so a 1 MB payload or 10,000 nested brackets are refused, not a stack
 /// overflow. Strings must be valid UTF-8 (`String(validating:)`), as RFC 8259 §8.1 requires between systems.
-struct RemoteJSONParser {
+package struct RemoteJSONParser {
     static let maxBytes = 64 * 1024
     static let maxDepth = 16
 
@@ -55,7 +55,7 @@ struct RemoteJSONParser {
 
     private init(_ bytes: [UInt8]) { self.bytes = bytes }
 
-    static func parse(_ payload: [UInt8]) throws(RemoteJSONError) -> RemoteJSON {
+    package static func parse(_ payload: [UInt8]) throws(RemoteJSONError) -> RemoteJSON {
         guard payload.count <= maxBytes else {
             throw RemoteJSONError(reason: "document is \(payload.count) bytes; at most \(maxBytes) are accepted")
         }

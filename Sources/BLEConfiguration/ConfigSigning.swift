@@ -26,17 +26,17 @@ public enum ConfigSigning {
     public struct Address: Sendable, Equatable, CustomStringConvertible {
         /// `fleet`, or the gateway id (a topic level: `fleet` is reserved, so the two never collide).
         public var target: String
-        public var layer: RemoteConfigController.Layer
+        public var layer: RemoteConfigLayer
 
         public static let fleet = Address(target: "fleet", layer: .fleet)
         public static func gateway(_ id: String) -> Address { Address(target: id, layer: .gateway) }
 
         /// The address of `layer` on the gateway `gatewayID`.
-        public init(layer: RemoteConfigController.Layer, gatewayID: String) {
+        public init(layer: RemoteConfigLayer, gatewayID: String) {
             self = layer == .fleet ? .fleet : .gateway(gatewayID)
         }
 
-        init(target: String, layer: RemoteConfigController.Layer) {
+        init(target: String, layer: RemoteConfigLayer) {
             self.target = target
             self.layer = layer
         }
@@ -112,7 +112,7 @@ public enum ConfigSigning {
 
         var address: Address? {
             guard let target, let layer else { return nil }
-            return Address(target: target, layer: RemoteConfigController.Layer(rawValue: layer))
+            return Address(target: target, layer: RemoteConfigLayer(rawValue: layer))
         }
     }
 
@@ -134,5 +134,16 @@ public enum ConfigSigning {
             let doc = Data(base64Encoded: d), let sig = Data(base64Encoded: s)
         else { return .some(nil) }
         return .some(Parts(target: target, layer: layer, document: [UInt8](doc), signature: [UInt8](sig)))
+    }
+}
+
+extension ConfigSigning.Verifier {
+    /// The verifier for `remote_config.public_key_file`, or nil when signatures are off.
+    public static func configured(by c: GatewayConfiguration) throws -> ConfigSigning.Verifier? {
+        guard let path = c.remoteConfig.publicKeyFile else { return nil }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ConfigurationError(path: "remote_config.public_key_file", "cannot read \(path)")
+        }
+        return try ConfigSigning.Verifier(publicKey: String(decoding: data, as: UTF8.self))
     }
 }

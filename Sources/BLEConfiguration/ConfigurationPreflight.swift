@@ -28,7 +28,7 @@ public enum ConfigurationPreflight {
                 "a client certificate needs both mqtt.tls.cert_file and mqtt.tls.key_file")
         }
         // The key must parse as well as be readable: `run` refuses to start on a key it cannot use.
-        _ = try GatewayRuntime.configVerifier(c)
+        _ = try ConfigSigning.Verifier.configured(by: c)
         return c
     }
 

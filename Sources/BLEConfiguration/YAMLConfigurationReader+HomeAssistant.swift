@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETransport
 import Yams
 
 /// `homeassistant:` (docs/CONFIG.md, "Home Assistant"): read here for the file and, through the same code, for
@@ -69,7 +70,7 @@ extension YAMLConfigurationReader {
     /// Hex bytes as write commands carry them ("01", "0a0b").
     private func hex(_ node: Node, _ path: String) throws -> [UInt8] {
         let s = try string(node, path)
-        guard let bytes = GatewayRuntime.hexBytes(s), !bytes.isEmpty, bytes.count <= 512 else {
+        guard let bytes = HexDigits.parseDigits(s), !bytes.isEmpty, bytes.count <= 512 else {
             throw fail(node, path, "expected bytes in hex (\"01\", \"0a0b\"), found \"\(s)\"")
         }
         return bytes

@@ -9,16 +9,16 @@ import Foundation
 /// The floor only rises. It is kept apart from the stored layers, in two copies (`remote-config.floor.json` and
 /// `remote-config.floor.2.json`), each replaced with write, fsync and rename: a damaged stored layer, or one damaged
 /// copy, loses no floor. Reading takes the higher floor of every copy (and of every stored layer) that reads.
-struct RemoteConfigFloors: Sendable, Equatable {
-    typealias Layer = RemoteConfigController.Layer
+package struct RemoteConfigFloors: Sendable, Equatable {
+    package init() {}
 
-    struct Floor: Sendable, Equatable {
-        var version: Int
+    package struct Floor: Sendable, Equatable {
+        package var version: Int
         /// Hex SHA-256 of the document's bytes (inside the signed form).
-        var digest: String
+        package var digest: String
     }
 
-    var layers: [Layer: Floor] = [:]
+    package var layers: [RemoteConfigLayer: Floor] = [:]
 
     static let fileNames = ["remote-config.floor.json", "remote-config.floor.2.json"]
 
@@ -27,7 +27,7 @@ struct RemoteConfigFloors: Sendable, Equatable {
     }
 
     /// Why `version` of `document` may not apply on `layer`, or nil when it may.
-    func refusal(_ layer: Layer, version: Int, document: [UInt8]) -> ConfigIssue? {
+    package func refusal(_ layer: RemoteConfigLayer, version: Int, document: [UInt8]) -> ConfigIssue? {
         guard let floor = layers[layer] else { return nil }
         if version < floor.version {
             return ConfigIssue(
@@ -45,7 +45,7 @@ struct RemoteConfigFloors: Sendable, Equatable {
     }
 
     /// Raises `layer`'s floor (never lowers it).
-    mutating func raise(_ layer: Layer, version: Int, document: [UInt8]) {
+    package mutating func raise(_ layer: RemoteConfigLayer, version: Int, document: [UInt8]) {
         if let f = layers[layer], f.version >= version { return }
         layers[layer] = Floor(version: version, digest: Self.digest(document))
     }
@@ -57,7 +57,7 @@ struct RemoteConfigFloors: Sendable, Equatable {
 
     var encoded: [UInt8] {
         var o = JSONObjectWriter()
-        for layer in [Layer.fleet, .gateway] {
+        for layer in [RemoteConfigLayer.fleet, .gateway] {
             guard let f = layers[layer] else { continue }
             o.object(layer.rawValue) { l in
                 l.int("version", f.version)
@@ -76,13 +76,13 @@ struct RemoteConfigFloors: Sendable, Equatable {
                 case .string(let d)? = fields.first(where: { $0.0 == "sha256" })?.1,
                 d.utf8.count == 64
             else { return nil }
-            floors.layers[Layer(rawValue: name)] = Floor(version: Int(v), digest: d)
+            floors.layers[RemoteConfigLayer(rawValue: name)] = Floor(version: Int(v), digest: d)
         }
         return floors
     }
 
     /// The floors every readable copy in `directory` holds, and a line for each copy that exists but does not read.
-    static func load(_ directory: String) -> (floors: RemoteConfigFloors, damaged: [String]) {
+    package static func load(_ directory: String) -> (floors: RemoteConfigFloors, damaged: [String]) {
         var floors = RemoteConfigFloors()
         var damaged: [String] = []
         for name in fileNames {
@@ -94,7 +94,7 @@ struct RemoteConfigFloors: Sendable, Equatable {
     }
 
     /// Both copies, one after the other: a crash between them leaves one new and one old, and reading takes the max.
-    func save(_ directory: String) throws {
+    package func save(_ directory: String) throws {
         for name in Self.fileNames { try DurableFile.replace("\(directory)/\(name)", with: encoded) }
     }
 }

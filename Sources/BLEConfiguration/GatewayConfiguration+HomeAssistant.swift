@@ -65,7 +65,7 @@ extension GatewayConfiguration {
 }
 
 extension UInt8 {
-    var isASCIIAlphanumeric: Bool {
+    package var isASCIIAlphanumeric: Bool {
         (self >= 0x30 && self <= 0x39) || (self >= 0x41 && self <= 0x5A) || (self >= 0x61 && self <= 0x7A)
     }
 }

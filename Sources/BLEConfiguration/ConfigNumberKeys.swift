@@ -1,14 +1,14 @@
 /// A section of number-valued keys (`connections:`, `ranging:`) as a table: each key's name, range and field, read
 /// the same way by the local YAML reader and the remote JSON reader, so a range is written once.
-struct ConfigNumberKey<Section>: Sendable {
-    let name: String
-    let range: ClosedRange<Double>
+package struct ConfigNumberKey<Section>: Sendable {
+    package let name: String
+    package let range: ClosedRange<Double>
     /// A whole number (`max: 4`), else any number in range.
-    let whole: Bool
-    let get: @Sendable (Section) -> Double
-    let set: @Sendable (inout Section, Double) -> Void
+    package let whole: Bool
+    package let get: @Sendable (Section) -> Double
+    package let set: @Sendable (inout Section, Double) -> Void
 
-    init(
+    package init(
         _ name: String, _ range: ClosedRange<Double>, whole: Bool = false,
         get: @escaping @Sendable (Section) -> Double, set: @escaping @Sendable (inout Section, Double) -> Void
     ) {
@@ -35,7 +35,7 @@ extension GatewayConfiguration.Connections {
 }
 
 extension GatewayConfiguration.Ranging {
-    static let keys: [ConfigNumberKey<Self>] = [
+    package static let keys: [ConfigNumberKey<Self>] = [
         .init("path_loss_exponent", 1...6, get: { $0.pathLossExponent }, set: { $0.pathLossExponent = $1 }),
         .init("rssi_at_1m", -100 ... -20, get: { $0.rssiAt1m }, set: { $0.rssiAt1m = $1 }),
         .init("rssi_offset_db", -30...30, get: { $0.rssiOffsetDB }, set: { $0.rssiOffsetDB = $1 }),
@@ -62,7 +62,7 @@ extension GatewayConfiguration.Ranging {
     ]
 
     /// The rule that spans keys, checked on the file and on the merged remote layers alike: the key to blame and why.
-    var problem: (key: String, reason: String)? {
+    package var problem: (key: String, reason: String)? {
         if nearBelowMeters <= immediateBelowMeters {
             return (
                 "near_below_m",

@@ -2,7 +2,7 @@ import BLETransport
 
 /// SHA-256 (FIPS 180-4 §6.2) for the effective-configuration hash on `config/state`. Written here rather than
 /// pulling in a crypto library for one digest of a few hundred bytes; checked against the FIPS 180-2 examples.
-enum ConfigDigest {
+package enum ConfigDigest {
     // FIPS 180-4 §4.2.2: the first 32 bits of the fractional parts of the cube roots of the first 64 primes.
     private static let k: [UInt32] = [
         0x428a_2f98, 0x7137_4491, 0xb5c0_fbcf, 0xe9b5_dba5, 0x3956_c25b, 0x59f1_11f1, 0x923f_82a4, 0xab1c_5ed5,
@@ -62,7 +62,7 @@ enum ConfigDigest {
         return h.flatMap { v in [24, 16, 8, 0].map { UInt8(truncatingIfNeeded: v >> UInt32($0)) } }
     }
 
-    static func hex(_ bytes: [UInt8]) -> String { HexDigits.string(bytes) }
+    package static func hex(_ bytes: [UInt8]) -> String { HexDigits.string(bytes) }
 
     private static func rotr(_ x: UInt32, _ n: UInt32) -> UInt32 { x >> n | x << (32 - n) }
 }
