@@ -295,29 +295,34 @@ public final class GatewayRuntime: Service, Sendable {
         peripherals.announce()
         // Home Assistant's discovery documents (retained, through the spool): they wait for it if it is not there.
         announceToHomeAssistant(effectiveConfiguration)
-        // Long-lived parts, each with one run(); kept as handles so shutdown can stop them in order.
-        var following = followRemoteConfiguration()
-        if let t = correctStalePeripheralStates() { following.append(t) }
-        if let t = followWrites() { following.append(t) }
-        if let t = ownership?.start() { following.append(t) }
-        if let t = followOwnStatus() { following.append(t) }
-        let mqtt = Task { try await client.run() }
-        let events = Task { await followConnection() }
+        // Long-lived parts, each with one run(), in start order; shutdown stops them in reverse (RunningParts).
+        var parts = RunningParts()
+        for t in followRemoteConfiguration() { parts.started("remote configuration", t) }
+        parts.started("stale peripheral states", correctStalePeripheralStates())
+        parts.started("write commands", followWrites())
+        parts.started("peripheral ownership", ownership?.start())
+        parts.started("own status", followOwnStatus())
+        parts.started("mqtt", Task { [client] in try? await client.run() })
+        parts.started("connection events", Task { await followConnection() })
         // Samples wait for their commit, not for the publisher's next poll as well.
-        let committer = Task { [publisher] in await spool.run(clock: clock, committed: publisher.readingsAvailable) }
-        let publishing = Task { await publisher.run() }
+        parts.started(
+            "spool committer",
+            Task { [publisher] in await spool.run(clock: clock, committed: publisher.readingsAvailable) })
+        parts.started("publisher", Task { await publisher.run() })
         // Remote configuration before the first scan: the broker's retained documents (subscribed before the client
         // starts), within a bounded wait so a gateway without a broker still scans (with what the local store kept).
         await awaitRetainedConfiguration()
         notifier.notify("READY=1\nSTATUS=running")
-        let ticker = Task { await tick(started: started) }
+        parts.started("ticker", Task { await tick(started: started) })
         // Finishes when `scan()` returns by itself (the end of a replayed capture); iterating it, unlike awaiting the
         // task's value, ends when the waiter is cancelled.
         let (scanEnded, scanEnd) = AsyncStream.makeStream(of: Void.self)
-        let scanning = Task {
-            await scan()
-            scanEnd.finish()
-        }
+        parts.started(
+            "scan",
+            Task {
+                await scan()
+                scanEnd.finish()
+            })
 
         // Wait for graceful shutdown (SIGTERM/SIGINT through the service group), the end of a replayed capture (the
         // scan returns: nothing more will come), or cancellation; only a graceful shutdown (or the capture's end)
@@ -331,12 +336,9 @@ public final class GatewayRuntime: Service, Sendable {
         let graceful = !Task.isCancelled
         notifier.notify("STOPPING=1\nSTATUS=stopping")
 
-        // 1. End the peripheral links (their GATT work with them), then stop scanning.
+        // 1. End the peripheral links (their GATT work with them), then stop scanning and the ticker.
         await peripherals.stop()
-        scanning.cancel()
-        await scanning.value
-        ticker.cancel()
-        await ticker.value
+        await parts.stop(through: "ticker")
         // 2. The last interval's summaries, then the retained offline status, committed together.
         flushIntervals()
         let now = clock.unixTime()
@@ -350,19 +352,9 @@ public final class GatewayRuntime: Service, Sendable {
         publisher.readingsAvailable()
         // 3. Drain what the broker can take in a few seconds; the rest stays in the spool for the next start.
         if graceful { _ = await publisher.drain(within: .seconds(3)) }
-        publishing.cancel()
-        await publishing.value
-        committer.cancel()
-        await committer.value
-        // 4. Disconnect: a clean DISCONNECT, so the broker discards the last will.
-        mqtt.cancel()
-        _ = try? await mqtt.value
-        events.cancel()
-        await events.value
-        for f in following {
-            f.cancel()
-            await f.value
-        }
+        // 4. The rest in reverse: the publisher and committer, then the connection (a clean DISCONNECT, so the
+        // broker discards the last will), then the followers that listened on it.
+        await parts.stopAll()
         await stopFollowingHomeAssistant()
         logger.info("stopped; \(spool.statistics.depth) readings remain in the spool")
     }
