@@ -86,12 +86,12 @@ let package = Package(
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETransport", "BLETestSupport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLETransport", "BLESimulator", "BLETestSupport"]),
         .testTarget(name: "BLEDomainTests", dependencies: [
-            "BLEDomain", "BLEHCI", "BLETransport", "BLESimulator", .product(name: "Crypto", package: "swift-crypto"),
+            "BLEDomain", "BLEHCI", "BLETransport", "BLESimulator", "BLETestSupport", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "BLESpoolTests", dependencies: ["BLESpool", "BLETransport", "BLETestSupport"]),
         // Helpers more than one test target (and the benchmarks) need, in one place: the mosquitto harness, loopback
-        // ports, a throw-away PKI, `eventually`, tool runs.
-        .target(name: "BLETestSupport", path: "Tests/BLETestSupport"),
+        // ports, the raw HCI host on a simulator socket, a throw-away PKI, `eventually`, tool runs.
+        .target(name: "BLETestSupport", dependencies: ["BLETransport"], path: "Tests/BLETestSupport"),
         .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLETransport", "BLETestSupport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: [
             "BLEGateway", "BLEConfiguration", "BLESimulator", "BLEPublishing", "BLESpool", "BLEDomain", "BLEHost", "BLEHCI", "BLETransport",
@@ -102,6 +102,6 @@ let package = Package(
             "BLEFleet", "BLEPublishing", "BLESimulator", "BLEDomain", "BLEHCI", "BLETransport", "BLETestSupport",
             .product(name: "Logging", package: "swift-log"),
         ]),
-        .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport"]),
+        .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport", "BLETestSupport"]),
     ]
 )

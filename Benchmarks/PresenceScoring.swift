@@ -7,6 +7,7 @@ import BLEDomain
 import BLEFleet
 import BLEHCI
 import BLESimulator
+import BLETestSupport
 import BLETransport
 import Foundation
 
@@ -130,14 +131,14 @@ func scorePresence(_ setup: PresenceScoreSetup) async throws -> PresenceScore {
 
     struct Receiver {
         var id: String
-        var host: ScoringHost
+        var host: HCISocketHost
         var ranging: RangingEngine
         var resolver = PrivateAddressResolver(keys: [])
         var reports = 0
     }
     var receivers: [Receiver] = []
     for g in scenario.gateways {
-        let host = try ScoringHost(path: sim.socketPath(for: g.id))
+        let host = try HCISocketHost(path: sim.socketPath(for: g.id))
         try host.startPassiveScan()
         // As the office's gateway_config has it: its path-loss exponent, and each receiver's gain corrected
         // (ranging.rssi_offset_db is the negative of the scenario's rx_offset_db).

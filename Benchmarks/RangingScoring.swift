@@ -6,6 +6,7 @@
 import BLEDomain
 import BLEHCI
 import BLESimulator
+import BLETestSupport
 import BLETransport
 import Foundation
 
@@ -169,7 +170,7 @@ func scoreRanging(_ setup: RangingScoreSetup) async throws -> RangingScore {
     }
     defer { run.cancel() }
 
-    let host = try ScoringHost(path: sim.socketPath(for: "gw"))
+    let host = try HCISocketHost(path: sim.socketPath(for: "gw"))
     try host.startPassiveScan()
 
     var ranging = RangingEngine(configuration: setup.ranging)
@@ -316,41 +317,9 @@ struct GroundTruthDistances {
     }
 }
 
-/// A host on a virtual controller's socket: literal commands, and non-blocking drains of whatever
-/// the radio has written.
-final class ScoringHost {
-    let fd: Int32
-    var deframer = H4Deframer()
-    var buffer = [UInt8](repeating: 0, count: 1 << 16)
-    var isClosed = false
-
-    init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in path.utf8.enumerated() { raw[i] = b }
-        }
-        var rc: Int32 = -1
-        for _ in 0..<200 {
-            rc = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            if rc == 0 { break }
-            usleep(5000)
-        }
-        guard rc == 0 else {
-            close(fd)
-            throw RangingScoreError(description: "cannot connect to \(path)")
-        }
-    }
-
-    deinit { close(fd) }
-
+extension HCISocketHost {
     /// Bring-up and a passive scan with the window always open (10 ms / 10 ms): Reset, Set Event Mask, LE Set
-    /// Event Mask, LE Set Scan Parameters, LE Set Scan Enable.
+    /// Event Mask, LE Set Scan Parameters, LE Set Scan Enable; each must complete with success.
     func startPassiveScan() throws {
         for command: [UInt8] in [
             [0x01, 0x03, 0x0C, 0x00],
@@ -359,54 +328,10 @@ final class ScoringHost {
             [0x01, 0x0B, 0x20, 0x07, 0x00, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00],
             [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00],
         ] {
-            try self.command(command)
-        }
-    }
-
-    /// Sends a command and waits (≤ 10 s) for its Command Complete.
-    func command(_ bytes: [UInt8]) throws {
-        _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        while true {
-            guard try read(timeoutMs: 10_000) else { throw RangingScoreError(description: "no answer to \(bytes)") }
-            while let p = deframer.next() {
-                if p.type == .event, p.payload.count >= 6, p.payload[0] == 0x0E, p.payload[3] == bytes[1],
-                    p.payload[4] == bytes[2]
-                {
-                    guard p.payload[5] == 0 else {
-                        throw RangingScoreError(description: "command \(bytes) failed: \(p.payload)")
-                    }
-                    return
-                }
+            let answer = try self.command(command)
+            guard answer.count >= 7, answer[1] == 0x0E, answer[6] == 0 else {
+                throw RangingScoreError(description: "command \(command) failed: \(answer)")
             }
         }
-    }
-
-    /// Hands packets to `body` until `done()` holds (waiting ≤ 10 s for more), then those already written.
-    func drain(until done: () -> Bool, _ body: (H4Packet) -> Void) throws {
-        while true {
-            while let p = deframer.next() { body(p) }
-            if done() { break }
-            guard try read(timeoutMs: 10_000) else {
-                if isClosed { return }
-                throw RangingScoreError(description: "reports counted by the controller never arrived")
-            }
-        }
-        while try read(timeoutMs: 0) {
-            while let p = deframer.next() { body(p) }
-        }
-    }
-
-    /// Whether bytes were read (false on timeout or end of stream).
-    private func read(timeoutMs: Int32) throws -> Bool {
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&p, 1, timeoutMs) > 0 else { return false }
-        let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        // The simulator closes the socket when its duration ends: nothing more will come.
-        guard n > 0 else {
-            isClosed = true
-            return false
-        }
-        deframer.append(buffer[0..<n])
-        return true
     }
 }

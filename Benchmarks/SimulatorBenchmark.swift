@@ -1,5 +1,6 @@
 import BLEHCI
 import BLESimulator
+import BLETestSupport
 import BLETransport
 import Foundation
 import Glibc
@@ -50,23 +51,15 @@ func runSimulatorBenchmark(arguments: [String]) {
         try? FileManager.default.removeItem(atPath: dir)
     }
 
-    // The host: a plain socket, literal bring-up and scan-enable bytes, then count reports.
-    let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-    var addr = sockaddr_un()
-    addr.sun_family = sa_family_t(AF_UNIX)
-    withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-        for (i, b) in sim.socketPath(for: "gw-bench").utf8.enumerated() { raw[i] = b }
-    }
-    let rc = withUnsafePointer(to: &addr) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-        }
-    }
-    guard rc == 0 else {
-        print("simulator: cannot connect")
+    // The host: literal bring-up and scan-enable bytes through the tests' raw host, then count reports by reading
+    // its socket directly (the measurement loop is the instrument: one read and the deframer, nothing else).
+    let host: HCISocketHost
+    do { host = try HCISocketHost(path: sim.socketPath(for: "gw-bench")) } catch {
+        print("simulator: cannot connect: \(error)")
         return
     }
-    defer { close(fd) }
+    let fd = host.fd
+    defer { withExtendedLifetime(host) {} }  // it owns the socket the loop below reads
     var commands: [[UInt8]] = [
         [0x01, 0x03, 0x0C, 0x00],  // Reset
         [0x01, 0x01, 0x0C, 0x08, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x1F, 0x00, 0x20],  // Set Event Mask + LE Meta
@@ -79,20 +72,14 @@ func runSimulatorBenchmark(arguments: [String]) {
             [0x01, 0x42, 0x20, 0x06, 0x01, 0x00, 0, 0, 0, 0],
         ]
         : [[0x01, 0x0B, 0x20, 0x07, 0x00, 0x10, 0x00, 0x10, 0x00, 0x00, 0x00], [0x01, 0x0C, 0x20, 0x02, 0x01, 0x00]]
+    do {
+        for c in commands { try host.command(c) }
+    } catch {
+        print("simulator: bring-up failed: \(error)")
+        return
+    }
     var deframer = H4Deframer()
     var buf = [UInt8](repeating: 0, count: 1 << 16)
-    for c in commands {
-        _ = c.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        var answered = false
-        while !answered {
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { return }
-            deframer.append(buf[0..<n])
-            while let p = deframer.next() {
-                if p.payload.first == 0x0E { answered = true }
-            }
-        }
-    }
 
     var reports = 0
     var bytes = 0

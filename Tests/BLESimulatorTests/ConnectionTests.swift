@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
@@ -28,7 +29,7 @@ import Testing
     }
 
     /// Reads packets until one matches; returns it and the ones before it.
-    static func until(_ c: TestHCIClient, _ match: (H4Packet) -> Bool) throws -> (H4Packet, [H4Packet]) {
+    static func until(_ c: HCISocketHost, _ match: (H4Packet) -> Bool) throws -> (H4Packet, [H4Packet]) {
         var skipped: [H4Packet] = []
         while true {
             let p = try c.receive()

@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
@@ -55,7 +56,7 @@ import Testing
         let path = h.simulator.socketPath(for: "gw-a")
         await h.advance(seconds: 11)
         // The host reads end of file.
-        #expect(throws: TestHCIClient.Closed.self) {
+        #expect(throws: HCISocketHost.Closed.self) {
             while true { _ = try c.receive() }
         }
         await Self.eventually("socket removed") { !FileManager.default.fileExists(atPath: path) }

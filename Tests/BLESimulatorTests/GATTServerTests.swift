@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
@@ -9,7 +10,7 @@ import Testing
 /// Service Changed, notification rates — literal ATT PDUs over the simulator's H4 socket.
 @Suite struct GATTServerTests {
     /// A simulator with `yaml`, a host brought up, and a link to 00:1B:DC:10:00:01; returns its handle.
-    static func connected(_ yaml: String = ConnectionTests.yaml) async throws -> (SimHarness, TestHCIClient, UInt16) {
+    static func connected(_ yaml: String = ConnectionTests.yaml) async throws -> (SimHarness, HCISocketHost, UInt16) {
         let h = try SimHarness(yaml)
         let c = try h.client("gw-a")
         try h.bringUp(c)
@@ -21,7 +22,7 @@ import Testing
     }
 
     /// Sends one ATT PDU and returns the server's answer (skipping notifications and indications).
-    static func request(_ c: TestHCIClient, _ handle: UInt16, _ pdu: [UInt8]) throws -> [UInt8] {
+    static func request(_ c: HCISocketHost, _ handle: UInt16, _ pdu: [UInt8]) throws -> [UInt8] {
         c.send(ConnectionTests.att(handle, pdu))
         let (p, _) = try ConnectionTests.until(c) {
             guard let a = ConnectionTests.attPDU($0) else { return false }
@@ -32,7 +33,7 @@ import Testing
 
     /// Every ATT PDU the controller sent up to the answer of a harmless command (Read BD_ADDR):
     /// the controller answers in order, so this is "everything so far".
-    static func drain(_ c: TestHCIClient) throws -> [[UInt8]] {
+    static func drain(_ c: HCISocketHost) throws -> [[UInt8]] {
         var before: [H4Packet] = []
         try c.command(Bytes.readBDAddr, before: &before)
         return before.compactMap(ConnectionTests.attPDU)

@@ -1,81 +1,10 @@
+import BLETestSupport
 import BLETransport
 import Foundation
 import Glibc
 import Testing
 
 @testable import BLESimulator
-
-/// A host for tests: connects to a virtual controller's Unix socket, writes literal bytes and
-/// reads whole H4 packets back (with a generous timeout so a broken simulator fails, not hangs).
-final class TestHCIClient {
-    let fd: Int32
-    var deframer = H4Deframer()
-
-    struct Timeout: Error {}
-    struct Closed: Error {}
-
-    init(path: String) throws {
-        fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        var addr = sockaddr_un()
-        addr.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &addr.sun_path) { raw in
-            for (i, b) in path.utf8.enumerated() { raw[i] = b }
-        }
-        // A socket file appears at bind(2), a moment before listen(2): retry a refused connect briefly.
-        var rc: Int32 = -1
-        for _ in 0..<200 {
-            rc = withUnsafePointer(to: &addr) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            if rc == 0 || (errno != ECONNREFUSED && errno != ENOENT) { break }
-            usleep(5000)
-        }
-        guard rc == 0 else {
-            Glibc.close(fd)
-            throw TransportError(.io, errno: errno, "connect \(path)")
-        }
-    }
-
-    deinit { Glibc.close(fd) }
-
-    func send(_ bytes: [UInt8]) {
-        _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-    }
-
-    /// The next packet from the controller.
-    func receive(timeoutMs: Int32 = 10_000) throws -> H4Packet {
-        while true {
-            if let p = deframer.next() { return p }
-            var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-            guard poll(&p, 1, timeoutMs) > 0 else { throw Timeout() }
-            var buf = [UInt8](repeating: 0, count: 65536)
-            let n = buf.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            guard n > 0 else { throw Closed() }
-            deframer.append(buf[0..<n])
-        }
-    }
-
-    /// Sends a command and returns the H4 bytes of its Command Complete / Status, collecting any
-    /// other events (reports) that came first.
-    @discardableResult
-    func command(_ bytes: [UInt8], before other: inout [H4Packet]) throws -> [UInt8] {
-        send(bytes)
-        let opcode = (bytes[1], bytes[2])
-        while true {
-            let p = try receive()
-            let e = p.payload
-            if p.type == .event, e[0] == 0x0E, e.count >= 5, (e[3], e[4]) == opcode { return p.h4Bytes }
-            if p.type == .event, e[0] == 0x0F, e.count >= 6, (e[4], e[5]) == opcode { return p.h4Bytes }
-            other.append(p)
-        }
-    }
-
-    @discardableResult
-    func command(_ bytes: [UInt8]) throws -> [UInt8] {
-        var ignored: [H4Packet] = []
-        return try command(bytes, before: &ignored)
-    }
-}
 
 /// Literal command bytes used by the tests (H4 indicator, opcode little-endian, length, parameters).
 enum Bytes {
@@ -132,9 +61,9 @@ final class SimHarness {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    func client(_ gateway: String) throws -> TestHCIClient {
+    func client(_ gateway: String) throws -> HCISocketHost {
         // The socket is bound in Simulator.init; the accept thread starts with run().
-        try TestHCIClient(path: simulator.socketPath(for: gateway))
+        try HCISocketHost(path: simulator.socketPath(for: gateway))
     }
 
     /// Runs virtual time forward in steps, letting the radio catch up after each.
@@ -154,7 +83,7 @@ final class SimHarness {
     }
 
     /// Bring-up as a host does it, checking each Command Complete is a success.
-    func bringUp(_ c: TestHCIClient, leMeta: Bool = true) throws {
+    func bringUp(_ c: HCISocketHost, leMeta: Bool = true) throws {
         for cmd in [Bytes.reset, Bytes.readLocalVersion, Bytes.readBDAddr] + (leMeta ? [Bytes.setEventMask, Bytes.leSetEventMask] : []) {
             let r = try c.command(cmd)
             #expect(r[1] == 0x0E && r[6] == 0x00, "command \(cmd) → \(r)")
