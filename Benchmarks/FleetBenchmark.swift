@@ -26,7 +26,7 @@ func runFleetBenchmark(arguments: [String]) async throws {
 
     let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("blegateway").path
-    let http = try fleetBenchFreePort()
+    let http = try Loopback.freePort()
     let fleet = Process()
     fleet.executableURL = URL(fileURLWithPath: binary)
     fleet.arguments = [
@@ -283,35 +283,9 @@ private func fleetMetric(_ name: String, port: Int) -> Int {
     return line.flatMap { Int($0.split(separator: " ").last ?? "") } ?? 0
 }
 
-private func fleetBenchFreePort() throws -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-            bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-        }
-    }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
 private func fleetBenchWaitListening(port: Int) throws {
     for _ in 0..<500 {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let ok = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        close(fd)
-        if ok { return }
+        if Loopback.accepts(port: port) { return }
         usleep(10_000)
     }
     throw CocoaError(.fileReadUnknown)

@@ -3,6 +3,7 @@ import BLEDomain
 import BLEGateway
 import BLEHCI
 import BLEHost
+import BLETestSupport
 import BLETransport
 import Foundation
 
@@ -30,7 +31,8 @@ func runRangingScaleBenchmark(args: [String]) async {
     var configuration = GatewayConfiguration()
     configuration.gateway.id = "scale"
     configuration.spool.path = work.appendingPathComponent("spool.sqlite").path
-    configuration.mqtt.broker = "mqtt://127.0.0.1:\(ClosedPort.find())"
+    // A port nothing listens on: the gateway measured here never reaches a broker.
+    configuration.mqtt.broker = "mqtt://127.0.0.1:\((try? Loopback.freePort()) ?? 9)"
     configuration.remoteConfig.enabled = false
     configuration.publishing.healthIntervalSeconds = 5
     configuration.regions = (0..<regionCount).map {
@@ -92,25 +94,6 @@ struct ProcessMemory {
             if line.hasPrefix("VmHWM:") { m.hwm = value }
         }
         return m
-    }
-}
-
-/// A loopback TCP port nothing listens on: bound, then released.
-enum ClosedPort {
-    static func find() -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(fd) }
-        var a = sockaddr_in()
-        a.sin_family = sa_family_t(AF_INET)
-        a.sin_addr.s_addr = inet_addr("127.0.0.1")
-        a.sin_port = 0
-        var len = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafeMutablePointer(to: &a) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, len) == 0 ? getsockname(fd, $0, &len) : -1
-            }
-        }
-        return Int(UInt16(bigEndian: a.sin_port))
     }
 }
 
