@@ -152,7 +152,7 @@ final class AdvertisingReportSource: SightingSource, @unchecked Sendable {
         adapter: @escaping @Sendable (AdapterReport) -> Void,
         sighting: @escaping @Sendable (Sighting) -> Void
     ) async throws {
-        adapter(AdapterReport(state: .poweredOn, device: "bench", mode: "exclusive", scanning: "legacy"))
+        adapter(AdapterReport(state: .poweredOn, device: "bench", mode: .exclusive, scanning: .legacy))
         var assembler = ScanReportAssembler()
         let clock = SystemClock()
         var round = 0

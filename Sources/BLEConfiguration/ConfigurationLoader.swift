@@ -56,9 +56,7 @@ public enum ConfigurationLoader {
             throw ConfigurationError(path: "mqtt.reconnect_min_s", "must not exceed mqtt.reconnect_max_s")
         }
         // Again here, for a mode or device given on the command line after the file was read.
-        if let mode = AdapterMode(rawValue: c.adapter.mode), let spec = try? DeviceSpec(parsing: c.adapter.device),
-            let why = mode.refusal(for: spec)
-        {
+        if let spec = try? DeviceSpec(parsing: c.adapter.device), let why = c.adapter.mode.refusal(for: spec) {
             throw ConfigurationError(path: "adapter.mode", why)
         }
     }

@@ -18,7 +18,7 @@ public struct GatewayConfiguration: Sendable, Equatable {
         /// `hci0`, `unix:PATH`, `tcp:HOST:PORT`, `serial:/dev/ttyX[@BAUD]` or `file:PATH`.
         public var device = "hci0"
         /// `exclusive` owns the controller (HCI_CHANNEL_USER); `shared` scans beside bluetoothd.
-        public var mode = "exclusive"
+        public var mode = AdapterMode.exclusive
         /// Bind by address (`AA:BB:CC:DD:EE:FF`): a kernel adapter that comes back under another index is followed.
         public var address: String?
         /// A second adapter (exclusive mode): it makes the peripheral connections while `device` scans; when one is

@@ -13,7 +13,7 @@ extension YAMLConfigurationReader {
             switch k {
             case "device": a.device = try device(v, p)
             case "mode":
-                a.mode = try oneOf(v, p, ["exclusive", "shared"])
+                a.mode = AdapterMode(rawValue: try oneOf(v, p, AdapterMode.allCases.map(\.rawValue))) ?? a.mode
                 modeNode = v
             case "address": a.address = try address(v, p)
             case "second_device":
@@ -28,15 +28,13 @@ extension YAMLConfigurationReader {
             default: unknown(v, p)
             }
         }
-        if let modeNode, let mode = AdapterMode(rawValue: a.mode), let spec = try? DeviceSpec(parsing: a.device),
-            let why = mode.refusal(for: spec)
-        {
+        if let modeNode, let spec = try? DeviceSpec(parsing: a.device), let why = a.mode.refusal(for: spec) {
             throw fail(modeNode, "\(path).mode", why)
         }
         if let second, let device = a.secondDevice {
             // Two adapters are two controllers the gateway owns; a capture commands nothing, and in shared mode the
             // kernel decides which adapter connects.
-            guard a.mode == "exclusive" else {
+            guard a.mode == .exclusive else {
                 throw fail(second, "\(path).second_device", "a second adapter needs adapter.mode: exclusive")
             }
             for (d, key) in [(a.device, "device"), (device, "second_device")] where d.hasPrefix("file:") {

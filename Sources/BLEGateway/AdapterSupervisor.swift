@@ -121,7 +121,6 @@ final class AdapterSupervisor: @unchecked Sendable {
     ) async {
         var machine = L(configuration: configuration)
         let device = spec.description
-        let modeName = mode.rawValue
         sightingBox.withLock { $0 = sighting }
         defer { tearDown() }
         await withTaskGroup(of: Void.self) { group in
@@ -144,11 +143,11 @@ final class AdapterSupervisor: @unchecked Sendable {
                         let info = status == .poweredOn ? sessionBox.withLock({ $0?.info }) : nil
                         adapter(
                             AdapterReport(
-                                state: status, device: device, mode: modeName,
+                                state: status, device: device, mode: mode,
                                 address: info?.address.description, hciVersion: info.map { Int($0.version.hciVersion) },
                                 manufacturer: info.map { Int($0.version.companyIdentifier) },
-                                scanning: info.map { $0.supportsExtendedAdvertising ? "extended" : "legacy" }
-                                    ?? (listensOnly && status == .poweredOn ? "observer" : "off"),
+                                scanning: info.map { .of($0.supportsExtendedAdvertising) }
+                                    ?? (listensOnly && status == .poweredOn ? .observer : .off),
                                 reason: reason))
                     case .open:
                         operationBegan.withLock { $0 = clock.now() }

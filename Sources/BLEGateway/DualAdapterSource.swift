@@ -123,9 +123,9 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
             for slot in Slot.allCases {
                 guard var r = known[slot] else { continue }
                 let d = duties[slot] ?? []
-                r.slot = slot.rawValue
-                r.roles = d.names
-                if !d.contains(.scan) { r.scanning = "off" }
+                r.slot = slot
+                r.roles = d
+                if !d.contains(.scan) { r.scanning = .off }
                 perSlot[slot] = r
                 var scoped = r
                 scoped.scope = .slot

@@ -71,15 +71,15 @@ struct GatewayReadings: Sendable {
         o.string("state", a.state.rawValue)
         o.number("since", since)
         o.string("device", a.device)
-        o.string("mode", a.mode)
+        o.string("mode", a.mode.rawValue)
         if let address = a.address { o.string("address", address) }
         if let v = a.hciVersion { o.int("hci_version", v) }
         if let m = a.manufacturer { o.int("manufacturer", m) }
-        o.string("scanning", a.scanning)
+        o.string("scanning", a.scanning.rawValue)
         if let r = a.reason { o.string("reason", r) }
-        if let slot = a.slot { o.string("slot", slot) }
-        if let roles = a.roles { o.strings("roles", roles) }
-        let topic = a.scope == .slot ? topics.adapterSlot(a.slot ?? "primary") : topics.adapter
+        if let slot = a.slot { o.string("slot", slot.rawValue) }
+        if let roles = a.roles { o.strings("roles", roles.names) }
+        let topic = a.scope == .slot ? topics.adapterSlot((a.slot ?? .primary).rawValue) : topics.adapter
         return Reading(
             .state, topic: topic, body: o.finished, qos: stateQoS, retain: true, ts: ts,
             clockSynchronized: synced, run: run)
@@ -322,17 +322,24 @@ struct GatewayReadings: Sendable {
             ts: ts, clockSynchronized: synced, expiry: sampleExpiry, run: run)
     }
 
-    /// A region's retained state (schema/v1/region.json): `event` is enter, exit or determined (a first determination,
-    /// or one after an adapter recovery, that changed nothing known); `beacons` names the beacon that caused an enter.
+    /// A region state's `event` (schema/v1/region.json): an enter, an exit, or a determination that is neither (a
+    /// first one, or one after an adapter recovery, that changed nothing known).
+    enum RegionChange: String, Sendable {
+        case determined
+        case enter
+        case exit
+    }
+
+    /// A region's retained state (schema/v1/region.json); `beacons` names the beacon that caused an enter.
     func region(
-        _ id: String, state: RegionState, since: Double, event: String, beacon: BeaconIdentity?,
+        _ id: String, state: RegionState, since: Double, event: RegionChange, beacon: BeaconIdentity?,
         ts: Double, synced: Bool
     ) -> Reading {
         var o = JSONObjectWriter()
         o.string("region", id)
         o.string("state", state.rawValue)
         o.number("since", since)
-        o.string("event", event)
+        o.string("event", event.rawValue)
         if let beacon { o.raw("beacons", Array("[\"\(beacon.id)\"]".utf8)) }
         return Reading(
             .state, topic: topics.region(id), body: o.finished, qos: stateQoS, retain: true, ts: ts,

@@ -143,7 +143,7 @@ extension GatewayRuntime {
             for r in c.regions where !kept.contains(r.id) {
                 recordState(
                     readings.region(
-                        r.id, state: .unknown, since: ts, event: "determined", beacon: nil, ts: ts,
+                        r.id, state: .unknown, since: ts, event: .determined, beacon: nil, ts: ts,
                         synced: synced))
             }
             for r in before.regions where !ids.contains(r.id) {

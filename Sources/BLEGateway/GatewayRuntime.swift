@@ -57,7 +57,7 @@ public final class GatewayRuntime: Service, Sendable {
         var adapter: AdapterReport?
         var adapterSince = 0.0
         /// With two adapters: each one's last report and since when it is in that state.
-        var adapterSlots: [String: (report: AdapterReport, since: Double)] = [:]
+        var adapterSlots: [AdapterRoles.Slot: (report: AdapterReport, since: Double)] = [:]
         var reconnects = 0
         var connectedOnce = false
         var rawTokens = 0.0
@@ -288,7 +288,7 @@ public final class GatewayRuntime: Service, Sendable {
         for r in configuration.regions {
             recordState(
                 readings.region(
-                    r.id, state: .unknown, since: startTS, event: "determined", beacon: nil,
+                    r.id, state: .unknown, since: startTS, event: .determined, beacon: nil,
                     ts: startTS, synced: clockSynchronized()))
         }
         // Every configured peripheral starts disconnected: overwrite whatever a previous run left retained.
@@ -461,7 +461,7 @@ public final class GatewayRuntime: Service, Sendable {
         let now = clock.unixTime()
         if report.scope == .slot {
             // One of two adapters: its own retained topic; the gateway's `…/adapter` (the one that scans) follows.
-            let slot = report.slot ?? "primary"
+            let slot = report.slot ?? .primary
             let since: Double? = state.withLock { s in
                 guard s.adapterSlots[slot]?.report != report else { return nil }
                 let since = s.adapterSlots[slot]?.report.state == report.state ? s.adapterSlots[slot]!.since : now
@@ -645,11 +645,11 @@ public final class GatewayRuntime: Service, Sendable {
         let synced = clockSynchronized()
         for (i, e) in events.enumerated() {
             guard case .determined(let regionState) = e.kind else { continue }
-            var kind = "determined"
+            var kind = GatewayReadings.RegionChange.determined
             if i + 1 < events.count, events[i + 1].region == e.region {
                 switch events[i + 1].kind {
-                case .entered: kind = "enter"
-                case .exited: kind = "exit"
+                case .entered: kind = .enter
+                case .exited: kind = .exit
                 case .determined: break
                 }
             }

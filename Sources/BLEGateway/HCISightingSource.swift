@@ -88,7 +88,7 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
         sighting: @escaping @Sendable (Sighting) -> Void
     ) async throws {
         if let why = mode.refusal(for: spec) {
-            adapter(AdapterReport(state: .unsupported, device: spec.description, mode: mode.rawValue, reason: why))
+            adapter(AdapterReport(state: .unsupported, device: spec.description, mode: mode, reason: why))
             throw TransportError(.badSpec, why)
         }
         // A capture replays once and is never supervised; shared mode always is: its adapter's power, blocks and
@@ -111,9 +111,9 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
             throw CancellationError()
         }
         let device = spec.description
-        let modeName = mode.rawValue
+        let mode = mode
         let report: @Sendable (AdapterReport.State, String) -> Void = { state, reason in
-            adapter(AdapterReport(state: state, device: device, mode: modeName, reason: reason))
+            adapter(AdapterReport(state: state, device: device, mode: mode, reason: reason))
         }
         let transport: any HCITransport
         do {
@@ -162,7 +162,7 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                 do {
                     if let earlyListener {
                         scanner = earlyListener
-                        adapter(AdapterReport(state: .poweredOn, device: device, mode: modeName, scanning: "observer"))
+                        adapter(AdapterReport(state: .poweredOn, device: device, mode: mode, scanning: .observer))
                     } else {
                         let info = try await ControllerBringUp.run(controller, logger: logger)
                         scanner = Scanner(
@@ -171,10 +171,10 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                         runningInfo = info
                         adapter(
                             AdapterReport(
-                                state: .poweredOn, device: device, mode: modeName, address: info.address.description,
+                                state: .poweredOn, device: device, mode: mode, address: info.address.description,
                                 hciVersion: Int(info.version.hciVersion),
                                 manufacturer: Int(info.version.companyIdentifier),
-                                scanning: info.supportsExtendedAdvertising ? "extended" : "legacy"))
+                                scanning: .of(info.supportsExtendedAdvertising)))
                     }
                 } catch let e as HCIError {
                     report(e.code == .transportClosed ? .poweredOff : .unknown, e.description)

@@ -26,7 +26,7 @@ struct ExplainCommand: AsyncParsableCommand {
     var device: String?
 
     @Option(help: "Override adapter.mode: exclusive or shared.")
-    var mode: String?
+    var mode: AdapterMode?
 
     @Option(help: "Stop after this many seconds.")
     var duration: Double = 30

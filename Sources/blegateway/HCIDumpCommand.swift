@@ -14,7 +14,7 @@ struct HCIDumpCommand: AsyncParsableCommand {
     var device: String
 
     @Option(help: "For hciN: exclusive (HCI user channel) or shared (beside bluetoothd, receive-only).")
-    var mode: String = "exclusive"
+    var mode: AdapterMode = .exclusive
 
     @Option(
         name: .customLong("send"),
@@ -43,9 +43,7 @@ struct HCIDumpCommand: AsyncParsableCommand {
     var forceDown = false
 
     func run() async throws {
-        guard let adapterMode = AdapterMode(rawValue: mode) else {
-            throw ValidationError("--mode must be exclusive or shared")
-        }
+        let adapterMode = mode
         let packets = try sends.map { text -> H4Packet in
             guard let bytes = Self.hex(text), bytes.count >= 4, bytes[0] == H4PacketType.command.rawValue else {
                 throw ValidationError("--send \(text): expected an H4 command in hex, starting with 01")

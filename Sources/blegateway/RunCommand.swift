@@ -23,7 +23,7 @@ struct RunCommand: AsyncParsableCommand {
     var device: String?
 
     @Option(help: "Override adapter.mode: exclusive or shared.")
-    var mode: String?
+    var mode: AdapterMode?
 
     @Option(help: "Override mqtt.broker: mqtt://HOST:PORT or mqtts://HOST:PORT.")
     var broker: String?
@@ -64,9 +64,6 @@ struct RunCommand: AsyncParsableCommand {
         if let broker { c.mqtt.broker = broker }
         if let prefix { c.mqtt.prefix = prefix }
         if let spool { c.spool.path = spool }  // a directory holds spool.sqlite, as for spool.path (preflight)
-        guard ["exclusive", "shared"].contains(c.adapter.mode) else {
-            throw ValidationError("--mode must be exclusive or shared, not \(c.adapter.mode)")
-        }
         do {
             try ConfigurationLoader.validate(c)
             c = try ConfigurationPreflight.check(c)
@@ -101,7 +98,7 @@ struct RunCommand: AsyncParsableCommand {
             runtime.trace(address)
         }
         logger.info(
-            "gateway \(c.gateway.id): \(c.adapter.device) (\(c.adapter.mode)) → \(c.mqtt.broker) under \(c.mqtt.prefix)/"
+            "gateway \(c.gateway.id): \(c.adapter.device) (\(c.adapter.mode.rawValue)) → \(c.mqtt.broker) under \(c.mqtt.prefix)/"
         )
         let group = ServiceGroup(
             configuration: .init(

@@ -16,7 +16,7 @@ struct ScanCommand: AsyncParsableCommand {
     var device: String = "hci0"
 
     @Option(help: "For hciN: exclusive (owns the controller) or shared (beside bluetoothd).")
-    var mode: String = "exclusive"
+    var mode: AdapterMode = .exclusive
 
     @Flag(help: "One JSON object per sighting per line (the default when the output is not a terminal).")
     var json = false
@@ -53,9 +53,7 @@ struct ScanCommand: AsyncParsableCommand {
     var allowUsbReset = false
 
     func run() async throws {
-        guard let adapterMode = AdapterMode(rawValue: mode) else {
-            throw ValidationError("--mode must be exclusive or shared, not \(mode)")
-        }
+        let adapterMode = mode
         let filter: ScanFilter
         do { filter = try ScanFilter(parsing: filters) } catch { throw ValidationError("\(error)") }
         let spec: DeviceSpec

@@ -10,7 +10,7 @@ func makeSightingSource(
     role: (any ControllerRole)? = nil
 ) throws -> any SightingSource {
     let spec = try DeviceSpec(parsing: c.adapter.device)
-    let mode: AdapterMode = c.adapter.mode == "shared" ? .shared : .exclusive
+    let mode = c.adapter.mode
     var options = TransportOptions()
     options.capturePath = capture
     options.adapterAddress = c.adapter.address

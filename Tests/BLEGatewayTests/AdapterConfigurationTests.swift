@@ -57,7 +57,7 @@ import Testing
     @Test func aSharedModeGivenAfterTheFileIsRefusedForAControllerOnASocket() {
         var c = GatewayConfiguration()
         c.adapter.device = "unix:/run/c.sock"
-        c.adapter.mode = "shared"
+        c.adapter.mode = .shared
         #expect {
             try ConfigurationLoader.validate(c)
         } throws: { e in

@@ -20,7 +20,7 @@ extension EndToEndSuites {
         func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
                  sighting: @escaping @Sendable (Sighting) -> Void) async throws {
             lock.withLock { configurationAtStart = runtime?.effectiveConfiguration }
-            adapter(AdapterReport(state: .poweredOn, device: "test", mode: "exclusive"))
+            adapter(AdapterReport(state: .poweredOn, device: "test", mode: .exclusive))
             while !Task.isCancelled {
                 for (n, name) in ["A", "B"].enumerated() {
                     let ad: [UInt8] = [0x02, 0x01, 0x06, 0x02, 0x09, UInt8(ascii: name == "A" ? "A" : "B")]

@@ -29,15 +29,15 @@ extension EndToEndSuites {
 
             func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
                      sighting: @escaping @Sendable (Sighting) -> Void) async throws {
-                adapter(AdapterReport(state: .poweredOn, device: "test", mode: "exclusive"))
+                adapter(AdapterReport(state: .poweredOn, device: "test", mode: .exclusive))
                 while !Task.isCancelled {
                     let (emit, cycle) = lock.withLock { () -> (Bool, Bool) in
                         defer { cycleAdapter = false }
                         return (emitting, cycleAdapter)
                     }
                     if cycle {
-                        adapter(AdapterReport(state: .poweredOff, device: "test", mode: "exclusive", reason: "drill"))
-                        adapter(AdapterReport(state: .poweredOn, device: "test", mode: "exclusive"))
+                        adapter(AdapterReport(state: .poweredOff, device: "test", mode: .exclusive, reason: "drill"))
+                        adapter(AdapterReport(state: .poweredOn, device: "test", mode: .exclusive))
                     }
                     if emit {
                         sighting(Sighting(address: BDAddress(rawValue: 0xC0FF_EE00_0001), addressType: .random, rssi: -60,
