@@ -1,3 +1,5 @@
+import BLETransport
+
 /// The address type carried in LE events and commands (Core v5.4, Vol 4, Part E, §7.7.65.2).
 public struct LEAddressType: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
     public let rawValue: UInt8
@@ -24,13 +26,6 @@ public struct LEAddressType: RawRepresentable, Hashable, Sendable, CustomStringC
     }
 
     public var description: String {
-        switch self {
-        case .public: "public"
-        case .random: "random"
-        case .publicIdentity: "public-identity"
-        case .randomIdentity: "random-identity"
-        case .anonymous: "anonymous"
-        default: "address-type(0x\(String(rawValue, radix: 16)))"
-        }
+        staticName.map { "\($0)" } ?? "address-type(0x\(upperHex(rawValue, digits: 2)))"
     }
 }

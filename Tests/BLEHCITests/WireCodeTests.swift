@@ -56,4 +56,12 @@ import Testing
         #expect(LEEventMask.advertisingReport.rawValue == 1 << 1)
         #expect(LEFeatures.extendedAdvertising.rawValue == 1 << 12)
     }
+
+    /// docs/SCAN_JSON.md promises `address-type(0xNN)` for a type the specification does not define, as the tshark
+    /// oracle prints it; it printed `address-type(0x4)` before.
+    @Test func addressTypesPrintTheirNameOrTwoHexDigits() {
+        #expect("\(LEAddressType.randomIdentity)" == "random-identity")
+        #expect("\(LEAddressType(rawValue: 0x04))" == "address-type(0x04)")
+        #expect("\(LEAddressType(rawValue: 0xFE))" == "address-type(0xFE)")
+    }
 }
