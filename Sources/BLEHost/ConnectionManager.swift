@@ -16,149 +16,6 @@ import BLETransport
 ///   so a device that walks out of range and back is reconnected as soon as it is heard again.
 /// - No more links than `maxConnections`, and fewer once the controller says Connection Limit Exceeded.
 public struct ConnectionManager: Sendable {
-    public struct Configuration: Sendable, Hashable {
-        public var maxConnections: Int = 4
-        /// LE Create Connection Cancel after this long without a Connection Complete.
-        public var connectTimeout: Duration = .seconds(5)
-        /// An advertisement older than this does not make a peer a candidate.
-        public var advertisementFreshness: Duration = .seconds(10)
-        public var initialBackoff: Duration = .milliseconds(500)
-        public var maxBackoff: Duration = .seconds(60)
-        /// A link that lasted at least this long counts as a success: backoff and attempts reset.
-        public var stableLink: Duration = .seconds(10)
-        public var parameters = LEConnectionParameters()
-        public init() {}
-    }
-
-    /// CoreBluetooth's CBPeripheralState, which the gateway publishes.
-    public struct LinkState: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
-        public let rawValue: String
-        public init(rawValue: String) { self.rawValue = rawValue }
-        public static let disconnected = LinkState(rawValue: "disconnected")
-        public static let connecting = LinkState(rawValue: "connecting")
-        public static let connected = LinkState(rawValue: "connected")
-        public static let disconnecting = LinkState(rawValue: "disconnecting")
-        public var description: String { rawValue }
-    }
-
-    /// Why a peer is in its state: an HCI status or reason from the controller, or the gateway's own doing.
-    public enum Reason: Sendable, Hashable, CustomStringConvertible {
-        case hci(HCIStatus)
-        /// The adapter went away (power, unplug, reset): every link is gone with it.
-        case adapterLost
-        /// No LE Connection Complete within the connect timeout; the attempt was cancelled.
-        case connectTimeout
-        /// The gateway dropped the link: its ATT client gave up (30 s transaction timeout) or a protocol error.
-        case dropped(String)
-        /// The intent was removed by configuration.
-        case notWanted
-        /// A state an earlier run of the gateway left retained, for a device this run has not met.
-        case gatewayRestarted
-        /// The gateway is stopping (a graceful shutdown): it ended the link itself.
-        case gatewayStopped
-        /// Two adapters: the links move to the other adapter; the gateway ended this one itself to make it there.
-        case handedOver
-        /// Shared mode: the kernel made the link and said why it failed or ended, as an errno
-        /// ("ECONNREFUSED, Connection refused (errno 111)"); the kernel maps HCI reasons onto errnos.
-        case kernel(String)
-
-        public var description: String {
-            switch self {
-            case .hci(let s): "HCI 0x\(upperHex(s.rawValue, digits: 2)) \(s.name ?? "unknown status")"
-            case .adapterLost: "adapter lost"
-            case .connectTimeout: "connection attempt timed out"
-            case .dropped(let why): "dropped by the gateway: \(why)"
-            case .notWanted: "no longer wanted"
-            case .gatewayRestarted: "the gateway restarted and has not met the device since"
-            case .gatewayStopped: "the gateway stopped"
-            case .handedOver: "handed over to the other adapter"
-            case .kernel(let why): "kernel: \(why)"
-            }
-        }
-
-        /// The HCI code, when there is one.
-        public var code: UInt8? {
-            if case .hci(let s) = self { return s.rawValue }
-            return nil
-        }
-    }
-
-    public struct Peer: Hashable, Sendable {
-        public var address: BDAddress
-        public var addressType: LEAddressType
-        public init(address: BDAddress, addressType: LEAddressType) {
-            self.address = address
-            self.addressType = addressType
-        }
-    }
-
-    /// What the gateway publishes for one peer.
-    public struct Status: Sendable, Hashable {
-        public var state: LinkState
-        public var reason: Reason?
-        /// Connection attempts since the link was last stable (the one that succeeded included).
-        public var attempts: Int
-        /// Clock time of the last state change.
-        public var since: Duration
-        public var handle: UInt16?
-
-        public init(state: LinkState, reason: Reason?, attempts: Int, since: Duration, handle: UInt16? = nil) {
-            self.state = state
-            self.reason = reason
-            self.attempts = attempts
-            self.since = since
-            self.handle = handle
-        }
-    }
-
-    public enum Event: Sendable {
-        /// Keep this peer connected.
-        case want(Peer)
-        /// Stop keeping it connected (disconnect if it is).
-        case unwant(BDAddress)
-        /// A connectable advertisement from the peer.
-        case advertised(Peer)
-        /// Command Status for LE Create Connection.
-        case createStatus(HCIStatus)
-        /// LE (Enhanced) Connection Complete.
-        case connectionComplete(status: HCIStatus, handle: UInt16, peer: BDAddress)
-        /// Command Status for Disconnect: a failure (unknown handle) means the link is already gone.
-        case disconnectStatus(handle: UInt16, HCIStatus)
-        case disconnectionComplete(handle: UInt16, reason: HCIStatus)
-        /// Shared mode: the attempt to `peer` ended without a link; nil: it ended because it was cancelled (as
-        /// asked by `.cancelCreateConnection`), the kernel's counterpart of status 0x02 after a Cancel.
-        case connectionFailed(peer: BDAddress, Reason?)
-        /// Shared mode: a link ended, for the kernel's reason (a remote end is ECONNRESET, a supervision timeout
-        /// ETIMEDOUT); after our own `.disconnect` the reason the gateway gave stands.
-        case linkEnded(handle: UInt16, Reason)
-        /// The gateway gives up on a link (ATT timeout, protocol error): disconnect it.
-        case drop(handle: UInt16, why: String)
-        /// The controller is ready (brought up, or back after a recovery).
-        case adapterUp
-        /// The controller is gone: every link and attempt with it.
-        case adapterDown
-        /// The gateway is stopping: end every link (Disconnect, reason 0x15 Remote Device Terminated Connection due
-        /// to Power Off), cancel the attempt in flight, make no new one.
-        case shutdown
-        /// Two adapters: the connections move to the other one. End every link on this controller (Disconnect,
-        /// reason 0x13 Remote User Terminated Connection), cancel the attempt in flight, make no new one here; the
-        /// next `adapterUp` (on the other controller, after this one's `adapterDown`) makes them again.
-        case handOver
-        case tick
-    }
-
-    public enum Action: Sendable, Hashable {
-        case createConnection(Peer, LEConnectionParameters)
-        case cancelCreateConnection
-        case disconnect(handle: UInt16, reason: HCIStatus)
-        /// A link is up: start its ATT bearer and GATT work.
-        case linkUp(handle: UInt16, Peer)
-        /// A link is down: its GATT work ends.
-        case linkDown(handle: UInt16, Peer)
-        /// Publish this peer's status.
-        case publish(BDAddress, Status)
-    }
-
     struct Entry: Sendable {
         var peer: Peer
         var wanted = true
@@ -170,28 +27,51 @@ public struct ConnectionManager: Sendable {
         var connectedAt: Duration?
     }
 
+    /// The LE Create Connection in flight (one at a time, §7.8.12).
+    enum Attempt: Sendable, Equatable {
+        /// Sent; cancelled if no Connection Complete comes by `deadline`.
+        case initiating(BDAddress, deadline: Duration)
+        /// LE Create Connection Cancel sent (§7.8.13): its Connection Complete, status 0x02, is still to come.
+        case cancelling(BDAddress)
+
+        var address: BDAddress {
+            switch self {
+            case .initiating(let a, _), .cancelling(let a): a
+            }
+        }
+
+        var isCancelling: Bool {
+            if case .cancelling = self { return true }
+            return false
+        }
+    }
+
+    /// One controller session: from `adapterUp` to `adapterDown`.
+    struct Session: Sendable {
+        var attempt: Attempt?
+        /// Lowered when the controller says Connection Limit Exceeded / Memory Capacity Exceeded.
+        var learnedLimit: Int?
+    }
+
+    /// What the manager may do, with the data each phase carries.
+    enum Phase: Sendable {
+        /// No controller yet, or it went away: nothing is attempted, and no attempt is in flight.
+        case adapterDown
+        /// The controller is up: links are made, one attempt at a time, up to the limit.
+        case keeping(Session)
+        /// After `.handOver`, until the next controller session: this controller's links end for the other
+        /// adapter and nothing new is made here. `nil` when the hand-over came before the controller was up.
+        case releasing(Session?)
+        /// After `.shutdown`, for good: links that end are the gateway's doing and none is made. The attempt is
+        /// the one still in flight on a controller that is up.
+        case stopping(Attempt?)
+    }
+
     /// Replaceable at any time (remote configuration); links and attempts in progress keep going.
     public var configuration: Configuration
     var entries: [BDAddress: Entry] = [:]
-    /// The attempt in flight: its peer and deadline; `cancelling` once Cancel was sent.
-    var pending: (address: BDAddress, deadline: Duration, cancelling: Bool)?
-    var adapterReady = false
-    /// After `.shutdown`: no more attempts, and links that end are the gateway's doing.
-    var stopping = false
-    /// After `.handOver`, until `.adapterDown`: this controller's links are being ended for the other adapter.
-    var releasing = false
-    /// Lowered when the controller says Connection Limit Exceeded / Memory Capacity Exceeded.
-    var learnedLimit: Int?
+    var phase = Phase.adapterDown
     public private(set) var counters = Counters()
-
-    public struct Counters: Sendable, Hashable {
-        public var attempts = 0
-        public var connections = 0
-        public var failedAttempts = 0
-        public var cancelledAttempts = 0
-        public var disconnections = 0
-        public init() {}
-    }
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -204,11 +84,45 @@ public struct ConnectionManager: Sendable {
 
     var connectedCount: Int { entries.values.filter { $0.status.handle != nil }.count }
 
-    var limit: Int { min(configuration.maxConnections, learnedLimit ?? .max) }
+    /// The attempt in flight, whatever the phase.
+    var attempt: Attempt? {
+        get {
+            switch phase {
+            case .adapterDown: nil
+            case .keeping(let s): s.attempt
+            case .releasing(let s): s?.attempt
+            case .stopping(let a): a
+            }
+        }
+        set {
+            switch phase {
+            case .adapterDown: precondition(newValue == nil, "an attempt without a controller")
+            case .keeping(var s):
+                s.attempt = newValue
+                phase = .keeping(s)
+            case .releasing(let s):
+                guard newValue != nil || s != nil else { return }
+                var session = s ?? Session()
+                session.attempt = newValue
+                phase = .releasing(session)
+            case .stopping: phase = .stopping(newValue)
+            }
+        }
+    }
+
+    /// How the gateway ends links now, when it ends them itself; nil while links are kept.
+    var ending: (reason: Reason, code: HCIStatus)? {
+        switch phase {
+        case .stopping: (.gatewayStopped, .remoteTerminatedPowerOff)
+        case .releasing: (.handedOver, .remoteUserTerminatedConnection)
+        case .adapterDown, .keeping: nil
+        }
+    }
 
     /// The next moment a tick could change something, for the caller's timer.
     public var nextDeadline: Duration? {
-        var d = pending.map { $0.deadline }
+        var d: Duration?
+        if case .initiating(_, let deadline) = attempt { d = deadline }
         for e in entries.values where e.wanted && e.status.state == .disconnected && e.notBefore > .zero {
             d = min(d ?? e.notBefore, e.notBefore)
         }
@@ -216,150 +130,226 @@ public struct ConnectionManager: Sendable {
     }
 
     public mutating func handle(_ event: Event, now: Duration) -> [Action] {
-        var out: [Action] = []
+        var out: [Action]
         switch event {
-        case .want(let peer):
-            if var e = entries[peer.address] {
-                e.wanted = true
-                e.peer = peer
-                entries[peer.address] = e
-            } else {
-                entries[peer.address] = Entry(
-                    peer: peer, status: Status(state: .disconnected, reason: nil, attempts: 0, since: now),
-                    backoff: configuration.initialBackoff)
-                out.append(.publish(peer.address, entries[peer.address]!.status))
-            }
-        case .unwant(let address):
-            guard var e = entries[address] else { break }
-            e.wanted = false
-            entries[address] = e
-            if let h = e.status.handle, e.status.state == .connected {
-                out += set(address, .disconnecting, reason: .notWanted, now: now)
-                out.append(.disconnect(handle: h, reason: .remoteUserTerminatedConnection))
-            } else if pending?.address == address, pending?.cancelling == false {
-                pending!.cancelling = true
-                out.append(.cancelCreateConnection)
-            } else if e.status.state == .disconnected {
-                entries[address] = nil
-            }
-        case .advertised(let peer):
-            guard var e = entries[peer.address] else { break }
-            e.lastAdvertised = now
-            // A random address's type may only be learned from the air.
-            if e.status.state == .disconnected { e.peer.addressType = peer.addressType }
-            entries[peer.address] = e
-        case .createStatus(let status):
-            guard let p = pending, !status.isSuccess else { break }
-            // Refused at once: nothing is initiating.
-            pending = nil
-            if status == .connectionLimitExceeded || status == .memoryCapacityExceeded {
-                learnedLimit = max(connectedCount, 1)
-            }
-            out += failAttempt(p.address, reason: .hci(status), now: now)
-        case .connectionComplete(let status, let handle, let peerAddress):
-            // A failed attempt may report no address (the controller never met the peer): it is the pending one.
-            let address = status.isSuccess ? peerAddress : pending?.address ?? peerAddress
-            let wasPending = pending?.address == address
-            let cancelled = pending?.cancelling ?? false
-            if wasPending { pending = nil }
-            guard var e = entries[address] else {
-                // A link nobody wants (an intent removed meanwhile): let it go.
-                if status.isSuccess { out.append(.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)) }
-                break
-            }
-            guard status.isSuccess else {
-                // 0x02 after our Cancel (§7.8.13) is the connect timeout; anything else is the controller's reason.
-                var reason: Reason =
-                    cancelled && status == .unknownConnectionIdentifier ? .connectTimeout : .hci(status)
-                if stopping { reason = .gatewayStopped } else if releasing { reason = .handedOver }
-                if cancelled { counters.cancelledAttempts += 1 }
-                out += failAttempt(address, reason: reason, now: now)
-                break
-            }
-            counters.connections += 1
-            e.connectedAt = now
-            e.status.handle = handle
-            entries[address] = e
-            if stopping {
-                // Made while the gateway stops (the Cancel crossed it): ended at once, never used.
-                out += set(address, .disconnecting, reason: .gatewayStopped, now: now)
-                out.append(.disconnect(handle: handle, reason: .remoteTerminatedPowerOff))
-                break
-            }
-            if releasing {
-                // Made while the links move to the other adapter (the Cancel crossed it): ended at once, never used.
-                out += set(address, .disconnecting, reason: .handedOver, now: now)
-                out.append(.disconnect(handle: handle, reason: .remoteUserTerminatedConnection))
-                break
-            }
-            out += set(address, .connected, reason: nil, now: now)
-            out.append(.linkUp(handle: handle, e.peer))
-            if !e.wanted {
-                out += set(address, .disconnecting, reason: .notWanted, now: now)
-                out.append(.disconnect(handle: handle, reason: .remoteUserTerminatedConnection))
-            }
-        case .connectionFailed(let address, let reason):
-            let cancelled = pending?.address == address && pending?.cancelling == true
-            if pending?.address == address { pending = nil }
-            var why = reason ?? .connectTimeout
-            if stopping { why = .gatewayStopped }
-            if cancelled { counters.cancelledAttempts += 1 }
-            out += failAttempt(address, reason: why, now: now)
-        case .linkEnded(let handle, let reason):
-            guard let address = address(of: handle) else { break }
-            out += linkGone(
-                address,
-                reason: entries[address]?.status.state == .disconnecting
-                    ? entries[address]?.status.reason ?? reason : reason, now: now)
-        case .disconnectStatus(let handle, let status):
-            // Unknown Connection Identifier: the link was already gone; its Disconnection Complete came or will not.
-            guard !status.isSuccess, let address = address(of: handle) else { break }
-            out += linkGone(address, reason: .hci(status), now: now)
+        case .want(let peer): out = want(peer, now: now)
+        case .unwant(let address): out = unwant(address, now: now)
+        case .advertised(let peer): out = advertised(peer, now: now)
+        case .createStatus(let status): out = createStatus(status, now: now)
+        case .connectionComplete(let status, let handle, let peer):
+            out = connectionComplete(status: status, handle: handle, peer: peer, now: now)
+        case .connectionFailed(let address, let reason): out = connectionFailed(address, reason, now: now)
+        case .linkEnded(let handle, let reason): out = linkEnded(handle: handle, reason, now: now)
+        case .disconnectStatus(let handle, let status): out = disconnectStatus(handle: handle, status, now: now)
         case .disconnectionComplete(let handle, let reason):
-            guard let address = address(of: handle) else { break }
-            out += linkGone(
-                address,
-                reason: entries[address]?.status.state == .disconnecting
-                    ? entries[address]?.status.reason ?? .hci(reason) : .hci(reason), now: now)
-        case .drop(let handle, let why):
-            guard let address = address(of: handle), entries[address]?.status.state == .connected else { break }
-            out += set(address, .disconnecting, reason: .dropped(why), now: now)
-            out.append(.disconnect(handle: handle, reason: .remoteUserTerminatedConnection))
-        case .adapterUp:
-            adapterReady = true
-            // A new controller session: a hand-over asked of an earlier one (which may have ended before it ever
-            // came up, so without its `adapterDown`) is not this one's.
-            releasing = false
-        case .adapterDown:
-            adapterReady = false
-            releasing = false
-            pending = nil
-            learnedLimit = nil
-            for (address, e) in entries where e.status.state != .disconnected {
-                let handedOver = e.status.state == .disconnecting && e.status.reason == .handedOver
-                out += linkGone(
-                    address, reason: stopping ? .gatewayStopped : handedOver ? .handedOver : .adapterLost,
-                    now: now)
-            }
-        case .shutdown:
-            stopping = true
-            out += endEveryLink(.gatewayStopped, code: .remoteTerminatedPowerOff, now: now)
-        case .handOver:
-            releasing = true
-            out += endEveryLink(.handedOver, code: .remoteUserTerminatedConnection, now: now)
-        case .tick:
-            break
+            out = disconnectionComplete(handle: handle, reason: reason, now: now)
+        case .drop(let handle, let why): out = drop(handle: handle, why: why, now: now)
+        case .adapterUp: out = adapterUp()
+        case .adapterDown: out = adapterDown(now: now)
+        case .shutdown: out = shutdown(now: now)
+        case .handOver: out = handOver(now: now)
+        case .tick: out = []
         }
+        forgetPassedBackoffs(now: now)
         out += step(now: now)
         return out
+    }
+
+    /// A backoff that has ended is no longer a moment to wake for: the caller sleeps until `nextDeadline`, and a
+    /// passed one would wake it at once, again and again, while a device stays away.
+    mutating func forgetPassedBackoffs(now: Duration) {
+        for (address, e) in entries where e.notBefore > .zero && e.notBefore <= now {
+            entries[address]!.notBefore = .zero
+        }
+    }
+
+    mutating func want(_ peer: Peer, now: Duration) -> [Action] {
+        if var e = entries[peer.address] {
+            e.wanted = true
+            e.peer = peer
+            entries[peer.address] = e
+            return []
+        }
+        let e = Entry(
+            peer: peer, status: Status(state: .disconnected, reason: nil, attempts: 0, since: now),
+            backoff: configuration.initialBackoff)
+        entries[peer.address] = e
+        return [.publish(peer.address, e.status)]
+    }
+
+    mutating func unwant(_ address: BDAddress, now: Duration) -> [Action] {
+        guard var e = entries[address] else { return [] }
+        e.wanted = false
+        entries[address] = e
+        if let h = e.status.handle, e.status.state == .connected {
+            return set(address, .disconnecting, reason: .notWanted, now: now)
+                + [.disconnect(handle: h, reason: .remoteUserTerminatedConnection)]
+        }
+        if case .initiating(address, _) = attempt {
+            attempt = .cancelling(address)
+            return [.cancelCreateConnection]
+        }
+        if e.status.state == .disconnected { entries[address] = nil }
+        return []
+    }
+
+    mutating func advertised(_ peer: Peer, now: Duration) -> [Action] {
+        guard var e = entries[peer.address] else { return [] }
+        e.lastAdvertised = now
+        // A random address's type may only be learned from the air.
+        if e.status.state == .disconnected { e.peer.addressType = peer.addressType }
+        entries[peer.address] = e
+        return []
+    }
+
+    mutating func createStatus(_ status: HCIStatus, now: Duration) -> [Action] {
+        guard let a = attempt, !status.isSuccess else { return [] }
+        // Refused at once: nothing is initiating.
+        attempt = nil
+        if status == .connectionLimitExceeded || status == .memoryCapacityExceeded {
+            let learned = max(connectedCount, 1)
+            switch phase {
+            case .keeping(var s):
+                s.learnedLimit = learned
+                phase = .keeping(s)
+            case .releasing(var s?):
+                // Kept for this controller, should the next `adapterUp` find it still up.
+                s.learnedLimit = learned
+                phase = .releasing(s)
+            case .adapterDown, .releasing(nil), .stopping: break
+            }
+        }
+        return failAttempt(a.address, reason: .hci(status), now: now)
+    }
+
+    mutating func connectionComplete(status: HCIStatus, handle: UInt16, peer: BDAddress, now: Duration)
+        -> [Action]
+    {
+        // A failed attempt may report no address (the controller never met the peer): it is the pending one.
+        let address = status.isSuccess ? peer : attempt?.address ?? peer
+        let cancelled = attempt?.isCancelling ?? false
+        if attempt?.address == address { attempt = nil }
+        guard var e = entries[address] else {
+            // A link nobody wants (an intent removed meanwhile): let it go.
+            return status.isSuccess ? [.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)] : []
+        }
+        guard status.isSuccess else {
+            // 0x02 after our Cancel (§7.8.13) is the connect timeout; anything else is the controller's reason.
+            let reason: Reason =
+                ending?.reason ?? (cancelled && status == .unknownConnectionIdentifier ? .connectTimeout : .hci(status))
+            if cancelled { counters.cancelledAttempts += 1 }
+            return failAttempt(address, reason: reason, now: now)
+        }
+        counters.connections += 1
+        e.connectedAt = now
+        e.status.handle = handle
+        entries[address] = e
+        if let (reason, code) = ending {
+            // Made while the gateway stops or hands the links over (the Cancel crossed it): ended at once, never
+            // used.
+            return set(address, .disconnecting, reason: reason, now: now) + [.disconnect(handle: handle, reason: code)]
+        }
+        var out = set(address, .connected, reason: nil, now: now)
+        out.append(.linkUp(handle: handle, e.peer))
+        if !e.wanted {
+            out += set(address, .disconnecting, reason: .notWanted, now: now)
+            out.append(.disconnect(handle: handle, reason: .remoteUserTerminatedConnection))
+        }
+        return out
+    }
+
+    mutating func connectionFailed(_ address: BDAddress, _ reason: Reason?, now: Duration) -> [Action] {
+        var cancelled = false
+        if let a = attempt, a.address == address {
+            cancelled = a.isCancelling
+            attempt = nil
+        }
+        var why = reason ?? .connectTimeout
+        if case .stopping = phase { why = .gatewayStopped }
+        if cancelled { counters.cancelledAttempts += 1 }
+        return failAttempt(address, reason: why, now: now)
+    }
+
+    mutating func linkEnded(handle: UInt16, _ reason: Reason, now: Duration) -> [Action] {
+        guard let address = address(of: handle) else { return [] }
+        return linkGone(address, reason: reasonGiven(address) ?? reason, now: now)
+    }
+
+    mutating func disconnectStatus(handle: UInt16, _ status: HCIStatus, now: Duration) -> [Action] {
+        // Unknown Connection Identifier: the link was already gone; its Disconnection Complete came or will not.
+        guard !status.isSuccess, let address = address(of: handle) else { return [] }
+        return linkGone(address, reason: .hci(status), now: now)
+    }
+
+    mutating func disconnectionComplete(handle: UInt16, reason: HCIStatus, now: Duration) -> [Action] {
+        guard let address = address(of: handle) else { return [] }
+        return linkGone(address, reason: reasonGiven(address) ?? .hci(reason), now: now)
+    }
+
+    /// After the gateway's own Disconnect, the reason it gave stands over the one the link ends with.
+    func reasonGiven(_ address: BDAddress) -> Reason? {
+        guard let e = entries[address], e.status.state == .disconnecting else { return nil }
+        return e.status.reason
+    }
+
+    mutating func drop(handle: UInt16, why: String, now: Duration) -> [Action] {
+        guard let address = address(of: handle), entries[address]?.status.state == .connected else { return [] }
+        return set(address, .disconnecting, reason: .dropped(why), now: now)
+            + [.disconnect(handle: handle, reason: .remoteUserTerminatedConnection)]
+    }
+
+    mutating func adapterUp() -> [Action] {
+        switch phase {
+        case .adapterDown: phase = .keeping(Session())
+        case .keeping: break
+        // A new controller session: a hand-over asked of an earlier one (which may have ended before it ever came
+        // up, so without its `adapterDown`) is not this one's.
+        case .releasing(let s): phase = .keeping(s ?? Session())
+        case .stopping: break
+        }
+        return []
+    }
+
+    mutating func adapterDown(now: Duration) -> [Action] {
+        let stopping: Bool
+        if case .stopping = phase {
+            phase = .stopping(nil)
+            stopping = true
+        } else {
+            phase = .adapterDown
+            stopping = false
+        }
+        var out: [Action] = []
+        for (address, e) in entries where e.status.state != .disconnected {
+            let handedOver = e.status.state == .disconnecting && e.status.reason == .handedOver
+            out += linkGone(
+                address, reason: stopping ? .gatewayStopped : handedOver ? .handedOver : .adapterLost, now: now)
+        }
+        return out
+    }
+
+    mutating func shutdown(now: Duration) -> [Action] {
+        phase = .stopping(attempt)
+        return endEveryLink(.gatewayStopped, code: .remoteTerminatedPowerOff, now: now)
+    }
+
+    mutating func handOver(now: Duration) -> [Action] {
+        switch phase {
+        case .adapterDown: phase = .releasing(nil)
+        case .keeping(let s): phase = .releasing(s)
+        case .releasing: break
+        // Every link already ends for the stop, which the hand-over does not overrule.
+        case .stopping: return []
+        }
+        return endEveryLink(.handedOver, code: .remoteUserTerminatedConnection, now: now)
     }
 
     /// The gateway ends every link itself (a stop, a hand-over): the attempt in flight is cancelled, each link
     /// disconnected with `code` and reported `disconnecting` for `reason`.
     mutating func endEveryLink(_ reason: Reason, code: HCIStatus, now: Duration) -> [Action] {
         var out: [Action] = []
-        if let p = pending, !p.cancelling {
-            pending!.cancelling = true
+        if case .initiating(let address, _) = attempt {
+            attempt = .cancelling(address)
             out.append(.cancelCreateConnection)
         }
         for (address, e) in entries where e.status.state == .connected {
@@ -372,15 +362,15 @@ public struct ConnectionManager: Sendable {
 
     /// Timers and the next attempt.
     mutating func step(now: Duration) -> [Action] {
-        guard adapterReady, !stopping, !releasing else { return [] }
-        if let p = pending {
-            if !p.cancelling, now >= p.deadline {
-                pending!.cancelling = true
-                return [.cancelCreateConnection]
-            }
-            return []
+        guard case .keeping(let session) = phase else { return [] }
+        switch session.attempt {
+        case .initiating(let address, let deadline) where now >= deadline:
+            attempt = .cancelling(address)
+            return [.cancelCreateConnection]
+        case .initiating, .cancelling: return []
+        case nil: break
         }
-        guard connectedCount < limit else { return [] }
+        guard connectedCount < min(configuration.maxConnections, session.learnedLimit ?? .max) else { return [] }
         // The candidate waiting longest: never tried first, then the oldest attempt.
         let candidates = entries.values.filter { e in
             e.wanted && e.status.state == .disconnected && now >= e.notBefore
@@ -396,7 +386,7 @@ public struct ConnectionManager: Sendable {
         entries[address]!.lastAttempt = now
         entries[address]!.status.attempts += 1
         counters.attempts += 1
-        pending = (address, now + configuration.connectTimeout, false)
+        attempt = .initiating(address, deadline: now + configuration.connectTimeout)
         var out = set(address, .connecting, reason: nil, now: now)
         out.append(.createConnection(next.peer, configuration.parameters))
         return out
@@ -432,7 +422,7 @@ public struct ConnectionManager: Sendable {
             e.notBefore = now + e.backoff
             e.backoff = min(e.backoff * 2, configuration.maxBackoff)
         }
-        if pending?.address == address { pending = nil }
+        if attempt?.address == address { attempt = nil }
         e.connectedAt = nil
         e.status.handle = nil
         // Heard before the link dropped is no evidence it is still around.

@@ -94,6 +94,24 @@ import Testing
         #expect(m.counters.cancelledAttempts == 1)
     }
 
+    /// The service sleeps until `nextDeadline` and ticks: a deadline already passed would wake it at once, for
+    /// ever, while an absent device waits or a Cancel awaits its Connection Complete.
+    @Test mutating func theTimerNeverNamesAMomentAlreadyPassed() {
+        _ = on(.adapterUp)
+        _ = on(.want(Self.a))
+        _ = on(.advertised(Self.a))
+        _ = on(.connectionComplete(status: .connectionFailedToBeEstablished, handle: 0, peer: Self.a.address))
+        #expect(m.nextDeadline == t + .milliseconds(500), "a's backoff ends then")
+        // The device is not heard again: its backoff passes and nothing is left to wake for.
+        #expect(Self.creates(on(.tick, after: .seconds(20))).isEmpty, "last heard 20 s ago")
+        #expect(m.nextDeadline == nil)
+        // An attempt that hangs wakes the timer at its connect timeout, and no more once the Cancel is sent.
+        #expect(Self.creates(on(.advertised(Self.a))) == [Self.a.address])
+        #expect(m.nextDeadline == t + .seconds(5))
+        #expect(on(.tick, after: .seconds(5)).contains(.cancelCreateConnection))
+        #expect(m.nextDeadline == nil, "the Cancel's Connection Complete is awaited, not a time")
+    }
+
     @Test mutating func neverMoreLinksThanAllowedAndFewerOnceTheControllerSaysSo() {
         _ = on(.adapterUp)
         for (i, p) in [Self.a, Self.b].enumerated() {
