@@ -40,19 +40,8 @@ final class MQTTConnectionCore: @unchecked Sendable {
     // Guarded by `lock`.
     private var mosq: OpaquePointer?
     private var secrets = MQTTSecrets()
-    private var running = false
-    private var connected = false
-    private var stopRequested = false
-    private var socketOpen = false
-    private var disconnectIssued = false
+    private var state = MQTTConnectionState()
     private var lastLogLine: String?
-    /// From `mosquitto_connect` (TCP, TLS handshake, CONNECT) to the CONNACK, and whether its deadline cut it short.
-    private var connecting = false
-    private var connectTimedOut = false
-    /// A CONNACK came on the current connection: a connection lost before it is diagnosed (`TLSDiagnosis`).
-    private var connackSeen = false
-    /// libmosquitto told of the connection's end (on_disconnect); a TLS handshake cut short ends without it.
-    private var disconnectSeen = false
     private var pending: [Int32: @Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = [:]
     private var droppedDeliveries = 0
     /// Retained messages sent unretained because the broker has no retained messages (guarded by `lock`).
@@ -84,12 +73,12 @@ final class MQTTConnectionCore: @unchecked Sendable {
 
     /// Marks the start of `run()`; only one `run()` at a time.
     func begin(secrets: MQTTSecrets) throws(MQTTError) {
-        lock.lock()
-        defer { lock.unlock() }
-        guard !running else { throw MQTTError(kind: .invalidArgument, code: 0, name: "run() is already running") }
-        running = true
-        stopRequested = false
-        self.secrets = secrets
+        let began = lock.withLock {
+            guard state.begin() else { return false }
+            self.secrets = secrets
+            return true
+        }
+        guard began else { throw MQTTError(kind: .invalidArgument, code: 0, name: "run() is already running") }
     }
 
     /// End of `run()`: the loop thread has exited, so the instance can go.
@@ -97,14 +86,13 @@ final class MQTTConnectionCore: @unchecked Sendable {
         lock.withLock {
             if let mosq { mosquitto_destroy(mosq) }
             mosq = nil
-            running = false
-            connected = false
+            state.end()
             secrets = MQTTSecrets()
             mailbox.removeAll()
         }
     }
 
-    var isStopRequested: Bool { lock.withLock { stopRequested } }
+    var isStopRequested: Bool { lock.withLock { state.isStopRequested } }
 
     var inFlightCount: Int { lock.withLock { pending.count } }
 
@@ -115,16 +103,18 @@ final class MQTTConnectionCore: @unchecked Sendable {
     /// Graceful stop: sends DISCONNECT (so the broker discards the will) if a socket is open; the loop thread
     /// then exits. If the thread is still inside the blocking connect, it sends DISCONNECT itself afterwards.
     func requestStop() {
-        lock.withLock {
-            stopRequested = true
-            issueDisconnectLocked()
-        }
+        lock.withLock { performLocked(state.requestStop()) }
     }
 
-    private func issueDisconnectLocked() {
-        guard socketOpen, !disconnectIssued, let mosq else { return }
-        disconnectIssued = true
-        _ = mosquitto_disconnect(mosq)
+    /// Carries out what the state asked for (called holding `lock`).
+    private func performLocked(_ action: MQTTConnectionState.Action?) {
+        guard let action, let mosq else { return }
+        switch action {
+        case .sendDisconnect: _ = mosquitto_disconnect(mosq)
+        case .shutDownSocket:
+            let fd = mosquitto_socket(mosq)
+            if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
+        }
     }
 
     /// Prepares the instance and starts a loop thread that connects and runs until the connection ends.
@@ -133,27 +123,23 @@ final class MQTTConnectionCore: @unchecked Sendable {
     /// a persistent session keeps it, because MQTT §4.4 requires resending unacknowledged PUBLISH/PUBREL when a
     /// session resumes.
     func startAttempt() throws(MQTTError) -> Bool {
-        lock.lock()
-        guard !stopRequested else {
-            lock.unlock()
-            return false
-        }
-        if mosq == nil || configuration.session == .clean {
-            if let old = mosq { mosquitto_destroy(old) }
-            mosq = nil
-            do {
-                mosq = try makeInstanceLocked()
-            } catch {
-                lock.unlock()
-                throw error
+        let started: Result<Handle?, MQTTError> = lock.withLock {
+            guard !state.isStopRequested else { return .success(nil) }
+            if mosq == nil || configuration.session == .clean {
+                if let old = mosq { mosquitto_destroy(old) }
+                mosq = nil
+                do throws(MQTTError) {
+                    mosq = try makeInstanceLocked()
+                } catch {
+                    return .failure(error)
+                }
             }
+            guard state.startAttempt(), let mosq else { return .success(nil) }
+            lastLogLine = nil
+            mailbox.removeAll()
+            return .success(Handle(pointer: mosq))
         }
-        socketOpen = false
-        disconnectIssued = false
-        lastLogLine = nil
-        mailbox.removeAll()
-        let handle = Handle(pointer: mosq!)
-        lock.unlock()
+        guard let handle = try started.get() else { return false }
         let thread = Thread { [self] in loopThread(handle) }
         thread.name = "mqtt-loop"
         thread.start()
@@ -164,23 +150,22 @@ final class MQTTConnectionCore: @unchecked Sendable {
     /// even while it is being cancelled, so the instance is never destroyed under a running loop.
     func nextLoopEvent() async -> LoopEvent {
         await withCheckedContinuation { (continuation: CheckedContinuation<LoopEvent, Never>) in
-            lock.lock()
-            if mailbox.isEmpty {
-                mailboxWaiter = continuation
-                lock.unlock()
-            } else {
-                let event = mailbox.removeFirst()
-                lock.unlock()
-                continuation.resume(returning: event)
+            let ready: LoopEvent? = lock.withLock {
+                if mailbox.isEmpty {
+                    mailboxWaiter = continuation
+                    return nil
+                }
+                return mailbox.removeFirst()
             }
+            if let ready { continuation.resume(returning: ready) }
         }
     }
 
     /// CONNACK accepted: publishes are allowed and every subscription is (re)sent.
     func markConnected() {
         lock.withLock {
-            connected = true
-            guard let mosq else { return }
+            // Gone already (the loop thread is ahead of run()): nothing to subscribe on; its end is next in the mailbox.
+            guard state.admit(), let mosq else { return }
             var filters: [String: MQTTQoS] = [:]
             for subscription in subscriptions.values {
                 filters[subscription.filter] = max(filters[subscription.filter] ?? .atMostOnce, subscription.qos)
@@ -235,7 +220,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
     @discardableResult
     func markDisconnected() -> Int {
         let failed: [@Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = lock.withLock {
-            connected = false
+            state.withdraw()
             // A new connection subscribes again, and is acknowledged again.
             subscribeMids.removeAll()
             acknowledgedFilters.removeAll()
@@ -264,37 +249,33 @@ final class MQTTConnectionCore: @unchecked Sendable {
         }
         defer { mosquitto_property_free_all(&properties) }
         let limit = configuration.maxInFlight
-        lock.lock()
-        guard connected, let mosq else {
-            lock.unlock()
-            return completion(.failure(MQTTError.notConnected))
-        }
-        guard pending.count < limit else {
-            lock.unlock()
-            return completion(.failure(MQTTError.windowFull(limit)))
-        }
-        var mid: Int32 = 0
-        func send(retain: Bool) -> Int32 {
-            message.payload.withUnsafeBytes { payload in
-                mosquitto_publish_v5(
-                    mosq, &mid, message.topic, Int32(payload.count), payload.baseAddress,
-                    Int32(message.qos.rawValue), retain, properties)
+        // Registered under the same hold of `lock` as the PUBLISH is handed over; the completion of a refusal runs
+        // after the lock is let go.
+        let refusal: MQTTError? = lock.withLock {
+            guard state.isAdmitted, let mosq else { return MQTTError.notConnected }
+            guard pending.count < limit else { return MQTTError.windowFull(limit) }
+            var mid: Int32 = 0
+            func send(retain: Bool) -> Int32 {
+                message.payload.withUnsafeBytes { payload in
+                    mosquitto_publish_v5(
+                        mosq, &mid, message.topic, Int32(payload.count), payload.baseAddress,
+                        Int32(message.qos.rawValue), retain, properties)
+                }
             }
-        }
-        // The broker's CONNACK said Retain Available = 0: it keeps no retained message, so a state goes to those
-        // subscribed now, unretained, rather than nowhere (libmosquitto clears the flag; newer ones may refuse).
-        if message.retain && !retainAvailable { unretained += 1 }
-        var rc = send(retain: message.retain && retainAvailable)
-        if rc == Int32(MOSQ_ERR_RETAIN_NOT_SUPPORTED.rawValue) { rc = send(retain: false) }
-        if rc == mosqSuccess {
+            // The broker's CONNACK said Retain Available = 0: it keeps no retained message, so a state goes to those
+            // subscribed now, unretained, rather than nowhere (libmosquitto clears the flag; newer ones may refuse).
+            if message.retain && !retainAvailable { unretained += 1 }
+            var rc = send(retain: message.retain && retainAvailable)
+            if rc == Int32(MOSQ_ERR_RETAIN_NOT_SUPPORTED.rawValue) { rc = send(retain: false) }
+            guard rc == mosqSuccess else {
+                // The socket closed before run() heard of it: to the caller that is "not connected", retry later.
+                let lost = rc == Int32(MOSQ_ERR_NO_CONN.rawValue) || rc == Int32(MOSQ_ERR_CONN_LOST.rawValue)
+                return lost ? MQTTError.notConnected : MQTTError.library(rc)
+            }
             pending[mid] = completion
-            lock.unlock()
-        } else {
-            lock.unlock()
-            // The socket closed before run() heard of it: to the caller that is "not connected", retry later.
-            let lost = rc == Int32(MOSQ_ERR_NO_CONN.rawValue) || rc == Int32(MOSQ_ERR_CONN_LOST.rawValue)
-            completion(.failure(lost ? MQTTError.notConnected : MQTTError.library(rc)))
+            return nil
         }
+        if let refusal { completion(.failure(refusal)) }
     }
 
     func subscribe(_ filter: String, qos: MQTTQoS, buffer: Int) throws(MQTTError) -> AsyncStream<MQTTMessage> {
@@ -306,7 +287,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         let id: UInt64 = lock.withLock {
             nextSubscriptionID += 1
             subscriptions[nextSubscriptionID] = Subscription(filter: filter, qos: qos, continuation: continuation)
-            if connected, let mosq { sendSubscribe(mosq, filter, qos) }
+            if state.isAdmitted, let mosq { sendSubscribe(mosq, filter, qos) }
             return nextSubscriptionID
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
@@ -319,7 +300,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
             let stillWanted = subscriptions.values.contains { $0.filter == removed.filter }
             if !stillWanted {
                 acknowledgedFilters.remove(removed.filter)
-                if connected, let mosq { _ = mosquitto_unsubscribe(mosq, nil, removed.filter) }
+                if state.isAdmitted, let mosq { _ = mosquitto_unsubscribe(mosq, nil, removed.filter) }
             }
         }
     }
@@ -337,23 +318,19 @@ final class MQTTConnectionCore: @unchecked Sendable {
         // Blocking connect (TCP, then the TLS handshake, which libmosquitto may finish in its loop) on this thread,
         // never on a Swift executor. A handshake nothing answers (TLS to a plaintext port) would wait for ever: when
         // no CONNACK came by the deadline the socket is shut down, which ends the connection with an error.
-        lock.withLock {
-            connecting = true
-            connectTimedOut = false
-            connackSeen = false
-            disconnectSeen = false
-        }
-        let deadline = DispatchWorkItem { [weak self] in self?.connectDeadlinePassed(mosq) }
+        let deadline = DispatchWorkItem { [weak self] in self?.connectDeadlinePassed() }
         DispatchQueue.global().asyncAfter(
             deadline: .now() + configuration.connectTimeout.seconds,
             execute: deadline)
         let rc = mosquitto_connect_bind_v5(
             mosq, configuration.host, Int32(configuration.port), keepAlive, nil,
             properties)
-        let timedOut = lock.withLock { connectTimedOut }
+        let timedOut = lock.withLock {
+            performLocked(state.connectReturned(opened: rc == mosqSuccess))
+            return state.facts.deadlinePassed
+        }
         mosquitto_property_free_all(&properties)
         if rc != mosqSuccess {
-            lock.withLock { connecting = false }
             deadline.cancel()
             var detail = takeLastLogLine()
             if timedOut { detail = Self.joined("no answer within \(configuration.connectTimeout)", detail) }
@@ -361,10 +338,6 @@ final class MQTTConnectionCore: @unchecked Sendable {
             post(.connectFailed(rc: rc, detail: detail))
             post(.loopExited)
             return
-        }
-        lock.withLock {
-            socketOpen = true
-            if stopRequested { issueDisconnectLocked() }
         }
         // Until the socket closes: an error, the broker leaving, or our DISCONNECT written. libmosquitto calls
         // on_disconnect before mosquitto_loop returns the error.
@@ -374,11 +347,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         repeat {
             loopResult = mosquitto_loop(mosq, 1000, 1)
         } while loopResult == mosqSuccess && mosquitto_socket(mosq) != -1
-        let told = lock.withLock {
-            socketOpen = false
-            connecting = false
-            return disconnectSeen
-        }
+        let told = lock.withLock { state.loopReturned() }
         deadline.cancel()
         // The broker closed the socket during the TLS handshake (a TLS client on a plaintext port): libmosquitto
         // says nothing, so the failure is told here, with its diagnosis.
@@ -390,15 +359,15 @@ final class MQTTConnectionCore: @unchecked Sendable {
     }
 
     fileprivate func post(_ event: LoopEvent) {
-        lock.lock()
-        if let waiter = mailboxWaiter {
+        let waiter: CheckedContinuation<LoopEvent, Never>? = lock.withLock {
+            guard let waiter = mailboxWaiter else {
+                mailbox.append(event)
+                return nil
+            }
             mailboxWaiter = nil
-            lock.unlock()
-            waiter.resume(returning: event)
-        } else {
-            mailbox.append(event)
-            lock.unlock()
+            return waiter
         }
+        waiter?.resume(returning: event)
     }
 
     fileprivate func acknowledge(mid: Int32, reasonCode: Int32) {
@@ -445,31 +414,24 @@ final class MQTTConnectionCore: @unchecked Sendable {
     /// The system's trusted CA certificates, hashed (Debian's ca-certificates).
     static let systemCADirectory = "/etc/ssl/certs"
 
-    private func connectDeadlinePassed(_ mosq: OpaquePointer) {
-        lock.withLock {
-            guard connecting else { return }
-            connectTimedOut = true
-            let fd = mosquitto_socket(mosq)
-            if fd >= 0 { shutdown(fd, Int32(SHUT_RDWR)) }
-        }
+    private func connectDeadlinePassed() {
+        lock.withLock { performLocked(state.connectDeadlinePassed()) }
     }
 
     /// What a lost connection's event says: libmosquitto's last log line, and when it was lost before any CONNACK,
     /// the TLS diagnosis (a plaintext client on a TLS port, a client certificate the broker refused).
     fileprivate func disconnectDetail(_ rc: Int32) -> String? {
-        let (log, answered, timedOut) = lock.withLock { (lastLogLine, connackSeen, connectTimedOut) }
+        let (log, facts) = lock.withLock { (lastLogLine, state.facts) }
+        let (answered, timedOut) = (facts.answered, facts.deadlinePassed)
         guard rc != mosqSuccess, !answered else { return log }
         let waited = timedOut ? "no CONNACK within \(configuration.connectTimeout)" : nil
         return Self.joined(Self.joined(waited, log), diagnose())
     }
 
-    fileprivate func noteDisconnect() { lock.withLock { disconnectSeen = true } }
+    fileprivate func noteDisconnect() { lock.withLock { state.endTold() } }
 
     fileprivate func noteConnack() {
-        lock.withLock {
-            connackSeen = true
-            connecting = false
-        }
+        lock.withLock { state.connackReceived() }
     }
 
     private func diagnose() -> String? {

@@ -51,7 +51,9 @@ struct WatchCommand: AsyncParsableCommand {
                 group.addTask {
                     for await m in messages {
                         let now = Date().timeIntervalSince1970
-                        view.withLock { $0.receive(topic: m.topic, payload: m.payload, retained: m.retain, now: now) }
+                        view.withLock {
+                            _ = $0.receive(topic: m.topic, payload: m.payload, retained: m.retain, now: now)
+                        }
                         if let recorder {
                             var line: [String: Any] = ["topic": m.topic, "retained": m.retain]
                             line["payload"] = String(decoding: m.payload, as: UTF8.self)
