@@ -41,7 +41,10 @@ let package = Package(
         // Layers.
         .target(name: "BLETransport", dependencies: ["CBluetooth", "CBluetoothShim"]),
         .target(name: "BLEHCI", dependencies: ["BLETransport"]),
-        .target(name: "BLEHost", dependencies: ["BLETransport", "BLEHCI", .product(name: "Logging", package: "swift-log")]),
+        .target(name: "BLEHost", dependencies: [
+            "BLETransport", "BLEHCI", .product(name: "Logging", package: "swift-log"),
+            .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
+        ]),
         .target(name: "BLEDomain", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost",
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
