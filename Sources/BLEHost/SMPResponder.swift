@@ -1,21 +1,5 @@
 import BLETransport
 
-/// A Security Manager Protocol command code (Core v5.4, Vol 3, Part H, §3.3, Table 3.4). An open set.
-public struct SMPCode: RawRepresentable, Hashable, Sendable {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-    public static let pairingRequest = SMPCode(rawValue: 0x01)
-    public static let pairingFailed = SMPCode(rawValue: 0x05)
-    public static let securityRequest = SMPCode(rawValue: 0x0B)
-}
-
-/// Pairing Failed reasons (§3.5.5, Table 3.7).
-public struct SMPFailureReason: RawRepresentable, Hashable, Sendable {
-    public let rawValue: UInt8
-    public init(rawValue: UInt8) { self.rawValue = rawValue }
-    public static let pairingNotSupported = SMPFailureReason(rawValue: 0x05)
-}
-
 /// The SMP channel (CID 0x0006) of a host that does not pair: the gateway reads public sensor data and holds no
 /// keys. A state machine with no I/O.
 ///
