@@ -9,8 +9,16 @@ import Foundation
 /// reads whole H4 packets back, with a bounded wait so a broken simulator fails the test instead of hanging it. The
 /// one raw HCI client of the tests and the benchmarks; the gateway's own host stack is what they check against it.
 public final class HCISocketHost {
-    public struct Timeout: Error {}
-    public struct Closed: Error {}
+    /// Nothing came from the controller within the wait: in `drain`, reports the controller counted as sent never
+    /// arrived.
+    public struct Timeout: Error, CustomStringConvertible {
+        public var waitedMs: Int32
+        public var waitingFor: String
+        public var description: String { "no packet from the virtual controller within \(waitedMs) ms \(waitingFor)" }
+    }
+    public struct Closed: Error, CustomStringConvertible {
+        public var description: String { "the virtual controller closed its socket" }
+    }
 
     public let fd: Int32
     private var deframer = H4Deframer()
@@ -53,7 +61,10 @@ public final class HCISocketHost {
     public func receive(timeoutMs: Int32 = 10_000) throws -> H4Packet {
         while true {
             if let p = deframer.next() { return p }
-            guard read(timeoutMs: timeoutMs) else { throw isClosed ? Closed() : Timeout() }
+            guard read(timeoutMs: timeoutMs) else {
+                if isClosed { throw Closed() }
+                throw Timeout(waitedMs: timeoutMs, waitingFor: "while waiting for the next packet")
+            }
         }
     }
 
@@ -86,7 +97,8 @@ public final class HCISocketHost {
             if done() { break }
             guard read(timeoutMs: timeoutMs) else {
                 if isClosed { return }
-                throw Timeout()
+                throw Timeout(
+                    waitedMs: timeoutMs, waitingFor: "while draining: reports the controller counted as sent never arrived")
             }
         }
         while read(timeoutMs: 0) {
