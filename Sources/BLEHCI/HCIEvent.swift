@@ -10,6 +10,7 @@ public enum HCIEvent: Sendable {
     case commandComplete(CommandComplete)
     case commandStatus(CommandStatus)
     case disconnectionComplete(DisconnectionComplete)
+    case encryptionChange(EncryptionChange)
     /// §7.7.16 Hardware Error: Hardware_Code (1), vendor-defined. The controller needs a reset.
     case hardwareError(code: UInt8)
     case numberOfCompletedPackets([CompletedPackets])
@@ -23,6 +24,9 @@ public enum HCIEvent: Sendable {
     /// §7.7.65.6 LE Remote Connection Parameter Request: the peer asks for new parameters over the link layer, and
     /// the controller waits for the host's Reply or Negative Reply.
     case leRemoteConnectionParameterRequest(handle: UInt16, parameters: LEConnectionParameters)
+    /// §7.7.65.5 LE Long Term Key Request: the central starts encryption and the controller, as the peripheral,
+    /// asks the host for the key. LE Secure Connections keys come with Random_Number and EDIV zero.
+    case leLongTermKeyRequest(handle: UInt16, randomNumber: UInt64, encryptedDiversifier: UInt16)
     /// An LE Meta subevent not modelled here, with its parameters after the subevent code.
     case leMeta(LEMetaSubevent, ArraySlice<UInt8>)
     /// An event not modelled here, with its parameters.
@@ -48,6 +52,14 @@ public enum HCIEvent: Sendable {
         public var status: HCIStatus
         public var handle: UInt16
         public var reason: HCIStatus
+    }
+
+    /// §7.7.8 Encryption Change [v1]: Status (1), Connection_Handle (2), Encryption_Enabled (1; for LE 0x00 off,
+    /// 0x01 on with AES-CCM).
+    public struct EncryptionChange: Sendable, Hashable {
+        public var status: HCIStatus
+        public var handle: UInt16
+        public var enabled: Bool
     }
 
     /// One entry of §7.7.19 Number Of Completed Packets: Connection_Handle (2), Num_Completed_Packets (2).
@@ -113,6 +125,10 @@ public enum HCIEvent: Sendable {
             return .disconnectionComplete(
                 DisconnectionComplete(
                     status: HCIStatus(rawValue: s), handle: h & 0x0FFF, reason: HCIStatus(rawValue: r)))
+        case .encryptionChange:
+            guard let s = p.readU8(), let h = p.readLE16(), let on = p.readU8() else { return nil }
+            return .encryptionChange(
+                EncryptionChange(status: HCIStatus(rawValue: s), handle: h & 0x0FFF, enabled: on != 0x00))
         case .hardwareError:
             guard let hw = p.readU8() else { return nil }
             return .hardwareError(code: hw)
@@ -182,6 +198,13 @@ public enum HCIEvent: Sendable {
                 handle: h & 0x0FFF,
                 parameters: LEConnectionParameters(
                     intervalMin: iMin, intervalMax: iMax, maxLatency: latency, supervisionTimeout: timeout))
+        case .longTermKeyRequest:
+            // Connection_Handle (2), Random_Number (8), Encrypted_Diversifier (2).
+            var p = ByteCursor(params)
+            guard let h = p.readLE16(), let random = p.readBytes(8), let ediv = p.readLE16() else { return nil }
+            return .leLongTermKeyRequest(
+                handle: h & 0x0FFF, randomNumber: random.reversed().reduce(0) { $0 << 8 | UInt64($1) },
+                encryptedDiversifier: ediv)
         default:
             return .leMeta(sub, params)
         }

@@ -52,6 +52,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leClearFilterAcceptList = HCIOpcode(ogf: 0x08, ocf: 0x0010)
     public static let leConnectionUpdate = HCIOpcode(ogf: 0x08, ocf: 0x0013)
     public static let leReadRemoteFeatures = HCIOpcode(ogf: 0x08, ocf: 0x0016)
+    public static let leLongTermKeyRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x001A)
+    public static let leLongTermKeyRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x001B)
     public static let leRemoteConnectionParameterRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x0020)
     public static let leRemoteConnectionParameterRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x0021)
     public static let leSetDataLength = HCIOpcode(ogf: 0x08, ocf: 0x0022)
@@ -94,6 +96,8 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         .leClearFilterAcceptList: "LE Clear Filter Accept List",
         .leConnectionUpdate: "LE Connection Update",
         .leReadRemoteFeatures: "LE Read Remote Features",
+        .leLongTermKeyRequestReply: "LE Long Term Key Request Reply",
+        .leLongTermKeyRequestNegativeReply: "LE Long Term Key Request Negative Reply",
         .leRemoteConnectionParameterRequestReply: "LE Remote Connection Parameter Request Reply",
         .leRemoteConnectionParameterRequestNegativeReply: "LE Remote Connection Parameter Request Negative Reply",
         .leSetDataLength: "LE Set Data Length",

@@ -13,6 +13,8 @@ public struct HCIStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let hardwareFailure = HCIStatus(rawValue: 0x03)
     public static let pageTimeout = HCIStatus(rawValue: 0x04)
     public static let authenticationFailure = HCIStatus(rawValue: 0x05)
+    /// "PIN or Key Missing": an encryption the peer started with a key this side does not have.
+    public static let pinOrKeyMissing = HCIStatus(rawValue: 0x06)
     public static let memoryCapacityExceeded = HCIStatus(rawValue: 0x07)
     public static let connectionTimeout = HCIStatus(rawValue: 0x08)
     public static let connectionLimitExceeded = HCIStatus(rawValue: 0x09)
