@@ -194,34 +194,22 @@ package struct RemoteJSONParser {
             case UInt8(ascii: "r"): out.append(0x0D)
             case UInt8(ascii: "t"): out.append(0x09)
             case UInt8(ascii: "u"):
-                var unit = try hex4()
-                // A UTF-16 surrogate pair (RFC 8259 §7): a high surrogate must be followed by \u and a low one.
-                if (0xD800...0xDBFF).contains(unit) {
-                    guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else {
-                        throw fail("lone surrogate in \\u escape")
+                switch JSONUnicodeEscape.read(bytes[...], digits: i) {
+                case .success(let (scalar, end)):
+                    i = end
+                    out.append(contentsOf: String(Character(scalar)).utf8)
+                case .failure(let failure):
+                    i = failure.at
+                    switch failure {
+                    case .short: throw fail("short \\u escape")
+                    case .badHexDigit: throw fail("bad hex digit in \\u escape")
+                    case .loneSurrogate: throw fail("lone surrogate in \\u escape")
                     }
-                    i += 2
-                    let low = try hex4()
-                    guard (0xDC00...0xDFFF).contains(low) else { throw fail("lone surrogate in \\u escape") }
-                    unit = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
-                } else if (0xDC00...0xDFFF).contains(unit) {
-                    throw fail("lone surrogate in \\u escape")
                 }
-                guard let scalar = Unicode.Scalar(unit) else { throw fail("invalid \\u escape") }
-                out.append(contentsOf: String(Character(scalar)).utf8)
             default: throw fail("invalid escape")
             }
         }
         return String(decoding: out, as: UTF8.self)
-    }
-
-    private mutating func hex4() throws(RemoteJSONError) -> UInt32 {
-        guard i + 4 <= bytes.count else { throw fail("short \\u escape") }
-        guard let v = HexDigits.number(utf8: bytes[i..<(i + 4)], digits: 4) else {
-            throw fail("bad hex digit in \\u escape")
-        }
-        i += 4
-        return UInt32(v)
     }
 
     /// RFC 8259 §6 grammar: -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?

@@ -177,16 +177,9 @@ struct FleetJSON {
                     UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
                     i += 2
                 case UInt8(ascii: "u"):
-                    guard let v = hex4(at: i + 2) else { throw .notJSON(offset: i) }
-                    i += 6
-                    if (0xDC00..<0xE000).contains(v) { throw .notJSON(offset: i - 6) }  // a low surrogate alone
-                    if (0xD800..<0xDC00).contains(v) {
-                        // A high surrogate must be followed by an escaped low one (RFC 8259 §7).
-                        guard peek(i) == UInt8(ascii: "\\"), peek(i + 1) == UInt8(ascii: "u"),
-                            let low = hex4(at: i + 2),
-                            (0xDC00..<0xE000).contains(low)
-                        else { throw .notJSON(offset: i) }
-                        i += 6
+                    switch JSONUnicodeEscape.read(bytes[...], digits: i + 2) {
+                    case .success(let (_, end)): i = end
+                    case .failure(let failure): throw .notJSON(offset: failure.at)
                     }
                 default:
                     throw .notJSON(offset: i)
@@ -200,11 +193,6 @@ struct FleetJSON {
             }
         }
         throw .notJSON(offset: i)
-    }
-
-    private func hex4(at i: Int) -> UInt32? {
-        guard i + 4 <= bytes.count else { return nil }
-        return Self.hex4(bytes[i..<(i + 4)])
     }
 
     /// The end of the well-formed UTF-8 sequence starting at `i` (Unicode §3.9, Table 3-7: no overlong forms, no
@@ -326,20 +314,11 @@ struct FleetJSON {
         (m.keyEscaped ? Self.unescape(bytes[m.key]) : String(validating: bytes[m.key], as: UTF8.self)) ?? "?"
     }
 
-    private static func hex4(_ s: ArraySlice<UInt8>) -> UInt32? {
-        HexDigits.number(utf8: s, digits: 4).map { UInt32($0) }
-    }
-
     /// The string a (grammar-checked) escaped JSON string stands for; nil for invalid UTF-8 or a lone surrogate.
     static func unescape(_ s: ArraySlice<UInt8>) -> String? {
         var out: [UInt8] = []
         out.reserveCapacity(s.count)
         var i = s.startIndex
-        func append(_ scalar: UInt32) -> Bool {
-            guard let u = Unicode.Scalar(scalar) else { return false }
-            out.append(contentsOf: String(Character(u)).utf8)
-            return true
-        }
         while i < s.endIndex {
             let c = s[i]
             guard c == UInt8(ascii: "\\") else {
@@ -356,18 +335,9 @@ struct FleetJSON {
             case UInt8(ascii: "r"): out.append(0x0D)
             case UInt8(ascii: "t"): out.append(0x09)
             case UInt8(ascii: "u"):
-                guard i + 4 <= s.endIndex, var v = hex4(s[i..<(i + 4)]) else { return nil }
-                i += 4
-                if (0xD800..<0xDC00).contains(v) {
-                    // A high surrogate must be followed by an escaped low one (RFC 8259 §7).
-                    guard i + 6 <= s.endIndex, s[i] == UInt8(ascii: "\\"), s[i + 1] == UInt8(ascii: "u") else {
-                        return nil
-                    }
-                    guard let low = hex4(s[(i + 2)..<(i + 6)]), (0xDC00..<0xE000).contains(low) else { return nil }
-                    v = 0x10000 + ((v - 0xD800) << 10) + (low - 0xDC00)
-                    i += 6
-                }
-                guard append(v) else { return nil }
+                guard case .success(let (scalar, end)) = JSONUnicodeEscape.read(s, digits: i) else { return nil }
+                i = end
+                out.append(contentsOf: String(Character(scalar)).utf8)
             default: out.append(e)  // \" \\ \/
             }
         }
