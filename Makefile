@@ -219,6 +219,11 @@ RELEASE_BIN   = $$($(SWIFT) build -c $(DEB_BUILD) --static-swift-stdlib --show-b
 deb: deps
 	$(call apt_install,$(PKGS_DEPLOY))
 	@mkdir -p .build && touch .build/deb-stamp
+	# A debug tree's objects were compiled against the shared Swift runtime, whose Foundation asks the linker for
+	# neither CoreFoundation nor _FoundationICU, and SwiftPM relinks them as they are: the executable's own module is
+	# compiled again, against the static runtime, so that the link asks for both.
+	@if [ "$(DEB_BUILD)" = debug ]; then \
+	  rm -f "$$($(SWIFT) build -c debug --show-bin-path)"/blegateway.build/*.o; fi
 	$(SWIFT) build -c $(DEB_BUILD) --static-swift-stdlib --product blegateway
 	deploy/debian/build-deb.sh "$(RELEASE_BIN)" $(DEB_DIR)
 	# SwiftPM keeps the objects it compiled for the static runtime when the flag goes away, and the next ordinary
