@@ -34,9 +34,11 @@ public enum ControllerBringUp {
     ]
 
     /// LE Meta subevents enabled by LE Set Event Mask (§7.8.1). With both connection-complete bits set, a
-    /// controller sends only the enhanced one.
+    /// controller sends only the enhanced one. LE Long Term Key Request is always answered (`LELinks`), with the
+    /// Negative Reply when no pairing of ours holds the key.
     public static let leEventMask: LEEventMask = [
         .connectionComplete, .advertisingReport, .connectionUpdateComplete, .readRemoteFeaturesComplete,
+        .longTermKeyRequest,
         .remoteConnectionParameterRequest, .dataLengthChange, .enhancedConnectionComplete,
         .directedAdvertisingReport, .phyUpdateComplete, .extendedAdvertisingReport, .scanTimeout,
         .channelSelectionAlgorithm,

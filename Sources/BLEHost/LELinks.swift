@@ -8,8 +8,11 @@ import Logging
 ///
 /// A service with one `run()`: it subscribes to the controller's events and
 /// - joins incoming ACL fragments into L2CAP frames (`ACLReassembler`) and routes them by channel: ATT (0x0004) to
-///   the link's bearer, LE signaling (0x0005) to `L2CAPLESignaling`, SMP (0x0006) to `SMPResponder`; frames on
-///   other channels are counted and dropped;
+///   the link's bearer, LE signaling (0x0005) to `L2CAPLESignaling`, SMP (0x0006) to the link's pairing while
+///   enrolment accepts one (`PeripheralPairings`), otherwise to `SMPResponder`, which refuses; frames on other
+///   channels are counted and dropped;
+/// - answers LE Long Term Key Request (with the key of a pairing of ours, otherwise the Negative Reply) and hands
+///   Encryption Change to the pairing;
 /// - feeds Number Of Completed Packets and Disconnection Complete to the `ACLScheduler`;
 /// - opens a link on LE (Enhanced) Connection Complete with status 0 (so ACL that follows at once is not lost) and
 ///   closes it on Disconnection Complete (its bearer's `incoming` finishes, later `send`s throw);
@@ -77,6 +80,9 @@ public final class LELinks: @unchecked Sendable {
     public let controller: HCIController
     public let configuration: Configuration
     private let logger: Logger
+    private let clock: any BLEClock
+    /// Wakes the SMP timer task when a pairing's deadline may have moved.
+    private let pairingTimer = WakeSignal()
     private let inbox: AsyncStream<Command>
     private let inboxContinuation: AsyncStream<Command>.Continuation
 
@@ -87,6 +93,8 @@ public final class LELinks: @unchecked Sendable {
     private var scheduler: ACLScheduler
     private var signaling = L2CAPLESignaling()
     private var smp = SMPResponder()
+    private var pairings = PeripheralPairings()
+    private var pairingReports: AsyncStream<PairingEvent>.Continuation?
     private var stats = Statistics()
     private var ended = false
     /// The controller's events (no advertising reports), subscribed at init: links made before `run()` reads are
@@ -97,10 +105,12 @@ public final class LELinks: @unchecked Sendable {
     ///   L2CAP data per ACL packet, and how many packets the controller holds.
     public init(
         controller: HCIController, buffers: (length: Int, count: Int),
-        configuration: Configuration = Configuration(), logger: Logger = Logger(label: "ble.host.links")
+        configuration: Configuration = Configuration(), clock: any BLEClock = SystemClock(),
+        logger: Logger = Logger(label: "ble.host.links")
     ) {
         self.controller = controller
         self.configuration = configuration
+        self.clock = clock
         self.logger = logger
         reassembler = ACLReassembler(maximumFrameSize: configuration.maximumFrameSize)
         scheduler = ACLScheduler(
@@ -143,6 +153,7 @@ public final class LELinks: @unchecked Sendable {
     public func run() async {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await self.runCommands() }
+            group.addTask { await self.runPairingTimer() }
             for await event in events.ignoringErrors {
                 if case .transportEnded = event { break }
                 handle(event)
@@ -165,8 +176,22 @@ public final class LELinks: @unchecked Sendable {
                 pump()
             case .event(.disconnectionComplete(let dc)) where dc.status.isSuccess:
                 closeLink(dc.handle, reason: "\(dc.reason)")
+                perform(pairings.linkClosed(handle: dc.handle))
             case .event(.leConnectionComplete(let cc)) where cc.status.isSuccess:
                 _ = openLink(cc.handle)
+                if cc.role == Self.peripheralRole {
+                    let peer = SMPPairingResponder.Party(
+                        type: LEAddressType(rawValue: cc.peerAddressType.rawValue & 0x01),
+                        address: cc.peerResolvablePrivateAddress.flatMap { $0.rawValue == 0 ? nil : $0 }
+                            ?? cc.peerAddress)
+                    perform(pairings.linkOpened(handle: cc.handle, peer: peer, now: clock.now()))
+                }
+            case .event(.leLongTermKeyRequest(let handle, _, _)):
+                perform(pairings.longTermKeyRequested(handle: handle, now: clock.now()))
+            case .event(.encryptionChange(let ec)):
+                perform(
+                    pairings.encryptionChanged(
+                        handle: ec.handle, on: ec.status.isSuccess && ec.enabled, now: clock.now()))
             case .event(.leRemoteConnectionParameterRequest(let handle, let p)):
                 // The controller waits for our answer (the LL procedure has a response timeout): always answer.
                 let answer = LERemoteConnectionParameterRequest.answer(handle: handle, p)
@@ -205,7 +230,9 @@ public final class LELinks: @unchecked Sendable {
                 }
             }
         case .securityManager:
-            if let reply = smp.receive(frame.payload) {
+            if let actions = pairings.received(frame.payload, handle: handle, now: clock.now()) {
+                perform(actions)
+            } else if let reply = smp.receive(frame.payload) {
                 enqueue(L2CAPFrame(channel: .securityManager, payload: reply), handle: handle)
             }
         default:
@@ -273,6 +300,90 @@ public final class LELinks: @unchecked Sendable {
         stats.maxInFlight = max(stats.maxInFlight, scheduler.inFlight)
     }
 
+    // MARK: - Pairing
+
+    /// LE Connection Complete's Role: 0x01, "Connection is peripheral" (§7.7.65.1).
+    static let peripheralRole: UInt8 = 0x01
+
+    /// From now on every link a central makes to us gets a pairing (`PeripheralPairings`); what happens to them
+    /// comes on the stream, which ends at `stopAcceptingPairing()` or when `run()` ends. A second call replaces the
+    /// first (its stream ends).
+    public func acceptPairing(_ offer: PeripheralPairings.Offer) -> AsyncStream<PairingEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PairingEvent.self)
+        let old: AsyncStream<PairingEvent>.Continuation? = lock.withLock {
+            let old = pairingReports
+            if ended {
+                continuation.finish()
+                return old
+            }
+            pairings.accept(offer)
+            pairingReports = continuation
+            return old
+        }
+        old?.finish()
+        return stream
+    }
+
+    /// Links made from now on are refused pairing again; the stream of `acceptPairing` ends.
+    public func stopAcceptingPairing() {
+        let reports: AsyncStream<PairingEvent>.Continuation? = lock.withLock {
+            pairings.stop()
+            defer { pairingReports = nil }
+            return pairingReports
+        }
+        reports?.finish()
+    }
+
+    /// The operator's answer to `PairingEvent.compare`.
+    public func confirmPairing(handle: UInt16, _ yes: Bool) {
+        lock.withLock { perform(pairings.confirm(handle: handle, yes, now: clock.now())) }
+    }
+
+    /// Ends the link on `handle` (HCI Disconnect, Remote User Terminated Connection).
+    public func disconnect(handle: UInt16) {
+        let post: Bool = lock.withLock {
+            guard !ended, var link = links[handle], !link.dropping else { return false }
+            link.dropping = true
+            links[handle] = link
+            return true
+        }
+        if post { inboxContinuation.yield(.disconnect(handle)) }
+    }
+
+    /// Called with `lock` held.
+    private func perform(_ actions: [PeripheralPairings.Action]) {
+        for action in actions {
+            switch action {
+            case .send(let handle, let bytes):
+                enqueue(L2CAPFrame(channel: .securityManager, payload: bytes), handle: handle)
+            case .replyLongTermKey(let handle, let key):
+                inboxContinuation.yield(.run(LELongTermKeyRequestReplyCommand(handle: handle, longTermKey: key)))
+            case .refuseLongTermKey(let handle):
+                inboxContinuation.yield(.run(LELongTermKeyRequestNegativeReplyCommand(handle: handle)))
+            case .report(let event):
+                pairingReports?.yield(event)
+            }
+        }
+        if !actions.isEmpty { pairingTimer.signal() }
+    }
+
+    /// The SMP timers (§3.4): sleeps until the earliest pairing's deadline, or until a pairing moves it.
+    private func runPairingTimer() async {
+        while !Task.isCancelled {
+            let deadline = lock.withLock { pairings.nextDeadline }
+            if let deadline {
+                let now = clock.now()
+                if deadline <= now {
+                    lock.withLock { perform(pairings.tick(now: now)) }
+                    continue
+                }
+                await pairingTimer.wait(upTo: deadline - now, clock: clock)
+            } else {
+                await pairingTimer.wait()
+            }
+        }
+    }
+
     // MARK: - Commands
 
     func drop(_ bearer: ACLBearer) {
@@ -313,14 +424,17 @@ public final class LELinks: @unchecked Sendable {
     }
 
     private func finish() {
-        let bearers: [ACLBearer] = lock.withLock {
+        let (reports, bearers): (AsyncStream<PairingEvent>.Continuation?, [ACLBearer]) = lock.withLock {
             ended = true
+            let reports = pairingReports
+            pairingReports = nil
             let all = links.values.map(\.bearer)
             for h in links.keys { scheduler.disconnected(handle: h) }
             stats.linksClosed += links.count
             links.removeAll()
-            return all
+            return (reports, all)
         }
+        reports?.finish()
         inboxContinuation.finish()
         for b in bearers { b.continuation.finish() }
     }
