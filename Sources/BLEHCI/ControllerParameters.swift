@@ -36,6 +36,10 @@ public struct SupportedCommands: Hashable, Sendable {
     public var leReadBufferSizeV2: Bool { supports(octet: 41, bit: 5) }
     /// LE Set Extended Scan Parameters: octet 37, bit 5.
     public var leSetExtendedScanParameters: Bool { supports(octet: 37, bit: 5) }
+    /// LE Set Extended Advertising Parameters, Data and Enable: octet 36, bits 2, 3 and 5.
+    public var leExtendedAdvertising: Bool {
+        supports(octet: 36, bit: 2) && supports(octet: 36, bit: 3) && supports(octet: 36, bit: 5)
+    }
 }
 
 /// LMP features page 0 (§7.4.3; Vol 2, Part C, §3.3). Bit 38 "LE Supported (Controller)".

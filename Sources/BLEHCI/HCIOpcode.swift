@@ -44,6 +44,9 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leSetAdvertisingData = HCIOpcode(ogf: 0x08, ocf: 0x0008)
     public static let leSetScanResponseData = HCIOpcode(ogf: 0x08, ocf: 0x0009)
     public static let leSetAdvertisingEnable = HCIOpcode(ogf: 0x08, ocf: 0x000A)
+    public static let leSetExtendedAdvertisingParameters = HCIOpcode(ogf: 0x08, ocf: 0x0036)
+    public static let leSetExtendedAdvertisingData = HCIOpcode(ogf: 0x08, ocf: 0x0037)
+    public static let leSetExtendedAdvertisingEnable = HCIOpcode(ogf: 0x08, ocf: 0x0039)
     public static let leSetScanParameters = HCIOpcode(ogf: 0x08, ocf: 0x000B)
     public static let leSetScanEnable = HCIOpcode(ogf: 0x08, ocf: 0x000C)
     public static let leCreateConnection = HCIOpcode(ogf: 0x08, ocf: 0x000D)
@@ -88,6 +91,9 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         .leSetAdvertisingData: "LE Set Advertising Data",
         .leSetScanResponseData: "LE Set Scan Response Data",
         .leSetAdvertisingEnable: "LE Set Advertising Enable",
+        .leSetExtendedAdvertisingParameters: "LE Set Extended Advertising Parameters",
+        .leSetExtendedAdvertisingData: "LE Set Extended Advertising Data",
+        .leSetExtendedAdvertisingEnable: "LE Set Extended Advertising Enable",
         .leSetScanParameters: "LE Set Scan Parameters",
         .leSetScanEnable: "LE Set Scan Enable",
         .leCreateConnection: "LE Create Connection",
