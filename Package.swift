@@ -77,7 +77,10 @@ let package = Package(
         ]),
 
         // The virtual radio: wire formats only, never the gateway's policies.
-        .target(name: "BLESimulator", dependencies: ["BLETransport", "BLEHCI", .product(name: "Yams", package: "Yams")]),
+        .target(name: "BLESimulator", dependencies: [
+            "BLETransport", "BLEHCI", .product(name: "Yams", package: "Yams"),
+            .product(name: "Crypto", package: "swift-crypto"),
+        ]),
 
         // Benchmarks are an executable, run by `make bench`, never by `make test`.
         .executableTarget(name: "blegateway-bench", dependencies: [

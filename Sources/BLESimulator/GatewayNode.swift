@@ -66,6 +66,14 @@ public final class GatewayNode: @unchecked Sendable {
         lock.withLock { controller.connections.keys.sorted().map { controller.connections[$0]! } }
     }
 
+    /// Every phone pairing this controller has seen, ended ones first.
+    public var pairings: [SimPhonePairing] {
+        lock.withLock {
+            controller.endedPairings
+                + controller.connections.keys.sorted().compactMap { controller.connections[$0]!.phone }
+        }
+    }
+
     public func link(_ handle: UInt16) -> SimConnection? { lock.withLock { controller.connections[handle & 0x0FFF] } }
 
     public var stats: GatewayStats { lock.withLock { _stats } }
@@ -145,6 +153,10 @@ public final class GatewayNode: @unchecked Sendable {
         var hasConnections: Bool
         /// When a failing connection attempt (`connection_failure`) is due to be reported.
         var connectionFailsAt: Double?
+        /// The host advertises connectably (enrolment): a phone in range that wants to pair connects.
+        var advertisingConnectable = false
+        /// Which advertising session this is (each enable), for the phone's keys.
+        var advertisingSession: UInt64 = 0
     }
 
     func listening() -> Listening {
@@ -159,8 +171,24 @@ public final class GatewayNode: @unchecked Sendable {
                     return min(c.nextNotification, change ?? .infinity)
                 }.min(),
                 hasConnections: !controller.connections.isEmpty || controller.pendingConnection?.failsAt != nil,
-                connectionFailsAt: controller.pendingConnection?.failsAt)
+                connectionFailsAt: controller.pendingConnection?.failsAt,
+                advertisingConnectable: alive && controller.advertising.connectable,
+                advertisingSession: controller.advertising.sessions)
         }
+    }
+
+    /// A phone heard this gateway's connectable advertising and connects to pair (the gateway is the peripheral).
+    /// Returns whether the link came up.
+    @discardableResult
+    func acceptCentral(phone: PhoneSpec, identity: BDAddress, address: BDAddress, seed: [UInt8], now: Double) -> Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        guard let connection, powered, !silenced else { return false }
+        let events = controller.acceptCentral(phone: phone, identity: identity, address: address, seed: seed, now: now)
+        guard !events.isEmpty else { return false }
+        _stats.connectionsEstablished += 1
+        _ = connection.enqueue(events.flatMap { $0 }, dropIfFull: false)
+        return true
     }
 
     /// The radio heard `peer` advertising connectably while a connection to it (or, with
@@ -203,11 +231,12 @@ public final class GatewayNode: @unchecked Sendable {
         var perLink: [UInt16: Int] = [:]
         for h in controller.connections.keys.sorted() {
             var c = controller.connections[h]!
-            if let r = rssi(c.peer), !silenced {
+            if let r = rssi(c.radioAddress ?? c.peer), !silenced {
                 c.rssi = Int8(clamping: Int(r.rounded()))
                 c.lastHeard = now
             } else if now - c.lastHeard > Double(c.supervisionTimeout) * 0.010 {
                 controller.connections[h] = nil
+                if let phone = c.phone { controller.endedPairings.append(phone) }
                 _stats.supervisionTimeouts += 1
                 if controller.eventMask & (1 << 4) != 0 {
                     out += SimEvents.disconnectionComplete(handle: h, reason: SimReason.connectionTimeout)

@@ -24,6 +24,9 @@ struct RadioEngine {
     private var eventCount: [UInt64]
     private var advData: [[UInt8]]
     private var pdu: [UInt8]
+    /// Per phone: the address period and its resolvable private address, computed once per period.
+    private var addressEpoch: [Int64]
+    private var rotatingAddress: [BDAddress]
     /// Link offsets, flattened [gateway][emitter].
     private var linkOffset: [[Double]]
     /// A binary min-heap of (time, emitter).
@@ -47,6 +50,8 @@ struct RadioEngine {
         eventCount = [UInt64](repeating: 0, count: n)
         advData = scenario.emitters.map { $0.frame.advertisingData() }
         pdu = scenario.emitters.map { $0.frame.pduType(hasScanResponse: $0.scanResponse != nil) }
+        addressEpoch = [Int64](repeating: .min, count: n)
+        rotatingAddress = scenario.emitters.map(\.address)
         linkOffset = scenario.gateways.map { g in
             scenario.emitters.map { e in scenario.radio.linkOffsets[g.id]?[e.name] ?? 0 }
         }
@@ -111,7 +116,7 @@ struct RadioEngine {
         var listening = snapshot
         var events = 0
         let radio = scenario.radio
-        let anyone = listening.contains { $0.deliver || $0.connectTo != nil }
+        let anyone = listening.contains { $0.deliver || $0.connectTo != nil || $0.advertisingConnectable }
         while let top = heap.first, top.0 <= until {
             let (t, idx32) = top
             let i = Int(idx32)
@@ -126,17 +131,31 @@ struct RadioEngine {
                 advData[i] = e.frame.advertisingData(eventCount: UInt32(truncatingIfNeeded: k), uptimeSeconds: t)
             }
             let pos = e.motion.position(at: t)
+            // A phone advertises from its current resolvable private address, a random address.
+            var address = e.address
+            var addressType = e.addressType
+            if let phone = e.phone {
+                let epoch = phone.epoch(at: t)
+                if epoch != addressEpoch[i] {
+                    addressEpoch[i] = epoch
+                    rotatingAddress[i] = phone.address(epoch: epoch, identity: e.address)
+                }
+                address = rotatingAddress[i]
+                addressType = 0x01
+            }
             for g in 0..<nodes.count {
                 let l = listening[g]
                 let initiating =
                     pdu[i] == SimEvents.LegacyEventType.advInd
-                    && l.connectTo?.targets(e.address, type: e.addressType) == true
+                    && l.connectTo?.targets(address, type: addressType) == true
                 // Scanning_Filter_Policy 0x01/0x03: only advertisers on the Filter Accept List are reported.
                 let reportable =
                     l.deliver && Self.hears(l.scan, at: t)
                     && (l.scan.filterPolicy & 0x01 == 0
-                        || l.acceptList.contains(SimAcceptListEntry(addressType: e.addressType, address: e.address)))
-                guard initiating || reportable else { continue }
+                        || l.acceptList.contains(SimAcceptListEntry(addressType: addressType, address: address)))
+                // A phone whose user pairs connects to a gateway it hears advertising for enrolment.
+                let pairing = l.advertisingConnectable && e.phone?.pairing != nil
+                guard initiating || reportable || pairing else { continue }
                 let key = UInt64(i) << 8 | UInt64(g)
                 if random.uniform(RandomStream.loss, key, k) < radio.lossProbability { continue }
                 let gw = scenario.gateways[g]
@@ -145,36 +164,45 @@ struct RadioEngine {
                     radio.meanRSSI(rssiAt1m: e.rssiAt1m, distance: d) + radio.shadowingSigmaDB
                     * random.gaussian(RandomStream.shadowing, key, k) + linkOffset[g][i] + gw.rxOffsetDB
                 if rssi < radio.sensitivityDBm { continue }
+                if pairing, let phone = e.phone {
+                    // The phone's keys for this pairing: a function of the phone and the advertising session, so
+                    // a run repeats.
+                    let seed = Array(e.name.utf8) + withUnsafeBytes(of: l.advertisingSession.littleEndian, Array.init)
+                    if nodes[g].acceptCentral(phone: phone, identity: e.address, address: address, seed: seed, now: t) {
+                        listening[g].advertisingConnectable = false
+                    }
+                    if !reportable { continue }
+                }
                 if initiating {
                     // The initiator answers the ADV_IND with CONNECT_IND (Vol 6, Part B, §4.5): the link is up.
                     // The initiator listens continuously here; its LE_Scan_Window is not modelled.
                     let name: String
                     if case .named(let n, _) = e.frame { name = n } else { name = e.name }
                     if nodes[g].establish(
-                        peer: e.address, addressType: e.addressType, deviceName: name, phase: Double(i),
+                        peer: address, addressType: addressType, deviceName: name, phase: Double(i),
                         behaviour: e.link, now: t)
                     {
                         listening[g].connectTo = nil
                     }
                     if !reportable { continue }
                 }
-                if l.scan.filterDuplicates != 0 && isDuplicate(g, l.scan, t, address: e.address, scanResponse: false) {
+                if l.scan.filterDuplicates != 0 && isDuplicate(g, l.scan, t, address: address, scanResponse: false) {
                     continue
                 }
-                emit(g, l.scan, pdu: pdu[i], e, data: advData[i], rssi: rssi, scanResponse: false)
+                emit(
+                    g, l.scan, pdu: pdu[i], (address, addressType), data: advData[i], rssi: rssi, scanResponse: false)
                 // Active scanning: a scannable PDU draws a SCAN_REQ, answered 150 µs later with
                 // SCAN_RSP (Vol 6, Part B, §4.4.3.2), which has its own chance of loss.
                 if l.scan.active, let rsp = e.scanResponse, pdu[i] != SimEvents.LegacyEventType.advNonconnInd,
                     random.uniform(RandomStream.scanResponseLoss, key, k) >= radio.lossProbability
                 {
-                    if l.scan.filterDuplicates != 0 && isDuplicate(g, l.scan, t, address: e.address, scanResponse: true)
-                    {
+                    if l.scan.filterDuplicates != 0 && isDuplicate(g, l.scan, t, address: address, scanResponse: true) {
                         continue
                     }
                     let r2 =
                         radio.meanRSSI(rssiAt1m: e.rssiAt1m, distance: d) + radio.shadowingSigmaDB
                         * random.gaussian(RandomStream.scanResponseShadowing, key, k) + linkOffset[g][i] + gw.rxOffsetDB
-                    emit(g, l.scan, pdu: pdu[i], e, data: rsp, rssi: r2, scanResponse: true)
+                    emit(g, l.scan, pdu: pdu[i], (address, addressType), data: rsp, rssi: r2, scanResponse: true)
                 }
             }
         }
@@ -214,7 +242,8 @@ struct RadioEngine {
     }
 
     private mutating func emit(
-        _ g: Int, _ s: ScanState, pdu: UInt8, _ e: EmitterSpec, data: [UInt8], rssi: Double, scanResponse: Bool
+        _ g: Int, _ s: ScanState, pdu: UInt8, _ e: (address: BDAddress, addressType: UInt8), data: [UInt8],
+        rssi: Double, scanResponse: Bool
     ) {
         if pendingGeneration[g] != s.generation && pendingCount[g] > 0 { _ = flush(g, dropIfFull: true) }
         pendingGeneration[g] = s.generation

@@ -83,7 +83,7 @@ public struct GatewaySpec: Sendable {
 
 /// Something that advertises: a fixed beacon, a tag carried by a walker, or a sensor peripheral.
 public struct EmitterSpec: Sendable {
-    public enum Role: String, Sendable { case beacon, tag, peripheral }
+    public enum Role: String, Sendable { case beacon, tag, peripheral, phone }
     public var name: String
     public var role: Role
     public var frame: BeaconFrame
@@ -99,6 +99,8 @@ public struct EmitterSpec: Sendable {
     public var scanResponse: [UInt8]?
     /// Peripherals only: how the device behaves once connected.
     public var link = PeripheralLinkSpec()
+    /// Phones only: the IRK its addresses rotate under and how it pairs; `address` is its identity address.
+    public var phone: PhoneSpec?
 
     public init(
         name: String, role: Role, frame: BeaconFrame, address: BDAddress, addressType: UInt8, motion: Motion,

@@ -127,7 +127,7 @@ struct Reader {
             root, "the scenario",
             allowed: [
                 "name", "description", "duration_s", "truth_interval_s", "radio", "gateways", "beacons", "tags",
-                "peripherals", "generate", "faults", "gateway_config", "site",
+                "peripherals", "phones", "generate", "faults", "gateway_config", "site",
             ])
         var s = Scenario(name: try string(m, "name", "scenario") ?? "unnamed")
         s.duration = try double(m, "duration_s", "scenario")
@@ -149,7 +149,9 @@ struct Reader {
             guard addresses.insert(e.address).inserted else { throw fail(n, "address \(e.address) is used twice") }
             s.emitters.append(e)
         }
-        for (key, role) in [("beacons", EmitterSpec.Role.beacon), ("tags", .tag), ("peripherals", .peripheral)] {
+        for (key, role) in [
+            ("beacons", EmitterSpec.Role.beacon), ("tags", .tag), ("peripherals", .peripheral), ("phones", .phone),
+        ] {
             for n in try sequence(m[key], key) { try add(try emitter(n, role: role, index: s.emitters.count), from: n) }
         }
         for n in try sequence(m["generate"], "generate") {
@@ -268,7 +270,10 @@ struct Reader {
         "address_type", "position", "waypoints", "speed_mps", "pause_s", "loop", "interval_ms", "rssi_at_1m",
         "scan_response_name", "notify_interval_ms", "flood", "request_connection_update", "security_request",
         "gatt_change_at_s", "humidity_pct", "battery_pct", "drift_c", "drift_period_s", "packet_interval_s", "bindkey",
+        "irk", "rotate_s", "pairing",
     ]
+    /// Keys only `phones:` take.
+    static let phoneKeys: Set<String> = ["irk", "rotate_s", "pairing"]
     /// Keys that describe a connected peripheral's behaviour; only `peripherals:` take them.
     static let linkKeys: Set<String> = [
         "notify_interval_ms", "flood", "request_connection_update", "security_request", "gatt_change_at_s",
@@ -285,7 +290,7 @@ struct Reader {
         let m = try mapping(n, "a \(role.rawValue)", allowed: Self.emitterKeys)
         let what = role.rawValue
         let name = try string(m, "name", what) ?? "\(what)-\(index + 1)"
-        let type = try string(m, "type", what) ?? (role == .peripheral ? "named" : "ibeacon")
+        let type = try string(m, "type", what) ?? (role == .peripheral || role == .phone ? "named" : "ibeacon")
         var rssi1m = try double(m, "rssi_at_1m", what)
         let emitterAddress = try address(m, what) ?? Self.staticAddress(for: name)
         let frame: BeaconFrame
@@ -380,7 +385,7 @@ struct Reader {
         } else {
             throw fail(n, "\(what) '\(name)' needs 'position' or 'waypoints'")
         }
-        let intervalMs = try double(m, "interval_ms", what) ?? (role == .peripheral ? 500 : 100)
+        let intervalMs = try double(m, "interval_ms", what) ?? (role == .peripheral ? 500 : role == .phone ? 200 : 100)
         guard (20...10_240).contains(intervalMs) else {
             throw fail(m["interval_ms"], "interval_ms must be 20...10240 (Core v5.4, Vol 6, Part B, §4.4.2.2)")
         }
@@ -390,7 +395,8 @@ struct Reader {
             let bytes = Array(scanName.utf8.prefix(29))
             scanResponse = [UInt8(1 + bytes.count), 0x09] + bytes
         }
-        let addressType = try string(m, "address_type", what) ?? (role == .peripheral ? "public" : "random")
+        let addressType =
+            try string(m, "address_type", what) ?? (role == .peripheral || role == .phone ? "public" : "random")
         guard addressType == "public" || addressType == "random" else {
             throw fail(m["address_type"], "address_type must be public or random")
         }
@@ -403,7 +409,36 @@ struct Reader {
         } else if let k = m.keys.first(where: { Self.linkKeys.contains($0.string ?? "") }) {
             throw fail(k, "'\(k.string ?? "")' applies to peripherals only; '\(name)' is a \(what)")
         }
+        if role == .phone {
+            e.phone = try phone(m, name: name, identityType: e.addressType)
+        } else if let k = m.keys.first(where: { Self.phoneKeys.contains($0.string ?? "") }) {
+            throw fail(k, "'\(k.string ?? "")' applies to phones only; '\(name)' is a \(what)")
+        }
         return e
+    }
+
+    /// A phone's keys (docs/SIMULATOR.md, "Phones"): its IRK, how often its address changes, how it pairs.
+    func phone(_ m: Node.Mapping, name: String, identityType: UInt8) throws -> PhoneSpec {
+        let what = "phone '\(name)'"
+        guard let text = try string(m, "irk", what) else { throw fail(nil, "\(what) needs 'irk' (32 hex digits)") }
+        guard let irk = parseHex(text, count: 16) else { throw fail(m["irk"], "\(what).irk must be 32 hex digits") }
+        let rotation = try double(m, "rotate_s", what) ?? 60
+        guard rotation >= 1 else { throw fail(m["rotate_s"], "\(what).rotate_s must be ≥ 1") }
+        var pairing: PhoneSpec.Pairing? = .secureConnections
+        if let p = try string(m, "pairing", what) {
+            if p == "never" {
+                pairing = nil
+            } else {
+                guard let v = PhoneSpec.Pairing(rawValue: p) else {
+                    throw fail(
+                        m["pairing"],
+                        "\(what).pairing must be one of never, "
+                            + PhoneSpec.Pairing.allCases.map(\.rawValue).joined(separator: ", "))
+                }
+                pairing = v
+            }
+        }
+        return PhoneSpec(irk: irk, identityType: identityType, rotation: rotation, pairing: pairing)
     }
 
     /// The per-peripheral link keys (docs/SIMULATOR.md, "Connections and GATT").

@@ -25,6 +25,11 @@ public struct SimConnection: Sendable {
     /// The host's L2CAP LE signalling PDUs (CID 0x0005) and SMP PDUs (CID 0x0006), as received.
     public var signallingReceived: [[UInt8]] = []
     public var smpReceived: [[UInt8]] = []
+    /// A phone that connected to us as central (we are the peripheral), and its pairing.
+    public var phone: SimPhonePairing?
+    /// The emitter's own address behind `peer` (a phone's identity), for the radio to find it after the phone's
+    /// address has changed.
+    var radioAddress: BDAddress?
     /// Result of the host's Connection Parameter Update Response (0 accepted, 1 rejected).
     public var connectionParameterUpdateResult: UInt16?
     /// Reason of the host's Pairing Failed, after a Security Request.
@@ -70,13 +75,13 @@ extension SimEvents {
     /// Supervision_Timeout(2) Central_Clock_Accuracy(1).
     public static func leConnectionComplete(
         status: SimStatus, handle: UInt16, peerType: UInt8, peer: BDAddress, interval: UInt16, latency: UInt16,
-        timeout: UInt16
+        timeout: UInt16, role: UInt8 = SimRole.central
     ) -> [UInt8] {
         var w = ByteWriter(capacity: 19)
         w.u8(0x01)
         w.u8(status.rawValue)
         w.le16(handle)
-        w.u8(0x00)  // Role: Central
+        w.u8(role)
         w.u8(peerType)
         peer.write(to: &w)
         w.le16(interval)
@@ -91,13 +96,13 @@ extension SimEvents {
     /// after the peer address.
     public static func leEnhancedConnectionComplete(
         status: SimStatus, handle: UInt16, peerType: UInt8, peer: BDAddress, interval: UInt16, latency: UInt16,
-        timeout: UInt16
+        timeout: UInt16, role: UInt8 = SimRole.central
     ) -> [UInt8] {
         var w = ByteWriter(capacity: 31)
         w.u8(0x0A)
         w.u8(status.rawValue)
         w.le16(handle)
-        w.u8(0x00)
+        w.u8(role)
         w.u8(peerType)
         peer.write(to: &w)
         w.append(repeatElement(0, count: 12))
@@ -142,8 +147,16 @@ extension SimEvents {
     }
 }
 
+/// LE Connection Complete's Role (§7.7.65.1).
+public enum SimRole {
+    public static let central: UInt8 = 0x00
+    public static let peripheral: UInt8 = 0x01
+}
+
 /// HCI reason codes used on disconnection (Vol 1, Part F).
 public enum SimReason {
+    /// 0x3D Connection Terminated due to MIC Failure: the two sides encrypted with different keys.
+    public static let micFailure: UInt8 = 0x3D
     public static let unknownConnectionIdentifier: UInt8 = 0x02
     public static let connectionTimeout: UInt8 = 0x08
     public static let aclConnectionAlreadyExists: UInt8 = 0x0B
@@ -184,22 +197,20 @@ extension VirtualController {
     /// generated"), else LE Connection Complete if unmasked, else nothing.
     func connectionCompleteEvent(
         status: SimStatus, handle: UInt16, peerType: UInt8, peer: BDAddress, interval: UInt16, latency: UInt16,
-        timeout: UInt16
+        timeout: UInt16, role: UInt8 = SimRole.central
     ) -> [[UInt8]] {
         if allowsLEMeta(subevent: 0x0A) {
             return [
                 SimEvents.leEnhancedConnectionComplete(
                     status: status, handle: handle, peerType: peerType, peer: peer, interval: interval,
-                    latency: latency,
-                    timeout: timeout)
+                    latency: latency, timeout: timeout, role: role)
             ]
         }
         if allowsLEMeta(subevent: 0x01) {
             return [
                 SimEvents.leConnectionComplete(
                     status: status, handle: handle, peerType: peerType, peer: peer, interval: interval,
-                    latency: latency,
-                    timeout: timeout)
+                    latency: latency, timeout: timeout, role: role)
             ]
         }
         return []

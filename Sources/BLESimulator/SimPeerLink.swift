@@ -202,6 +202,12 @@ extension VirtualController {
             }
         case SimCID.smp:
             link.smpReceived.append(pdu)
+            if link.phone != nil {
+                connections[handle] = link
+                let out = phoneReceive(handle: handle, pdu) ?? []
+                link = connections[handle]!
+                return (out, true)
+            }
             switch pdu.first {
             case SimSMP.pairingFailed:
                 link.pairingFailedReason = pdu.count >= 2 ? pdu[1] : nil

@@ -52,6 +52,12 @@ public struct SimOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leReadBufferSizeV2 = SimOpcode(ogf: 0x08, ocf: 0x0060)
     public static let leSetExtendedScanParameters = SimOpcode(ogf: 0x08, ocf: 0x0041)
     public static let leSetExtendedScanEnable = SimOpcode(ogf: 0x08, ocf: 0x0042)
+    public static let leSetAdvertisingParameters = SimOpcode(ogf: 0x08, ocf: 0x0006)
+    public static let leSetAdvertisingData = SimOpcode(ogf: 0x08, ocf: 0x0008)
+    public static let leSetScanResponseData = SimOpcode(ogf: 0x08, ocf: 0x0009)
+    public static let leSetAdvertisingEnable = SimOpcode(ogf: 0x08, ocf: 0x000A)
+    public static let leLongTermKeyRequestReply = SimOpcode(ogf: 0x08, ocf: 0x001A)
+    public static let leLongTermKeyRequestNegativeReply = SimOpcode(ogf: 0x08, ocf: 0x001B)
 
     public var description: String { "opcode 0x" + hex16(rawValue) }
 }
@@ -99,6 +105,8 @@ public enum SimEventCode {
     public static let commandStatus: UInt8 = 0x0F
     public static let hardwareError: UInt8 = 0x10
     public static let leMeta: UInt8 = 0x3E
+    public static let encryptionChange: UInt8 = 0x08
+    public static let leLongTermKeyRequest: UInt8 = 0x05
     public static let leAdvertisingReport: UInt8 = 0x02
     public static let leExtendedAdvertisingReport: UInt8 = 0x0D
     public static let leScanTimeout: UInt8 = 0x11

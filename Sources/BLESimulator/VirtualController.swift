@@ -68,6 +68,11 @@ public struct VirtualController: Sendable {
     enum CommandSet { case unset, legacy, extended }
     var commandSet = CommandSet.unset
 
+    /// What the host set up with the legacy advertising commands (the peripheral's side: enrolment).
+    public var advertising = SimAdvertising()
+    /// Phones' pairings whose links have ended, oldest first (tests read what the phone showed and how it ended).
+    public var endedPairings: [SimPhonePairing] = []
+
     /// LE connections, by handle, and the connection the host is waiting for.
     public var connections: [UInt16: SimConnection] = [:]
     public var pendingConnection: PendingConnection?

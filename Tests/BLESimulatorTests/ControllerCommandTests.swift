@@ -66,8 +66,25 @@ import Testing
         #expect(bits[37] & 0x60 == 0x60)
         // Octet 26 bits 4–5 LE Create Connection/Cancel; octet 0 bit 5 Disconnect; octet 15 bit 5 Read RSSI.
         #expect(bits[26] & 0x30 == 0x30 && bits[0] & 0x20 != 0 && bits[15] & 0x20 != 0)
-        // LE Set Advertising Parameters (octet 25 bit 5) is not implemented, so not claimed.
-        #expect(bits[25] & 0x20 == 0)
+        // The peripheral's side: octet 25 bits 5 and 7 LE Set Advertising Parameters/Data, octet 26 bits 0–1 Scan
+        // Response Data and Advertising Enable, octet 28 bits 1–2 the LTK Request Reply and Negative Reply.
+        #expect(bits[25] & 0xA0 == 0xA0 && bits[26] & 0x03 == 0x03 && bits[28] & 0x06 == 0x06)
+        // LE Read Advertising Physical Channel Tx Power (octet 25 bit 6) is not implemented, so not claimed.
+        #expect(bits[25] & 0x40 == 0)
+    }
+
+    @Test func advertisingIsSetUpEnabledAndRefusedWhereTheSpecificationSays() throws {
+        let h = try SimHarness(Self.twoGateways)
+        let c = try h.client("gw-a")
+        // LE Set Advertising Parameters (0x2006): 100 ms, ADV_IND, public, all channels → Command Complete, success.
+        let parameters: [UInt8] = [0x01, 0x06, 0x20, 0x0F, 0xA0, 0x00, 0xA0, 0x00, 0x00, 0x00, 0x00] + [UInt8](repeating: 0, count: 6) + [0x07, 0x00]
+        #expect(try c.command(parameters) == [0x04, 0x0E, 0x04, 0x01, 0x06, 0x20, 0x00])
+        // LE Set Advertising Enable (0x200A) on, then the parameters again: 0x0C Command Disallowed while enabled.
+        #expect(try c.command([0x01, 0x0A, 0x20, 0x01, 0x01]) == [0x04, 0x0E, 0x04, 0x01, 0x0A, 0x20, 0x00])
+        #expect(try c.command(parameters) == [0x04, 0x0E, 0x04, 0x01, 0x06, 0x20, 0x0C])
+        // LE Long Term Key Request Negative Reply (0x201B) for a handle with no link: 0x02 Unknown Connection
+        // Identifier, the handle echoed.
+        #expect(try c.command([0x01, 0x1B, 0x20, 0x02, 0x40, 0x00]) == [0x04, 0x0E, 0x06, 0x01, 0x1B, 0x20, 0x02, 0x40, 0x00])
     }
 
     @Test func unknownOpcodeGetsCommandStatusUnknownHCICommand() throws {

@@ -1,0 +1,163 @@
+import BLEHCI
+import BLETransport
+
+/// What a host set up with the legacy advertising commands (Core v5.4, Vol 4, Part E, §7.8.5–§7.8.9).
+public struct SimAdvertising: Sendable, Hashable {
+    /// Advertising_Type: 0x00 ADV_IND (connectable and scannable undirected) … 0x04.
+    public var type: UInt8 = 0x00
+    /// Own_Address_Type: 0x00 public, 0x01 the random address (LE Set Random Address).
+    public var ownAddressType: UInt8 = 0x00
+    public var data: [UInt8] = []
+    public var scanResponse: [UInt8] = []
+    public var enabled = false
+    /// Times advertising was enabled (a phone's keys for a pairing are drawn from it).
+    public var sessions: UInt64 = 0
+
+    /// Whether a central may connect: enabled, ADV_IND.
+    public var connectable: Bool { enabled && type == 0x00 }
+}
+
+extension SimCommandTable {
+    /// The peripheral's commands: advertising, and the answer to LE Long Term Key Request.
+    static let peripheralEntries: [(SimOpcode, SimCommandEntry)] = [
+        // §7.8.5 HCI_LE_Set_Advertising_Parameters: Advertising_Interval_Min(2) Advertising_Interval_Max(2)
+        // Advertising_Type(1) Own_Address_Type(1) Peer_Address_Type(1) Peer_Address(6) Advertising_Channel_Map(1)
+        // Advertising_Filter_Policy(1). "If the Host issues this command when advertising is enabled, the
+        // Controller shall return the error code Command Disallowed (0x0C)."
+        entry(.leSetAdvertisingParameters, "LE Set Advertising Parameters", octet: 25, bit: 5) { c, p, op, _ in
+            guard c.use(.legacy) else { return complete(op, .commandDisallowed) }
+            guard let minI = p.readLE16(), let maxI = p.readLE16(), let type = p.readU8(), let own = p.readU8(),
+                p.readU8() != nil, BDAddress.read(from: &p) != nil, let map = p.readU8(), let policy = p.readU8(),
+                type <= 4, own <= 3, (1...7).contains(map), policy <= 3
+            else { return complete(op, .invalidParameters) }
+            // High duty cycle directed advertising (0x01) ignores the interval; the others take 0x0020…0x4000.
+            if type != 0x01 {
+                guard (0x20...0x4000).contains(minI), (0x20...0x4000).contains(maxI), minI <= maxI else {
+                    return complete(op, .invalidParameters)
+                }
+            }
+            guard !c.advertising.enabled else { return complete(op, .commandDisallowed) }
+            c.advertising.type = type
+            c.advertising.ownAddressType = own
+            return complete(op)
+        },
+        // §7.8.7 HCI_LE_Set_Advertising_Data: Advertising_Data_Length(1) Advertising_Data(31).
+        entry(.leSetAdvertisingData, "LE Set Advertising Data", octet: 25, bit: 7) { c, p, op, _ in
+            guard c.use(.legacy) else { return complete(op, .commandDisallowed) }
+            guard let n = p.readU8(), n <= 31, let d = p.readBytes(31) else { return complete(op, .invalidParameters) }
+            c.advertising.data = Array(d.prefix(Int(n)))
+            return complete(op)
+        },
+        // §7.8.8 HCI_LE_Set_Scan_Response_Data: Scan_Response_Data_Length(1) Scan_Response_Data(31).
+        entry(.leSetScanResponseData, "LE Set Scan Response Data", octet: 26, bit: 0) { c, p, op, _ in
+            guard c.use(.legacy) else { return complete(op, .commandDisallowed) }
+            guard let n = p.readU8(), n <= 31, let d = p.readBytes(31) else { return complete(op, .invalidParameters) }
+            c.advertising.scanResponse = Array(d.prefix(Int(n)))
+            return complete(op)
+        },
+        // §7.8.9 HCI_LE_Set_Advertising_Enable: Advertising_Enable(1). A random Own_Address_Type with no random
+        // address set is refused with Invalid HCI Command Parameters, as the specification requires.
+        entry(.leSetAdvertisingEnable, "LE Set Advertising Enable", octet: 26, bit: 1) { c, p, op, _ in
+            guard c.use(.legacy) else { return complete(op, .commandDisallowed) }
+            guard let on = p.readU8(), on <= 1 else { return complete(op, .invalidParameters) }
+            if on == 1 && c.advertising.ownAddressType & 0x01 == 1 && c.randomAddress == nil {
+                return complete(op, .invalidParameters)
+            }
+            if on == 1 && !c.advertising.enabled { c.advertising.sessions += 1 }
+            c.advertising.enabled = on == 1
+            return complete(op)
+        },
+        // §7.8.25 HCI_LE_Long_Term_Key_Request_Reply: Connection_Handle(2) Long_Term_Key(16) → Status
+        // Connection_Handle(2). The link encrypts if the key is the central's (Encryption Change, §7.7.8); a key
+        // that differs fails the first encrypted packet's MIC and the link ends (0x3D).
+        entry(.leLongTermKeyRequestReply, "LE Long Term Key Request Reply", octet: 28, bit: 1) { c, p, op, _ in
+            guard let h = p.readLE16(), let key = p.readBytes(16) else { return complete(op, .invalidParameters) }
+            return c.answerKeyRequest(op, handle: h & 0x0FFF, key: Array(key.reversed()))
+        },
+        // §7.8.26 HCI_LE_Long_Term_Key_Request_Negative_Reply: Connection_Handle(2) → Status Connection_Handle(2).
+        entry(.leLongTermKeyRequestNegativeReply, "LE Long Term Key Request Negative Reply", octet: 28, bit: 2) {
+            c, p, op, _ in
+            guard let h = p.readLE16() else { return complete(op, .invalidParameters) }
+            return c.answerKeyRequest(op, handle: h & 0x0FFF, key: nil)
+        },
+    ]
+}
+
+extension VirtualController {
+    /// The host answered the phone's LE Long Term Key Request; `key` most significant octet first, nil for the
+    /// Negative Reply.
+    mutating func answerKeyRequest(_ op: SimOpcode, handle: UInt16, key: [UInt8]?) -> [[UInt8]] {
+        let echo = [UInt8(handle & 0xFF), UInt8(handle >> 8)]
+        guard var link = connections[handle] else {
+            return SimCommandTable.complete(op, .unknownConnection, echo)
+        }
+        var out = SimCommandTable.complete(op, .success, echo)
+        guard var phone = link.phone else { return out }
+        let (encrypted, smp) = phone.encryption(withKey: key)
+        link.phone = phone
+        connections[handle] = link
+        if encrypted {
+            // §7.7.8 Encryption Change: Status(1) Connection_Handle(2) Encryption_Enabled(1), 0x01 AES-CCM.
+            if eventMask & (1 << 7) != 0 {
+                out.append(SimEvents.event(SimEventCode.encryptionChange, [0x00] + echo + [0x01]))
+            }
+            out += smp.map { SimEvents.l2capACL(handle: handle, cid: SimCID.smp, $0) }
+        } else {
+            // The phone gives up: a wrong key fails the MIC; no key leaves it nothing to encrypt with.
+            connections[handle] = nil
+            endedPairings.append(phone)
+            if eventMask & (1 << 4) != 0 {
+                out.append(
+                    SimEvents.disconnectionComplete(
+                        handle: handle, reason: key == nil ? SimReason.remoteUserTerminated : SimReason.micFailure))
+            }
+        }
+        return out
+    }
+
+    /// A phone heard our connectable advertising and connected (CONNECT_IND; Vol 6, Part B, §4.5): we are the
+    /// peripheral. Legacy advertising stops with the connection (Vol 4, Part E, §7.8.9). The phone opens with its
+    /// Pairing Request.
+    mutating func acceptCentral(
+        phone spec: PhoneSpec, identity: BDAddress, address: BDAddress, seed: [UInt8], now: Double
+    ) -> [[UInt8]] {
+        guard advertising.connectable, connections.count < maxConnections else { return [] }
+        advertising.enabled = false
+        nextHandle = nextHandle >= 0x0EFF ? 0x0040 : nextHandle + 1
+        let handle = nextHandle
+        let own =
+            advertising.ownAddressType & 0x01 == 1
+            ? (0x01 as UInt8, randomAddress ?? self.address) : (0x00, self.address)
+        // Phones ask for 30 ms, no latency, 5 s supervision timeout, and send nothing unprompted but SMP here.
+        var link = SimConnection(
+            handle: handle, peer: address, peerAddressType: 0x01, interval: 24, latency: 0, supervisionTimeout: 500,
+            gatt: SimGATTServer(deviceName: "phone", phase: 0), lastHeard: now, nextNotification: .infinity)
+        let pairing = SimPhonePairing(
+            spec: spec, identity: identity, phoneAddress: address, gateway: own, seed: seed)
+        link.phone = pairing
+        link.radioAddress = identity
+        connections[handle] = link
+        return connectionCompleteEvent(
+            status: .success, handle: handle, peerType: 0x01, peer: address, interval: 24, latency: 0, timeout: 500,
+            role: SimRole.peripheral) + [SimEvents.l2capACL(handle: handle, cid: SimCID.smp, pairing.opening)]
+    }
+
+    /// An SMP command from the host on a phone's link: the phone's answers, and LE Long Term Key Request when
+    /// the phone starts encryption (§7.7.65.5: Connection_Handle(2) Random_Number(8) Encrypted_Diversifier(2),
+    /// both zero for an LE Secure Connections key).
+    mutating func phoneReceive(handle: UInt16, _ pdu: [UInt8]) -> [[UInt8]]? {
+        guard var phone = connections[handle]?.phone else { return nil }
+        let output = phone.receive(pdu)
+        connections[handle]!.phone = phone
+        var out = output.smp.map { SimEvents.l2capACL(handle: handle, cid: SimCID.smp, $0) }
+        if output.startEncryption, allowsLEMeta(subevent: SimEventCode.leLongTermKeyRequest) {
+            var w = ByteWriter(capacity: 13)
+            w.u8(SimEventCode.leLongTermKeyRequest)
+            w.le16(handle)
+            w.le64(0)
+            w.le16(0)
+            out.append(SimEvents.event(SimEventCode.leMeta, w.bytes))
+        }
+        return out
+    }
+}

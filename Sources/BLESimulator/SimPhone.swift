@@ -1,0 +1,212 @@
+import BLETransport
+import Crypto
+
+/// A phone or watch: it advertises from resolvable private addresses derived from its IRK, a new one every
+/// `rotation` seconds (Core v5.4, Vol 3, Part C, §10.7: the address changes on a timer), and, while a gateway
+/// advertises for enrolment within its range, connects to it as a central and pairs.
+public struct PhoneSpec: Sendable {
+    /// How the phone's user and its stack answer a pairing.
+    public enum Pairing: String, Sendable, CaseIterable {
+        /// LE Secure Connections, Numeric Comparison confirmed, identity distributed: what phones do.
+        case secureConnections = "secure_connections"
+        /// An old stack that offers only LE legacy pairing (no SC bit).
+        case legacyOnly = "legacy_only"
+        /// The user taps "Cancel" when the six digits appear.
+        case declines
+        /// Pairs, but distributes no identity key (Initiator Key Distribution without IdKey).
+        case withholdsIdentity = "withholds_identity"
+    }
+
+    /// The Identity Resolving Key, most significant octet first.
+    public var irk: [UInt8]
+    /// The identity address (the emitter's `address`) and its type, 0x00 public or 0x01 random static.
+    public var identityType: UInt8
+    /// Seconds between address changes.
+    public var rotation: Double
+    /// nil: the phone never pairs.
+    public var pairing: Pairing?
+
+    public init(irk: [UInt8], identityType: UInt8 = 0, rotation: Double = 60, pairing: Pairing? = nil) {
+        precondition(irk.count == 16, "an IRK is 128 bits")
+        self.irk = irk
+        self.identityType = identityType
+        self.rotation = rotation
+        self.pairing = pairing
+    }
+
+    /// Which address period `t` falls in.
+    public func epoch(at t: Double) -> Int64 { Int64((t / rotation).rounded(.down)) }
+
+    /// The resolvable private address of period `epoch` (§1.3.2.2): prand, 22 random bits under the type bits
+    /// 0b01, in the top 24 bits; hash = ah(IRK, prand) in the bottom 24.
+    public func address(epoch: Int64, identity: BDAddress) -> BDAddress {
+        var h = SHA256()
+        h.update(data: irk)
+        withUnsafeBytes(of: epoch.littleEndian) { h.update(bufferPointer: $0) }
+        withUnsafeBytes(of: identity.rawValue.littleEndian) { h.update(bufferPointer: $0) }
+        let d = Array(h.finalize())
+        var random = UInt32(d[0]) << 16 | UInt32(d[1]) << 8 | UInt32(d[2])
+        random &= 0x3F_FFFF
+        // §1.3.2.2: "All bits of the random part of prand shall not be equal to 0 … shall not be equal to 1".
+        if random == 0 || random == 0x3F_FFFF { random = 0x15_5555 }
+        let prand = 0x40_0000 | random
+        let hash = SimSecurity.ah(irk: irk, prand: prand)
+        return BDAddress(rawValue: UInt64(prand) << 24 | UInt64(hash))
+    }
+}
+
+/// The phone's side of one pairing (Vol 3, Part H, §2.3.5.6 and §3.6): the initiator of LE Secure Connections,
+/// Numeric Comparison or Just Works, then encryption, then its keys. A state machine with no I/O: `receive` takes
+/// an SMP PDU from the gateway and says what the phone sends and whether it starts encryption now.
+public struct SimPhonePairing: Sendable {
+    public enum Outcome: Sendable, Hashable {
+        /// The gateway took the identity (its LTK matched ours; our IRK and identity address went out).
+        case paired
+        /// Pairing Failed, with its reason, from either side.
+        case failed(reason: UInt8, byPhone: Bool)
+        /// The gateway answered the encryption with a key that is not the pairing's, or with none.
+        case encryptionRefused
+    }
+
+    public struct Output: Sendable {
+        public var smp: [[UInt8]] = []
+        /// The phone has checked Eb: its controller asks the gateway's for the LTK (LE Long Term Key Request).
+        public var startEncryption = false
+    }
+
+    enum State: Sendable {
+        case awaitingResponse
+        case awaitingPublicKey(response: [UInt8])
+        case awaitingConfirm(response: [UInt8], dhKey: [UInt8], peerX: [UInt8])
+        case awaitingRandom(response: [UInt8], dhKey: [UInt8], peerX: [UInt8], cb: [UInt8])
+        case awaitingCheck(response: [UInt8], expectedEb: [UInt8], ltk: [UInt8])
+        case awaitingEncryption(ltk: [UInt8], response: [UInt8])
+        case done(Outcome)
+    }
+
+    // §3.5.1 codes, §3.5.5 reasons (Vol 3, Part H).
+    static let pairingRequest: UInt8 = 0x01
+    static let pairingResponse: UInt8 = 0x02
+    static let pairingConfirm: UInt8 = 0x03
+    static let pairingRandom: UInt8 = 0x04
+    static let pairingFailed: UInt8 = 0x05
+    static let identityInformation: UInt8 = 0x08
+    static let identityAddressInformation: UInt8 = 0x09
+    static let pairingPublicKey: UInt8 = 0x0C
+    static let pairingDHKeyCheck: UInt8 = 0x0D
+    static let confirmValueFailed: UInt8 = 0x04
+    static let unspecifiedReason: UInt8 = 0x08
+    static let dhKeyCheckFailed: UInt8 = 0x0B
+    static let numericComparisonFailed: UInt8 = 0x0C
+
+    let spec: PhoneSpec
+    let identity: BDAddress
+    /// A1 and A2 of f5/f6: type octet then address, for the phone (as it connected) and the gateway.
+    let a1: [UInt8]
+    let a2: [UInt8]
+    /// The private key's scalar (the key type itself is not Sendable).
+    let key: [UInt8]
+    let x: [UInt8]
+    let y: [UInt8]
+    let na: [UInt8]
+    /// Pairing Request's six parameter octets.
+    let request: [UInt8]
+    var state = State.awaitingResponse
+    /// The six digits the phone showed (Numeric Comparison), for a test to compare with the gateway's.
+    public private(set) var digits: UInt32?
+    public var outcome: Outcome? {
+        if case .done(let o) = state { return o }
+        return nil
+    }
+
+    init(
+        spec: PhoneSpec, identity: BDAddress, phoneAddress: BDAddress, gateway: (type: UInt8, address: BDAddress),
+        seed: [UInt8]
+    ) {
+        self.spec = spec
+        self.identity = identity
+        a1 = [0x01] + Self.octets(phoneAddress)
+        a2 = [gateway.type & 0x01] + Self.octets(gateway.address)
+        (key, x, y) = SimSecurity.keyPair(seed: seed)
+        na = Array(SHA256.hash(data: seed + [0x4E]).prefix(16))
+        // IO Capability 0x01 DisplayYesNo; OOB 0; AuthReq Bonding(0b01) | MITM(0x04) | SC(0x08) (legacy: no SC);
+        // 16-octet keys; the phone offers EncKey and IdKey (0x03) unless it withholds its identity (EncKey only),
+        // and asks for the same back.
+        let sc: UInt8 = spec.pairing == .legacyOnly ? 0x00 : 0x08
+        let keys: UInt8 = spec.pairing == .withholdsIdentity ? 0x01 : 0x03
+        request = [0x01, 0x00, 0x01 | 0x04 | sc, 16, keys, 0x03]
+    }
+
+    /// The opening Pairing Request.
+    public var opening: [UInt8] { [Self.pairingRequest] + request }
+
+    /// Most significant octet first, as f5 and f6 take an address.
+    static func octets(_ a: BDAddress) -> [UInt8] { a.bytes.reversed() }
+
+    public mutating func receive(_ pdu: [UInt8]) -> Output {
+        guard let code = pdu.first else { return Output() }
+        let body = Array(pdu.dropFirst())
+        if code == Self.pairingFailed {
+            state = .done(.failed(reason: body.first ?? 0, byPhone: false))
+            return Output()
+        }
+        switch (state, code) {
+        case (.awaitingResponse, Self.pairingResponse) where body.count == 6:
+            state = .awaitingPublicKey(response: body)
+            // Values go least significant octet first on the air (§3.5.6).
+            return Output(smp: [[Self.pairingPublicKey] + x.reversed() + y.reversed()])
+        case (.awaitingPublicKey(let response), Self.pairingPublicKey) where body.count == 64:
+            let px = Array(body[0..<32].reversed())
+            let py = Array(body[32..<64].reversed())
+            guard let dh = SimSecurity.dhKey(key, peerX: px, peerY: py) else { return fail(Self.dhKeyCheckFailed) }
+            state = .awaitingConfirm(response: response, dhKey: dh, peerX: px)
+            return Output()
+        case (.awaitingConfirm(let response, let dh, let px), Self.pairingConfirm) where body.count == 16:
+            state = .awaitingRandom(response: response, dhKey: dh, peerX: px, cb: body.reversed())
+            return Output(smp: [[Self.pairingRandom] + na.reversed()])
+        case (.awaitingRandom(let response, let dh, let px, let cb), Self.pairingRandom) where body.count == 16:
+            let nb = Array(body.reversed())
+            guard SimSecurity.f4(px, x, nb, 0) == cb else { return fail(Self.confirmValueFailed) }
+            // Both sides DisplayYesNo with MITM: Numeric Comparison, and the phone shows g2's six digits.
+            if response[0] == 0x01 || response[0] == 0x04 { digits = SimSecurity.g2(x, px, na, nb) }
+            if spec.pairing == .declines { return fail(Self.numericComparisonFailed) }
+            let (macKey, ltk) = SimSecurity.f5(dh, na, nb, a1, a2)
+            let zero = [UInt8](repeating: 0, count: 16)
+            let ioA = [request[2], request[1], request[0]]
+            let ioB = [response[2], response[1], response[0]]
+            let ea = SimSecurity.f6(macKey, na, nb, zero, ioA, a1, a2)
+            let eb = SimSecurity.f6(macKey, nb, na, zero, ioB, a2, a1)
+            state = .awaitingCheck(response: response, expectedEb: eb, ltk: ltk)
+            return Output(smp: [[Self.pairingDHKeyCheck] + ea.reversed()])
+        case (.awaitingCheck(let response, let eb, let ltk), Self.pairingDHKeyCheck) where body.count == 16:
+            guard Array(body.reversed()) == eb else { return fail(Self.dhKeyCheckFailed) }
+            state = .awaitingEncryption(ltk: ltk, response: response)
+            return Output(startEncryption: true)
+        default:
+            return fail(Self.unspecifiedReason)
+        }
+    }
+
+    /// The gateway's controller answered LE Long Term Key Request with `key` (nil: the Negative Reply). On a
+    /// match the link is encrypted and the phone distributes the keys the gateway asked for (§3.6.1: the
+    /// responder's first, of which the gateway asks none).
+    public mutating func encryption(withKey key: [UInt8]?) -> (encrypted: Bool, smp: [[UInt8]]) {
+        guard case .awaitingEncryption(let ltk, let response) = state else { return (false, []) }
+        guard key == ltk else {
+            state = .done(.encryptionRefused)
+            return (false, [])
+        }
+        state = .done(.paired)
+        var out: [[UInt8]] = []
+        if response[4] & 0x02 != 0 {
+            out.append([Self.identityInformation] + spec.irk.reversed())
+            out.append([Self.identityAddressInformation, spec.identityType] + identity.bytes)
+        }
+        return (true, out)
+    }
+
+    mutating func fail(_ reason: UInt8) -> Output {
+        state = .done(.failed(reason: reason, byPhone: true))
+        return Output(smp: [[Self.pairingFailed, reason]])
+    }
+}
