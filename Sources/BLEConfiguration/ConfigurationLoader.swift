@@ -32,13 +32,31 @@ public enum ConfigurationLoader {
             throw ConfigurationError(path: "", "cannot read \(path): \(why)")
         }
         var reader = YAMLConfigurationReader()
+        var c: GatewayConfiguration
         do {
-            let c = try reader.read(text)
+            c = try reader.read(text)
             try validate(c)
-            return Loaded(configuration: c, warnings: reader.warnings)
         } catch let e as ConfigurationError {
             throw FileConfigurationError(file: path, error: e)
         }
+        // The enrolled identities (`blegateway enrol`): a key already in `identity_keys` is not added twice. The
+        // default file out of this user's reach (a tool run as another user) is a warning; a file named in the
+        // configuration must be readable.
+        var warnings = reader.warnings
+        do {
+            for key in try IdentityKeyFile.load(c.identityKeysFile)
+            where !c.identityKeys.contains(where: { $0.octets == key.octets }) {
+                c.identityKeys.append(key)
+            }
+        } catch let e as IdentityKeyFile.FileError
+            where e.unreachable && c.identityKeysFile == IdentityKeyFile.defaultPath
+        {
+            warnings.append(
+                ConfigurationError(path: "identity_keys_file", "\(e); enrolled identities are not resolved"))
+        } catch let e as IdentityKeyFile.FileError {
+            throw FileConfigurationError(file: path, error: ConfigurationError(path: "identity_keys_file", "\(e)"))
+        }
+        return Loaded(configuration: c, warnings: warnings)
     }
 
     /// Checks that cross fields and identifiers make sense (topics can be built, URLs parse).

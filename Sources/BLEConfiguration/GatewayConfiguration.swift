@@ -235,6 +235,9 @@ public struct GatewayConfiguration: Sendable, Equatable {
     /// Identity resolving keys (`identity_keys:`, local only): resolvable private addresses become the key's identity
     /// address, so ranging and regions follow a device across address rotations.
     public var identityKeys: [IdentityResolvingKey] = []
+    /// Where `blegateway enrol` keeps the identities it took by pairing (`identity_keys_file:`, local only); its keys
+    /// join `identityKeys` when the configuration is loaded. Mode 0600: a file others may read is refused.
+    public var identityKeysFile = IdentityKeyFile.defaultPath
     public var connections = Connections()
     public var ranging = Ranging()
     /// Peripherals to keep connected (`peripherals:`), with their GATT subscriptions, reads and writable characteristics.

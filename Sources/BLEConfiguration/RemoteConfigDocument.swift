@@ -90,6 +90,7 @@ public enum RemoteConfigDocument {
         "spool": "the spool location and size are local only",
         "remote_config": "remote configuration settings are local only",
         "identity_keys": "identity resolving keys are local only (they are secrets)",
+        "identity_keys_file": "the enrolled identities' file is local only (it holds secrets)",
         "sensors":
             "sensor settings and bindkeys are local only (a retained document would show the keys to its readers)",
     ]

@@ -124,6 +124,7 @@ public struct YAMLConfigurationReader {
                 }
             case "regions": c.regions = try regions(node, "regions")
             case "identity_keys": c.identityKeys = try identityKeys(node, "identity_keys")
+            case "identity_keys_file": c.identityKeysFile = try string(node, "identity_keys_file")
             case "sensors": c.sensors = try sensors(node, "sensors")
             case "connections": c.connections = try connections(node, "connections")
             case "ranging": c.ranging = try ranging(node, "ranging")
