@@ -11,7 +11,7 @@ struct BLEGatewayCommand: AsyncParsableCommand {
         subcommands: [
             ScanCommand.self, RunCommand.self, ConfigCommand.self, WatchCommand.self, FleetCommand.self,
             SimCommand.self, HCIDumpCommand.self, GATTCommand.self, GATTServeCommand.self,
-            ExplainCommand.self, SiteCommand.self, SpoolCommand.self,
+            ExplainCommand.self, SiteCommand.self, SpoolCommand.self, EnrolCommand.self,
         ])
 
     static func main() async {

@@ -1,0 +1,147 @@
+import ArgumentParser
+import BLEConfiguration
+import BLEGateway
+import BLEHCI
+import BLEHost
+import BLETransport
+import Foundation
+import Logging
+
+/// `blegateway enrol`: pair a phone or watch once and keep its identity key, so every gateway that loads the
+/// identities file follows it through its rotating addresses. Exclusive mode: run it while the gateway is stopped
+/// (or on another adapter); shared mode is refused with the reason.
+struct EnrolCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "enrol",
+        abstract: "Advertise as a heart-rate sensor, pair with a phone or watch, and keep its identity key.",
+        discussion: """
+            On the phone: Settings → Bluetooth, tap the gateway's name, and confirm that both sides show the same \
+            six digits. The identity is added to identity_keys_file (default \(IdentityKeyFile.defaultPath), \
+            mode 0600); enrolling the same device again replaces its entry. See docs/PRESENCE.md.
+            """)
+
+    @Option(help: "The name the identity gets (payloads and logs use it), e.g. alice-iphone.")
+    var name: String
+
+    @Option(help: "The configuration file: its adapter.device and identity_keys_file are used.")
+    var config: String?
+
+    @Option(help: "The adapter: hci0 (exclusive), unix:PATH, tcp:HOST:PORT or serial:/dev/ttyX[@BAUD].")
+    var device: String?
+
+    @Option(help: "The identities file to add to (overrides identity_keys_file).")
+    var identities: String?
+
+    @Option(help: "The name the phone lists while the gateway advertises.")
+    var advertise: String = "BLEGateway"
+
+    @Option(help: "Seconds to wait for a phone to pair.")
+    var timeout: Double = 120
+
+    @Flag(help: "Accept the six digits without asking (for a device with no display, or a test).")
+    var yes = false
+
+    func validate() throws {
+        guard !name.isEmpty, !name.contains(where: \.isNewline) else {
+            throw ValidationError("--name must be a non-empty single line")
+        }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        guard !advertise.isEmpty else { throw ValidationError("--advertise must not be empty") }
+    }
+
+    func run() async throws {
+        var deviceText = device
+        var file = identities
+        if let config {
+            let loaded: ConfigurationLoader.Loaded
+            do { loaded = try ConfigurationLoader.load(path: config) } catch {
+                throw ValidationError("\(error)")
+            }
+            deviceText = deviceText ?? loaded.configuration.adapter.device
+            if loaded.configuration.adapter.mode == .shared && device == nil {
+                throw ValidationError(Self.sharedRefusal)
+            }
+            file = file ?? loaded.configuration.identityKeysFile
+        }
+        let path = file ?? IdentityKeyFile.defaultPath
+        let spec: DeviceSpec
+        do { spec = try DeviceSpec(parsing: deviceText ?? "hci0") } catch { throw ValidationError("\(error)") }
+        if case .file = spec { throw ValidationError("a capture file cannot pair: give a live adapter") }
+
+        LoggingSystem.bootstrap { label in
+            var h = StreamLogHandler.standardError(label: label)
+            h.logLevel = .warning
+            return h
+        }
+        let logger = Logger(label: "blegateway.enrol")
+        let clock = SystemClock()
+        let transport: any HCITransport
+        do {
+            transport = try openTransport(spec, mode: .exclusive, clock: clock)
+        } catch let e as TransportError {
+            FileHandle.standardError.write(Data("error: \(e.kind): \(e.message)\n".utf8))
+            throw ExitCode(2)
+        }
+        defer { transport.close() }
+        var options = Enrolment.Options()
+        options.name = advertise
+        options.timeout = .milliseconds(Int64(timeout * 1000))
+        let enrolment = Enrolment(options: options, clock: clock, logger: logger)
+        let autoConfirm = yes
+        let identity: SMPPairingResponder.PeerIdentity
+        do {
+            identity = try await enrolment.run(
+                transport: transport,
+                confirm: { digits in
+                    let shown = String(format: "%06u", digits)
+                    if autoConfirm {
+                        Self.say("compare \(shown): accepted (--yes)")
+                        return true
+                    }
+                    return await Self.ask("Does the phone show \(shown)? [y/N] ")
+                },
+                progress: { p in
+                    switch p {
+                    case .advertising(let a, let n):
+                        Self.say("advertising as \"\(n)\" from \(a); pair from the phone now")
+                    case .connected(let a): Self.say("connected: \(a)")
+                    case .paired(let i): Self.say("paired: identity \(i.address)")
+                    }
+                })
+        } catch let failed as Enrolment.Failed {
+            FileHandle.standardError.write(Data("enrol: \(failed)\n".utf8))
+            throw ExitCode(1)
+        }
+        let entry = IdentityKeyFile.Entry(name: name, irk: identity.irk, address: identity.address)
+        let change: IdentityKeyFile.Change
+        do { change = try IdentityKeyFile.enrol(entry, at: path) } catch {
+            FileHandle.standardError.write(Data("enrol: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
+        switch change {
+        case .added: Self.say("enrolled \(name) (\(identity.address)) in \(path)")
+        case .updated(let previous):
+            Self.say("enrolled \(name) (\(identity.address)) in \(path), replacing \"\(previous)\"")
+        }
+        Self.say("restart the gateway (or copy \(path) to every gateway) to follow it")
+    }
+
+    static let sharedRefusal = """
+        adapter.mode is shared: enrolment needs the controller (exclusive mode). The kernel can pair in shared \
+        mode (bluetoothctl pair), but BlueZ keeps the phone's IRK in its own key store, readable only by root \
+        under /var/lib/bluetooth; stop the gateway and give --device, or enrol on another adapter.
+        """
+
+    static func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
+
+    /// Reads one answer from the terminal on a thread of its own, so the pairing's timer keeps running.
+    static func ask(_ prompt: String) async -> Bool {
+        FileHandle.standardOutput.write(Data(prompt.utf8))
+        return await withCheckedContinuation { c in
+            Thread.detachNewThread {
+                let answer = readLine()?.trimmingCharacters(in: .whitespaces).lowercased()
+                c.resume(returning: answer == "y" || answer == "yes")
+            }
+        }
+    }
+}
