@@ -251,6 +251,10 @@ l2cap_checks
 . "$(dirname "$0")/guest-peripheral-shared.sh"
 shared_peripheral_checks
 
+# --- enrolment: BlueZ's kernel Security Manager on hci1 pairs with `blegateway enrol` on hci0 (guest-enrol.sh) ---
+. "$(dirname "$0")/guest-enrol.sh"
+enrol_checks
+
 kill $BTVIRT 2>/dev/null
 log "done"
 echo DONE
