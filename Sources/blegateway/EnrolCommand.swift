@@ -127,9 +127,9 @@ struct EnrolCommand: AsyncParsableCommand {
     }
 
     static let sharedRefusal = """
-        adapter.mode is shared: enrolment needs the controller (exclusive mode). The kernel can pair in shared \
-        mode (bluetoothctl pair), but BlueZ keeps the phone's IRK in its own key store, readable only by root \
-        under /var/lib/bluetooth; stop the gateway and give --device, or enrol on another adapter.
+        adapter.mode is shared: enrolment needs the controller (exclusive mode). In shared mode BlueZ pairs and \
+        keeps the keys (bluetoothd stores the phone's IRK under /var/lib/bluetooth, root only), and reading them \
+        from there is not built; stop the gateway and give --device hci0, or enrol on another adapter.
         """
 
     static func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
