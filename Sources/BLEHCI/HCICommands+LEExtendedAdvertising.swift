@@ -12,7 +12,9 @@ public struct LEAdvertisingEventProperties: OptionSet, Hashable, Sendable {
     public static let scannable = LEAdvertisingEventProperties(rawValue: 1 << 1)
     public static let legacyPDUs = LEAdvertisingEventProperties(rawValue: 1 << 4)
     /// ADV_IND through the extended commands (Table 7.2: 0b0010011).
-    public static let legacyConnectableScannable: LEAdvertisingEventProperties = [.connectable, .scannable, .legacyPDUs]
+    public static let legacyConnectableScannable: LEAdvertisingEventProperties = [
+        .connectable, .scannable, .legacyPDUs,
+    ]
 }
 
 /// §7.8.53 HCI_LE_Set_Extended_Advertising_Parameters [v1]. Command parameters: Advertising_Handle (1),
