@@ -19,6 +19,8 @@ public struct Enrolment: Sendable {
     public enum Progress: Sendable, Hashable {
         case advertising(BDAddress, name: String)
         case connected(BDAddress)
+        /// Passkey Entry: the phone's user types this number.
+        case passkey(UInt32)
         case paired(SMPPairingResponder.PeerIdentity)
     }
 
@@ -132,6 +134,8 @@ public struct Enrolment: Sendable {
             case .compare(let handle, let digits):
                 let yes = await confirm(digits)
                 links.confirmPairing(handle: handle, yes)
+            case .passkey(_, let passkey):
+                progress(.passkey(passkey))
             case .paired(let handle, let identity):
                 outcome = .success(identity)
                 // Only the name and address are logged: the IRK is a secret.

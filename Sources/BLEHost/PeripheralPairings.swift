@@ -7,6 +7,8 @@ public enum PairingEvent: Sendable, Hashable {
     case connected(handle: UInt16, peer: SMPPairingResponder.Party)
     /// Numeric Comparison: show these six digits and answer with `LELinks.confirmPairing`.
     case compare(handle: UInt16, digits: UInt32)
+    /// Passkey Entry: show this passkey for the phone's user to type.
+    case passkey(handle: UInt16, UInt32)
     case paired(handle: UInt16, SMPPairingResponder.PeerIdentity)
     case failed(handle: UInt16, SMPPairingResponder.Failure)
     case disconnected(handle: UInt16)
@@ -62,7 +64,7 @@ public struct PeripheralPairings: Sendable {
         let s = offer.secrets()
         sessions[handle] = SMPPairingResponder(
             configuration: offer.configuration, initiator: peer, responder: offer.local, privateKey: s.privateKey,
-            publicKey: s.publicKey, nonce: s.nonce, now: now)
+            publicKey: s.publicKey, nonce: s.nonce, passkey: s.passkey, passkeyNonces: s.passkeyNonces, now: now)
         return [.report(.connected(handle: handle, peer: peer))]
     }
 
@@ -111,6 +113,7 @@ public struct PeripheralPairings: Sendable {
             switch action {
             case .send(let bytes): .send(handle: handle, bytes)
             case .compare(let digits): .report(.compare(handle: handle, digits: digits))
+            case .display(let passkey): .report(.passkey(handle: handle, passkey))
             case .replyLongTermKey(let key): .replyLongTermKey(handle: handle, key)
             case .refuseLongTermKey: .refuseLongTermKey(handle: handle)
             case .paired(let identity): .report(.paired(handle: handle, identity))

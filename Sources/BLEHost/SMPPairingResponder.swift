@@ -2,8 +2,8 @@ import BLEHCI
 import BLETransport
 
 /// LE Secure Connections pairing on the responder's side (Core v5.4, Vol 3, Part H, §2.3.5.6, §3.5, §3.6): the
-/// gateway is the peripheral a phone pairs with once, to hand over its Identity Resolving Key. Just Works and
-/// Numeric Comparison; legacy pairing is refused. A state machine with no I/O: SMP commands and the controller's
+/// gateway is the peripheral a phone pairs with once, to hand over its Identity Resolving Key. Just Works, Numeric
+/// Comparison and Passkey Entry with the gateway displaying; legacy pairing is refused. A state machine with no I/O: SMP commands and the controller's
 /// encryption events in, SMP commands to send and what to show or store out; keys and nonces are given to it
 /// (the caller owns the random source), and time is passed in.
 ///
@@ -11,7 +11,10 @@ import BLETransport
 /// Pairing Request → Pairing Response; Public Key A → Public Key B, Confirm Cb = f4(PKbx, PKax, Nb, 0);
 /// Random Na → Random Nb (Numeric Comparison: g2(PKax, PKbx, Na, Nb) shown, the operator confirms);
 /// DHKey Check Ea → Eb (after the confirmation); the phone encrypts with the LTK of f5; then it distributes
-/// Identity Information (the IRK) and Identity Address Information.
+/// Identity Information (the IRK) and Identity Address Information. Passkey Entry (§2.3.5.6.3) replaces the one
+/// Confirm/Random exchange with twenty, one per bit of the passkey we display (least significant first): Confirm Cai
+/// → Confirm Cbi = f4(PKbx, PKax, Nbi, 0x80|bit); Random Nai (Cai checked) → Random Nbi; then ra = rb = the passkey
+/// in f6, and Na, Nb are the twentieth round's.
 public struct SMPPairingResponder: Sendable {
     public struct Configuration: Sendable, Hashable {
         /// DisplayYesNo: the CLI shows six digits and asks; a phone that can compare gets Numeric Comparison.
@@ -46,6 +49,8 @@ public struct SMPPairingResponder: Sendable {
     public enum Method: Sendable, Hashable {
         case justWorks
         case numericComparison
+        /// The phone's user types the passkey we display.
+        case passkeyEntry
     }
 
     public enum Failure: Sendable, Hashable, CustomStringConvertible {
@@ -85,6 +90,8 @@ public struct SMPPairingResponder: Sendable {
         case send([UInt8])
         /// Show the six digits and ask the operator whether the phone shows the same.
         case compare(UInt32)
+        /// Show the passkey (000000–999999) for the phone's user to type.
+        case display(UInt32)
         /// HCI LE Long Term Key Request Reply with this key (most significant octet first).
         case replyLongTermKey([UInt8])
         /// HCI LE Long Term Key Request Negative Reply: no pairing has made a key.
@@ -104,12 +111,20 @@ public struct SMPPairingResponder: Sendable {
     struct Keys: Sendable {
         var peerX: [UInt8]
         var dhKey: [UInt8]
+        /// Nb as f5 and f6 take it: ours, or the twentieth round's with Passkey Entry.
+        var nb: [UInt8]
+        /// r of f6: zero, or the passkey as a 128-bit value with Passkey Entry.
+        var r: [UInt8]
     }
 
     enum State: Sendable {
         case awaitingRequest
         case awaitingPublicKey(Agreement)
         case awaitingRandom(Agreement, Keys)
+        /// Passkey Entry, round 0…19: waiting for the phone's Cai.
+        case awaitingPasskeyConfirm(Agreement, Keys, round: Int)
+        /// Our Cbi sent; waiting for Nai, which must open Cai.
+        case awaitingPasskeyRandom(Agreement, Keys, round: Int, cai: [UInt8])
         /// Nb sent. Numeric Comparison: waiting for the operator and for Ea, in either order.
         case awaitingCheck(Agreement, Keys, na: [UInt8], confirmed: Bool, ea: [UInt8]?)
         /// Eb sent; the phone encrypts with `ltk`.
@@ -127,6 +142,9 @@ public struct SMPPairingResponder: Sendable {
     let publicX: [UInt8]
     let publicY: [UInt8]
     let nonce: [UInt8]
+    /// Passkey Entry: the passkey we display and the twenty nonces Nb1…Nb20 (empty: Passkey Entry is refused).
+    let passkey: UInt32
+    let passkeyNonces: [[UInt8]]
     private(set) var state = State.awaitingRequest
     /// §3.4: restarted whenever a command is queued for transmission.
     private var deadline: Duration
@@ -136,8 +154,10 @@ public struct SMPPairingResponder: Sendable {
     ///   start (the timer runs from it).
     public init(
         configuration: Configuration = Configuration(), initiator: Party, responder: Party,
-        privateKey: [UInt8], publicKey: (x: [UInt8], y: [UInt8]), nonce: [UInt8], now: Duration
+        privateKey: [UInt8], publicKey: (x: [UInt8], y: [UInt8]), nonce: [UInt8], passkey: UInt32 = 0,
+        passkeyNonces: [[UInt8]] = [], now: Duration
     ) {
+        precondition(passkey < 1_000_000 && (passkeyNonces.isEmpty || passkeyNonces.count == Self.passkeyRounds))
         precondition(privateKey.count == 32 && publicKey.x.count == 32 && publicKey.y.count == 32 && nonce.count == 16)
         self.configuration = configuration
         self.initiator = initiator
@@ -146,6 +166,8 @@ public struct SMPPairingResponder: Sendable {
         self.publicX = publicKey.x
         self.publicY = publicKey.y
         self.nonce = nonce
+        self.passkey = passkey
+        self.passkeyNonces = passkeyNonces
         self.deadline = now + configuration.timeout
     }
 
@@ -208,6 +230,28 @@ public struct SMPPairingResponder: Sendable {
                 out.append(.compare(v % 1_000_000))
             }
             return out
+        case (.awaitingPasskeyConfirm(let agreement, let keys, let round), .pairingConfirm(let cai)):
+            let cbi = SecurityFunctions.f4(
+                u: publicX, v: keys.peerX, x: passkeyNonces[round], z: passkeyBit(round))
+            state = .awaitingPasskeyRandom(agreement, keys, round: round, cai: cai)
+            return [.send(SMPPDU.pairingConfirm(cbi).bytes)]
+        case (.awaitingPasskeyRandom(let agreement, var keys, let round, let cai), .pairingRandom(let nai)):
+            // A phone that typed another passkey fails here, at the first bit that differs.
+            guard SecurityFunctions.f4(u: keys.peerX, v: publicX, x: nai, z: passkeyBit(round)) == cai else {
+                return fail(.confirmValueFailed)
+            }
+            let out: [Action] = [.send(SMPPDU.pairingRandom(passkeyNonces[round]).bytes)]
+            if round + 1 < Self.passkeyRounds {
+                state = .awaitingPasskeyConfirm(agreement, keys, round: round + 1)
+            } else {
+                keys.nb = passkeyNonces[round]
+                keys.r =
+                    [UInt8](repeating: 0, count: 13) + [
+                        UInt8(passkey >> 16 & 0xFF), UInt8(passkey >> 8 & 0xFF), UInt8(passkey & 0xFF),
+                    ]
+                state = .awaitingCheck(agreement, keys, na: nai, confirmed: true, ea: nil)
+            }
+            return out
         case (.awaitingCheck(let agreement, let keys, let na, let confirmed, nil), .pairingDHKeyCheck(let ea)):
             state = .awaitingCheck(agreement, keys, na: na, confirmed: confirmed, ea: ea)
             return confirmed ? check() : []
@@ -266,8 +310,10 @@ public struct SMPPairingResponder: Sendable {
         guard request.maxEncryptionKeySize <= 16 else { return fail(.invalidParameters) }
         // Out-of-band data from us the phone cannot have: this gateway never gives any.
         guard !request.oobDataPresent else { return fail(.oobNotAvailable) }
-        guard let method = Self.method(request: request, ours: configuration.ioCapability) else {
-            // Passkey Entry (a phone that can only type) is not offered by this responder.
+        guard let method = Self.method(request: request, ours: configuration.ioCapability),
+            method != .passkeyEntry || passkeyNonces.count == Self.passkeyRounds
+        else {
+            // Passkey Entry where we would type, or without the nonces to display one, is not offered.
             return fail(.authenticationRequirements)
         }
         var auth: SMPAuthRequirements = .bonding | .secureConnections
@@ -284,24 +330,36 @@ public struct SMPPairingResponder: Sendable {
         guard x != publicX, let dhKey = SecurityFunctions.dhKey(privateKey: privateKey, peerX: x, peerY: y) else {
             return fail(.dhKeyCheckFailed)
         }
-        let keys = Keys(peerX: x, dhKey: dhKey)
+        let keys = Keys(peerX: x, dhKey: dhKey, nb: nonce, r: [UInt8](repeating: 0, count: 16))
+        let ours = SMPPDU.pairingPublicKey(x: publicX, y: publicY).bytes
+        if agreement.method == .passkeyEntry {
+            // §2.3.5.6.3: the phone confirms first in every round; its user needs the passkey now.
+            state = .awaitingPasskeyConfirm(agreement, keys, round: 0)
+            return [.send(ours), .display(passkey)]
+        }
         state = .awaitingRandom(agreement, keys)
         let cb = SecurityFunctions.f4(u: publicX, v: x, x: nonce, z: 0)
-        return [.send(SMPPDU.pairingPublicKey(x: publicX, y: publicY).bytes), .send(SMPPDU.pairingConfirm(cb).bytes)]
+        return [.send(ours), .send(SMPPDU.pairingConfirm(cb).bytes)]
     }
 
-    /// Stage 2 (§2.3.5.6.5): Ea checked, Eb sent; for Just Works and Numeric Comparison r is zero.
+    /// Passkey Entry's rounds, one per bit of a passkey below 2^20 (§2.3.5.6.3: "k = 20").
+    static let passkeyRounds = 20
+
+    /// z of f4 in round `round`: 0x80 with the passkey's bit `round` (least significant first) in bit 0.
+    func passkeyBit(_ round: Int) -> UInt8 { 0x80 | UInt8(passkey >> UInt32(round) & 1) }
+
+    /// Stage 2 (§2.3.5.6.5): Ea checked, Eb sent; r is zero for Just Works and Numeric Comparison, the passkey for
+    /// Passkey Entry.
     mutating func check() -> [Action] {
         guard case .awaitingCheck(let agreement, let keys, let na, true, let ea?) = state else { return [] }
         let a = initiator.octets
         let b = responder.octets
-        let (macKey, ltk) = SecurityFunctions.f5(w: keys.dhKey, n1: na, n2: nonce, a1: a, a2: b)
-        let zero = [UInt8](repeating: 0, count: 16)
+        let (macKey, ltk) = SecurityFunctions.f5(w: keys.dhKey, n1: na, n2: keys.nb, a1: a, a2: b)
         let expected = SecurityFunctions.f6(
-            w: macKey, n1: na, n2: nonce, r: zero, ioCap: agreement.request.ioCap, a1: a, a2: b)
+            w: macKey, n1: na, n2: keys.nb, r: keys.r, ioCap: agreement.request.ioCap, a1: a, a2: b)
         guard expected == ea else { return fail(.dhKeyCheckFailed) }
         let eb = SecurityFunctions.f6(
-            w: macKey, n1: nonce, n2: na, r: zero, ioCap: agreement.response.ioCap, a1: b, a2: a)
+            w: macKey, n1: keys.nb, n2: na, r: keys.r, ioCap: agreement.response.ioCap, a1: b, a2: a)
         state = .awaitingEncryption(agreement, ltk: ltk)
         return [.send(SMPPDU.pairingDHKeyCheck(eb).bytes)]
     }
@@ -312,7 +370,8 @@ public struct SMPPairingResponder: Sendable {
     }
 
     /// §2.3.5.1: Just Works unless either side asks for MITM protection; then Table 2.8 for LE Secure Connections,
-    /// the responder's capability against the initiator's. Nil where the table says Passkey Entry.
+    /// the responder's capability against the initiator's. Nil where the table has the responder type a passkey (this
+    /// responder only displays).
     static func method(request: SMPPairingFeatures, ours: SMPIOCapability) -> Method? {
         let mitm = request.authRequirements.contains(.mitm) || ours != .noInputNoOutput
         guard mitm else { return .justWorks }
@@ -323,6 +382,10 @@ public struct SMPPairingResponder: Sendable {
         case (.displayYesNo, .displayYesNo), (.displayYesNo, .keyboardDisplay), (.keyboardDisplay, .displayYesNo),
             (.keyboardDisplay, .keyboardDisplay):
             return .numericComparison
+        // The initiator types what the responder displays.
+        case (.displayYesNo, .keyboardOnly), (.displayOnly, .keyboardOnly), (.displayOnly, .keyboardDisplay),
+            (.keyboardDisplay, .keyboardOnly):
+            return .passkeyEntry
         default: return nil
         }
     }

@@ -66,6 +66,15 @@ public final class GatewayNode: @unchecked Sendable {
         lock.withLock { controller.connections.keys.sorted().map { controller.connections[$0]! } }
     }
 
+    /// The user of each phone waiting in Passkey Entry types `passkey` (a test reads it from the gateway's display).
+    public func typePasskey(_ passkey: UInt32) {
+        lock.withLock {
+            guard let connection, powered else { return }
+            let events = controller.typePasskey(passkey)
+            if !events.isEmpty { _ = connection.enqueue(events.flatMap { $0 }, dropIfFull: false) }
+        }
+    }
+
     /// Every phone pairing this controller has seen, ended ones first.
     public var pairings: [SimPhonePairing] {
         lock.withLock {

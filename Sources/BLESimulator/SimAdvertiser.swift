@@ -142,12 +142,29 @@ extension VirtualController {
             role: SimRole.peripheral) + [SimEvents.l2capACL(handle: handle, cid: SimCID.smp, pairing.opening)]
     }
 
+    /// The phones' users type `passkey`: each phone waiting for one sends its first Passkey Entry Confirm. Typed
+    /// before a phone asks (the test read the gateway's display before the phone had the gateway's public key), it
+    /// is kept for the next phone that asks.
+    mutating func typePasskey(_ passkey: UInt32) -> [[UInt8]] {
+        let out: [[UInt8]] = connections.keys.sorted().compactMap { h in
+            guard var phone = connections[h]?.phone, let confirm = phone.typed(passkey) else { return nil }
+            connections[h]!.phone = phone
+            return SimEvents.l2capACL(handle: h, cid: SimCID.smp, confirm)
+        }
+        typedAhead = out.isEmpty ? passkey : nil
+        return out
+    }
+
     /// An SMP command from the host on a phone's link: the phone's answers, and LE Long Term Key Request when
     /// the phone starts encryption (§7.7.65.5: Connection_Handle(2) Random_Number(8) Encrypted_Diversifier(2),
     /// both zero for an LE Secure Connections key).
     mutating func phoneReceive(handle: UInt16, _ pdu: [UInt8]) -> [[UInt8]]? {
         guard var phone = connections[handle]?.phone else { return nil }
-        let output = phone.receive(pdu)
+        var output = phone.receive(pdu)
+        if let passkey = typedAhead, let confirm = phone.typed(passkey) {
+            typedAhead = nil
+            output.smp.append(confirm)
+        }
         connections[handle]!.phone = phone
         var out = output.smp.map { SimEvents.l2capACL(handle: handle, cid: SimCID.smp, $0) }
         if output.startEncryption, allowsLEMeta(subevent: SimEventCode.leLongTermKeyRequest) {

@@ -15,6 +15,9 @@ public struct PhoneSpec: Sendable {
         case declines
         /// Pairs, but distributes no identity key (Initiator Key Distribution without IdKey).
         case withholdsIdentity = "withholds_identity"
+        /// A device that can only type (IO capability KeyboardOnly): Passkey Entry, its user types what the gateway
+        /// displays (`GatewayNode.typePasskey`).
+        case keyboardOnly = "keyboard_only"
     }
 
     /// The Identity Resolving Key, most significant octet first.
@@ -78,10 +81,26 @@ public struct SimPhonePairing: Sendable {
         case awaitingResponse
         case awaitingPublicKey(response: [UInt8])
         case awaitingConfirm(response: [UInt8], dhKey: [UInt8], peerX: [UInt8])
+        /// Passkey Entry: waiting for the user to type the passkey the gateway shows.
+        case awaitingPasskey(response: [UInt8], dhKey: [UInt8], peerX: [UInt8])
+        /// Passkey Entry round `round`: our Cai sent, waiting for Cbi; then our Nai sent, waiting for Nbi.
+        case passkeyConfirm(Passkey, nai: [UInt8])
+        case passkeyRandom(Passkey, nai: [UInt8], cbi: [UInt8])
         case awaitingRandom(response: [UInt8], dhKey: [UInt8], peerX: [UInt8], cb: [UInt8])
         case awaitingCheck(response: [UInt8], expectedEb: [UInt8], ltk: [UInt8])
         case awaitingEncryption(ltk: [UInt8], response: [UInt8])
         case done(Outcome)
+    }
+
+    /// A Passkey Entry under way (§2.3.5.6.3).
+    struct Passkey: Sendable {
+        var response: [UInt8]
+        var dhKey: [UInt8]
+        var peerX: [UInt8]
+        var passkey: UInt32
+        var round: Int
+        /// z of f4 this round: 0x80 with the passkey's bit `round`, least significant first.
+        var z: UInt8 { 0x80 | UInt8(passkey >> UInt32(round) & 1) }
     }
 
     // §3.5.1 codes, §3.5.5 reasons (Vol 3, Part H).
@@ -112,7 +131,8 @@ public struct SimPhonePairing: Sendable {
     /// Pairing Request's six parameter octets.
     let request: [UInt8]
     var state = State.awaitingResponse
-    /// The six digits the phone showed (Numeric Comparison), for a test to compare with the gateway's.
+    /// The six digits the phone showed (Numeric Comparison) or its user typed (Passkey Entry), for a test to compare
+    /// with the gateway's.
     public private(set) var digits: UInt32?
     public var outcome: Outcome? {
         if case .done(let o) = state { return o }
@@ -134,7 +154,9 @@ public struct SimPhonePairing: Sendable {
         // and asks for the same back.
         let sc: UInt8 = spec.pairing == .legacyOnly ? 0x00 : 0x08
         let keys: UInt8 = spec.pairing == .withholdsIdentity ? 0x01 : 0x03
-        request = [0x01, 0x00, 0x01 | 0x04 | sc, 16, keys, 0x03]
+        // IO Capability 0x02 KeyboardOnly for a device that can only type.
+        let io: UInt8 = spec.pairing == .keyboardOnly ? 0x02 : 0x01
+        request = [io, 0x00, 0x01 | 0x04 | sc, 16, keys, 0x03]
     }
 
     /// The opening Pairing Request.
@@ -159,8 +181,28 @@ public struct SimPhonePairing: Sendable {
             let px = Array(body[0..<32].reversed())
             let py = Array(body[32..<64].reversed())
             guard let dh = SimSecurity.dhKey(key, peerX: px, peerY: py) else { return fail(Self.dhKeyCheckFailed) }
-            state = .awaitingConfirm(response: response, dhKey: dh, peerX: px)
+            // KeyboardOnly against a gateway with a display: Passkey Entry, and the phone's user types first.
+            if request[0] == 0x02 && [0x00, 0x01, 0x04].contains(response[0]) {
+                state = .awaitingPasskey(response: response, dhKey: dh, peerX: px)
+            } else {
+                state = .awaitingConfirm(response: response, dhKey: dh, peerX: px)
+            }
             return Output()
+        case (.passkeyConfirm(let p, let nai), Self.pairingConfirm) where body.count == 16:
+            state = .passkeyRandom(p, nai: nai, cbi: body.reversed())
+            return Output(smp: [[Self.pairingRandom] + nai.reversed()])
+        case (.passkeyRandom(var p, let nai, let cbi), Self.pairingRandom) where body.count == 16:
+            let nbi = Array(body.reversed())
+            guard SimSecurity.f4(p.peerX, x, nbi, p.z) == cbi else { return fail(Self.confirmValueFailed) }
+            guard p.round == 19 else {
+                p.round += 1
+                return Output(smp: [passkeyConfirm(p)])
+            }
+            let r =
+                [UInt8](repeating: 0, count: 13) + [
+                    UInt8(p.passkey >> 16 & 0xFF), UInt8(p.passkey >> 8 & 0xFF), UInt8(p.passkey & 0xFF),
+                ]
+            return dhKeyCheck(response: p.response, dhKey: p.dhKey, na: nai, nb: nbi, r: r)
         case (.awaitingConfirm(let response, let dh, let px), Self.pairingConfirm) where body.count == 16:
             state = .awaitingRandom(response: response, dhKey: dh, peerX: px, cb: body.reversed())
             return Output(smp: [[Self.pairingRandom] + na.reversed()])
@@ -170,14 +212,7 @@ public struct SimPhonePairing: Sendable {
             // Both sides DisplayYesNo with MITM: Numeric Comparison, and the phone shows g2's six digits.
             if response[0] == 0x01 || response[0] == 0x04 { digits = SimSecurity.g2(x, px, na, nb) }
             if spec.pairing == .declines { return fail(Self.numericComparisonFailed) }
-            let (macKey, ltk) = SimSecurity.f5(dh, na, nb, a1, a2)
-            let zero = [UInt8](repeating: 0, count: 16)
-            let ioA = [request[2], request[1], request[0]]
-            let ioB = [response[2], response[1], response[0]]
-            let ea = SimSecurity.f6(macKey, na, nb, zero, ioA, a1, a2)
-            let eb = SimSecurity.f6(macKey, nb, na, zero, ioB, a2, a1)
-            state = .awaitingCheck(response: response, expectedEb: eb, ltk: ltk)
-            return Output(smp: [[Self.pairingDHKeyCheck] + ea.reversed()])
+            return dhKeyCheck(response: response, dhKey: dh, na: na, nb: nb, r: [UInt8](repeating: 0, count: 16))
         case (.awaitingCheck(let response, let eb, let ltk), Self.pairingDHKeyCheck) where body.count == 16:
             guard Array(body.reversed()) == eb else { return fail(Self.dhKeyCheckFailed) }
             state = .awaitingEncryption(ltk: ltk, response: response)
@@ -185,6 +220,32 @@ public struct SimPhonePairing: Sendable {
         default:
             return fail(Self.unspecifiedReason)
         }
+    }
+
+    /// Stage 2 (§2.3.5.6.5): the LTK, and Ea sent; Eb expected back.
+    mutating func dhKeyCheck(response: [UInt8], dhKey: [UInt8], na: [UInt8], nb: [UInt8], r: [UInt8]) -> Output {
+        let (macKey, ltk) = SimSecurity.f5(dhKey, na, nb, a1, a2)
+        let ioA = [request[2], request[1], request[0]]
+        let ioB = [response[2], response[1], response[0]]
+        let ea = SimSecurity.f6(macKey, na, nb, r, ioA, a1, a2)
+        let eb = SimSecurity.f6(macKey, nb, na, r, ioB, a2, a1)
+        state = .awaitingCheck(response: response, expectedEb: eb, ltk: ltk)
+        return Output(smp: [[Self.pairingDHKeyCheck] + ea.reversed()])
+    }
+
+    /// Passkey Entry: round `p.round`'s Nai and Cai = f4(PKax, PKbx, Nai, z); Nai from the phone's seed and the round.
+    mutating func passkeyConfirm(_ p: Passkey) -> [UInt8] {
+        let nai = Array(SHA256.hash(data: na + [UInt8(p.round)]).prefix(16))
+        state = .passkeyConfirm(p, nai: nai)
+        return [Self.pairingConfirm] + SimSecurity.f4(x, p.peerX, nai, p.z).reversed()
+    }
+
+    /// The user typed `passkey` (what the gateway displays, or a mistake): the first round's Confirm. Nil unless the
+    /// phone is waiting for it.
+    public mutating func typed(_ passkey: UInt32) -> [UInt8]? {
+        guard case .awaitingPasskey(let response, let dh, let px) = state else { return nil }
+        digits = passkey
+        return passkeyConfirm(Passkey(response: response, dhKey: dh, peerX: px, passkey: passkey, round: 0))
     }
 
     /// The gateway's controller answered LE Long Term Key Request with `key` (nil: the Negative Reply). On a

@@ -72,6 +72,8 @@ public struct VirtualController: Sendable {
     public var advertising = SimAdvertising()
     /// Phones' pairings whose links have ended, oldest first (tests read what the phone showed and how it ended).
     public var endedPairings: [SimPhonePairing] = []
+    /// A passkey typed before any phone asked for one (`typePasskey`).
+    var typedAhead: UInt32?
 
     /// LE connections, by handle, and the connection the host is waiting for.
     public var connections: [UInt16: SimConnection] = [:]

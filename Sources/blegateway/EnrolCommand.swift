@@ -105,6 +105,7 @@ struct EnrolCommand: AsyncParsableCommand {
                     case .advertising(let a, let n):
                         Self.say("advertising as \"\(n)\" from \(a); pair from the phone now")
                     case .connected(let a): Self.say("connected: \(a)")
+                    case .passkey(let p): Self.say("type \(String(format: "%06u", p)) on the phone")
                     case .paired(let i): Self.say("paired: identity \(i.address)")
                     }
                 })

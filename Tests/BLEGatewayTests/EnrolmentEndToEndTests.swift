@@ -44,8 +44,9 @@ extension EndToEndSuites {
 
         /// Runs one enrolment against a running simulator; returns the outcome and the digits the gateway was asked
         /// to confirm.
+        /// `typing`: what the phone's user types when the gateway displays a passkey (Passkey Entry).
         static func enrol(
-            _ simulator: Simulator, clock: ScaledClock
+            _ simulator: Simulator, clock: ScaledClock, typing: @escaping @Sendable (UInt32) -> UInt32 = { $0 }
         ) async throws -> (Result<SMPPairingResponder.PeerIdentity, Enrolment.Failed>, [UInt32]) {
             let transport = try await connectWhenListening(simulator.socketPath(for: "gw-e"), clock: clock)
             defer { transport.close() }
@@ -57,7 +58,12 @@ extension EndToEndSuites {
             do {
                 let identity = try await enrolment.run(
                     transport: transport, confirm: { d in shown.withLock { $0.append(d) }; return true },
-                    progress: { _ in })
+                    progress: { p in
+                        if case .passkey(let passkey) = p {
+                            shown.withLock { $0.append(passkey) }
+                            simulator.nodes[0].typePasskey(typing(passkey))
+                        }
+                    })
                 return (.success(identity), shown.withLock { $0 })
             } catch let e as Enrolment.Failed {
                 return (.failure(e), shown.withLock { $0 })
@@ -139,6 +145,36 @@ extension EndToEndSuites {
             let origin = clock.unixTime() - clock.now().seconds
             let late = observer.states(identityTopic).compactMap { $0["ts"] as? Double }.filter { $0 - origin > start }
             #expect(late.count >= 5, "ranged through the rotations: \(late.count) updates after \(start) s")
+        }
+
+        /// A device that can only type: the gateway displays a passkey, the user types it, twenty rounds commit to its
+        /// bits; typed wrong, the gateway finds the first bit that differs (Confirm Value Failed, 0x04).
+        @Test(arguments: [false, true])
+        func aKeyboardOnlyDevicePairsWithThePasskeyTheGatewayDisplays(typedWrong: Bool) async throws {
+            signal(SIGPIPE, SIG_IGN)
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("enrol-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let clock = ScaledClock(factor: 2)
+            let simulator = try Self.simulator(pairing: "keyboard_only", directory: dir, clock: clock)
+            let sim = Task { try await simulator.run() }
+            defer { sim.cancel() }
+            // A mistake in the highest bit: the last round is the one that fails.
+            let (outcome, shown) = try await Self.enrol(simulator, clock: clock) { typedWrong ? $0 ^ 0x8_0000 : $0 }
+            let phone = try #require(simulator.nodes[0].pairings.last)
+            #expect(shown.count == 1 && shown.first.map { $0 < 1_000_000 } == true)
+            if typedWrong {
+                guard case .failure(let failed) = outcome else {
+                    Issue.record("a wrong passkey enrolled")
+                    return
+                }
+                #expect(failed.reason == .pairing(.refused(.confirmValueFailed)))
+                #expect(phone.outcome == .failed(reason: 0x04, byPhone: false))
+            } else {
+                let identity = try outcome.get()
+                #expect(HexDigits.string(identity.irk) == Self.irk && identity.address == Self.identity)
+                #expect(phone.outcome == .paired && phone.digits == shown.first)
+            }
         }
 
         @Test(arguments: [
