@@ -201,10 +201,8 @@ public enum HCIEvent: Sendable {
         case .longTermKeyRequest:
             // Connection_Handle (2), Random_Number (8), Encrypted_Diversifier (2).
             var p = ByteCursor(params)
-            guard let h = p.readLE16(), let random = p.readBytes(8), let ediv = p.readLE16() else { return nil }
-            return .leLongTermKeyRequest(
-                handle: h & 0x0FFF, randomNumber: random.reversed().reduce(0) { $0 << 8 | UInt64($1) },
-                encryptedDiversifier: ediv)
+            guard let h = p.readLE16(), let random = p.readLE64(), let ediv = p.readLE16() else { return nil }
+            return .leLongTermKeyRequest(handle: h & 0x0FFF, randomNumber: random, encryptedDiversifier: ediv)
         default:
             return .leMeta(sub, params)
         }

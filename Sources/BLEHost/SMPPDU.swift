@@ -115,8 +115,7 @@ public enum SMPPDU: Hashable, Sendable {
         case .encryptionInformation: pdu = .encryptionInformation(ltk: value(16))
         case .centralIdentification:
             let ediv = c.readLE16()!
-            let rand = c.readBytes(8)!.reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
-            pdu = .centralIdentification(ediv: ediv, rand: rand)
+            pdu = .centralIdentification(ediv: ediv, rand: c.readLE64()!)
         case .identityInformation: pdu = .identityInformation(irk: value(16))
         case .identityAddressInformation:
             let type = LEAddressType(rawValue: c.readU8()!)
@@ -147,7 +146,7 @@ public enum SMPPDU: Hashable, Sendable {
         case .encryptionInformation(let k), .identityInformation(let k), .signingInformation(let k): value(k, 16)
         case .centralIdentification(let ediv, let rand):
             w.le16(ediv)
-            for i in 0..<8 { w.u8(UInt8(truncatingIfNeeded: rand >> (8 * i))) }
+            w.le64(rand)
         case .identityAddressInformation(let type, let address):
             w.u8(type.rawValue)
             w.append(address.bytes)

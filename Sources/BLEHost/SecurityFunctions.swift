@@ -1,3 +1,4 @@
+import BLETransport
 import Crypto
 import _CryptoExtras
 
@@ -63,7 +64,8 @@ public enum SecurityFunctions {
     public static func g2(u: [UInt8], v: [UInt8], x: [UInt8], y: [UInt8]) -> UInt32 {
         precondition(u.count == 32 && v.count == 32, "g2 takes two 256-bit coordinates")
         let mac = cmac(key: x, u + v + y)
-        return mac[12...].reduce(0) { $0 << 8 | UInt32($1) }
+        var c = ByteCursor(mac[12...])
+        return c.readBE32()!
     }
 
     /// The shared secret of P-256 Diffie-Hellman (§2.3.5.6.1): the DHKey, the x-coordinate of the private key times

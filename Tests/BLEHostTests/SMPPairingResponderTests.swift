@@ -213,6 +213,17 @@ import Testing
         #expect(on(.encryptionChanged(on: true)) == [.failed(.noIdentity)])
     }
 
+    /// §3.6.3 Central Identification: EDIV (2) and Rand (8), each least significant octet first.
+    @Test func centralIdentificationRoundTrips() {
+        let bytes: [UInt8] = [0x07, 0x34, 0x12, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11]
+        guard case .success(let pdu) = SMPPDU.parse(bytes[...]) else {
+            Issue.record("not parsed")
+            return
+        }
+        #expect(pdu == .centralIdentification(ediv: 0x1234, rand: 0x1122_3344_5566_7788))
+        #expect(pdu.bytes == bytes)
+    }
+
     @Test func identityAddressInformationRoundTrips() {
         let bytes: [UInt8] = [0x09, 0x01, 0x66, 0x55, 0x44, 0x33, 0x22, 0xC1]
         guard case .success(let pdu) = SMPPDU.parse(bytes[...]) else {
