@@ -101,12 +101,13 @@ public enum IdentityKeyFile {
         return change
     }
 
-    /// The file's text: a comment, then one flow mapping per device.
+    /// The file's text: a comment, then one flow mapping per device. The key is quoted: 32 hex digits can read as a
+    /// number to YAML (all digits, or digits around one `e`).
     static func render(_ entries: [Entry]) -> String {
         var out = "# Identities enrolled by `blegateway enrol`: IRKs are secrets; keep this file mode 0600.\n"
         if entries.isEmpty { return out + "[]\n" }
         for e in entries {
-            out += "- {name: \(quoted(e.name)), irk: \(HexDigits.string(e.irk)), address: \"\(e.address)\"}\n"
+            out += "- {name: \(quoted(e.name)), irk: \"\(HexDigits.string(e.irk))\", address: \"\(e.address)\"}\n"
         }
         return out
     }

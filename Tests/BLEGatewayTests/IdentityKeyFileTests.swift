@@ -32,6 +32,21 @@ import Testing
         #expect(try IdentityKeyFile.load(d.appendingPathComponent("none.yaml").path).isEmpty)
     }
 
+    /// 32 hex digits that YAML would read as an integer or a float unless quoted.
+    @Test func aKeyThatLooksLikeANumberReadsBackAsTheKey() throws {
+        let d = try Self.directory()
+        defer { try? FileManager.default.removeItem(at: d) }
+        let path = d.appendingPathComponent("identities.yaml").path
+        for (n, hex) in ["12345678901234567890123456789012", "123e4567890123456789012345678901"].enumerated() {
+            let irk = HexDigits.parseDigits(hex, count: 16)!
+            try IdentityKeyFile.enrol(.init(name: "n\(n)", irk: irk, address: BDAddress(rawValue: 0xC000_0000_0010 + UInt64(n))), at: path)
+        }
+        #expect(try IdentityKeyFile.entries(path).map { HexDigits.string($0.irk) } == [
+            "12345678901234567890123456789012", "123e4567890123456789012345678901",
+        ])
+        #expect(try IdentityKeyFile.load(path).count == 2)
+    }
+
     @Test func theConfigurationGainsTheEnrolledKeysOnceAndANameWithQuotesSurvives() throws {
         let d = try Self.directory()
         defer { try? FileManager.default.removeItem(at: d) }

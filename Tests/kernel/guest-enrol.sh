@@ -72,8 +72,8 @@ enrol_checks() {
     r=ok
     if [ ! -f $W/identities.yaml ]; then
         r="no identities file"
-    elif ! grep -q "irk: $ENROL_IRK_MSB_FIRST" $W/identities.yaml; then
-        r="the IRK read back differs: $(grep -o 'irk: [0-9a-f]*' $W/identities.yaml)"
+    elif ! grep -q "irk: \"$ENROL_IRK_MSB_FIRST\"" $W/identities.yaml; then
+        r="the IRK read back differs: $(grep -o 'irk: "[0-9a-f]*"' $W/identities.yaml)"
     elif ! grep -qi "address: \"$addr\"" $W/identities.yaml; then
         r="the identity address differs from hci1's $addr: $(grep -o 'address: "[^"]*"' $W/identities.yaml)"
     elif [ "$(stat -c %a $W/identities.yaml)" != 600 ]; then
@@ -85,7 +85,7 @@ enrol_checks() {
     # with openssl as the AES.
     r=ok
     rpa=$(sed -n 's/^connected: \([0-9A-F:]\{17\}\)$/\1/p' "$OUT/enrol.txt" | tr -d ':' | tr 'A-F' 'a-f')
-    irk=$(sed -n 's/.*irk: \([0-9a-f]\{32\}\).*/\1/p' $W/identities.yaml 2>/dev/null | head -n 1)
+    irk=$(sed -n 's/.*irk: "\([0-9a-f]\{32\}\)".*/\1/p' $W/identities.yaml 2>/dev/null | head -n 1)
     if [ -z "$rpa" ] || [ -z "$irk" ]; then
         r="no connected address or no key to check"
     else
