@@ -24,6 +24,17 @@ import Testing
         try? await runner.value
     }
 
+    /// A test whose host sends something other than its script must fail there, not wait for an answer forever.
+    @Test func aCommandOffTheScriptFailsTheHostInsteadOfHangingIt() async throws {
+        let t = ScriptedHCITransport(script: [.init(reset, [resetComplete])])
+        let controller = HCIController(transport: t, clock: ManualClock())
+        let runner = Task { try await controller.run() }
+        await #expect(throws: (any Error).self) { try await controller.execute(ReadBDADDRCommand()) }
+        #expect(t.mismatches == ["expected 01 03 0C 00, got 01 09 10 00"])
+        runner.cancel()
+        try? await runner.value
+    }
+
     @Test func failingCommandThrowsAnErrorNamingCommandAndStatus() async throws {
         let t = ScriptedHCITransport(script: [
             .init([0x01, 0x0C, 0x20, 0x02, 0x01, 0x00], [[0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, 0x0C]]),

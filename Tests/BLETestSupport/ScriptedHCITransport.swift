@@ -4,9 +4,11 @@ import Foundation
 /// A test double for `HCITransport`: checks each command the host sends against a script of literal
 /// H4 bytes and answers with the script's literal event bytes (BlueZ `unit/test-gatt.c` style).
 ///
-/// Incoming bytes go through an `H4Deframer`, so a script may be written as one byte stream. Sends that do
-/// not match the script are recorded in `mismatches` and get no answer. The simulated controller replaces
-/// this for end-to-end tests; this one is for exact byte exchanges.
+/// Incoming bytes go through an `H4Deframer`, so a script may be written as one byte stream. A send that does
+/// not match the script is recorded in `mismatches` and ends the transport with an error naming both byte
+/// strings, as a failed read would: the host's pending command fails at once instead of waiting for an answer
+/// that never comes. The simulated controller replaces this for end-to-end tests; this one is for exact byte
+/// exchanges.
 public final class ScriptedHCITransport: HCITransport, @unchecked Sendable {
     /// One command the host must send next, and the packets the controller answers with.
     public struct Exchange: Sendable {
@@ -53,22 +55,29 @@ public final class ScriptedHCITransport: HCITransport, @unchecked Sendable {
 
     public func send(_ packet: H4Packet) throws {
         guard sendSupported else { throw TransportError(.unsupported, "\(name): sending is not supported") }
-        let replies: [[UInt8]] = try lock.withLock {
+        let outcome: Result<[[UInt8]], TransportError> = try lock.withLock {
             if closed { throw TransportError(.closed, "\(name): closed") }
             let bytes = packet.h4Bytes
             _sent.append(bytes)
             guard let next = script.first else {
-                _mismatches.append("unexpected \(hexString(bytes)) after the end of the script")
-                return []
+                return .failure(mismatch("unexpected \(hexString(bytes)) after the end of the script"))
             }
             guard next.command == bytes else {
-                _mismatches.append("expected \(hexString(next.command)), got \(hexString(bytes))")
-                return []
+                return .failure(mismatch("expected \(hexString(next.command)), got \(hexString(bytes))"))
             }
             script.removeFirst()
-            return next.replies
+            return .success(next.replies)
         }
-        for r in replies { inject(r) }
+        switch outcome {
+        case .success(let replies): for r in replies { inject(r) }
+        case .failure(let error): incoming.finish(throwing: error)
+        }
+    }
+
+    /// Records a mismatch (under the lock) and the error that ends the transport for it.
+    private func mismatch(_ what: String) -> TransportError {
+        _mismatches.append(what)
+        return TransportError(.io, "\(name): script mismatch: \(what)")
     }
 
     /// Delivers controller bytes that no command asked for (advertising reports, hardware errors).
@@ -95,7 +104,7 @@ public final class ScriptedHCITransport: HCITransport, @unchecked Sendable {
     }
 }
 
-func hexString(_ bytes: [UInt8]) -> String { bytes.map { upperHex($0, digits: 2) }.joined(separator: " ") }
+private func hexString(_ bytes: [UInt8]) -> String { bytes.map { upperHex($0, digits: 2) }.joined(separator: " ") }
 
 extension ScriptedHCITransport: TransportStatisticsProviding {
     /// What a live controller's transport counts: here, the advertising reports its queue dropped.
