@@ -40,11 +40,11 @@ final class HCILinkMaker: PeripheralLinkMaker, @unchecked Sendable {
     private let events: StageQueue<HCIControllerEvent>
 
     init(
-        controller: HCIController, info: ControllerInfo, logger: Logger,
+        controller: HCIController, info: ControllerInfo, clock: any BLEClock, logger: Logger,
         post: @escaping @Sendable (ConnectionManager.Event) -> Void
     ) {
         self.controller = controller
-        self.links = LELinks(controller: controller, buffers: info.leACLBuffers, logger: logger)
+        self.links = LELinks(controller: controller, buffers: info.leACLBuffers, clock: clock, logger: logger)
         self.extended = info.supportsExtendedAdvertising
         self.post = post
         // Subscribed now, before the first command can be sent.

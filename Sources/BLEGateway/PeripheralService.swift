@@ -393,7 +393,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     }
 
     public func serve(controller: HCIController, info: ControllerInfo) async {
-        await serve(HCILinkMaker(controller: controller, info: info, logger: logger) { [self] in post($0) })
+        await serve(
+            HCILinkMaker(controller: controller, info: info, clock: clock, logger: logger) { [self] in post($0) })
     }
 
     /// Shared mode: links through the kernel's L2CAP sockets on `adapter` ("hci0"), until cancelled.

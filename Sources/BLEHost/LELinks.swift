@@ -340,9 +340,14 @@ public final class LELinks: @unchecked Sendable {
     }
 
     /// Ends the link on `handle` (HCI Disconnect, Remote User Terminated Connection).
-    public func disconnect(handle: UInt16) {
+    public func disconnect(handle: UInt16) { disconnect(handle: handle, ifCarrying: nil) }
+
+    /// Marks the link as dropping and posts one Disconnect; with a bearer, only while the handle still carries it
+    /// (a handle the controller reused for a newer link is not ended for an old bearer's sake).
+    private func disconnect(handle: UInt16, ifCarrying bearer: ACLBearer?) {
         let post: Bool = lock.withLock {
             guard !ended, var link = links[handle], !link.dropping else { return false }
+            if let bearer, link.bearer !== bearer { return false }
             link.dropping = true
             links[handle] = link
             return true
@@ -386,15 +391,7 @@ public final class LELinks: @unchecked Sendable {
 
     // MARK: - Commands
 
-    func drop(_ bearer: ACLBearer) {
-        let post: Bool = lock.withLock {
-            guard !ended, var link = links[bearer.handle], link.bearer === bearer, !link.dropping else { return false }
-            link.dropping = true
-            links[bearer.handle] = link
-            return true
-        }
-        if post { inboxContinuation.yield(.disconnect(bearer.handle)) }
-    }
+    func drop(_ bearer: ACLBearer) { disconnect(handle: bearer.handle, ifCarrying: bearer) }
 
     private func runCommands() async {
         for await command in inbox {
