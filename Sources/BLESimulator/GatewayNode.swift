@@ -86,6 +86,8 @@ public final class GatewayNode: @unchecked Sendable {
     public func link(_ handle: UInt16) -> SimConnection? { lock.withLock { controller.connections[handle & 0x0FFF] } }
 
     public var stats: GatewayStats { lock.withLock { _stats } }
+    /// What the host set up for advertising (the peripheral's side: enrolment).
+    public var advertising: SimAdvertising { lock.withLock { controller.advertising } }
     public var isConnected: Bool { lock.withLock { connection != nil } }
 
     /// A new host: the previous one (if any) is dropped and the controller starts from power-on,

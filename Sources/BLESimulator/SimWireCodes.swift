@@ -58,6 +58,9 @@ public struct SimOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leSetAdvertisingEnable = SimOpcode(ogf: 0x08, ocf: 0x000A)
     public static let leLongTermKeyRequestReply = SimOpcode(ogf: 0x08, ocf: 0x001A)
     public static let leLongTermKeyRequestNegativeReply = SimOpcode(ogf: 0x08, ocf: 0x001B)
+    public static let leSetExtendedAdvertisingParameters = SimOpcode(ogf: 0x08, ocf: 0x0036)
+    public static let leSetExtendedAdvertisingData = SimOpcode(ogf: 0x08, ocf: 0x0037)
+    public static let leSetExtendedAdvertisingEnable = SimOpcode(ogf: 0x08, ocf: 0x0039)
 
     public var description: String { "opcode 0x" + hex16(rawValue) }
 }
@@ -78,6 +81,7 @@ public struct SimStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let unsupportedFeature = SimStatus(rawValue: 0x11)
     public static let invalidParameters = SimStatus(rawValue: 0x12)
     public static let connectionFailedToBeEstablished = SimStatus(rawValue: 0x3E)
+    public static let unknownAdvertisingIdentifier = SimStatus(rawValue: 0x42)
 
     public var description: String {
         let name: String =
@@ -93,6 +97,7 @@ public struct SimStatus: RawRepresentable, Hashable, Sendable, CustomStringConve
             case .unsupportedFeature: "Unsupported Feature or Parameter Value"
             case .invalidParameters: "Invalid HCI Command Parameters"
             case .connectionFailedToBeEstablished: "Connection Failed to be Established"
+            case .unknownAdvertisingIdentifier: "Unknown Advertising Identifier"
             default: "unknown"
             }
         return "HCI status 0x\(hex8(rawValue)) \(name)"
@@ -110,6 +115,7 @@ public enum SimEventCode {
     public static let leAdvertisingReport: UInt8 = 0x02
     public static let leExtendedAdvertisingReport: UInt8 = 0x0D
     public static let leScanTimeout: UInt8 = 0x11
+    public static let leAdvertisingSetTerminated: UInt8 = 0x12
 }
 
 @inline(__always) func hex8(_ v: UInt8) -> String { upperHex(v, digits: 2) }
