@@ -42,30 +42,23 @@ public enum IdentityKeyFile {
 
     /// The keys the configuration adds: none when the file does not exist (nothing enrolled yet).
     public static func load(_ path: String) throws -> [IdentityResolvingKey] {
+        try entries(path).compactMap { IdentityResolvingKey(octets: $0.irk, identity: $0.address) }
+    }
+
+    /// The entries, names included (for `enrol` to update in place), read as `identity_keys` is: the same forms,
+    /// the same checks, faults by position.
+    public static func entries(_ path: String) throws -> [Entry] {
         guard let text = try readProtected(path) else { return [] }
         var reader = YAMLConfigurationReader()
         do {
             guard let root = try Yams.compose(yaml: text) else { return [] }
-            return try reader.identityKeys(root, "identities")
+            return try reader.identityEntries(root, "identities").map {
+                Entry(name: $0.name, irk: $0.key.octets, address: $0.key.identity)
+            }
         } catch let e as ConfigurationError {
             throw FileError(path: path, message: "\(e)")
         } catch {
             throw FileError(path: path, message: "not YAML")
-        }
-    }
-
-    /// The entries, names included (for `enrol` to update in place).
-    public static func entries(_ path: String) throws -> [Entry] {
-        guard let text = try readProtected(path) else { return [] }
-        guard let list = (try? Yams.load(yaml: text)) as? [[String: Any]] else {
-            if (try? Yams.load(yaml: text)) == nil { return [] }
-            throw FileError(path: path, message: "expected a list of {name, irk, address}")
-        }
-        return try list.enumerated().map { i, m in
-            guard let hex = m["irk"] as? String, let irk = HexDigits.parseDigits(hex, count: 16),
-                let text = m["address"] as? String, let a = BDAddress(text)
-            else { throw FileError(path: path, message: "entry \(i + 1): needs irk (32 hex digits) and address") }
-            return Entry(name: m["name"] as? String ?? "", irk: irk, address: a)
         }
     }
 

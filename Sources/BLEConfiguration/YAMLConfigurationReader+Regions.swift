@@ -146,14 +146,20 @@ extension YAMLConfigurationReader {
     /// identity address; without one, a random static address derived from a hash of the key stands for the device
     /// (stable across restarts, and it reveals nothing of the key).
     mutating func identityKeys(_ node: Node, _ path: String) throws -> [IdentityResolvingKey] {
+        try identityEntries(node, path).map(\.key)
+    }
+
+    /// The same list with each entry's name ("" when it has none): the identities file's reader too.
+    mutating func identityEntries(_ node: Node, _ path: String) throws -> [(name: String, key: IdentityResolvingKey)] {
         guard case .sequence(let seq) = node else {
             throw fail(node, path, "expected a list of identity resolving keys")
         }
-        var out: [IdentityResolvingKey] = []
+        var out: [(name: String, key: IdentityResolvingKey)] = []
         for (i, element) in seq.enumerated() {
             let p = "\(path)[\(i)]"
             var irk: (String, Node)?
             var identity: BDAddress?
+            var name = ""
             var scalar = false
             if case .scalar = element {
                 scalar = true
@@ -162,7 +168,7 @@ extension YAMLConfigurationReader {
                 for (k, v) in try mapping(element, p) {
                     switch k {
                     case "irk": irk = (try string(v, "\(p).irk"), v)
-                    case "name": _ = try string(v, "\(p).name")
+                    case "name": name = try string(v, "\(p).name")
                     case "address":
                         let s = try string(v, "\(p).address")
                         guard let a = BDAddress(s) else {
@@ -180,8 +186,10 @@ extension YAMLConfigurationReader {
             else {
                 throw fail(v, kp, "expected an IRK of 32 hex digits, found \(hex.count) characters")
             }
-            guard !out.contains(where: { $0.octets == key.octets }) else { throw fail(v, kp, "duplicate identity key") }
-            out.append(key)
+            guard !out.contains(where: { $0.key.octets == key.octets }) else {
+                throw fail(v, kp, "duplicate identity key")
+            }
+            out.append((name, key))
         }
         return out
     }
