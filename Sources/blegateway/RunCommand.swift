@@ -73,11 +73,7 @@ struct RunCommand: AsyncParsableCommand {
         }
 
         let level = Logger.Level(rawValue: logLevel) ?? .info
-        LoggingSystem.bootstrap { label in
-            var h = StreamLogHandler.standardError(label: label)
-            h.logLevel = level
-            return h
-        }
+        CommandLogging.bootstrap(level: level)
         let logger = Logger(label: "blegateway")
 
         var clock: any BLEClock = SystemClock()

@@ -66,11 +66,7 @@ struct ScanCommand: AsyncParsableCommand {
             }
         }
 
-        LoggingSystem.bootstrap { label in
-            var h = StreamLogHandler.standardError(label: label)
-            h.logLevel = .warning
-            return h
-        }
+        CommandLogging.bootstrap(level: .warning)
         let logger = Logger(label: "blegateway.scan")
         var options = TransportOptions()
         options.capturePath = capture
