@@ -11,7 +11,7 @@ import Crypto
 /// cached; past `cacheCapacity` addresses the cache is emptied and counted, so a flood of random
 /// addresses costs bounded memory and at most one AES per IRK per address.
 public struct PrivateAddressResolver: Sendable {
-    let keys: [IdentityResolvingKey]
+    private(set) var keys: [IdentityResolvingKey]
     public let cacheCapacity: Int
     /// address → index into `keys`, or -1 when no key resolves it.
     var cache: [BDAddress: Int32] = [:]
@@ -51,6 +51,17 @@ public struct PrivateAddressResolver: Sendable {
         }
         cache[address] = -1
         return nil
+    }
+
+    /// Adds a key while running (an identity enrolled through the broker), replacing one with the same identity
+    /// address or the same octets. The cache is emptied: addresses it holds as unresolved may be this key's.
+    public mutating func add(_ key: IdentityResolvingKey) {
+        if let i = keys.firstIndex(where: { $0.identity == key.identity || $0.octets == key.octets }) {
+            keys[i] = key
+        } else {
+            keys.append(key)
+        }
+        cache.removeAll(keepingCapacity: true)
     }
 
     /// The identity a sighting stands for: its beacon identity, or its resolved identity address,

@@ -227,7 +227,7 @@ public struct FleetModel: Sendable {
             g.sensors[address] = FleetGateway.Sensor(
                 address: s.address, model: s.model, format: s.format,
                 values: s.values, rssi: s.rssi, ts: envelope.ts, receivedAt: now)
-        case .raw, .peripheralOther:
+        case .raw, .peripheralOther, .enrolment:
             // In the seq stream, not on the dashboard: only the envelope is read.
             _ = try readFlat { _ in () }
         case .notFromAGateway, .badGatewayID, .unknown:

@@ -15,8 +15,10 @@ public enum FleetTopic: Sendable, Equatable {
     /// Peripheral topics the dashboard does not fold (gatt, char, write results): still part of the seq stream.
     case peripheralOther(gateway: String)
     case configState(gateway: String)
+    /// Each step of an enrolment (`…/enrol/state`): in the seq stream, not on the dashboard.
+    case enrolment(gateway: String)
     /// Written by operators or other fleet services, not by a gateway: `<prefix>/fleet/…`, `<prefix>/<gw>/config`,
-    /// `…/peripherals/<address>/write`. Not counted as bad, not part of any gateway's stream.
+    /// `…/peripherals/<address>/write`, `<prefix>/<gw>/enrol`. Not counted as bad, not part of any gateway's stream.
     case notFromAGateway
     /// A gateway id outside `[A-Za-z0-9._-]` (the gateway validates its own id at start, so such a topic was
     /// written by something else).
@@ -45,7 +47,7 @@ public enum FleetTopic: Sendable, Equatable {
             case "status": self = .status(gateway: gw)
             case "adapter": self = .adapter(gateway: gw)
             case "health": self = .health(gateway: gw)
-            case "config": self = .notFromAGateway
+            case "config", "enrol": self = .notFromAGateway
             default: self = .unknown
             }
         case 2:
@@ -56,6 +58,7 @@ public enum FleetTopic: Sendable, Equatable {
             case "sensors" where Self.isAddress(rest[1]): self = .sensor(gateway: gw, address: rest[1])
             case "regions" where Self.isValidLevel(rest[1]): self = .region(gateway: gw, region: rest[1])
             case "config" where rest[1] == "state": self = .configState(gateway: gw)
+            case "enrol" where rest[1] == "state": self = .enrolment(gateway: gw)
             default: self = .unknown
             }
         default:
@@ -79,7 +82,7 @@ public enum FleetTopic: Sendable, Equatable {
         switch self {
         case .status(let g), .adapter(let g), .adapterSlot(let g, _), .health(let g), .beacon(let g, _), .raw(let g),
             .sensor(let g, _), .region(let g, _), .peripheralState(let g, _), .peripheralRSSI(let g, _),
-            .peripheralOther(let g),
+            .peripheralOther(let g), .enrolment(let g),
             .configState(let g):
             return g
         case .notFromAGateway, .badGatewayID, .unknown:

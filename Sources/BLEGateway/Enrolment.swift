@@ -31,6 +31,8 @@ public struct Enrolment: Sendable {
             case linkLost
             /// Nobody paired within the timeout.
             case timedOut(Duration)
+            /// A running gateway cannot enrol now: no controller session of its own (shared mode, an adapter down).
+            case unavailable(String)
         }
         public var reason: Reason
         public var description: String {
@@ -38,6 +40,7 @@ public struct Enrolment: Sendable {
             case .pairing(let f): "pairing failed: \(f)"
             case .linkLost: "the phone ended the link before the pairing finished"
             case .timedOut(let d): "no phone paired within \(d.seconds) s"
+            case .unavailable(let why): "enrolment is not possible now: \(why)"
             }
         }
     }
@@ -75,8 +78,9 @@ public struct Enrolment: Sendable {
         return d
     }
 
-    /// Runs one enrolment on `transport`. `confirm` is asked when the phone shows six digits (Numeric
-    /// Comparison); `progress` hears each step. Returns the phone's identity, or throws `Failed`.
+    /// Runs one enrolment on `transport`, a controller of its own (the gateway stopped). `confirm` is asked when the
+    /// phone shows six digits (Numeric Comparison); `progress` hears each step. Returns the phone's identity, or
+    /// throws `Failed`.
     public func run(
         transport: any HCITransport, confirm: @escaping @Sendable (UInt32) async -> Bool,
         progress: @escaping @Sendable (Progress) -> Void
@@ -93,42 +97,71 @@ public struct Enrolment: Sendable {
                 await links.run()
                 return nil
             }
-            let reports = links.acceptPairing(
-                PeripheralPairings.Offer(local: SMPPairingResponder.Party(type: .public, address: info.address)))
-            group.addTask { [clock, options] in
-                try await clock.sleep(for: options.timeout)
-                throw Failed(reason: .timedOut(options.timeout))
-            }
-            group.addTask {
-                try await self.pair(
-                    controller: controller, links: links, reports: reports, confirm: confirm,
-                    progress: progress, info: info)
-            }
             defer { group.cancelAll() }
-            while let result = try await group.next() {
-                if let identity = result { return identity }
-            }
-            throw Failed(reason: .linkLost)
+            return try await run(controller: controller, links: links, info: info, confirm: confirm, progress: progress)
         }
     }
 
-    private func pair(
-        controller: HCIController, links: LELinks, reports: AsyncStream<PairingEvent>,
-        confirm: @escaping @Sendable (UInt32) async -> Bool, progress: @escaping @Sendable (Progress) -> Void,
-        info: ControllerInfo
+    /// Runs one enrolment on a controller session that is already up (a running gateway's, beside its scanning and
+    /// its links), through that session's `links`. Whatever the outcome (a timeout and cancellation too), pairing is
+    /// no longer offered, the advertising is off and the phone's link is ended before it returns.
+    public func run(
+        controller: HCIController, links: LELinks, info: ControllerInfo,
+        confirm: @escaping @Sendable (UInt32) async -> Bool, progress: @escaping @Sendable (Progress) -> Void
     ) async throws -> SMPPairingResponder.PeerIdentity {
-        let address = info.address
         // A controller with the extended commands is driven with them (legacy PDUs): some controllers deliver legacy
-        // advertising only to legacy scanners, and a phone's stack scans with the extended commands.
+        // advertising only to legacy scanners, and a phone's stack scans with the extended commands. A gateway
+        // scanning with the extended commands could not use the legacy ones anyway (Vol 4, Part E, §3.1.1).
         let extended = info.supportedCommands?.leExtendedAdvertising ?? false
-        try await advertise(on: controller, extended: extended, true)
-        progress(.advertising(address, name: options.name))
+        let reports = links.acceptPairing(
+            PeripheralPairings.Offer(local: SMPPairingResponder.Party(type: .public, address: info.address)))
+        let open = Locked<UInt16?>(nil)
+        let outcome: Result<SMPPairingResponder.PeerIdentity, any Error>
+        do {
+            let identity = try await withThrowingTaskGroup(of: SMPPairingResponder.PeerIdentity.self) { group in
+                group.addTask { [clock, options] in
+                    try await clock.sleep(for: options.timeout)
+                    throw Failed(reason: .timedOut(options.timeout))
+                }
+                group.addTask {
+                    try await self.advertise(on: controller, extended: extended, true)
+                    progress(.advertising(info.address, name: self.options.name))
+                    return try await self.pair(
+                        links: links, reports: reports, open: open, confirm: confirm, progress: progress)
+                }
+                defer { group.cancelAll() }
+                guard let identity = try await group.next() else { throw Failed(reason: .linkLost) }
+                return identity
+            }
+            outcome = .success(identity)
+        } catch {
+            outcome = .failure(error)
+        }
+        // Undone in a task of its own: when the caller was cancelled, these commands must still go out.
+        await Task { [self] in
+            links.stopAcceptingPairing()
+            if let handle = open.withLock({ $0 }) { links.disconnect(handle: handle) }
+            // Legacy PDUs stop with a connection; disabling again is harmless and covers no connection at all.
+            do {
+                try await advertise(on: controller, extended: extended, false)
+            } catch {
+                logger.error("enrol: could not stop advertising: \(error)")
+            }
+        }.value
+        let identity = try outcome.get()
+        progress(.paired(identity))
+        return identity
+    }
+
+    private func pair(
+        links: LELinks, reports: AsyncStream<PairingEvent>, open: Locked<UInt16?>,
+        confirm: @escaping @Sendable (UInt32) async -> Bool, progress: @escaping @Sendable (Progress) -> Void
+    ) async throws -> SMPPairingResponder.PeerIdentity {
         var outcome: Result<SMPPairingResponder.PeerIdentity, Failed>?
-        var open: UInt16?
         for await event in reports {
             switch event {
             case .connected(let handle, let peer):
-                open = handle
+                open.withLock { $0 = handle }
                 logger.info("enrol: \(peer.address) connected")
                 progress(.connected(peer.address))
             case .compare(let handle, let digits):
@@ -145,21 +178,14 @@ public struct Enrolment: Sendable {
                 outcome = .failure(Failed(reason: .pairing(failure)))
                 logger.info("enrol: \(failure)")
                 links.disconnect(handle: handle)
-            case .disconnected(let handle) where handle == open:
-                open = nil
+            case .disconnected(let handle) where handle == open.withLock({ $0 }):
+                open.withLock { $0 = nil }
                 if outcome == nil { outcome = .failure(Failed(reason: .linkLost)) }
             case .disconnected:
                 break
             }
             // Done once there is an outcome and the link is gone: the Disconnect went out before the host stops.
-            if let outcome, open == nil {
-                links.stopAcceptingPairing()
-                // Legacy advertising stopped when the phone connected; disabling it again is harmless and covers
-                // the case where it had not connected.
-                try? await advertise(on: controller, extended: extended, false)
-                if case .success(let identity) = outcome { progress(.paired(identity)) }
-                return try outcome.get()
-            }
+            if let outcome, open.withLock({ $0 }) == nil { return try outcome.get() }
         }
         throw Failed(reason: .linkLost)
     }

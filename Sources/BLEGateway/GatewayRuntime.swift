@@ -30,6 +30,8 @@ public final class GatewayRuntime: Service, Sendable {
     let applying = Locked(())
     /// The peripheral links (configured intents, their GATT work and write commands).
     let peripherals: PeripheralService
+    /// The enrolment commanded through the broker (`…/enrol`), one at a time.
+    let enrolments = EnrolmentDesk()
     /// With `connections.owner_lease_s`: one owner per peripheral across the fleet.
     let ownership: OwnershipCoordinator?
     /// Home Assistant discovery (GatewayRuntime+HomeAssistant.swift).
@@ -300,6 +302,7 @@ public final class GatewayRuntime: Service, Sendable {
         for t in followRemoteConfiguration() { parts.started("remote configuration", t) }
         parts.started("stale peripheral states", correctStalePeripheralStates())
         parts.started("write commands", followWrites())
+        parts.started("enrolment commands", followEnrolments())
         parts.started("peripheral ownership", ownership?.start())
         parts.started("own status", followOwnStatus())
         parts.started("mqtt", Task { [client] in try? await client.run() })

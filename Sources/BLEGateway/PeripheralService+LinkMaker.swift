@@ -33,6 +33,7 @@ extension PeripheralLinkMaker {
 
 final class HCILinkMaker: PeripheralLinkMaker, @unchecked Sendable {
     let controller: HCIController
+    let info: ControllerInfo
     let links: LELinks
     /// Scanning uses the extended commands, so connecting must too (Core v5.4, Vol 4, Part E, §3.1.1).
     let extended: Bool
@@ -44,6 +45,7 @@ final class HCILinkMaker: PeripheralLinkMaker, @unchecked Sendable {
         post: @escaping @Sendable (ConnectionManager.Event) -> Void
     ) {
         self.controller = controller
+        self.info = info
         self.links = LELinks(controller: controller, buffers: info.leACLBuffers, clock: clock, logger: logger)
         self.extended = info.supportsExtendedAdvertising
         self.post = post

@@ -408,6 +408,31 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             ) { [self] in post($0) })
     }
 
+    /// Enrols a phone on the controller session now up, beside the scanning and the links (`Enrolment`): the
+    /// session's own links take the pairing. Refused with the reason in shared mode (the kernel pairs there) and
+    /// while no session is up.
+    public func enrol(
+        _ enrolment: Enrolment, confirm: @escaping @Sendable (UInt32) async -> Bool,
+        progress: @escaping @Sendable (Enrolment.Progress) -> Void
+    ) async throws -> SMPPairingResponder.PeerIdentity {
+        switch session.withLock({ $0?.maker }) {
+        case let maker as HCILinkMaker:
+            return try await enrolment.run(
+                controller: maker.controller, links: maker.links, info: maker.info, confirm: confirm,
+                progress: progress)
+        case is KernelLinkMaker:
+            throw Enrolment.Failed(reason: .unavailable(Self.sharedModeEnrolment))
+        default:
+            throw Enrolment.Failed(reason: .unavailable("no adapter session is up (the adapter is down or recovering)"))
+        }
+    }
+
+    /// Why shared mode does not enrol: the kernel's Security Manager answers the phone's pairing, not ours.
+    public static let sharedModeEnrolment = """
+        adapter.mode is shared: BlueZ pairs and keeps the keys (bluetoothd stores the phone's IRK under \
+        /var/lib/bluetooth, root only), and reading them from there is not built; enrol in exclusive mode
+        """
+
     func serve(_ maker: any PeripheralLinkMaker) async {
         // One session at a time: with two adapters the role moves between controllers, and the one that was lost
         // may still be unwinding (its links reported gone) when the other starts.

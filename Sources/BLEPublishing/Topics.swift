@@ -84,6 +84,10 @@ public struct Topics: Sendable, Hashable {
     public var peripheralWrites: String { "\(base)/peripherals/+/write" }
     /// One result per write command: success, or the ATT error by name.
     public func peripheralWriteResult(_ address: String) -> String { "\(base)/peripherals/\(address)/write/result" }
+    /// Enrolment commands (operators publish here, not retained): pair a phone through the running gateway.
+    public var enrol: String { "\(base)/enrol" }
+    /// Each step and the outcome of an enrolment (not retained).
+    public var enrolState: String { "\(base)/enrol/state" }
     /// Decoded sensor readings (docs/SENSORS.md); `address` is 12 lowercase hex digits.
     public func sensor(_ address: String) -> String { "\(base)/sensors/\(address)" }
     /// Rate-limited raw advertisement stream (optional).

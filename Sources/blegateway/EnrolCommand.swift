@@ -68,11 +68,7 @@ struct EnrolCommand: AsyncParsableCommand {
         do { spec = try DeviceSpec(parsing: deviceText ?? "hci0") } catch { throw ValidationError("\(error)") }
         if case .file = spec { throw ValidationError("a capture file cannot pair: give a live adapter") }
 
-        LoggingSystem.bootstrap { label in
-            var h = StreamLogHandler.standardError(label: label)
-            h.logLevel = .warning
-            return h
-        }
+        CommandLogging.bootstrap(level: .warning)
         let logger = Logger(label: "blegateway.enrol")
         let clock = SystemClock()
         let transport: any HCITransport
@@ -127,11 +123,9 @@ struct EnrolCommand: AsyncParsableCommand {
         Self.say("restart the gateway (or copy \(path) to every gateway) to follow it")
     }
 
-    static let sharedRefusal = """
-        adapter.mode is shared: enrolment needs the controller (exclusive mode). In shared mode BlueZ pairs and \
-        keeps the keys (bluetoothd stores the phone's IRK under /var/lib/bluetooth, root only), and reading them \
-        from there is not built; stop the gateway and give --device hci0, or enrol on another adapter.
-        """
+    static let sharedRefusal =
+        "enrolment needs the controller (exclusive mode). \(PeripheralService.sharedModeEnrolment); stop the gateway "
+        + "and give --device hci0, or enrol on another adapter"
 
     static func say(_ line: String) { FileHandle.standardOutput.write(Data((line + "\n").utf8)) }
 

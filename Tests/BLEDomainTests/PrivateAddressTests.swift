@@ -38,6 +38,20 @@ import Testing
         #expect(r.hashComputations == 2, "a rotation costs one AES")
     }
 
+    /// An identity enrolled while running: an address cached as unresolved resolves once its key is added, and a
+    /// second enrolment of the same identity replaces the key instead of adding one.
+    @Test func aKeyAddedWhileRunningResolvesAddressesSeenBeforeAndReplacesItsOlderKey() {
+        var r = PrivateAddressResolver(keys: [])
+        let rpa = BDAddress("70:81:94:0D:FB:AA")!
+        #expect(r.resolve(rpa, type: .random) == nil)
+        let stale = IdentityResolvingKey(hex: "00112233445566778899aabbccddeeff", identity: Self.irk.identity)!
+        r.add(stale)
+        #expect(r.resolve(rpa, type: .random) == nil)
+        r.add(Self.irk)
+        #expect(r.resolve(rpa, type: .random) == Self.irk.identity)
+        #expect(r.keys == [Self.irk])
+    }
+
     @Test func aFloodOfUnresolvableAddressesKeepsTheCacheBounded() {
         var r = PrivateAddressResolver(keys: [Self.irk], cacheCapacity: 100)
         var g = SystemRandomNumberGenerator()

@@ -108,6 +108,19 @@ import Testing
         ])
     }
 
+    /// An enrolment's steps (`…/enrol/state`) take seqs like every reading: they fill the stream, no gap and no bad
+    /// input; the operator's command on `…/enrol` is not a gateway's.
+    @Test func enrolmentStepsArePartOfTheStreamAndTheCommandIsNotAGateways() {
+        var m = FleetModel(prefix: "demo")
+        fold(&m, "demo/gw-lobby/status", Self.online)
+        fold(&m, "demo/gw-lobby/enrol", #"{"id":"e1","name":"alice"}"#)
+        fold(&m, "demo/gw-lobby/enrol/state", #"{\#(Self.env(2)),"id":"e1","state":"refused","error":"x"}"#)
+        fold(&m, "demo/gw-lobby/adapter", Self.adapter(3, "poweredOn"))
+        #expect(m.counters.unknownTopics == 0)
+        #expect(m.recentBadInput.isEmpty)
+        #expect(m.gateways["gw-lobby"]?.seq.gaps == 0)
+    }
+
     /// `…/sensors/<address>` (docs/TOPICS.md) is in the schema: its seq fills the stream, it is no bad input.
     @Test func sensorReadingsArePartOfTheStreamNotBadInput() {
         var m = FleetModel(prefix: "demo")

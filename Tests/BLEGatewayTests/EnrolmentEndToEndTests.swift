@@ -147,6 +147,124 @@ extension EndToEndSuites {
             #expect(late.count >= 5, "ranged through the rotations: \(late.count) updates after \(start) s")
         }
 
+        /// Enrolment through the broker, on a gateway that is running: `…/enrol` starts it beside the scanning, the
+        /// six digits come on `…/enrol/state` and the operator's `confirm` answers them; a cancelled enrolment ends its
+        /// link and its advertising; commands it cannot take are refused with the reason while the enrolment goes on.
+        /// Then the same runtime, never restarted, follows the phone by its identity alone.
+        @Test func aRunningGatewayEnrolsThroughTheBrokerAndFollowsThePhoneWithoutARestart() async throws {
+            signal(SIGPIPE, SIG_IGN)
+            let f = try EndToEndSuites.Fixture()
+            defer { f.broker.terminate() }
+            let clock = ScaledClock(factor: 2)
+            let simulator = try Self.simulator(pairing: "secure_connections", directory: f.directory, clock: clock)
+            let sim = Task { try await simulator.run() }
+            defer { sim.cancel() }
+            let socket = simulator.socketPath(for: "gw-e")
+            try await EndToEndSuites.waitFor("the simulator's socket") { FileManager.default.fileExists(atPath: socket) }
+            var c = f.configuration()
+            c.remoteConfig.enabled = false
+            c.scan.active = false
+            c.adapter.device = "unix:\(socket)"
+            let file = f.directory.appendingPathComponent("identities.yaml").path
+            c.identityKeysFile = file
+            let base = "\(f.prefix)/\(f.gateway)"
+            let observer = try Observer(port: f.broker.port, filter: "\(base)/#")
+            defer { observer.stop() }
+            try await observer.publish("\(f.prefix)/probe", Array("{}".utf8))
+            let runtime = try GatewayRuntime(
+                configuration: c,
+                makeSource: { role in
+                    HCISightingSource(spec: .unix(path: socket), mode: .exclusive, scan: c.scan, clock: clock,
+                                      logger: Logger(label: "test"), role: role)
+                },
+                clock: clock, clockSynchronized: { true })
+            let gateway = Task { try await runtime.run() }
+            defer { gateway.cancel() }
+            // Scanning: the phone's own rotating addresses are ranged, each as a device of its own.
+            try await EndToEndSuites.waitFor("the phone ranged by its private address", limit: .seconds(30)) {
+                observer.lock.withLock { observer.messages.contains { $0.topic.hasPrefix("\(base)/beacons/") } }
+            }
+            let commands = "\(base)/enrol"
+            func steps(_ id: String) -> [[String: Any]] {
+                observer.states("\(commands)/state").filter { $0["id"] as? String == id }
+            }
+            func send(_ json: String) async throws { try await observer.publish(commands, Array(json.utf8)) }
+
+            // A command with a key it does not know: refused, with the reason.
+            try await send(#"{"id": "typo", "nmae": "alice"}"#)
+            try await EndToEndSuites.waitFor("the refusal") { !steps("typo").isEmpty }
+            #expect(steps("typo").first?["state"] as? String == "refused")
+            #expect((steps("typo").first?["error"] as? String)?.contains("nmae") == true)
+
+            // The first enrolment is cancelled while the digits wait for the operator.
+            try await send(#"{"id": "e1", "name": "alice", "advertise": "BLEGateway test", "timeout_s": 60}"#)
+            try await EndToEndSuites.waitFor("the first digits", limit: .seconds(30)) {
+                steps("e1").contains { $0["state"] as? String == "compare" }
+            }
+            #expect(steps("e1").map { $0["state"] as? String } == ["advertising", "connected", "compare"])
+            #expect(steps("e1").last?["awaiting_confirm"] as? Bool == true)
+            try await send(#"{"id": "e1", "cancel": true}"#)
+            try await EndToEndSuites.waitFor("the cancellation") { steps("e1").count == 4 }
+            #expect(steps("e1").last?["state"] as? String == "failed" && steps("e1").last?["error"] as? String == "cancelled")
+            try await EndToEndSuites.waitFor("the link ended") { simulator.nodes[0].links.isEmpty }
+            #expect(!simulator.nodes[0].advertising.enabled)
+            #expect(!FileManager.default.fileExists(atPath: file), "nothing kept from a cancelled enrolment")
+
+            // The second is confirmed; a start while it runs and an answer for another id are refused.
+            try await send(#"{"id": "e2", "name": "alice", "advertise": "BLEGateway test", "timeout_s": 60}"#)
+            try await EndToEndSuites.waitFor("the second digits", limit: .seconds(30)) {
+                steps("e2").contains { $0["state"] as? String == "compare" }
+            }
+            try await send(#"{"id": "e3", "name": "bob"}"#)
+            try await send(#"{"id": "e1", "confirm": true}"#)
+            try await EndToEndSuites.waitFor("two refusals") { steps("e3").count == 1 && steps("e1").count == 5 }
+            #expect((steps("e3").first?["error"] as? String)?.contains("already running (id \"e2\")") == true)
+            #expect(steps("e1").last?["state"] as? String == "refused")
+            let digits = steps("e2").last?["digits"] as? String
+            try await send(#"{"id": "e2", "confirm": true}"#)
+            try await EndToEndSuites.waitFor("enrolled", limit: .seconds(30)) {
+                steps("e2").contains { ["enrolled", "failed"].contains($0["state"] as? String) }
+            }
+            let outcome = try #require(steps("e2").last)
+            #expect(outcome["state"] as? String == "enrolled", "\(outcome)")
+            #expect(outcome["identity"] as? String == Self.identity.description && outcome["change"] as? String == "added")
+            let phone = try #require(simulator.nodes[0].pairings.last)
+            #expect(phone.outcome == .paired)
+            #expect(digits == phone.digits.map { String(format: "%06u", $0) }, "the digits shown are the phone's")
+            #expect(try IdentityKeyFile.entries(file).map(\.name) == ["alice"])
+            var st = stat()
+            #expect(stat(file, &st) == 0 && st.st_mode & 0o777 == 0o600)
+            #expect(!observer.lock.withLock { observer.messages.contains { "\($0.json)".lowercased().contains(Self.irk) } },
+                    "the IRK is never published")
+
+            // Followed by its identity from now on, through rotations, by the gateway that never restarted.
+            let identityTopic = "\(base)/beacons/mac-\(Self.identity.topicComponent)"
+            try await EndToEndSuites.waitFor("the identity ranged", limit: .seconds(30)) {
+                !observer.states(identityTopic).isEmpty
+            }
+            let mark = observer.lock.withLock { observer.messages.count }
+            let spec = try #require(simulator.scenario.emitters.first?.phone)
+            let start = clock.now().seconds
+            while clock.now().seconds < start + 3 * spec.rotation { try await Task.sleep(for: .milliseconds(50)) }
+            let (before, later) = observer.lock.withLock {
+                (observer.messages[..<mark].map(\.topic), observer.messages[mark...].map(\.topic))
+            }
+            let beacons = later.filter { $0.hasPrefix("\(base)/beacons/") }
+            #expect(beacons.filter { $0 == identityTopic }.count >= 3)
+            // The phone took new addresses meanwhile, and none became a device of its own; a private address's track
+            // from before the enrolment only winds down, ending with proximity unknown.
+            #expect(Set(beacons).isSubset(of: Set(before)), "new devices: \(Set(beacons).subtracting(before))")
+            for stale in Set(beacons).subtracting([identityTopic]) {
+                try await EndToEndSuites.waitFor("\(stale) winds down", limit: .seconds(30)) {
+                    observer.states(stale).last?["proximity"] as? String == "unknown"
+                }
+            }
+            // Every step matches its schema (schema/v1/enrol-state.json); the commands are the operator's.
+            let published = observer.lock.withLock { observer.messages.filter { $0.topic == "\(commands)/state" } }
+            let problems = try SchemaValidation.problems(published, prefix: f.prefix, directory: f.directory)
+            #expect(problems == nil, "schema validation: \(problems ?? "")")
+        }
+
         /// A device that can only type: the gateway displays a passkey, the user types it, twenty rounds commit to its
         /// bits; typed wrong, the gateway finds the first bit that differs (Confirm Value Failed, 0x04).
         @Test(arguments: [false, true])

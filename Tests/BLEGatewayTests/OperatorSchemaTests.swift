@@ -49,4 +49,43 @@ import Testing
             #expect(report?.contains("0 passed, 1 failed") == true, "\(message.payload): \(report ?? "validated")")
         }
     }
+
+    /// Enrolment commands (schema/v1/enrol.json): what `EnrolmentCommand` takes validates, what it refuses does not.
+    @Test func enrolmentCommandsTheGatewayTakesValidateAndThoseItRefusesDoNot() throws {
+        let taken: [(String, EnrolmentCommand)] = [
+            (#"{"id": "e1", "name": "alice-iphone", "advertise": "Hall gateway", "timeout_s": 90, "accept": false}"#,
+             .start(.init(id: "e1", name: "alice-iphone", advertise: "Hall gateway", timeoutSeconds: 90))),
+            (#"{"name": "watch"}"#, .start(.init(id: nil, name: "watch"))),
+            (#"{"id": "e1", "confirm": true}"#, .confirm(id: "e1", true)),
+            (#"{"id": "e1", "confirm": false}"#, .confirm(id: "e1", false)),
+            (#"{"id": "e1", "cancel": true}"#, .cancel(id: "e1")),
+        ]
+        for (payload, command) in taken {
+            #expect(EnrolmentCommand.parse(Array(payload.utf8)) == .success(command), "\(payload)")
+        }
+        let report = try Self.problems(taken.map { ("bg/gw/enrol", $0.0) })
+        #expect(report == nil, "\(report ?? "")")
+
+        let refused: [(payload: String, because: String)] = [
+            (#"{"id": "e1"}"#, "\"name\" is required"),
+            (#"{"id": "e1", "name": ""}"#, "\"name\" must be one line"),
+            (#"{"id": "e1", "name": "a\nb"}"#, "\"name\" must be one line"),
+            (#"{"id": "e1", "name": "alice", "timeout_s": 0}"#, "\"timeout_s\" must be between 1 and 600"),
+            (#"{"id": "e1", "name": "alice", "confirm": true}"#, "\"confirm\" goes alone"),
+            (#"{"id": "e1", "cancel": true, "timeout_s": 5}"#, "\"cancel\" goes alone"),
+            (#"{"id": "e1", "cancel": false}"#, "unexpected key or type: cancel"),
+            (#"{"id": "e1", "name": "alice", "irk": "00"}"#, "unexpected key or type: irk"),
+            (#"{"id": 7, "name": "alice"}"#, "\"id\" must be a string"),
+            (#"["alice"]"#, "not a JSON object"),
+        ]
+        for r in refused {
+            guard case .failure(let refusal) = EnrolmentCommand.parse(Array(r.payload.utf8)) else {
+                Issue.record("taken: \(r.payload)")
+                continue
+            }
+            #expect(refusal.message.contains(r.because), "\(r.payload): \(refusal.message)")
+            let report = try Self.problems([("bg/gw/enrol", r.payload)])
+            #expect(report?.contains("0 passed, 1 failed") == true, "\(r.payload): \(report ?? "validated")")
+        }
+    }
 }

@@ -465,8 +465,8 @@ else
     check "broker ACL: gw-a reads its own and the fleet config, not gw-b's" reads
     # Every topic the gateway publishes, from Topics.swift: `\(base)/…` with each interpolation filled in.
     mapfile -t families < <(grep -o '"\\(base)/[^"]*"' "$REPO/Sources/BLEPublishing/Topics.swift" \
-        | sed -e 's/^"\\(base)\///' -e 's/"$//' -e 's/\\([^)]*)/x1/g' | grep -vx config \
-        | grep -v -e '+' -e '/$' | sort -u)  # not the filters it subscribes with (peripherals/+/write, …/)
+        | sed -e 's/^"\\(base)\///' -e 's/"$//' -e 's/\\([^)]*)/x1/g' | grep -vx -e config -e enrol \
+        | grep -v -e '+' -e '/$' | sort -u)  # not what it reads (config, enrol) nor its filters (peripherals/+/write, …/)
     echo "     gateway topics from Topics.swift: ${families[*]}"
     observer_log=$M/observer.log
     timeout 30 mosquitto_sub "${tls[@]}" -u ops -P pw-ops -v -q 1 -t 'blegateway/#' >"$observer_log" 2>&1 &
