@@ -67,11 +67,13 @@ public struct Enrolment: Sendable {
 
     /// Advertising data (Core Supplement, Part A): Flags LE General Discoverable | BR/EDR Not Supported,
     /// Appearance, the Heart Rate service UUID, and the name, shortened if the 31 octets run out.
-    public static func advertisingData(name: String) -> [UInt8] {
-        var d: [UInt8] = [0x02, 0x01, 0x06]
+    /// - Parameter flags: false leaves the Flags structure out, for the kernel to add (shared mode).
+    public static func advertisingData(name: String, flags: Bool = true) -> [UInt8] {
+        var d: [UInt8] = flags ? [0x02, 0x01, 0x06] : []
         d += [0x03, 0x19, UInt8(appearance & 0xFF), UInt8(appearance >> 8)]
         d += [0x03, 0x03, UInt8(heartRateService & 0xFF), UInt8(heartRateService >> 8)]
-        let room = 31 - d.count - 2
+        // Room for the Flags the kernel adds when this function leaves them out.
+        let room = 31 - (flags ? d.count : d.count + 3) - 2
         let bytes = Array(name.utf8)
         // 0x09 Complete Local Name, or 0x08 Shortened Local Name when it does not fit.
         d += [UInt8(min(bytes.count, room) + 1), bytes.count <= room ? 0x09 : 0x08] + bytes.prefix(room)

@@ -408,9 +408,9 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             ) { [self] in post($0) })
     }
 
-    /// Enrols a phone on the controller session now up, beside the scanning and the links (`Enrolment`): the
-    /// session's own links take the pairing. Refused with the reason in shared mode (the kernel pairs there) and
-    /// while no session is up.
+    /// Enrols a phone on the controller session now up, beside the scanning and the links: in exclusive mode the
+    /// session's own links take the pairing (`Enrolment`); in shared mode the kernel pairs, bluetoothd's agent asks
+    /// the user, and the key is read as the kernel announces it (`SharedEnrolment`). Refused while no session is up.
     public func enrol(
         _ enrolment: Enrolment, confirm: @escaping @Sendable (UInt32) async -> Bool,
         progress: @escaping @Sendable (Enrolment.Progress) -> Void
@@ -420,18 +420,15 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             return try await enrolment.run(
                 controller: maker.controller, links: maker.links, info: maker.info, confirm: confirm,
                 progress: progress)
-        case is KernelLinkMaker:
-            throw Enrolment.Failed(reason: .unavailable(Self.sharedModeEnrolment))
+        case let maker as KernelLinkMaker:
+            // The kernel pairs and bluetoothd's agent confirms: `confirm` is never asked.
+            return try await SharedEnrolment(
+                adapter: maker.adapter, options: enrolment.options, clock: enrolment.clock, logger: enrolment.logger
+            ).run(progress: progress)
         default:
             throw Enrolment.Failed(reason: .unavailable("no adapter session is up (the adapter is down or recovering)"))
         }
     }
-
-    /// Why shared mode does not enrol: the kernel's Security Manager answers the phone's pairing, not ours.
-    public static let sharedModeEnrolment = """
-        adapter.mode is shared: BlueZ pairs and keeps the keys (bluetoothd stores the phone's IRK under \
-        /var/lib/bluetooth, root only), and reading them from there is not built; enrol in exclusive mode
-        """
 
     func serve(_ maker: any PeripheralLinkMaker) async {
         // One session at a time: with two adapters the role moves between controllers, and the one that was lost

@@ -44,6 +44,11 @@ public struct SMPPairingResponder: Sendable {
         public var irk: [UInt8]
         public var addressType: LEAddressType
         public var address: BDAddress
+        public init(irk: [UInt8], addressType: LEAddressType, address: BDAddress) {
+            self.irk = irk
+            self.addressType = addressType
+            self.address = address
+        }
     }
 
     public enum Method: Sendable, Hashable {

@@ -83,7 +83,7 @@ public enum KernelAdapters {
 
     /// "hci3" → 3; nil for anything else ("hci3:12", "hcix", "hci03": the kernel never names an adapter so).
     /// The one reading of an adapter's name: device specs, sockets and sysfs all go through it.
-    static func index(of name: String) -> UInt16? {
+    public static func index(of name: String) -> UInt16? {
         guard name.hasPrefix("hci") else { return nil }
         let digits = name.dropFirst(3)
         guard !digits.isEmpty, digits.allSatisfy(\.isASCII), let n = UInt16(digits), n < KernelHCISocket.noDevice,

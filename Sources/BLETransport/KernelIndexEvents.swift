@@ -40,45 +40,11 @@ public struct KernelIndexEvent: Sendable, Hashable {
     }
 }
 
-/// Every kernel adapter's arrivals, removals, power-ons and power-offs, from a monitor socket of its own
-/// (HCI_CHANNEL_MONITOR; CAP_NET_RAW, as shared mode needs anyway). On open the kernel first replays New Index
-/// and Open Index for the adapters already there, so a watcher starts knowing which are up. One reader thread
-/// per watcher; `close()` (or dropping the stream's consumer) ends it.
-public final class KernelIndexEvents: @unchecked Sendable {
-    public let events: AsyncThrowingStream<KernelIndexEvent, any Error>
-    private let descriptor: OwnedDescriptor
+/// Every kernel adapter's arrivals, removals, power-ons and power-offs, from a monitor socket of its own. On open the
+/// kernel first replays New Index and Open Index for the adapters already there, so a watcher starts knowing which
+/// are up.
+public typealias KernelIndexEvents = KernelMonitorEvents<KernelIndexEvent>
 
-    public init() throws {
-        let fd = try KernelHCISocket.open(
-            device: KernelHCISocket.noDevice, channel: Int32(CBT_HCI_CHANNEL_MONITOR),
-            adapterName: "the monitor channel")
-        descriptor = try OwnedDescriptor(fd)
-        let (events, continuation) = AsyncThrowingStream.makeStream(of: KernelIndexEvent.self)
-        self.events = events
-        continuation.onTermination = { [descriptor] _ in descriptor.close() }
-        let thread = Thread { [descriptor, continuation] in
-            // A monitor message is at most a header and one HCI packet.
-            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 65536 + 16, alignment: 8)
-            defer {
-                buffer.deallocate()
-                descriptor.release()
-            }
-            do {
-                while let n = try descriptor.read(into: buffer), n > 0 {
-                    if let e = KernelIndexEvent.parse(UnsafeRawBufferPointer(rebasing: buffer[0..<n])) {
-                        continuation.yield(e)
-                    }
-                }
-                continuation.finish()
-            } catch {
-                continuation.finish(throwing: error)
-            }
-        }
-        thread.name = "hci index events"
-        thread.start()
-    }
-
-    deinit { descriptor.close() }
-
-    public func close() { descriptor.close() }
+extension KernelMonitorEvents where Event == KernelIndexEvent {
+    public convenience init() throws { try self.init(name: "hci index events", parse: KernelIndexEvent.parse) }
 }

@@ -149,3 +149,43 @@ import Testing
         #expect(KernelIndexEvent.parse([0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00]) == nil)
     }
 }
+
+/// The key a pairing distributes, as the monitor channel copies the management interface's New Identity Resolving Key
+/// event (BlueZ doc/mgmt-api.txt, event 0x0018; monitor control event, opcode 17).
+@Suite struct KernelIdentityKeyTests {
+    /// hci0, cookie 1; Store_Hint 1, Random_Address 4C:6B:86:AA:E9:CA, Key: Address 5C:F3:70:00:00:01, LE Public,
+    /// Value = Core v5.4 Vol 3 Part H Appendix D.7's IRK, least significant octet first as the event carries it.
+    static let event: [UInt8] =
+        [0x11, 0x00, 0x00, 0x00, 0x24, 0x00] + [0x01, 0x00, 0x00, 0x00] + [0x18, 0x00] + [0x01]
+        + [0xCA, 0xE9, 0xAA, 0x86, 0x6B, 0x4C] + [0x01, 0x00, 0x00, 0x70, 0xF3, 0x5C] + [0x01]
+        + [0x9B, 0x7D, 0x39, 0x0A, 0xA6, 0x10, 0x10, 0x34, 0x05, 0xAD, 0xC8, 0x57, 0xA3, 0x34, 0x02, 0xEC]
+
+    @Test func newIdentityResolvingKeyGivesTheIdentityAndTheKeyMostSignificantOctetFirst() {
+        let key = KernelIdentityKey.parse(Self.event)
+        #expect(key?.index == 0)
+        #expect(key?.randomAddress == BDAddress("4C:6B:86:AA:E9:CA"))
+        #expect(key?.identity == BDAddress("5C:F3:70:00:00:01") && key?.identityIsPublic == true)
+        #expect(key.map { HexDigits.string($0.key) } == "ec0234a357c8ad05341010a60a397d9b")
+        // Address_Type 0x02: a random static identity.
+        var random = Self.event
+        random[25] = 0x02
+        #expect(KernelIdentityKey.parse(random)?.identityIsPublic == false)
+    }
+
+    @Test func otherControlEventsOtherMessagesAndShortOnesAreNoKey() {
+        // New Long Term Key (0x000A) in the same frame; an HCI event packet (opcode 3); BR/EDR address type 0x00;
+        // the key one octet short.
+        var ltk = Self.event
+        ltk[10] = 0x0A
+        #expect(KernelIdentityKey.parse(ltk) == nil)
+        var packet = Self.event
+        packet[0] = 0x03
+        #expect(KernelIdentityKey.parse(packet) == nil)
+        var bredr = Self.event
+        bredr[25] = 0x00
+        #expect(KernelIdentityKey.parse(bredr) == nil)
+        var short = Array(Self.event.dropLast())
+        short[4] = 0x23
+        #expect(KernelIdentityKey.parse(short) == nil)
+    }
+}

@@ -97,3 +97,152 @@ enrol_checks() {
     fi
     check enrol-irk-resolves-bluez-rpa "$r"
 }
+
+# Shared mode: the kernel owns hci0 and its Security Manager answers; `blegateway enrol --mode shared` only asks the
+# kernel to advertise (management Add Advertising) and reads the key from the kernel's New Identity Resolving Key
+# event on the monitor channel. Without bluetoothd, a btmgmt shell on hci0 stands for its agent and confirms. Runs
+# after enrol_checks: hci1 is set up (privacy with ENROL_IRK) and forgets its earlier bond with hci0 first.
+enrol_shared_checks() {
+    if ! timeout 10 "$BIN" enrol --help 2>&1 | grep -q -- "--mode"; then
+        skip enrol-shared "blegateway enrol has no --mode"
+        return
+    fi
+    W=/tmp/enrol
+    mkdir -p $W
+    rm -f $W/shared.yaml
+    addr=$(timeout 5 btmgmt -i hci1 info 2>/dev/null | sed -n 's/.*addr \([0-9A-Fa-f:]\{17\}\).*/\1/p' | head -n 1)
+    {
+        timeout 5 btmgmt -i hci0 power off
+        timeout 5 btmgmt -i hci0 le on
+        timeout 5 btmgmt -i hci0 bredr off
+        timeout 5 btmgmt -i hci0 bondable on
+        timeout 5 btmgmt -i hci0 sc on
+        # What bluetoothd does at start: load the stored identity keys (none here). Only then does the kernel ask a
+        # peer to distribute its identity (smp.c: SMP_DIST_ID_KEY once HCI_RPA_RESOLVING is set).
+        timeout 5 btmgmt -i hci0 irks
+        timeout 5 btmgmt -i hci0 power on
+        timeout 5 btmgmt -i hci0 info
+    } > "$OUT/enrol-shared-btmgmt.log" 2>&1
+    gw=$(sed -n 's/.*addr \([0-9A-Fa-f:]\{17\}\).*/\1/p' "$OUT/enrol-shared-btmgmt.log" | head -n 1)
+    if [ -z "$addr" ] || [ -z "$gw" ]; then
+        fail enrol-shared-setup "no address for hci0 ($gw) or hci1 ($addr)"
+        return
+    fi
+    timeout 5 btmgmt -i hci1 unpair -t 0x01 "$gw" > /dev/null 2>&1
+    btmon -w "$OUT/enrol-shared.btsnoop" > /dev/null 2>&1 &
+    MON=$!
+    timeout 90 "$BIN" enrol --mode shared --device hci0 --name vm-peer-shared --identities $W/shared.yaml \
+        --timeout 80 > "$OUT/enrol-shared.txt" 2> "$OUT/enrol-shared.err" &
+    ENROL=$!
+    advertised=
+    for i in $(seq 1 60); do
+        grep -q "^advertising as " "$OUT/enrol-shared.txt" && { advertised=1; break; }
+        sleep 0.5
+    done
+    if [ -z "$advertised" ]; then
+        kill $ENROL $MON 2>/dev/null
+        wait $ENROL 2>/dev/null
+        fail enrol-shared-advertises "enrol --mode shared did not advertise: $(tail -n 2 "$OUT/enrol-shared.err" | tr '\n' ' ')"
+        return
+    fi
+    pass enrol-shared-advertises
+    log "enrol (shared): hci1 ($addr) pairs with the kernel's hci0 ($gw)"
+    # bluetoothd's agent, played by btmgmt's shell on hci0: it answers the kernel's User Confirmation Request.
+    (sleep 5; echo yes; sleep 25; echo quit) | timeout 40 btmgmt -i hci0 > "$OUT/enrol-shared-agent.txt" 2>&1 &
+    AGENT=$!
+    (echo "pair -c 0x03 -t 0x01 $gw"; sleep 5; echo yes; sleep 20; echo quit) |
+        timeout 40 btmgmt -i hci1 > "$OUT/enrol-shared-pair.txt" 2>&1
+    wait $ENROL
+    rc=$?
+    kill $MON $AGENT 2>/dev/null
+    r=ok
+    [ $rc -eq 0 ] || r="enrol exited $rc: $(tail -n 1 "$OUT/enrol-shared.err"); btmgmt: $(tail -n 1 "$OUT/enrol-shared-pair.txt")"
+    check enrol-shared-pairs-through-the-kernel "$r"
+    r=ok
+    if [ ! -f $W/shared.yaml ]; then
+        r="no identities file"
+    elif ! grep -q "irk: \"$ENROL_IRK_MSB_FIRST\"" $W/shared.yaml; then
+        r="the IRK read from the kernel differs: $(grep -o 'irk: "[0-9a-f]*"' $W/shared.yaml)"
+    elif ! grep -qi "address: \"$addr\"" $W/shared.yaml; then
+        r="the identity address differs from hci1's $addr: $(grep -o 'address: "[^"]*"' $W/shared.yaml)"
+    fi
+    check enrol-shared-irk-matches-bluez "$r"
+    # Our advertising instance is gone again: the kernel lists no instance on hci0.
+    r=ok
+    timeout 5 btmgmt -i hci0 advinfo > "$OUT/enrol-shared-advinfo.txt" 2>&1
+    grep -qE "Instances list with [1-9]" "$OUT/enrol-shared-advinfo.txt" && r="an advertising instance is left: $(tr '\n' ' ' < "$OUT/enrol-shared-advinfo.txt")"
+    check enrol-shared-stops-advertising "$r"
+    enrol_command_checks "$gw" "$addr"
+    timeout 5 btmgmt -i hci0 power off > /dev/null 2>&1
+}
+
+# The same through a running gateway in shared mode: a command on …/enrol, each step on …/enrol/state. Both sides
+# forget the bond of the check before. Arguments: hci0's and hci1's addresses.
+enrol_command_checks() {
+    gw=$1
+    addr=$2
+    if [ ! -x /usr/sbin/mosquitto ] || [ ! -x /usr/bin/mosquitto_sub ]; then
+        skip enrol-command "no /usr/sbin/mosquitto or /usr/bin/mosquitto_sub"
+        return
+    fi
+    W=/tmp/enrol-command
+    mkdir -p $W
+    rm -f $W/identities.yaml
+    ip link set lo up 2>/dev/null || ifconfig lo 127.0.0.1 up 2>/dev/null
+    printf 'listener 1885 127.0.0.1\nallow_anonymous true\npersistence false\nlog_dest stderr\n' > $W/mosquitto.conf
+    /usr/sbin/mosquitto -c $W/mosquitto.conf > "$OUT/enrol-command-mosquitto.log" 2>&1 &
+    BROKER=$!
+    for i in $(seq 1 20); do grep -q "running" "$OUT/enrol-command-mosquitto.log" && break; sleep 0.5; done
+    timeout 5 btmgmt -i hci1 unpair -t 0x01 "$gw" > /dev/null 2>&1
+    timeout 5 btmgmt -i hci0 unpair -t 0x01 "$addr" > /dev/null 2>&1
+    timeout 100 mosquitto_sub -h 127.0.0.1 -p 1885 -v -t 'vmen/vm/#' > "$OUT/enrol-command-mqtt.txt" 2>&1 &
+    SUB=$!
+    cat > $W/gateway.yaml <<CONF
+gateway:
+  id: vm
+adapter:
+  device: hci0
+  mode: shared
+mqtt:
+  broker: mqtt://127.0.0.1:1885
+  prefix: vmen
+spool:
+  path: $W/spool.sqlite
+remote_config:
+  enabled: false
+identity_keys_file: $W/identities.yaml
+CONF
+    timeout 90 "$BIN" run --config $W/gateway.yaml > "$OUT/enrol-command-gw.txt" 2>&1 &
+    GW=$!
+    for i in $(seq 1 40); do grep -q '^vmen/vm/adapter .*"poweredOn"' "$OUT/enrol-command-mqtt.txt" && break; sleep 0.5; done
+    timeout 5 mosquitto_pub -h 127.0.0.1 -p 1885 -q 1 -t vmen/vm/enrol \
+        -m '{"id": "vm1", "name": "vm-peer-command", "timeout_s": 60}'
+    advertised=
+    for i in $(seq 1 40); do
+        grep -q '^vmen/vm/enrol/state .*"state":"advertising"' "$OUT/enrol-command-mqtt.txt" && { advertised=1; break; }
+        sleep 0.5
+    done
+    r=ok
+    if [ -z "$advertised" ]; then
+        r="no advertising step: $(grep 'enrol/state' "$OUT/enrol-command-mqtt.txt" | tail -n 1)"
+    else
+        (sleep 5; echo yes; sleep 25; echo quit) | timeout 40 btmgmt -i hci0 > "$OUT/enrol-command-agent.txt" 2>&1 &
+        AGENT=$!
+        (echo "pair -c 0x03 -t 0x01 $gw"; sleep 5; echo yes; sleep 20; echo quit) |
+            timeout 40 btmgmt -i hci1 > "$OUT/enrol-command-pair.txt" 2>&1
+        kill $AGENT 2>/dev/null
+        for i in $(seq 1 20); do
+            grep -q '^vmen/vm/enrol/state .*"state":"\(enrolled\|failed\)"' "$OUT/enrol-command-mqtt.txt" && break
+            sleep 0.5
+        done
+        last=$(grep '^vmen/vm/enrol/state' "$OUT/enrol-command-mqtt.txt" | tail -n 1)
+        echo "$last" | grep -q '"state":"enrolled"' || r="the last step: $last"
+        [ "$r" = ok ] && ! grep -qi "address: \"$addr\"" $W/identities.yaml 2>/dev/null && r="$addr not kept"
+        [ "$r" = ok ] && ! grep -q "irk: \"$ENROL_IRK_MSB_FIRST\"" $W/identities.yaml && r="the IRK kept differs"
+    fi
+    check enrol-command-through-a-running-shared-gateway "$r"
+    kill $GW 2>/dev/null
+    wait $GW 2>/dev/null
+    kill $SUB $BROKER 2>/dev/null
+    wait $SUB $BROKER 2>/dev/null
+}
