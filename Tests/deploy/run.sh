@@ -519,6 +519,31 @@ else
     check "bridge: a reading published at the edge arrives at central" forwards
     check "bridge: config written centrally reaches the edge (in direction)" \
         bash -c "[ \"\$(timeout 10 mosquitto_sub -h 127.0.0.1 -p $EDGE_PORT -C 1 -W 5 -t blegateway/gw-a/config)\" = cfg-a ]"
+    # Commands come in (a write, an enrolment) exactly once, and the per-adapter states go out.
+    commands_in() {
+        local got central
+        edge mosquitto_sub -C 2 -W 10 -t blegateway/gw-a/peripherals/+/write -t blegateway/gw-a/enrol \
+            > "$M/commands.txt" &
+        local sub=$!
+        # Central's view too: each command once, not again as the edge sends it back.
+        sub ops -C 4 -W 6 -t blegateway/gw-a/peripherals/+/write -t blegateway/gw-a/enrol > "$M/central.txt" &
+        central=$!
+        sleep 0.5  # both subscriptions land before the commands are published
+        pub ops -t blegateway/gw-a/peripherals/001bdc100001/write -m write-1 || return 1
+        pub ops -t blegateway/gw-a/enrol -m enrol-1 || return 1
+        wait $sub
+        wait $central
+        got=$(sort "$M/commands.txt" | paste -sd' ')
+        echo "edge got: $got; central saw $(wc -l < "$M/central.txt")"
+        [ "$got" = "enrol-1 write-1" ] && [ "$(wc -l < "$M/central.txt")" = 2 ]
+    }
+    check "bridge: write and enrolment commands reach the edge, once" commands_in
+    adapters_out() {
+        edge mosquitto_pub -q 1 -r -t blegateway/gw-a/adapters/primary -m slot-state || return 1
+        [ "$(timeout 10 mosquitto_sub "${tls[@]}" -u ops -P pw-ops -C 1 -W 8 -t blegateway/gw-a/adapters/primary)" \
+            = slot-state ]
+    }
+    check "bridge: each adapter's state (adapters/<slot>) reaches central" adapters_out
     N=500
     outage() {
         stop_central || { echo "central did not stop"; return 1; }
