@@ -70,6 +70,29 @@ extension EndToEndSuites {
             }
         }
 
+        /// A gateway on the simulator's gw-e, scanning passively, publishing to the fixture's broker; `configure`
+        /// adds what the test is about.
+        static func runGateway(
+            _ f: EndToEndSuites.Fixture, on simulator: Simulator, clock: ScaledClock,
+            _ configure: (inout GatewayConfiguration) -> Void
+        ) throws -> Task<Void, any Error> {
+            var c = f.configuration()
+            c.remoteConfig.enabled = false
+            c.scan.active = false
+            let socket = simulator.socketPath(for: "gw-e")
+            c.adapter.device = "unix:\(socket)"
+            configure(&c)
+            let scan = c.scan
+            let runtime = try GatewayRuntime(
+                configuration: c,
+                makeSource: { role in
+                    HCISightingSource(spec: .unix(path: socket), mode: .exclusive, scan: scan, clock: clock,
+                                      logger: Logger(label: "test"), role: role)
+                },
+                clock: clock, clockSynchronized: { true })
+            return Task { try await runtime.run() }
+        }
+
         /// The simulator's socket exists once `run()` has started listening.
         static func connectWhenListening(_ path: String, clock: some BLEClock) async throws -> any HCITransport {
             try await EndToEndSuites.waitFor("the simulator's socket") { FileManager.default.fileExists(atPath: path) }
@@ -109,23 +132,10 @@ extension EndToEndSuites {
             #expect(keys.map(\.identity) == [Self.identity])
 
             // Tracking: a gateway with the enrolled key ranges the phone under its identity only, across rotations.
-            var c = f.configuration()
-            c.remoteConfig.enabled = false
-            c.identityKeys = keys
-            c.scan.active = false
-            let socket = simulator.socketPath(for: "gw-e")
-            c.adapter.device = "unix:\(socket)"
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/beacons/+")
             defer { observer.stop() }
             try await observer.publish("\(f.prefix)/probe", Array("{}".utf8))
-            let runtime = try GatewayRuntime(
-                configuration: c,
-                makeSource: { role in
-                    HCISightingSource(spec: .unix(path: socket), mode: .exclusive, scan: c.scan, clock: clock,
-                                      logger: Logger(label: "test"), role: role)
-                },
-                clock: clock, clockSynchronized: { true })
-            let gateway = Task { try await runtime.run() }
+            let gateway = try Self.runGateway(f, on: simulator, clock: clock) { $0.identityKeys = keys }
             defer { gateway.cancel() }
             let identityTopic = "\(f.prefix)/\(f.gateway)/beacons/mac-\(Self.identity.topicComponent)"
             try await EndToEndSuites.waitFor("the identity ranged", limit: .seconds(30)) {
@@ -161,24 +171,12 @@ extension EndToEndSuites {
             defer { sim.cancel() }
             let socket = simulator.socketPath(for: "gw-e")
             try await EndToEndSuites.waitFor("the simulator's socket") { FileManager.default.fileExists(atPath: socket) }
-            var c = f.configuration()
-            c.remoteConfig.enabled = false
-            c.scan.active = false
-            c.adapter.device = "unix:\(socket)"
             let file = f.directory.appendingPathComponent("identities.yaml").path
-            c.identityKeysFile = file
             let base = "\(f.prefix)/\(f.gateway)"
             let observer = try Observer(port: f.broker.port, filter: "\(base)/#")
             defer { observer.stop() }
             try await observer.publish("\(f.prefix)/probe", Array("{}".utf8))
-            let runtime = try GatewayRuntime(
-                configuration: c,
-                makeSource: { role in
-                    HCISightingSource(spec: .unix(path: socket), mode: .exclusive, scan: c.scan, clock: clock,
-                                      logger: Logger(label: "test"), role: role)
-                },
-                clock: clock, clockSynchronized: { true })
-            let gateway = Task { try await runtime.run() }
+            let gateway = try Self.runGateway(f, on: simulator, clock: clock) { $0.identityKeysFile = file }
             defer { gateway.cancel() }
             // Scanning: the phone's own rotating addresses are ranged, each as a device of its own.
             try await EndToEndSuites.waitFor("the phone ranged by its private address", limit: .seconds(30)) {

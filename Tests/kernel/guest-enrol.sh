@@ -10,6 +10,20 @@
 ENROL_IRK=00112233445566778899aabbccddeeff
 ENROL_IRK_MSB_FIRST=ffeeddccbbaa99887766554433221100
 
+# hci1 pairs with the address $1, its btmgmt shell's output in $2. -c 0x03 NoInputNoOutput: Just Works; -t 0x01 LE
+# public. The kernel still asks user space to confirm a Just Works pairing (mgmt User Confirmation Request), which
+# btmgmt puts to its terminal: the answer is piped in. btmgmt takes the answer only in its interactive shell, so the
+# commands go in on stdin, and the answer after the prompt has come.
+pair_from_hci1() {
+    (echo "pair -c 0x03 -t 0x01 $1"; sleep 5; echo yes; sleep 20; echo quit) | timeout 40 btmgmt -i hci1 > "$2" 2>&1
+}
+
+# What bluetoothd's agent does in shared mode, played by btmgmt's shell on hci0: it answers the kernel's User
+# Confirmation Request for the pairing hci1 starts. Output in $1.
+agent_on_hci0() {
+    (sleep 5; echo yes; sleep 25; echo quit) | timeout 40 btmgmt -i hci0 > "$1" 2>&1
+}
+
 enrol_checks() {
     if ! timeout 10 "$BIN" enrol --help 2>&1 | grep -qi "usage: blegateway enrol"; then
         skip enrol "blegateway has no enrol subcommand"
@@ -57,11 +71,7 @@ enrol_checks() {
     fi
     pass enrol-advertises
     log "enrol: hci1 ($addr) pairs with hci0 ($gw)"
-    # -c 0x03 NoInputNoOutput: Just Works; -t 0x01 LE public. The kernel still asks user space to confirm a Just
-    # Works pairing (mgmt User Confirmation Request), which btmgmt puts to its terminal: the answer is piped in.
-    # btmgmt takes the answer only in its interactive shell, so the commands go in on stdin.
-    (echo "pair -c 0x03 -t 0x01 $gw"; sleep 4; echo yes; sleep 20; echo quit) |
-        timeout 40 btmgmt -i hci1 > "$OUT/enrol-pair.txt" 2>&1
+    pair_from_hci1 "$gw" "$OUT/enrol-pair.txt"
     wait $ENROL
     rc=$?
     kill $MON 2>/dev/null
@@ -147,11 +157,9 @@ enrol_shared_checks() {
     fi
     pass enrol-shared-advertises
     log "enrol (shared): hci1 ($addr) pairs with the kernel's hci0 ($gw)"
-    # bluetoothd's agent, played by btmgmt's shell on hci0: it answers the kernel's User Confirmation Request.
-    (sleep 5; echo yes; sleep 25; echo quit) | timeout 40 btmgmt -i hci0 > "$OUT/enrol-shared-agent.txt" 2>&1 &
+    agent_on_hci0 "$OUT/enrol-shared-agent.txt" &
     AGENT=$!
-    (echo "pair -c 0x03 -t 0x01 $gw"; sleep 5; echo yes; sleep 20; echo quit) |
-        timeout 40 btmgmt -i hci1 > "$OUT/enrol-shared-pair.txt" 2>&1
+    pair_from_hci1 "$gw" "$OUT/enrol-shared-pair.txt"
     wait $ENROL
     rc=$?
     kill $MON $AGENT 2>/dev/null
@@ -226,10 +234,9 @@ CONF
     if [ -z "$advertised" ]; then
         r="no advertising step: $(grep 'enrol/state' "$OUT/enrol-command-mqtt.txt" | tail -n 1)"
     else
-        (sleep 5; echo yes; sleep 25; echo quit) | timeout 40 btmgmt -i hci0 > "$OUT/enrol-command-agent.txt" 2>&1 &
+        agent_on_hci0 "$OUT/enrol-command-agent.txt" &
         AGENT=$!
-        (echo "pair -c 0x03 -t 0x01 $gw"; sleep 5; echo yes; sleep 20; echo quit) |
-            timeout 40 btmgmt -i hci1 > "$OUT/enrol-command-pair.txt" 2>&1
+        pair_from_hci1 "$gw" "$OUT/enrol-command-pair.txt"
         kill $AGENT 2>/dev/null
         for i in $(seq 1 20); do
             grep -q '^vmen/vm/enrol/state .*"state":"\(enrolled\|failed\)"' "$OUT/enrol-command-mqtt.txt" && break
