@@ -21,21 +21,6 @@ public struct SharedEnrolment: Sendable {
         self.logger = logger
     }
 
-    /// Management opcodes (BlueZ doc/mgmt-api.txt).
-    enum Op {
-        /// Read Controller Information → Address (6), Bluetooth_Version (1), Manufacturer (2), Supported_Settings
-        /// (4), Current_Settings (4), …
-        static let readControllerInformation: UInt16 = 0x0004
-        /// Read Advertising Features → Supported_Flags (4), Max_Adv_Data_Len (1), Max_Scan_Rsp_Len (1),
-        /// Max_Instances (1), Num_Instances (1), Instance[Num_Instances] (1 each).
-        static let readAdvertisingFeatures: UInt16 = 0x003D
-        /// Add Advertising: Instance (1), Flags (4), Duration (2), Timeout (2), Adv_Data_Len (1), Scan_Rsp_Len (1),
-        /// Adv_Data, Scan_Rsp → Instance (1).
-        static let addAdvertising: UInt16 = 0x003E
-        /// Remove Advertising: Instance (1) → Instance (1).
-        static let removeAdvertising: UInt16 = 0x003F
-    }
-
     /// Current_Settings bits (mgmt-api.txt, Read Controller Information).
     enum Setting {
         static let powered: UInt32 = 1 << 0
@@ -61,7 +46,7 @@ public struct SharedEnrolment: Sendable {
         let mgmt = try ManagementSocket()
         defer { mgmt.close() }
         var info = ByteCursor(
-            try await mgmt.perform(Op.readControllerInformation, "Read Controller Information", index: index))
+            try await mgmt.perform(Mgmt.readControllerInformation, "Read Controller Information", index: index))
         guard let address = BDAddress.read(from: &info), info.readBytes(3) != nil, info.readLE32() != nil,
             let settings = info.readLE32()
         else { throw Enrolment.Failed(reason: .unavailable("\(adapter): short controller information")) }
@@ -79,7 +64,7 @@ public struct SharedEnrolment: Sendable {
         p.u8(UInt8(data.count))
         p.u8(0)
         p.append(data)
-        _ = try await mgmt.perform(Op.addAdvertising, "Add Advertising", index: index, p.bytes)
+        _ = try await mgmt.perform(Mgmt.addAdvertising, "Add Advertising", index: index, p.bytes)
         progress(.advertising(address, name: options.name))
         logger.info("enrol: \(adapter) advertises as \"\(options.name)\" in instance \(instance) (shared mode)")
         let outcome: Result<KernelIdentityKey, any Error>
@@ -91,7 +76,7 @@ public struct SharedEnrolment: Sendable {
         // Removed in a task of its own: when the caller was cancelled, the command must still go out.
         await Task {
             do {
-                _ = try await mgmt.perform(Op.removeAdvertising, "Remove Advertising", index: index, [instance])
+                _ = try await mgmt.perform(Mgmt.removeAdvertising, "Remove Advertising", index: index, [instance])
             } catch let e as ManagementError where e.status == .invalidParameters {
                 // Already gone: the kernel removes a connectable instance when a central connects to it.
                 logger.debug("enrol: advertising instance \(instance) already removed by the kernel")
@@ -120,7 +105,7 @@ public struct SharedEnrolment: Sendable {
     /// The lowest advertising instance nobody uses (bluetoothd may advertise in its own).
     private func freeInstance(_ mgmt: ManagementSocket, index: UInt16) async throws -> UInt8 {
         var c = ByteCursor(
-            try await mgmt.perform(Op.readAdvertisingFeatures, "Read Advertising Features", index: index))
+            try await mgmt.perform(Mgmt.readAdvertisingFeatures, "Read Advertising Features", index: index))
         guard c.readLE32() != nil, c.readU8() != nil, c.readU8() != nil, let max = c.readU8(), let n = c.readU8(),
             let used = c.readBytes(Int(n))
         else { throw Enrolment.Failed(reason: .unavailable("\(adapter): short advertising features")) }

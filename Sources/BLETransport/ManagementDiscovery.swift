@@ -26,13 +26,24 @@ struct MgmtMessage: Hashable, Sendable {
 }
 
 /// Management opcodes and events used here (mgmt-api.txt), an open set.
-enum Mgmt {
+package enum Mgmt {
     static let startDiscovery: UInt16 = 0x0023  // Address_Type (1 octet)
     static let stopDiscovery: UInt16 = 0x0024  // Address_Type (1 octet)
     /// Add Advertisement Patterns Monitor: Pattern_Count (1), then per pattern AD_Type (1), Offset (1),
     /// Length (1), Value (31). Returns Monitor_Handle (2).
     static let addAdvPatternsMonitor: UInt16 = 0x0052
     static let removeAdvMonitor: UInt16 = 0x0053  // Monitor_Handle (2)
+    /// Read Controller Information → Address (6), Bluetooth_Version (1), Manufacturer (2), Supported_Settings (4),
+    /// Current_Settings (4), …
+    package static let readControllerInformation: UInt16 = 0x0004
+    /// Read Advertising Features → Supported_Flags (4), Max_Adv_Data_Len (1), Max_Scan_Rsp_Len (1),
+    /// Max_Instances (1), Num_Instances (1), Instance[Num_Instances] (1 each).
+    package static let readAdvertisingFeatures: UInt16 = 0x003D
+    /// Add Advertising: Instance (1), Flags (4), Duration (2), Timeout (2), Adv_Data_Len (1), Scan_Rsp_Len (1),
+    /// Adv_Data, Scan_Rsp → Instance (1).
+    package static let addAdvertising: UInt16 = 0x003E
+    /// Remove Advertising: Instance (1) → Instance (1).
+    package static let removeAdvertising: UInt16 = 0x003F
 
     static let commandComplete: UInt16 = 0x0001  // Command_Opcode (2), Status (1), Return_Parameters
     static let commandStatus: UInt16 = 0x0002  // Command_Opcode (2), Status (1)
@@ -42,10 +53,6 @@ enum Mgmt {
 
     /// Address_Type bits 1 (LE Public) and 2 (LE Random): an LE-only discovery.
     static let leAddressTypes: UInt8 = 0x06
-
-    static let statusSuccess: UInt8 = 0x00
-    static let statusBusy: UInt8 = 0x0A
-    static let statusNotPowered: UInt8 = 0x0F
 }
 
 /// Keeps the kernel scanning: a state machine that takes management events and clock ticks and
@@ -127,21 +134,23 @@ struct DiscoveryKeeper: Sendable {
         var c = ByteCursor(m.parameters)
         switch m.code {
         case Mgmt.commandComplete, Mgmt.commandStatus:
-            guard let op = c.readLE16(), let status = c.readU8() else { return [] }
-            if op == Mgmt.addAdvPatternsMonitor, m.code == Mgmt.commandComplete, status == Mgmt.statusSuccess {
+            guard let op = c.readLE16(), let status = c.readU8().map(ManagementStatus.init(rawValue:)) else {
+                return []
+            }
+            if op == Mgmt.addAdvPatternsMonitor, m.code == Mgmt.commandComplete, status == .success {
                 monitorHandle = c.readLE16()
                 return []
             }
             if op == Mgmt.startDiscovery && state == .starting {
                 switch status {
-                case Mgmt.statusSuccess: state = .ours
-                case Mgmt.statusBusy: state = .theirs
-                case Mgmt.statusNotPowered: state = .notPowered
+                case .success: state = .ours
+                case .busy: state = .theirs
+                case .notPowered: state = .notPowered
                 default: state = .idle  // retried at the next tick
                 }
             } else if op == Mgmt.stopDiscovery && state == .stopping {
                 // The Discovering(false) event that follows restarts it; if the stop failed, start anyway.
-                if status != Mgmt.statusSuccess { return begin(now: now) }
+                if status != .success { return begin(now: now) }
             }
             return []
         case Mgmt.discovering:
