@@ -6,12 +6,14 @@ import Foundation
 ///
 /// Arguments: `--seconds S` of virtual time (default 3600), `--seed N` (default 1); to try other presence settings
 /// on the same data, `--dwell-s`, `--still-dwell-s`, `--still-after-s`, `--margin-m`, `--walking-speed-mps`;
-/// `--misses` adds where the walkers' wrong seconds were.
+/// `--misses` adds where the walkers' wrong seconds were, how far each stage lags behind them, and every room change
+/// of a tag standing still.
 func runPresenceBenchmark(arguments: [String]) async {
     func value(_ name: String, _ fallback: Double) -> Double { benchmarkOption(arguments, name, fallback) }
     var setup = PresenceScoreSetup()
     setup.seconds = value("--seconds", 3600)
     setup.seed = UInt64(value("--seed", 1))
+    setup.lagTable = arguments.contains("--misses")
     let given = { (name: String) in arguments.contains(name) ? value(name, .nan) : nil }
     let (dwell, stillDwell, stillAfter, margin, speed) =
         (

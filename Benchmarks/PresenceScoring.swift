@@ -19,6 +19,8 @@ struct PresenceScoreSetup {
     /// Scored only after the filters have had this long.
     var warmUp = 60.0
     /// Overrides of the site's presence settings, to try others on the same data.
+    /// Whether to follow each stage's lag behind the walkers and the raw fit's room (`--misses`; costs time).
+    var lagTable = false
     var tune: @Sendable (inout PresenceSettings) -> Void = { _ in }
 }
 
@@ -47,6 +49,23 @@ struct PresenceScore {
     /// Walkers' seconds where ours named the wrong room, by (true room, ours, the room of our smoothed position):
     /// where the position itself is right, the hysteresis held the tag back.
     var walkerMisses: [WalkerMiss: Int] = [:]
+    /// How far behind the walkers each stage is: the median error against the truth 0, 1, … 6 s earlier. The shift
+    /// with the least error is the stage's lag.
+    var walkerLag = WalkerLag()
+    /// The walkers' room taken straight from each second's fit (the gateways' newest distances, no smoothing, no
+    /// hysteresis), over the seconds with three gateways.
+    var rawFixWalkerRoomAccuracy = 0.0
+    /// Every room change of a tag that never moves: when, from where to where, and where our position was.
+    var staticFlaps: [String] = []
+
+    struct WalkerLag {
+        /// The gateways' distances (the beacon topic's), against the true distances.
+        var distances: [Double] = []
+        /// Each second's fit over those distances.
+        var fixes: [Double] = []
+        /// Our published position.
+        var positions: [Double] = []
+    }
 
     struct WalkerMiss: Hashable {
         var truth: String
@@ -63,6 +82,19 @@ struct PresenceScore {
         for (k, v) in walkerMisses.sorted(by: { ($0.value, $1.key.truth) > ($1.value, $0.key.truth) }) {
             s += "| \(k.truth) | \(k.ours) | \(k.position) | \(v) |\n"
         }
+        s += String(
+            format: "the room of each second's raw fit (no smoothing, no hysteresis) is right %.1f %% for walkers\n",
+            rawFixWalkerRoomAccuracy * 100)
+        func row(_ name: String, _ v: [Double]) -> String {
+            "| \(name) | " + v.map { String(format: "%.2f", $0) }.joined(separator: " | ") + " |\n"
+        }
+        s += "walkers' median error (m) against the truth s seconds earlier:\n"
+        s += "| stage | " + (0..<walkerLag.positions.count).map { "\($0) s" }.joined(separator: " | ") + " |\n"
+        s += "|---|" + String(repeating: "---|", count: walkerLag.positions.count) + "\n"
+        s += row("gateways' distances", walkerLag.distances) + row("raw fit", walkerLag.fixes)
+        s += row("our position", walkerLag.positions)
+        s += "room changes of tags standing still: \(staticFlaps.count)\n"
+        for f in staticFlaps { s += "- \(f)\n" }
         return s
     }
 
@@ -156,6 +188,10 @@ func scorePresence(_ setup: PresenceScoreSetup) async throws -> PresenceScore {
     var ours: [String: [(t: Double, room: String?, x: Double?, y: Double?)]] = [:]
     var theirs: [String: [(t: Double, x: Double, y: Double)]] = [:]
     var readings = 0
+    // For the lag table: every distance of the tags, and each second's fit over each gateway's newest one.
+    var distances: [(id: String, gateway: String, t: Double, d: Double)] = []
+    var newest: [String: [String: (d: Double, accuracy: Double, ts: Double)]] = [:]
+    var fixes: [String: [(t: Double, x: Double, y: Double)]] = [:]
     var nextSecond = 1.0
 
     while clock.now().seconds < setup.seconds && !ended.isSet {
@@ -182,6 +218,10 @@ func scorePresence(_ setup: PresenceScoreSetup) async throws -> PresenceScore {
             for u in r.ranging.tick(at: now) {
                 let id = u.identity.id
                 readings += 1
+                if setup.lagTable, let d = u.distance {
+                    distances.append((id, r.id, now.seconds, d))
+                    newest[id, default: [:]][r.id] = (d, u.accuracy ?? d * 0.3, unix)
+                }
                 engine.observe(
                     beacon: id,
                     reading: .init(
@@ -206,6 +246,14 @@ func scorePresence(_ setup: PresenceScoreSetup) async throws -> PresenceScore {
                 guard unix - v.ts <= site.presence.windowS, let p = site.gateways[gw]?.position else { return nil }
                 return (p.x, p.y, v.d)
             }
+            // A reading is due every second: a fit over those of the last 1.5 s is what the gateways say now.
+            let current = (newest[id] ?? [:]).compactMap { gw, v -> PositionSolver.Range? in
+                guard unix - v.ts <= 1.5, let p = site.gateways[gw]?.position else { return nil }
+                return PositionSolver.Range(gateway: p, distance: v.d, accuracy: v.accuracy)
+            }
+            if setup.lagTable, current.count >= 3, let f = PositionSolver.solve(current, z: site.presence.tagHeightM) {
+                fixes[id, default: []].append((t, f.x, f.y))
+            }
             if let p = NadarayaWatsonBaseline.locate(ranges) { theirs[id, default: []].append((t, p.x, p.y)) }
         }
     }
@@ -215,7 +263,57 @@ func scorePresence(_ setup: PresenceScoreSetup) async throws -> PresenceScore {
     }
     try await run.value
     let truth = try GroundTruthPositions(path: options.truthPath!)
-    return try scorePresence(setup, site: site, truth: truth, ours: ours, theirs: theirs, readings: readings)
+    var score = try scorePresence(setup, site: site, truth: truth, ours: ours, theirs: theirs, readings: readings)
+    guard setup.lagTable else { return score }
+    let walkers = Set(truth.roles.filter { $0.value == "tag" }.keys)
+    let z = site.presence.tagHeightM
+    score.walkerLag.distances = medianErrorBehind { shift in
+        distances.lazy.filter { walkers.contains($0.id) && $0.t >= setup.warmUp }.compactMap { e in
+            guard let p = truth.position(e.id, at: e.t - shift), let g = site.gateways[e.gateway]?.position else {
+                return nil
+            }
+            return abs(
+                e.d - ((p.x - g.x) * (p.x - g.x) + (p.y - g.y) * (p.y - g.y) + (g.z - z) * (g.z - z)).squareRoot())
+        }
+    }
+    score.walkerLag.fixes = medianErrorBehind { shift in
+        walkers.flatMap { id in
+            (fixes[id] ?? []).filter { $0.t >= setup.warmUp }.compactMap { f in
+                truth.position(id, at: f.t - shift).map { hypot(f.x - $0.x, f.y - $0.y) }
+            }
+        }
+    }
+    score.walkerLag.positions = medianErrorBehind { shift in
+        walkers.flatMap { id in
+            (ours[id] ?? []).filter { $0.t >= setup.warmUp }.compactMap { s in
+                guard let x = s.x, let y = s.y, let p = truth.position(id, at: s.t - shift) else { return nil }
+                return hypot(x - p.x, y - p.y)
+            }
+        }
+    }
+    var right = 0
+    var total = 0
+    for id in walkers {
+        for f in fixes[id] ?? [] where f.t >= setup.warmUp {
+            guard let p = truth.position(id, at: f.t), let r = site.room(containing: p.x, p.y) else { continue }
+            total += 1
+            if site.room(containing: f.x, f.y) == r { right += 1 }
+        }
+    }
+    score.rawFixWalkerRoomAccuracy = Double(right) / Double(max(total, 1))
+    return score
+}
+
+/// The median of each shift's errors, for shifts of 0…6 s.
+private func medianErrorBehind(_ errors: (Double) -> [Double]) -> [Double] {
+    (0...6).map { median(errors(Double($0))) }
+}
+
+extension SiteDescription {
+    /// The id of the room whose polygon holds the point, on any floor (the office has one).
+    fileprivate func room(containing x: Double, _ y: Double) -> String? {
+        rooms.first { Geometry.contains($0.polygon, .init(x, y)) }?.id
+    }
 }
 
 private func scorePresence(
@@ -237,6 +335,7 @@ private func scorePresence(
     let scored = truth.roles.filter { ($0.value == "beacon" || $0.value == "tag") && ours[$0.key] != nil }
     var staticTags = 0
     var walkers = 0
+    var flapLines: [String] = []
     func algorithm(_ name: String, _ series: [String: [(t: Double, room: String?, x: Double?, y: Double?)]])
         -> PresenceAlgorithmScore
     {
@@ -246,6 +345,7 @@ private func scorePresence(
         var staticErrors: [Double] = []
         var walkerErrors: [Double] = []
         var flaps = 0
+        flapLines = []
         staticTags = 0
         walkers = 0
         for (id, role) in scored.sorted(by: { $0.key < $1.key }) {
@@ -269,7 +369,12 @@ private func scorePresence(
                     if isStatic { staticErrors.append(e) } else { walkerErrors.append(e) }
                 }
                 if isStatic, let r = s.room {
-                    if let q = previous, q != r { flaps += 1 }
+                    if let q = previous, q != r {
+                        flaps += 1
+                        let at = s.x.flatMap { x in s.y.map { String(format: "(%.1f, %.1f)", x, $0) } } ?? "no position"
+                        let truth = String(format: "(%.1f, %.1f)", p.x, p.y)
+                        flapLines.append("\(id) at \(Int(s.t)) s: \(q) → \(r), placed at \(at), standing at \(truth)")
+                    }
                     previous = r
                 }
             }
@@ -283,6 +388,7 @@ private func scorePresence(
             staticFlapsPerHour: Double(flaps) / Double(max(staticTags, 1)) / hours, positions: errors.count)
     }
     let mine = algorithm("fleet presence (robust least squares, hysteresis)", ours)
+    let ourFlaps = flapLines
     for (id, role) in scored where role == "tag" {
         for s in ours[id] ?? [] where s.t >= setup.warmUp {
             guard let p = truth.position(id, at: s.t), let r = room(p.x, p.y), s.room != r else { continue }
@@ -295,7 +401,8 @@ private func scorePresence(
     let base = algorithm("baseline (Nadaraya–Watson, 1/d²)", baselineSeries)
     return PresenceScore(
         ours: mine, baseline: base, staticTags: staticTags, walkers: walkers,
-        hours: (setup.seconds - setup.warmUp) / 3600, readings: readings, walkerMisses: misses)
+        hours: (setup.seconds - setup.warmUp) / 3600, readings: readings, walkerMisses: misses,
+        staticFlaps: ourFlaps)
 }
 
 func percentile(_ v: [Double], _ q: Double) -> Double {
