@@ -6,7 +6,7 @@ import Foundation
 ///
 /// Arguments: `--seconds S` of virtual time (default 3600), `--seed N` (default 1); to try other presence settings
 /// on the same data, `--dwell-s`, `--still-dwell-s`, `--still-after-s`, `--margin-m`, `--walking-speed-mps`;
-/// `--misses` adds where the walkers' wrong seconds were, how far each stage lags behind them, and every room change
+/// `--scenario PATH` scores another scenario with a `site:` (another placement of the gateways). `--misses` adds where the walkers' wrong seconds were, how far each stage lags behind them, and every room change
 /// of a tag standing still.
 func runPresenceBenchmark(arguments: [String]) async {
     func value(_ name: String, _ fallback: Double) -> Double { benchmarkOption(arguments, name, fallback) }
@@ -14,6 +14,7 @@ func runPresenceBenchmark(arguments: [String]) async {
     setup.seconds = value("--seconds", 3600)
     setup.seed = UInt64(value("--seed", 1))
     setup.lagTable = arguments.contains("--misses")
+    if let i = arguments.firstIndex(of: "--scenario"), i + 1 < arguments.count { setup.scenarioPath = arguments[i + 1] }
     let given = { (name: String) in arguments.contains(name) ? value(name, .nan) : nil }
     let (dwell, stillDwell, stillAfter, margin, speed) =
         (
@@ -31,7 +32,7 @@ func runPresenceBenchmark(arguments: [String]) async {
     do {
         let score = try await scorePresence(setup)
         print(
-            "presence: scored \(Int(setup.seconds)) s of the office, seed \(setup.seed), "
+            "presence: scored \(Int(setup.seconds)) s of \(setup.scenarioPath), seed \(setup.seed), "
                 + "in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s")
         print(score.table())
         if arguments.contains("--misses") { print(score.missTable()) }
