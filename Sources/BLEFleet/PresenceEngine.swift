@@ -4,7 +4,8 @@ import Foundation
 /// service's clock in, reports out; the service publishes them.
 ///
 /// Each tag is a small state machine (`TagState`): away until heard, then in a room; another room takes over only
-/// after it has led by `margin_m` for `dwell_s` (no flapping at a doorway), and a tag no gateway has heard for
+/// after it has led by `margin_m` for `dwell_s` (no flapping at a doorway; at least `settled_dwell_s` for a tag that
+/// has been in its room for `settle_s`, whose position is smoothed harder), and a tag no gateway has heard for
 /// `away_after_s` is away (`not_home`). Readings are combined by their own `ts` (a gateway whose clock is a few
 /// seconds off still counts), and dropped when the service has not had one from that gateway for `window_s`.
 public struct PresenceEngine: Sendable {
@@ -93,12 +94,29 @@ public struct PresenceEngine: Sendable {
         var readings: [String: (reading: Reading, receivedAt: Double)] = [:]
         var heardAt: Double
         var filter: PositionFilter?
+        /// The same fixes without the quiet filter's lag, for a tag that changed room lately.
+        var follower: FollowingFilter?
         /// When the position filter last judged the tag moving.
         var movedAt = -Double.infinity
+        /// When the tag last went from one room into another. Arriving from away does not count: a tag that appears
+        /// is taken to stay where it appeared (in the office's hour, counting it brought back flaps at the start).
+        var roomChangedAt = -Double.infinity
         var method = Method.none
         var confidence = 0.0
         var published: Report?
         var publishedAt = -Double.infinity
+
+        /// In one room for `settle_s`: a tag that stays put (a beacon on a desk, a sensor) or sat down. Its position
+        /// is the quiet filter's and it leaves only on evidence lasting `settled_dwell_s`; a tag that changed room
+        /// lately is followed closely (`FollowingFilter`).
+        func settled(now: Double, _ settings: PresenceSettings) -> Bool { now - roomChangedAt >= settings.settleS }
+
+        /// The position the room is decided on and that is published.
+        func estimate(now: Double, _ settings: PresenceSettings) -> (x: Double, y: Double, error: Double)? {
+            guard let f = filter else { return nil }
+            if !settled(now: now, settings), let g = follower { return (g.x, g.y, g.error) }
+            return (f.x, f.y, f.error)
+        }
     }
 
     public private(set) var site: SiteDescription
@@ -117,7 +135,10 @@ public struct PresenceEngine: Sendable {
     public mutating func replaceSite(_ site: SiteDescription) {
         self.site = site
         unplacedGateways = []
-        for id in tags.keys { tags[id]!.filter = nil }
+        for id in tags.keys {
+            tags[id]!.filter = nil
+            tags[id]!.follower = nil
+        }
     }
 
     // MARK: Events
@@ -197,7 +218,10 @@ public struct PresenceEngine: Sendable {
             guard let p = site.gateways[r.gateway]!.position else { return nil }
             return PositionSolver.Range(gateway: p, distance: r.distance!, accuracy: r.accuracy ?? r.distance! * 0.3)
         }
-        if tag.filter?.floor != floorID { tag.filter = nil }
+        if tag.filter?.floor != floorID {
+            tag.filter = nil
+            tag.follower = nil
+        }
         let z = floorZ + settings.tagHeightM
         var scores: [String: Double] = [:]
         var geometric = false
@@ -211,21 +235,29 @@ public struct PresenceEngine: Sendable {
                 counters.contradictions += 1
                 tag.method = .lastGoodPosition
                 tag.filter?.inflate(now: now, speed: settings.walkingSpeedMPS)
+                tag.follower?.inflate(now: now, speed: settings.walkingSpeedMPS)
             } else {
                 tag.filter = PositionFilter.update(
                     tag.filter, fix: fix, floor: floorID, now: now, speed: settings.walkingSpeedMPS)
-                if tag.filter!.moving { tag.movedAt = now }
+                if tag.follower == nil {
+                    tag.follower = FollowingFilter(fix: fix, now: now)
+                } else {
+                    tag.follower!.update(fix, now: now, speed: settings.walkingSpeedMPS)
+                }
+                let moving = tag.settled(now: now, settings) ? tag.filter!.moving : tag.follower!.moving
+                if moving { tag.movedAt = now }
                 tag.method = fix.method == .trilateration ? .trilateration : .nearestGateway
             }
-            if let f = tag.filter, tag.method != .nearestGateway {
+            if let e = tag.estimate(now: now, settings), tag.method != .nearestGateway {
                 geometric = true
-                let p = SiteDescription.Point(f.x, f.y)
+                let p = SiteDescription.Point(e.x, e.y)
                 for room in site.rooms where room.floor == floorID {
                     scores[room.id] = Geometry.signedDistance(room.polygon, p)
                 }
             }
         } else {
             tag.filter = nil
+            tag.follower = nil
             tag.method = .nearestGateway
         }
         if !geometric {
@@ -250,12 +282,16 @@ public struct PresenceEngine: Sendable {
             let lead = scores[leader]! - current
             // A tag walking through a doorway soon leads by several times the margin; one wandering near it leads by
             // about the margin. So a moving tag's dwell shortens as its lead grows: half of `dwell_s` at the margin,
-            // less beyond (in the office's hour, walkers' room right 82.1 % → 83.9 %, still 0 flaps).
-            let dwell = still ? settings.stillDwellS : settings.dwellS * min(1, settings.marginM / (2 * lead))
+            // less beyond (in the office's hour, walkers' room right 82.1 % → 83.9 % then, still 0 flaps).
+            var dwell = still ? settings.stillDwellS : settings.dwellS * min(1, settings.marginM / (2 * lead))
+            // A settled tag that seems to walk may be a tag standing 1–3 m from a wall whose fits make an excursion
+            // of a few seconds across it (in the office's hours, 4–13 s): only a longer lead takes it out.
+            if geometric && tag.settled(now: now, settings) { dwell = max(dwell, settings.settledDwellS) }
             if leader != room, lead >= settings.marginM {
                 if let c = challenger, c.room == leader {
                     if now - c.since >= dwell {
                         tag.state = .inRoom(room: leader, since: now, challenger: nil)
+                        tag.roomChangedAt = now
                     }
                 } else {
                     tag.state = .inRoom(room: room, since: since, challenger: Challenger(room: leader, since: now))
@@ -264,17 +300,17 @@ public struct PresenceEngine: Sendable {
                 tag.state = .inRoom(room: room, since: since, challenger: nil)
             }
         }
-        tag.confidence = confidence(tag, scores: scores, geometric: geometric, fresh: onFloor)
+        tag.confidence = confidence(tag, scores: scores, geometric: geometric, fresh: onFloor, now: now)
         tags[id] = tag
         return publishIfDue(id, fresh: fresh, now: now)
     }
 
     /// 0…1: for a position, the share of its error circle inside the room; for the nearest gateway, how much nearer
     /// it is than the next; halved when the distances contradict each other.
-    func confidence(_ tag: Tag, scores: [String: Double], geometric: Bool, fresh: [Reading]) -> Double {
+    func confidence(_ tag: Tag, scores: [String: Double], geometric: Bool, fresh: [Reading], now: Double) -> Double {
         guard case .inRoom(let room, _, _) = tag.state else { return 0 }
         var c: Double
-        if geometric, let f = tag.filter, let polygon = site.room(room)?.polygon {
+        if geometric, let f = tag.estimate(now: now, site.presence), let polygon = site.room(room)?.polygon {
             var inside = Geometry.contains(polygon, .init(f.x, f.y)) ? 1 : 0
             let n = 16
             for k in 0..<n {
@@ -306,10 +342,10 @@ public struct PresenceEngine: Sendable {
         case .inRoom(let room, let since, _):
             report.room = room
             report.since = since
-            if let f = tag.filter {
+            if let f = tag.filter, let e = tag.estimate(now: now, site.presence) {
                 report.position = Position(
-                    x: (f.x * 100).rounded() / 100, y: (f.y * 100).rounded() / 100, floor: f.floor,
-                    error: (f.error * 100).rounded() / 100)
+                    x: (e.x * 100).rounded() / 100, y: (e.y * 100).rounded() / 100, floor: f.floor,
+                    error: (e.error * 100).rounded() / 100)
             }
             report.gateways = fresh.map {
                 HeardBy(gateway: $0.gateway, distance: $0.distance!, accuracy: $0.accuracy, rssi: $0.rssi, ts: $0.ts)

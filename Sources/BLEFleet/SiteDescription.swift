@@ -222,6 +222,11 @@ public struct PresenceSettings: Sendable, Equatable {
     /// …or for this long when the tag is standing still (no fix outside the estimate's bounds for `still_after_s`).
     public var stillDwellS = 60.0
     public var stillAfterS = 20.0
+    /// A tag that has stayed in one room this long has settled: its position is the quiet filter's, and another room
+    /// must lead it for at least `settled_dwell_s` even while it seems to walk. A tag that changed room within it is
+    /// followed without the quiet filter's lag (docs/PRESENCE.md, "Settled and unsettled tags").
+    public var settleS = 120.0
+    public var settledDwellS = 15.0
     /// …and lead by this much: metres inside it beyond the current room (position), or metres nearer its gateway.
     public var marginM = 1.0
     /// A fit further than this outside every room of its floor is implausible (the last good position is kept).
@@ -247,7 +252,8 @@ public struct PresenceSettings: Sendable, Equatable {
         let m = try SiteDescription.mapping(
             node, path,
             keys: [
-                "dwell_s", "still_dwell_s", "still_after_s", "margin_m", "outside_m", "away_after_s", "window_s",
+                "dwell_s", "still_dwell_s", "still_after_s", "settle_s", "settled_dwell_s", "margin_m", "outside_m",
+                "away_after_s", "window_s",
                 "tag_height_m", "walking_speed_mps", "beacons", "max_tags",
             ])
         func positive(_ key: String, _ into: inout Double) throws {
@@ -258,6 +264,8 @@ public struct PresenceSettings: Sendable, Equatable {
         try positive("dwell_s", &dwellS)
         try positive("still_dwell_s", &stillDwellS)
         try positive("still_after_s", &stillAfterS)
+        try positive("settle_s", &settleS)
+        try positive("settled_dwell_s", &settledDwellS)
         try positive("margin_m", &marginM)
         try positive("outside_m", &outsideM)
         try positive("away_after_s", &awayAfterS)

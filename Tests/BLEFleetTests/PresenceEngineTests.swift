@@ -65,23 +65,79 @@ struct PresenceEngineTests {
 
     @Test func aTagWalkingFromTheLobbyIntoTheCorridorMovesOnceAfterTheDwell() throws {
         var e = PresenceEngine(site: Self.site)
-        // 60 s in the lobby, a 6 m walk at 1 m/s to the corridor's middle, 60 s there.
-        let reports = Self.run(&e, from: 0, seconds: 130, at: { i in
-            i < 60 ? (4, 4) : i < 66 ? (4, 4 + Double(i - 59)) : (4, 10.5)
-        })
-        #expect(rooms(reports) == ["lobby", "corridor"])
-        let moved = try #require(reports.first { $0.room == "corridor" })
-        // Left the lobby's edge (y = 9) at t ≈ 65; no sooner than the dwell allows, and within a few seconds.
-        #expect(moved.since >= 64 + Self.site.presence.dwellS - 1 && moved.since <= 75, "moved at \(moved.since)")
+        // Came into the lobby from the corridor (so it has not settled), 60 s there, a 6 m walk at 1 m/s to the
+        // corridor's middle, 60 s there.
+        let reports = Self.run(
+            &e, from: 0, seconds: 190,
+            at: { i in
+                i < 30 ? (4, 10.5) : i < 120 ? (4, 4) : i < 126 ? (4, 4 + Double(i - 119)) : (4, 10.5)
+            })
+        #expect(rooms(reports) == ["corridor", "lobby", "corridor"])
+        let moved = try #require(reports.last { $0.room == "corridor" && $0.since > 100 })
+        // Left the lobby's edge (y = 9) at t ≈ 125; no sooner than the dwell allows, and within a few seconds.
+        #expect(moved.since >= 124 + Self.site.presence.dwellS - 1 && moved.since <= 135, "moved at \(moved.since)")
     }
 
     @Test func aTagThatWalksDeepIntoTheNextRoomMovesSoonerThanTheDwell() throws {
         var e = PresenceEngine(site: Self.site)
-        // 60 s in the corridor, then in the kitchen's middle, 4 m past its wall: a lead eight times the margin.
-        let reports = Self.run(&e, from: 0, seconds: 90, at: { i in i < 60 ? (10, 10.5) : (10, 16) })
-        #expect(rooms(reports) == ["corridor", "kitchen"])
+        // Came into the corridor from the lobby, 60 s there, then in the kitchen's middle, 4 m past its wall: a lead
+        // eight times the margin.
+        let reports = Self.run(
+            &e, from: 0, seconds: 150,
+            at: { i in
+                i < 30 ? (4, 4) : i < 120 ? (10, 10.5) : (10, 16)
+            })
+        #expect(rooms(reports) == ["lobby", "corridor", "kitchen"])
         let moved = try #require(reports.first { $0.room == "kitchen" })
-        #expect(moved.since >= 60 && moved.since < 60 + Self.site.presence.dwellS, "moved at \(moved.since)")
+        #expect(moved.since >= 120 && moved.since < 120 + Self.site.presence.dwellS, "moved at \(moved.since)")
+    }
+
+    @Test func aSettledTagIgnoresAnExcursionAcrossTheWallAndLeavesOnlyAfterTheSettledDwell() throws {
+        var e = PresenceEngine(site: Self.site)
+        let settledDwell = Self.site.presence.settledDwellS
+        // Out of the lab (20, 7.5) into the corridor and along it at 1.2 m/s, `s` seconds after setting off.
+        func walkOut(_ s: Int) -> (Double, Double) {
+            s < 3 ? (20, 7.5 + 1.2 * Double(s + 1)) : (max(2, 20 - 1.2 * Double(s - 2)), 10.5)
+        }
+        // Three minutes in the lab 1.5 m from the corridor's wall; then its fits look like a walk out for 8 s (less
+        // than the settled dwell) and come back; later it really walks out. An unsettled tag would have followed
+        // the first within a few seconds (the tests above).
+        let reports = Self.run(
+            &e, from: 0, seconds: 400,
+            at: { i in
+                switch i {
+                case 180..<188: walkOut(i - 180)
+                case 300...: walkOut(i - 300)
+                default: (20, 7.5)
+                }
+            })
+        #expect(rooms(reports) == ["lab", "corridor"], "rooms: \(rooms(reports))")
+        let moved = try #require(reports.first { $0.room == "corridor" })
+        // Through the wall (y = 9) at t ≈ 302, a metre past it about 305.
+        #expect(moved.since >= 302 + settledDwell && moved.since <= 308 + settledDwell, "moved at \(moved.since)")
+    }
+
+    @Test func aTagThatChangedRoomLatelyIsFollowedWithoutTheQuietFiltersLag() throws {
+        // The same walk along the corridor, by a tag that sat in the lab for 100 s (settled) and by one that came
+        // out of the lab 30 s before (not): 6 s into the walk, the second's published position is nearer the truth.
+        func positionAfterWalking(sittingFor sit: Int, cameFromTheLab: Bool) throws -> (Double, Double) {
+            var e = PresenceEngine(site: Self.site)
+            let start = cameFromTheLab ? 30 : 0
+            let reports = Self.run(
+                &e, from: 0, seconds: start + sit + 7,
+                at: { i in
+                    if i < start { return (20, 5) }
+                    let walked = i - start - sit
+                    return walked < 0 ? (20, 10.5) : (20 - 1.2 * Double(walked), 10.5)
+                })
+            let p = try #require(e.report(of: Self.tag)?.position ?? reports.last?.position)
+            return (p.x, p.y)
+        }
+        let settled = try positionAfterWalking(sittingFor: 200, cameFromTheLab: false)
+        let following = try positionAfterWalking(sittingFor: 30, cameFromTheLab: true)
+        let truth = 20 - 1.2 * 6
+        #expect(abs(following.0 - truth) < 1.5, "following at \(following), truth x \(truth)")
+        #expect(abs(following.0 - truth) < abs(settled.0 - truth) - 1, "following \(following), settled \(settled)")
     }
 
     @Test func aTagNoGatewayHearsIsNotHomeAfterTheTimeoutAndBackWhenHeard() throws {

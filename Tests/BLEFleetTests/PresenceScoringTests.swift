@@ -18,8 +18,7 @@ struct PresenceScoringTests {
         #expect(ours.medianError <= 1.5, "\(score.table())")
         #expect(ours.medianError <= 0.7 * base.medianError, "\(score.table())")
         #expect(ours.staticFlapsPerHour == 0, "\(score.table())")
-        // The walkers' target (85 %) is not met over the full hour (docs/BENCHMARKS.md); held here: better than the
-        // baseline, and no worse than 80 %.
-        #expect(ours.walkerRoomAccuracy >= 0.80 && ours.walkerRoomAccuracy > base.walkerRoomAccuracy, "\(score.table())")
+        // The walkers' target (89.7 % over this quarter hour, 88.7 % over the benchmark's hour).
+        #expect(ours.walkerRoomAccuracy >= 0.85 && ours.walkerRoomAccuracy > base.walkerRoomAccuracy, "\(score.table())")
     }
 }
