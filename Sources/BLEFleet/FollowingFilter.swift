@@ -12,15 +12,8 @@ import Foundation
 /// 83.9 % → 88.7 % in the office's hour). It also follows the excursions of a tag standing 1–3 m from a wall, so the engine uses it only
 /// for tags that changed room lately (`settle_s`).
 struct FollowingFilter: Sendable, Equatable {
-    struct Estimate: Sendable, Equatable {
-        var x: Double
-        var y: Double
-        /// Per axis, m².
-        var variance: Double
-    }
-
-    var quiet: Estimate
-    var walking: Estimate
+    var quiet: PlanarEstimate
+    var walking: PlanarEstimate
     /// The CUSUM: the walking model's log-likelihood over the quiet one's, summed, never below zero.
     var evidence = 0.0
     var at: Double
@@ -35,22 +28,19 @@ struct FollowingFilter: Sendable, Equatable {
     var error: Double { (2 * variance).squareRoot() }
 
     init(fix: PositionSolver.Fix, now: Double) {
-        let e = Estimate(x: fix.x, y: fix.y, variance: fix.error * fix.error / 2)
-        quiet = e
-        walking = e
+        quiet = PlanarEstimate(fix)
+        walking = quiet
         at = now
     }
 
     /// One fix, with its own error as the measurement's.
     mutating func update(_ fix: PositionSolver.Fix, now: Double, speed: Double) {
-        let r = fix.error * fix.error / 2
         let dt = max(now - at, 0)
         quiet.variance += PositionFilter.quietSpeed * PositionFilter.quietSpeed * dt
         walking.variance += speed * speed * dt
-        evidence = max(
-            0, evidence + Self.logLikelihood(walking, fix.x, fix.y, r) - Self.logLikelihood(quiet, fix.x, fix.y, r))
-        Self.correct(&quiet, fix.x, fix.y, r)
-        Self.correct(&walking, fix.x, fix.y, r)
+        evidence = max(0, evidence + walking.logLikelihood(of: fix) - quiet.logLikelihood(of: fix))
+        quiet.correct(by: fix)
+        walking.correct(by: fix)
         if moving {
             // The quiet model has fitted as well as the walking one since the walk ended.
             if evidence == 0 { moving = false }
@@ -68,18 +58,5 @@ struct FollowingFilter: Sendable, Equatable {
         quiet.variance += speed * speed * dt
         walking.variance += speed * speed * dt
         at = now
-    }
-
-    /// ln of the two-dimensional normal density of the innovation, less the constant ln 2π.
-    static func logLikelihood(_ e: Estimate, _ fx: Double, _ fy: Double, _ r: Double) -> Double {
-        let s = e.variance + r
-        return -log(s) - ((fx - e.x) * (fx - e.x) + (fy - e.y) * (fy - e.y)) / (2 * s)
-    }
-
-    static func correct(_ e: inout Estimate, _ fx: Double, _ fy: Double, _ r: Double) {
-        let k = e.variance / (e.variance + r)
-        e.x += k * (fx - e.x)
-        e.y += k * (fy - e.y)
-        e.variance *= 1 - k
     }
 }

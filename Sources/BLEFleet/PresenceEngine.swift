@@ -377,14 +377,15 @@ public struct PresenceEngine: Sendable {
 /// estimate (a tag standing still: long averaging, no wandering across a doorway), the walking speed once a fix
 /// falls outside what the estimate allows (a tag that moves is followed at once).
 struct PositionFilter: Sendable, Equatable {
-    var x: Double
-    var y: Double
-    /// Variance per axis, m².
-    var variance: Double
+    var estimate: PlanarEstimate
     var floor: String
     var at: Double
     var moving = true
     var outside = true
+
+    var x: Double { estimate.x }
+    var y: Double { estimate.y }
+    var variance: Double { estimate.variance }
 
     /// m/s: how fast a tag judged still may drift.
     static let quietSpeed = 0.1
@@ -396,27 +397,23 @@ struct PositionFilter: Sendable, Equatable {
     static func update(_ f: PositionFilter?, fix: PositionSolver.Fix, floor: String, now: Double, speed: Double)
         -> PositionFilter
     {
-        let r = fix.error * fix.error / 2
-        guard var f else { return PositionFilter(x: fix.x, y: fix.y, variance: r, floor: floor, at: now) }
+        guard var f else { return PositionFilter(estimate: PlanarEstimate(fix), floor: floor, at: now) }
+        let r = PlanarEstimate.measurementVariance(fix)
         let dt = max(now - f.at, 0)
         let quiet = f.variance + quietSpeed * quietSpeed * dt
-        let innovation = (fix.x - f.x) * (fix.x - f.x) + (fix.y - f.y) * (fix.y - f.y)
         // Two fixes in a row outside the bounds: one is an outlier, two are a walk.
-        let outside = innovation / (quiet + r) > movingThreshold
+        let outside = f.estimate.squaredDistance(to: fix) / (quiet + r) > movingThreshold
         f.moving = outside && f.outside
         f.outside = outside
-        f.variance = f.moving ? f.variance + speed * speed * dt : quiet
-        let k = f.variance / (f.variance + r)
-        f.x += k * (fix.x - f.x)
-        f.y += k * (fix.y - f.y)
-        f.variance *= 1 - k
+        f.estimate.variance = f.moving ? f.variance + speed * speed * dt : quiet
+        f.estimate.correct(by: fix)
         f.at = now
         return f
     }
 
     /// Time passes without a trusted fix: the position is kept, its uncertainty grows.
     mutating func inflate(now: Double, speed: Double) {
-        variance += speed * speed * max(now - at, 0)
+        estimate.variance += speed * speed * max(now - at, 0)
         at = now
     }
 }
