@@ -18,9 +18,9 @@ struct PresenceScoreSetup {
     var step: Duration = .milliseconds(100)
     /// Scored only after the filters have had this long.
     var warmUp = 60.0
-    /// Overrides of the site's presence settings, to try others on the same data.
     /// Whether to follow each stage's lag behind the walkers and the raw fit's room (`--misses`; costs time).
     var lagTable = false
+    /// Overrides of the site's presence settings, to try others on the same data.
     var tune: @Sendable (inout PresenceSettings) -> Void = { _ in }
 }
 
@@ -246,13 +246,15 @@ func scorePresence(_ setup: PresenceScoreSetup) async throws -> PresenceScore {
                 guard unix - v.ts <= site.presence.windowS, let p = site.gateways[gw]?.position else { return nil }
                 return (p.x, p.y, v.d)
             }
-            // A reading is due every second: a fit over those of the last 1.5 s is what the gateways say now.
-            let current = (newest[id] ?? [:]).compactMap { gw, v -> PositionSolver.Range? in
-                guard unix - v.ts <= 1.5, let p = site.gateways[gw]?.position else { return nil }
-                return PositionSolver.Range(gateway: p, distance: v.d, accuracy: v.accuracy)
-            }
-            if setup.lagTable, current.count >= 3, let f = PositionSolver.solve(current, z: site.presence.tagHeightM) {
-                fixes[id, default: []].append((t, f.x, f.y))
+            if setup.lagTable {
+                // A reading is due every second: a fit over those of the last 1.5 s is what the gateways say now.
+                let current = (newest[id] ?? [:]).compactMap { gw, v -> PositionSolver.Range? in
+                    guard unix - v.ts <= 1.5, let p = site.gateways[gw]?.position else { return nil }
+                    return PositionSolver.Range(gateway: p, distance: v.d, accuracy: v.accuracy)
+                }
+                if current.count >= 3, let f = PositionSolver.solve(current, z: site.presence.tagHeightM) {
+                    fixes[id, default: []].append((t, f.x, f.y))
+                }
             }
             if let p = NadarayaWatsonBaseline.locate(ranges) { theirs[id, default: []].append((t, p.x, p.y)) }
         }

@@ -8,9 +8,9 @@ import Foundation
 /// `PositionFilter` learns that a tag walks only when two fixes in a row fall outside the quiet bounds, which at a
 /// walk's start takes 4–5 s while its estimate stays where the walk began; in the office's hour its position was
 /// closest to where a walker had been 5 s before. Here the walking model has followed the fixes all along, so the
-/// moment the evidence tips, the estimate is already where the tag is (walkers' room right
-/// 83.9 % → 88.7 % in the office's hour). It also follows the excursions of a tag standing 1–3 m from a wall, so the engine uses it only
-/// for tags that changed room lately (`settle_s`).
+/// moment the evidence tips, the estimate is already where the tag is (walkers' room right 83.9 % → 88.7 % in the
+/// office's hour). It also follows the excursions of a tag standing 1–3 m from a wall, so the engine uses it only for
+/// tags that changed room lately (`settle_s`).
 struct FollowingFilter: Sendable, Equatable {
     var quiet: PlanarEstimate
     var walking: PlanarEstimate

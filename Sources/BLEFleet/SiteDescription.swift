@@ -226,6 +226,7 @@ public struct PresenceSettings: Sendable, Equatable {
     /// must lead it for at least `settled_dwell_s` even while it seems to walk. A tag that changed room within it is
     /// followed without the quiet filter's lag (docs/PRESENCE.md, "Settled and unsettled tags").
     public var settleS = 120.0
+    /// The least dwell of a settled tag: longer than the few seconds a fit strays across a wall near it.
     public var settledDwellS = 15.0
     /// …and lead by this much: metres inside it beyond the current room (position), or metres nearer its gateway.
     public var marginM = 1.0
