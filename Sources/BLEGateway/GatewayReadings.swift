@@ -185,6 +185,8 @@ struct GatewayReadings: Sendable {
                     r.string("reason", refusal.reason.name ?? "unknown")
                     r.number("since", refusal.since, digits: 3)
                 }
+                // The topic families held back now; everything else is being published.
+                if !h.publish.refusedFamilies.isEmpty { r.strings("families", h.publish.refusedFamilies) }
             }
         }
         o.object("scan") { s in

@@ -189,7 +189,7 @@ public final class GatewayRuntime: Service, Sendable {
         let refusalChanged = Locked<(@Sendable () -> Void)?>(nil)
         publisher = SpoolPublisher(
             spool: spool, client: client, window: configuration.mqtt.inflight, clock: clock,
-            maxPayloadBytes: configuration.mqtt.maxPayloadBytes,
+            maxPayloadBytes: configuration.mqtt.maxPayloadBytes, base: topics.base,
             onRejected: { r, e in
                 log.error(
                     """
@@ -197,17 +197,19 @@ public final class GatewayRuntime: Service, Sendable {
                     letters (blegateway spool dead-letters)
                     """)
             },
-            onRefusal: { r, e in
-                // Once per episode: the first refusal, and when publishes are acknowledged again.
-                if let r, let e {
-                    let why = MQTTReasonCode(rawValue: e.code)
+            onRefusal: { episode in
+                // Once per family and episode: the first refusal, and when the family is taken again.
+                switch episode {
+                case .began(let family, let r, let e):
                     log.error(
                         """
-                        broker refuses publishes (\(why), first seq \(r.seq) on \(r.reading.topic)): kept in the \
-                        spool, sent again with backoff
+                        broker refuses publishes on \(family)/… (\(MQTTReasonCode(rawValue: e.code)), first seq \(r.seq) \
+                        on \(r.reading.topic)): kept in the spool and sent again with backoff; other topics go on
                         """)
-                } else {
-                    log.notice("broker accepts publishes again; the readings it refused are being sent")
+                case .ended(let family, expired: false):
+                    log.notice("broker accepts publishes on \(family)/… again; the readings it refused are being sent")
+                case .ended(let family, expired: true):
+                    log.notice("no reading refused on \(family)/… is left to send (they expired); refusal ended")
                 }
                 refusalChanged.withLock { $0 }?()
             })

@@ -9,7 +9,8 @@ import Foundation
 /// the broker acknowledged it. When a connection ends, unacknowledged publishes fail, and after the next
 /// CONNACK the publisher starts again from the oldest unacknowledged reading: the backlog is replayed in
 /// seq order with its original timestamps, and new readings, which have higher seqs, follow behind it.
-/// Delivery is at least once; consumers drop duplicates by (gateway, seq).
+/// Delivery is at least once; consumers drop duplicates by (gateway, seq). A publish the broker refuses for now holds
+/// back only its topic's family (`RefusalHolds`): the rest keeps flowing in seq order.
 public final class SpoolPublisher: Sendable {
     public struct Statistics: Sendable, Equatable {
         /// Readings the broker acknowledged.
@@ -25,8 +26,10 @@ public final class SpoolPublisher: Sendable {
         /// Publishes the broker refused for now (0x87 Not authorized, 0x97 Quota exceeded, 0x89 Server busy, 0x83,
         /// 0x80 …): the reading stays in the spool and is sent again after a backoff.
         public var refused: UInt64 = 0
-        /// The refusal in force (the last publish was refused and none acknowledged since), with when it began.
+        /// The longest-standing refusal in force (a family refused and not acknowledged since), with when it began.
         public var refusal: Refusal?
+        /// The topic families held back by refusals now (`RefusalHolds.family`), sorted; every other family flows.
+        public var refusedFamilies: [String] = []
         /// Publishes that failed because the connection ended; they are replayed.
         public var replays: UInt64 = 0
         /// Samples whose MQTT 5 expiry had already passed when their turn came (a backlog after an outage): not sent
@@ -50,11 +53,10 @@ public final class SpoolPublisher: Sendable {
     /// After a failed spool read, the next try (a retry delay; nothing else is waited for by time).
     let retryInterval: Duration
     let onRejected: @Sendable (SpooledReading, MQTTError) -> Void
-    /// A refusal episode began (once per episode, for the log) or ended (nil).
-    let onRefusal: @Sendable (SpooledReading?, MQTTError?) -> Void
-    /// The wait before sending again after a refusal, doubling up to `maxRefusalBackoff` while refusals go on.
-    let refusalBackoff: Duration
-    let maxRefusalBackoff: Duration
+    /// A family's refusal episode began (once per episode, for the log) or ended.
+    let onRefusal: @Sendable (RefusalEpisode) -> Void
+    /// The gateway's own `<prefix>/<gateway>`, which groups its topics into families (`RefusalHolds.family`).
+    let base: String?
     /// Connection losses in a row, each with the same reading as the oldest unacknowledged, after which that
     /// reading is taken to be what makes the broker close the connection.
     let poisonAfterLosses: Int
@@ -64,20 +66,32 @@ public final class SpoolPublisher: Sendable {
     /// Signalled on every acknowledgement and connection change: `drain` waits on it.
     let progress = WakeSignal()
     var refillThreshold: Int { max(1, window / 4) }
-    let state = Locked(State())
+    let state: Locked<State>
+
+    /// A family held back by a refusal, or let go again.
+    public enum RefusalEpisode: Sendable {
+        case began(family: String, first: SpooledReading, error: MQTTError)
+        /// `expired`: ended because nothing of the family was left to send (its readings expired), not by an
+        /// acknowledgement.
+        case ended(family: String, expired: Bool)
+    }
 
     struct State: Sendable {
         var stats = Statistics()
         var generation = 0
         var inFlight: Set<UInt64> = []
-        /// A publish failed for want of a connection: restart from the oldest unacknowledged reading.
-        var rewind = false
-        /// Refused: nothing is sent before this time (the publisher's clock), then from the oldest again.
-        var pausedUntil: Duration?
-        var backoff: Duration = .zero
-        /// The topics refused in the episode under way (bounded): an ACL refuses by topic, so the episode ends when
-        /// one of them is acknowledged, not when a topic it never refused is (a status, a health report).
-        var refusedTopics: Set<String> = []
+        /// Read the spool again from after this seq (0: from the oldest): a publish failed for want of a connection,
+        /// or a held family's backlog is to follow its acknowledged probe.
+        var rewind: UInt64?
+        var holds: RefusalHolds
+
+        mutating func rewind(to seq: UInt64) { rewind = min(rewind ?? seq, seq) }
+
+        /// The statistics' view of the holds, after each change of them.
+        mutating func holdsChanged() {
+            stats.refusedFamilies = holds.families
+            stats.refusal = holds.oldest.map { Refusal(reason: $0.reason, since: $0.since) }
+        }
         /// The oldest reading that failed unacknowledged when the current connection ended.
         var oldestLost: SpooledReading?
         /// The reading that was the oldest unacknowledged at the last connection losses in a row, and how many.
@@ -89,19 +103,21 @@ public final class SpoolPublisher: Sendable {
     ///   - retryInterval: the wait before reading the spool again after a read failed. Otherwise the publisher waits
     ///     for an event: the spool's committer and every state event call `readingsAvailable()`, acknowledgements
     ///     and connection changes wake it too.
+    ///   - base: the gateway's `<prefix>/<gateway>` (`Topics`), by which refusals hold back families of topics.
+    ///   - refusalBackoff: the wait before a refused family is tried again, doubling up to `maxRefusalBackoff`.
     public init(
         spool: Spool, client: MQTTClient, window: Int, clock: any BLEClock,
         retryInterval: Duration = .milliseconds(100),
-        maxPayloadBytes: Int = 0,
+        maxPayloadBytes: Int = 0, base: String? = nil,
         refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60), poisonAfterLosses: Int = 5,
         onRejected: @escaping @Sendable (SpooledReading, MQTTError) -> Void = { _, _ in },
-        onRefusal: @escaping @Sendable (SpooledReading?, MQTTError?) -> Void = { _, _ in }
+        onRefusal: @escaping @Sendable (RefusalEpisode) -> Void = { _ in }
     ) {
-        self.refusalBackoff = refusalBackoff
+        self.base = base
         self.poisonAfterLosses = max(1, poisonAfterLosses)
         self.maxPayloadBytes = maxPayloadBytes
-        self.maxRefusalBackoff = maxRefusalBackoff
         self.onRefusal = onRefusal
+        self.state = Locked(State(holds: RefusalHolds(initialBackoff: refusalBackoff, maxBackoff: maxRefusalBackoff)))
         precondition(window > 0)
         self.spool = spool
         self.client = client
@@ -119,7 +135,7 @@ public final class SpoolPublisher: Sendable {
         let poison = state.withLock { s -> SpooledReading? in
             s.stats.connected = connected
             s.generation += 1
-            s.rewind = true
+            s.rewind(to: 0)
             // On the next CONNACK, judge the connection that ended: was the same reading again the oldest the
             // broker had not acknowledged? (A 3.1.1 broker closes the connection on a packet it will not take.)
             guard connected, let lost = s.oldestLost else { return nil }
@@ -161,29 +177,26 @@ public final class SpoolPublisher: Sendable {
         while !Task.isCancelled {
             let (connected, gen, rewind, inFlight) = state.withLock { s in
                 let r = (s.stats.connected, s.generation, s.rewind, s.inFlight.count)
-                s.rewind = false
+                s.rewind = nil
                 return r
             }
-            if gen != generation || rewind {
+            if gen != generation {
                 generation = gen
                 cursor = 0
             }
+            if let rewind { cursor = min(cursor, rewind) }
             guard connected else {
                 await wake.wait()  // connectionChanged signals
                 continue
             }
-            // Refused for now: wait out the backoff (or a connection change), then start again from the oldest.
-            if let until = state.withLock({ $0.pausedUntil }) {
-                if clock.now() < until {
-                    await wake.wait(upTo: until - clock.now(), clock: clock)
-                    continue
-                }
-                state.withLock { $0.pausedUntil = nil }
-                cursor = 0
+            // Refused families whose wait is over: read again from their oldest, so each finds its probe.
+            if let from = state.withLock({ $0.holds.fallDue(now: clock.now()) }) {
+                cursor = min(cursor, max(from, 1) - 1)
             }
             let room = window - inFlight
             var handed = 0
             var readFailed = false
+            var readOn = false
             // Refill in batches, not one slot per acknowledgement: a query per ack would cap replay at the rate of
             // SQLite round trips. A quarter of the window free (or an empty window) is worth a query.
             if room > 0, room >= refillThreshold || inFlight == 0,
@@ -196,10 +209,14 @@ public final class SpoolPublisher: Sendable {
                         state.withLock { $0.stats.expired += 1 }
                         continue
                     }
-                    state.withLock {
-                        $0.inFlight.insert(r.seq)
-                        $0.stats.inFlight = $0.inFlight.count
+                    let family = RefusalHolds.family(of: r.reading.topic, base: base)
+                    let admitted = state.withLock { s -> Bool in
+                        guard s.holds.admit(family, seq: r.seq) == .send else { return false }
+                        s.inFlight.insert(r.seq)
+                        s.stats.inFlight = s.inFlight.count
+                        return true
                     }
+                    guard admitted else { continue }  // held back with its family; it stays in the spool
                     handed += 1
                     let message = Self.message(for: r, now: clock.unixTime())
                     if maxPayloadBytes > 0, message.payload.count > maxPayloadBytes {
@@ -217,9 +234,26 @@ public final class SpoolPublisher: Sendable {
                     client.submit(message) { self.resolved(r, $0) }
                 }
                 if let last = batch.last { cursor = max(cursor, last.seq) }
+                if batch.count < room {
+                    // The end of the spool: a family that fell due and found no reading has nothing left to refuse.
+                    let ended = state.withLock { s -> [String] in
+                        let ended = s.holds.endUnprobed()
+                        if !ended.isEmpty { s.holdsChanged() }
+                        return ended
+                    }
+                    for family in ended { onRefusal(.ended(family: family, expired: true)) }
+                } else {
+                    readOn = handed == 0  // a full batch held back or in flight: what is behind it may go
+                }
             }
-            if handed == 0 {
-                if readFailed { await wake.wait(upTo: retryInterval, clock: clock) } else { await wake.wait() }
+            if handed == 0 && !readOn {
+                if readFailed {
+                    await wake.wait(upTo: retryInterval, clock: clock)
+                } else if let deadline = state.withLock({ $0.holds.nextDeadline }) {
+                    await wake.wait(upTo: max(.zero, deadline - clock.now()), clock: clock)
+                } else {
+                    await wake.wait()
+                }
             }
         }
     }
@@ -251,16 +285,17 @@ public final class SpoolPublisher: Sendable {
         switch result {
         case .success:
             spool.acknowledge(CollectionOfOne(r.seq))
+            let family = RefusalHolds.family(of: r.reading.topic, base: base)
             let ended = state.withLock { s -> Bool in
                 if s.suspect?.seq == r.seq { s.suspect = nil }
-                guard s.stats.refusal != nil, s.refusedTopics.contains(r.reading.topic) else { return false }
-                s.stats.refusal = nil
-                s.backoff = .zero
-                s.refusedTopics = []
+                guard let hold = s.holds.acknowledged(family) else { return false }
+                // The family's backlog follows, from its oldest refused reading.
+                s.rewind(to: max(hold.from, 1) - 1)
+                s.holdsChanged()
                 return true
             }
             finish(r.seq) { $0.acknowledged += 1 }
-            if ended { onRefusal(nil, nil) }
+            if ended { onRefusal(.ended(family: family, expired: false)) }
         case .failure(let e)
         where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isLastingForThisMessage
             || e.isLocalRefusalOfThisMessage:
@@ -271,26 +306,20 @@ public final class SpoolPublisher: Sendable {
             onRejected(r, e)
         case .failure(let e)
         where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isFailure || e.isQoSNotSupported:
-            // Refused for now: kept in the spool, sent again from the oldest after a backoff that doubles while
-            // the refusals go on. Everything else in flight is likely refused too; its answers only count.
-            let now = clock.now()
+            // Refused for now: kept in the spool, its family held back and tried again after a backoff that doubles
+            // while the refusals go on; every other family keeps flowing.
+            let family = RefusalHolds.family(of: r.reading.topic, base: base)
+            let reason = e.isQoSNotSupported ? MQTTReasonCode.qosNotSupported : MQTTReasonCode(rawValue: e.code)
             let began = state.withLock { s -> Bool in
                 s.inFlight.remove(r.seq)
                 s.stats.inFlight = s.inFlight.count
                 s.stats.refused += 1
-                if s.refusedTopics.count < 1024 { s.refusedTopics.insert(r.reading.topic) }
-                let began = s.stats.refusal == nil
-                if began {
-                    let reason = e.isQoSNotSupported ? MQTTReasonCode.qosNotSupported : MQTTReasonCode(rawValue: e.code)
-                    s.stats.refusal = Refusal(reason: reason, since: clock.unixTime())
-                }
-                if s.pausedUntil == nil {
-                    s.backoff = s.backoff == .zero ? refusalBackoff : min(maxRefusalBackoff, s.backoff * 2)
-                    s.pausedUntil = now + s.backoff
-                }
+                let began = s.holds.refused(
+                    family, seq: r.seq, reason: reason, now: clock.now(), since: clock.unixTime())
+                s.holdsChanged()
                 return began
             }
-            if began { onRefusal(r, e) }
+            if began { onRefusal(.began(family: family, first: r, error: e)) }
         case .failure(let e):
             // Not acknowledged, not connected, window full: it stays in the spool and is replayed.
             state.withLock {
@@ -298,7 +327,7 @@ public final class SpoolPublisher: Sendable {
                 $0.inFlight.remove(r.seq)
                 $0.stats.inFlight = $0.inFlight.count
                 $0.stats.replays += 1
-                $0.rewind = true
+                $0.rewind(to: 0)
             }
         }
         wake.signal()

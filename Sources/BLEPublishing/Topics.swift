@@ -46,7 +46,8 @@ public struct Topics: Sendable, Hashable {
         return nil
     }
 
-    var base: String { "\(prefix)/\(gatewayID)" }
+    /// `<prefix>/<gateway>`: every topic the gateway publishes under its prefix begins with it.
+    public var base: String { "\(prefix)/\(gatewayID)" }
 
     /// Every gateway's retained status under the prefix (peripheral ownership follows which are online).
     public var allStatuses: String { "\(prefix)/+/status" }

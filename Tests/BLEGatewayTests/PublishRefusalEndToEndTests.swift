@@ -84,5 +84,57 @@ extension EndToEndSuites {
             // Nothing the broker refused is missing (QoS 1 may repeat; it must not skip).
             #expect(EndToEndSuites.gaps(observer.seqs) == [])
         }
+
+        /// A new user's broker, with an ACL that does not yet let the gateway write Home Assistant's discovery: the
+        /// broker refuses every document (0x87), and the gateway once stalled behind the first one, publishing no
+        /// health and no reading at all. Now the discovery family waits in the spool, named on the health topic, while
+        /// the beacons and the health reports flow.
+        @Test func aDeniedDiscoveryDocumentHoldsBackDiscoveryAloneAndTheHealthSaysSo() async throws {
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("refused-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: dir) }
+            let prefix = "refused\(UInt32.random(in: 0...UInt32.max))"
+            let acl = dir.appendingPathComponent("acl")
+            try "topic read #\ntopic readwrite \(prefix)/#\n".write(to: acl, atomically: true, encoding: .utf8)
+            let broker = try Mosquitto(directory: dir, configuration: ["acl_file \(acl.path)"])
+            try broker.start()
+            defer { broker.terminate(limit: .seconds(5)) }
+            let port = broker.port
+
+            let observer = try Observer(port: port, filter: "\(prefix)/gw-d/#")
+            defer { observer.stop() }
+            var c = GatewayConfiguration()
+            c.gateway.id = "gw-d"
+            c.mqtt.broker = "mqtt://127.0.0.1:\(port)"
+            c.mqtt.prefix = prefix
+            c.spool.path = dir.appendingPathComponent("spool.sqlite").path
+            c.publishing.rangingIntervalSeconds = 0.2
+            c.publishing.healthIntervalSeconds = 1
+            c.remoteConfig.enabled = false
+            c.homeAssistant.enabled = true
+            let source = Source()
+            let runtime = try GatewayRuntime(configuration: c, source: source, clockSynchronized: { true })
+            source.lock.withLock { source.runtime = runtime }
+            let task = Task { try await runtime.run() }
+            defer { task.cancel() }
+
+            let health = "\(prefix)/gw-d/health"
+            func held() -> [String]? {
+                ((observer.states(health).last?["publish"] as? [String: Any])?["refused"] as? [String: Any])?["families"]
+                    as? [String]
+            }
+            do {
+                try await EndToEndSuites.waitFor("a health report naming the held family", limit: .seconds(30)) {
+                    held() != nil && observer.beacons(after: 0).count >= 20
+                }
+            } catch {
+                Issue.record(
+                    "health: \(observer.states(health).suffix(2)); beacons: \(observer.beacons(after: 0).count)")
+                throw error
+            }
+            #expect(held() == ["homeassistant/device"])
+            #expect(runtime.publisher.statistics.refusal?.reason == .notAuthorized)
+            #expect(runtime.publisher.statistics.rejected == 0, "refused for now, not dead-lettered")
+        }
     }
 }

@@ -24,12 +24,12 @@ struct SpoolPublisherTests {
     /// Runs client, publisher and the event bridge between them around `body`.
     func withPublisher(_ broker: Mosquitto, spool: Spool, window: Int = 16,
                        refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60),
-                       clock: any BLEClock = SystemClock(),
+                       base: String? = nil, clock: any BLEClock = SystemClock(),
                        _ body: @Sendable (MQTTClient, SpoolPublisher) async throws -> Void) async throws {
         var configuration = testConfiguration(broker)
         configuration.maxInFlight = window
         let client = MQTTClient(configuration: configuration)
-        let publisher = SpoolPublisher(spool: spool, client: client, window: window, clock: clock,
+        let publisher = SpoolPublisher(spool: spool, client: client, window: window, clock: clock, base: base,
                                        refusalBackoff: refusalBackoff, maxRefusalBackoff: maxRefusalBackoff)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await client.run() }
@@ -219,6 +219,61 @@ struct SpoolPublisherTests {
             let s = publisher.statistics
             #expect(spool.statistics.depth == 0 && s.acknowledged == 20 && s.rejected == 0)
             #expect(s.refusal == nil, "the refusal ended with the first acknowledgement")
+        }
+    }
+    /// The shipped ACL once denied Home Assistant's discovery topic, and the whole gateway stalled behind the first
+    /// refused document: no health, no reading reached the broker. A refusal holds back its own family only: with the
+    /// beacons denied, every health report behind them arrives, in order, while the beacons wait in the spool; once
+    /// the ACL allows them, they follow and the hold ends.
+    @Test func aDeniedTopicFamilyWaitsInTheSpoolWhileEveryOtherFamilyFlows() async throws {
+        var aclPath = ""
+        let broker = try startBroker { b in
+            aclPath = try b.writeFile("acl", "topic read #\ntopic write pub/gw/health\n")
+            b.extraConfiguration = ["acl_file \(aclPath)"]
+        }
+        let acl = aclPath
+        let spool = try makeSpool()
+        let observer = MQTTClient(configuration: testConfiguration(broker, id: "family-observer"))
+        let watch = Task { try await observer.run() }
+        defer { watch.cancel() }
+        let received = try observer.subscribe("pub/#", qos: .atLeastOnce)
+        var beacons: Set<Int> = []
+        var health: [Int] = []
+        for i in 1...60 {
+            let topic = i % 3 == 0 ? "pub/gw/beacons/b\(i % 2)" : "pub/gw/health"
+            let seq = Int(try spool.appendDurably(
+                Reading(.state, topic: topic, body: Array(#"{"i":\#(i)}"#.utf8), qos: 1, ts: 1_700_000_000,
+                        clockSynchronized: true, run: "00c0ffee")))
+            if i % 3 == 0 { beacons.insert(seq) } else { health.append(seq) }
+        }
+        let (denied, allowed) = (beacons, health)
+        try await withPublisher(broker, spool: spool, window: 8, refusalBackoff: .milliseconds(100),
+                                maxRefusalBackoff: .milliseconds(400), base: "pub/gw") { _, publisher in
+            var arrived: [Int] = []
+            for await m in received {
+                #expect(m.topic == "pub/gw/health", "a denied beacon was delivered: \(m.topic)")
+                if let seq = seqs([m]).first, !arrived.contains(seq) { arrived.append(seq) }
+                if arrived.count == allowed.count { break }
+            }
+            #expect(arrived == allowed, "every health report arrives, in seq order, past the refused beacons")
+            let held = publisher.statistics
+            #expect(held.refusedFamilies == ["pub/gw/beacons"])
+            #expect(held.refusal?.reason == .notAuthorized)
+            #expect(held.rejected == 0)
+            #expect(await eventually { spool.statistics.depth == denied.count },
+                    "the refused beacons wait in the spool, none lost: \(spool.statistics.depth)")
+            // The operator fixes the ACL: the beacons follow and the hold ends.
+            try "topic readwrite #\n".write(toFile: acl, atomically: true, encoding: .utf8)
+            broker.reload()
+            var late: Set<Int> = []
+            for await m in received {
+                if m.topic.hasPrefix("pub/gw/beacons/"), let seq = seqs([m]).first { late.insert(seq) }
+                if late == denied { break }
+            }
+            #expect(late == denied)
+            #expect(await eventually { spool.statistics.depth == 0 && publisher.statistics.refusal == nil })
+            let after = publisher.statistics
+            #expect(spool.statistics.depth == 0 && after.refusal == nil && after.refusedFamilies.isEmpty)
         }
     }
 }
