@@ -43,6 +43,17 @@ public enum ConfigurationLoader {
         // default file out of this user's reach (a tool run as another user) is a warning; a file named in the
         // configuration must be readable.
         var warnings = reader.warnings
+        if c.homeAssistant.enabled, c.gateway.id.contains(".") {
+            // Home Assistant's discovery node id takes [a-zA-Z0-9_-]: the documents go under an escaped node, which the
+            // shipped ACL's `homeassistant/device/%u/#` cannot match.
+            warnings.append(
+                ConfigurationError(
+                    path: "gateway.id",
+                    """
+                    "\(c.gateway.id)" has a '.': Home Assistant's discovery documents go under an escaped node id, \
+                    which a broker ACL pattern on the username (homeassistant/device/%u/#) does not match
+                    """))
+        }
         do {
             for key in try IdentityKeyFile.load(c.identityKeysFile)
             where !c.identityKeys.contains(where: { $0.octets == key.octets }) {

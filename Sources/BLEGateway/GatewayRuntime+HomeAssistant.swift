@@ -49,13 +49,18 @@ extension GatewayRuntime {
                 logger.error("homeassistant: cannot subscribe to \(topic): \(error)")
                 return
             }
-            // What earlier runs left retained under this prefix: the broker sends it once, on subscribing.
-            let documents: AsyncStream<MQTTMessage>?
-            do {
-                documents = try client.subscribe("\(prefix)/device/+/config", qos: .atLeastOnce)
-            } catch {
-                logger.error("homeassistant: cannot subscribe to \(prefix)/device/+/config: \(error)")
-                documents = nil
+            // What earlier runs left retained under this prefix: the broker sends it once, on subscribing. Its own
+            // node first; then the node-less topics earlier versions used (a broker's ACL may not let it read those).
+            var streams: [AsyncStream<MQTTMessage>] = []
+            for filter in [
+                "\(prefix)/device/\(HomeAssistantDiscovery.nodeID(readings.topics.gatewayID))/+/config",
+                "\(prefix)/device/+/config",
+            ] {
+                do {
+                    streams.append(try client.subscribe(filter, qos: .atLeastOnce))
+                } catch {
+                    logger.error("homeassistant: cannot subscribe to \(filter): \(error)")
+                }
             }
             h.followers[prefix] = Task { [self] in
                 await withTaskGroup(of: Void.self) { group in
@@ -71,7 +76,7 @@ extension GatewayRuntime {
                             }
                         }
                     }
-                    if let documents {
+                    for documents in streams {
                         group.addTask { [self] in
                             for await message in documents where message.retain {
                                 homeAssistant.withLock { h in

@@ -155,17 +155,21 @@ struct HomeAssistantAnnouncer: Sendable {
         return out
     }
 
-    /// A retained document the broker holds under the prefix, seen when subscribing to `<prefix>/device/+/config`:
-    /// one of this gateway's from an earlier run (its device is this gateway, or `via_device` this gateway) that is
+    /// A retained document the broker holds under the prefix, seen when subscribing to `<prefix>/device/<node>/+/config`
+    /// (and, for what earlier versions left without a node id, `<prefix>/device/+/config`): one of this gateway's from
+    /// an earlier run (its device is this gateway, or `via_device` this gateway) that is
     /// not announced now — configuration removed it while the gateway was stopped — is removed. Not while a
     /// `name_prefix` or `service` entry is configured: its devices are announced only once heard again, and removing
     /// them at every start would make Home Assistant forget and re-create them.
     func retainedDocument(topic: String, payload: [UInt8]) -> [Message] {
         // This gateway's sensor documents (their object ids carry its id) with `sensors` off: removed. With it on they
         // stay, since the sensors are announced again only once heard.
+        let id = topics.gatewayID
+        let gateways = [HomeAssistantDiscovery.gatewayDeviceID(id), HomeAssistantDiscovery.legacyGatewayDeviceID(id)]
         if case .announcing(let prefix, let published) = state, configuration?.homeAssistant.sensors == false,
             published[topic] == nil, !payload.isEmpty,
-            topic.hasPrefix("\(prefix)/device/blegateway_\(HomeAssistantDiscovery.objectID(topics.gatewayID))_sensor_")
+            topic.hasPrefix("\(prefix)/device/\(HomeAssistantDiscovery.nodeID(id))/\(gateways[0])_sensor_")
+                || topic.hasPrefix("\(prefix)/device/\(gateways[1])_sensor_")
         {
             return [Message(topic: topic, payload: [])]
         }
@@ -179,13 +183,12 @@ struct HomeAssistantAnnouncer: Sendable {
             case .object(let fields)? = try? RemoteJSONParser.parse(payload),
             case .object(let dev)? = fields.first(where: { $0.0 == "dev" })?.1
         else { return [] }
-        let gateway = "blegateway_\(HomeAssistantDiscovery.objectID(topics.gatewayID))"
         let identifiers: [RemoteJSON] =
             dev.first(where: { $0.0 == "identifiers" }).flatMap {
                 if case .array(let a) = $0.1 { return a } else { return nil }
             } ?? []
         let via = dev.first(where: { $0.0 == "via_device" })?.1
-        guard identifiers.contains(.string(gateway)) || via == .string(gateway) else { return [] }
+        guard gateways.contains(where: { identifiers.contains(.string($0)) || via == .string($0) }) else { return [] }
         return [Message(topic: topic, payload: [])]
     }
 

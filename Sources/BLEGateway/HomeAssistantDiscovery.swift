@@ -41,10 +41,40 @@ struct HomeAssistantDiscovery: Sendable {
     /// Names from configuration or the air are cut to this many characters: Home Assistant shows them in lists.
     static let maxNameLength = 64
 
-    var gatewayDeviceID: String { "blegateway_\(Self.objectID(topics.gatewayID))" }
+    var gatewayDeviceID: String { Self.gatewayDeviceID(topics.gatewayID) }
 
-    /// `<discovery_prefix>/device/<object_id>/config`.
-    func topic(for objectID: String) -> String { "\(settings.discoveryPrefix)/device/\(objectID)/config" }
+    /// The gateway's device id, `blegateway_<id>`, with the id written so that no two gateway ids give one device id
+    /// (nor one unique id): letters (in their case), digits and `-` as they are, `_` as `__` and `.` as `_D`. What
+    /// follows the id in a unique id is `_` and a lower-case word or hex, never `_` or `D`, so it cannot be read as
+    /// part of another id. `gw.a`, `gw_a`, `GW-A` and `gw-a` used to give one id, and so one entity for two gateways.
+    static func gatewayDeviceID(_ gatewayID: String) -> String {
+        var out = "blegateway_"
+        for c in gatewayID.unicodeScalars {
+            switch c {
+            case "_": out += "__"
+            case ".": out += "_D"
+            default: out.unicodeScalars.append(c)
+            }
+        }
+        return out
+    }
+
+    /// The device id earlier versions gave (lower case, anything but `[a-z0-9_-]` as `_`): documents they left
+    /// retained under it are recognised as this gateway's and removed.
+    static func legacyGatewayDeviceID(_ gatewayID: String) -> String { "blegateway_\(objectID(gatewayID))" }
+
+    /// The discovery topics' node id: the gateway id itself, so that a broker's ACL can let each gateway write its
+    /// own documents and no other's (`pattern write homeassistant/device/%u/#`). Home Assistant takes
+    /// `[a-zA-Z0-9_-]` there; an id with a `.` is written as in `gatewayDeviceID`, and the ACL's pattern then does not
+    /// match it (`blegateway config check` says so).
+    var nodeID: String { Self.nodeID(topics.gatewayID) }
+
+    static func nodeID(_ gatewayID: String) -> String {
+        gatewayID.contains(".") ? String(gatewayDeviceID(gatewayID).dropFirst("blegateway_".count)) : gatewayID
+    }
+
+    /// `<discovery_prefix>/device/<node_id>/<object_id>/config`.
+    func topic(for objectID: String) -> String { "\(settings.discoveryPrefix)/device/\(nodeID)/\(objectID)/config" }
 
     /// A device a `name_prefix` or `service` entry took: known only once heard, by its address.
     struct Found: Sendable, Equatable {

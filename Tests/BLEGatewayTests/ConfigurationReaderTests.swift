@@ -90,6 +90,16 @@ import Testing
         #expect { try ConfigurationLoader.load(path: p) } throws: { "\($0)" == "\(p): line 2, column 8: mqtt.qos: expected a whole number, found \"high\"" }
     }
 
+    /// A '.' in the gateway id cannot be a discovery node id, so the shipped ACL's pattern would refuse every document:
+    /// said at config check, not found later in the broker's log.
+    @Test func aGatewayIdWithADotWarnsWhenHomeAssistantsDiscoveryIsOn() throws {
+        let on = try ConfigurationLoader.load(path: try write("gateway:\n  id: gw.a\nhomeassistant:\n  enabled: true\n"))
+        #expect(on.warnings.map(\.path) == ["gateway.id"])
+        #expect(on.warnings.first.map { "\($0)".contains("homeassistant/device/%u/#") } == true)
+        let off = try ConfigurationLoader.load(path: try write("gateway:\n  id: gw.a\n"))
+        #expect(off.warnings.isEmpty)
+    }
+
     @Test(arguments: ["gw/1", "fleet", "a b"])
     func aGatewayIDThatCannotBeATopicLevelIsRefused(_ id: String) throws {
         let p = try write("gateway:\n  id: \"\(id)\"\n")

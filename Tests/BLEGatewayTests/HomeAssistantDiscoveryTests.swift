@@ -38,7 +38,7 @@ import Testing
         let c = try Self.configuration(Self.thermometer)
         let d = Self.discovery(c.homeAssistant)
         let gateway = d.gatewayDevice(regions: c.regions, remoteConfig: false)
-        #expect(d.topic(for: gateway.objectID) == "homeassistant/device/blegateway_gw-1/config")
+        #expect(d.topic(for: gateway.objectID) == "homeassistant/device/gw-1/blegateway_gw-1/config")
         let availability = #"[{"topic":"ble/gw-1/status","value_template":"{{ value_json.state }}","#
             + #""payload_available":"online","payload_not_available":"offline"}]"#
         let expected = #"{"dev":{"identifiers":["blegateway_gw-1"],"name":"gw-1","manufacturer":"BLEGateway","#
@@ -93,7 +93,7 @@ import Testing
         let c = try Self.configuration(Self.thermometer)
         let d = Self.discovery(c.homeAssistant)
         let p = try #require(d.peripheralDevice(c.peripherals[0]))
-        #expect(d.topic(for: p.objectID) == "homeassistant/device/blegateway_gw-1_c0ffee000002/config")
+        #expect(d.topic(for: p.objectID) == "homeassistant/device/gw-1/blegateway_gw-1_c0ffee000002/config")
         #expect(Self.text(p.device) == #"{"identifiers":["blegateway_gw-1_c0ffee000002"],"#
             + #""connections":[["bluetooth","C0:FF:EE:00:00:02"]],"name":"thermo","via_device":"blegateway_gw-1"}"#)
         #expect(p.components.map(\.id) == ["link", "rssi", "char_2a6e", "write_2a06"])
@@ -151,7 +151,7 @@ import Testing
         intent.subscribe = [.init(characteristic: .init(characteristic: BluetoothUUID("2A6F")!))]
         let d = Self.discovery()
         let p = try #require(d.peripheralDevice(intent))
-        #expect(d.topic(for: p.objectID) == "homeassistant/device/blegateway_gw-1_c0ffee000004/config")
+        #expect(d.topic(for: p.objectID) == "homeassistant/device/gw-1/blegateway_gw-1_c0ffee000004/config")
         #expect(Self.text(p.device).contains(#""name":"evil/+/#\"name\"""#), "\(Self.text(p.device))")
         // Object ids are [a-z0-9_-] whatever the gateway id or region id holds (dots are allowed there).
         #expect(HomeAssistantDiscovery.objectID("Lab.2") == "lab_2")
@@ -166,8 +166,8 @@ import Testing
     @Test func configurationChangesPublishWhatChangedAndRemoveWhatWasRemoved() throws {
         var a = HomeAssistantAnnouncer(topics: Self.topics, version: "0.1.0")
         var c = try Self.configuration(Self.thermometer)
-        let gatewayTopic = "homeassistant/device/blegateway_gw-1/config"
-        let peripheralTopic = "homeassistant/device/blegateway_gw-1_c0ffee000002/config"
+        let gatewayTopic = "homeassistant/device/gw-1/blegateway_gw-1/config"
+        let peripheralTopic = "homeassistant/device/gw-1/blegateway_gw-1_c0ffee000002/config"
         #expect(Self.messages(a.configure(c)) == ["publish \(gatewayTopic)", "publish \(peripheralTopic)"])
         // Nothing changed: nothing sent (Home Assistant would only compare and ignore it).
         #expect(a.configure(c).isEmpty)
@@ -185,21 +185,48 @@ import Testing
         #expect(Self.messages(a.homeAssistantOnline()) == ["publish \(gatewayTopic)"])
     }
 
+    /// Ids that differ only in case or punctuation are different gateways: each gets device and unique ids of its own
+    /// (they used to be folded to one, so two gateways shared entities), and its documents live under a node id that
+    /// is its own id, which an ACL can match (`pattern write homeassistant/device/%u/#`).
+    @Test(arguments: [
+        ("gw-a", "blegateway_gw-a", "gw-a"), ("GW-A", "blegateway_GW-A", "GW-A"), ("gw_a", "blegateway_gw__a", "gw_a"),
+        ("gw.a", "blegateway_gw_Da", "gw_Da"), ("gw__a", "blegateway_gw____a", "gw__a"),
+    ])
+    func gatewayIdsThatDifferOnlyInCaseOrPunctuationGetDevicesOfTheirOwn(_ id: String, _ device: String, _ node: String)
+        throws
+    {
+        #expect(HomeAssistantDiscovery.gatewayDeviceID(id) == device)
+        #expect(HomeAssistantDiscovery.nodeID(id) == node)
+        let d = HomeAssistantDiscovery(
+            settings: .init(), topics: try Topics(prefix: "blegateway", gatewayID: id), version: "0.1.0")
+        #expect(d.topic(for: device) == "homeassistant/device/\(node)/\(device)/config")
+    }
+
+    /// Documents an earlier version left without a node id (`<prefix>/device/blegateway_gw-1…/config`) are this
+    /// gateway's and are removed once the gateway publishes under its node.
+    @Test func aDocumentAnEarlierVersionLeftWithoutANodeIdIsRemoved() throws {
+        var a = HomeAssistantAnnouncer(topics: Self.topics, version: "0.1.0")
+        _ = a.configure(try Self.configuration(Self.thermometer))
+        let legacy = "homeassistant/device/blegateway_gw-1/config"
+        let ours = Array(#"{"dev":{"identifiers":["blegateway_gw-1"]}}"#.utf8)
+        #expect(a.retainedDocument(topic: legacy, payload: ours) == [.init(topic: legacy, payload: [])])
+    }
+
     @Test func aDocumentAnEarlierRunLeftForADeviceNoLongerConfiguredIsRemoved() throws {
         var a = HomeAssistantAnnouncer(topics: Self.topics, version: "0.1.0")
         let c = try Self.configuration(Self.thermometer)
         _ = a.configure(c)
-        let old = "homeassistant/device/blegateway_gw-1_c0ffee000009/config"
+        let old = "homeassistant/device/gw-1/blegateway_gw-1_c0ffee000009/config"
         let ours = Array(
             #"{"dev":{"identifiers":["blegateway_gw-1_c0ffee000009"],"via_device":"blegateway_gw-1"}}"#.utf8)
         #expect(a.retainedDocument(topic: old, payload: ours) == [.init(topic: old, payload: [])])
         // Another gateway's device, one announced now, an empty one, or under another prefix: left alone.
         let theirs = Array(#"{"dev":{"identifiers":["blegateway_gw-1_x"],"via_device":"blegateway_gw-2"}}"#.utf8)
         #expect(a.retainedDocument(topic: old, payload: theirs).isEmpty)
-        let current = "homeassistant/device/blegateway_gw-1_c0ffee000002/config"
+        let current = "homeassistant/device/gw-1/blegateway_gw-1_c0ffee000002/config"
         #expect(a.retainedDocument(topic: current, payload: ours).isEmpty)
         #expect(a.retainedDocument(topic: old, payload: []).isEmpty)
-        #expect(a.retainedDocument(topic: "ha/device/blegateway_gw-1_c0ffee000009/config", payload: ours).isEmpty)
+        #expect(a.retainedDocument(topic: "ha/device/gw-1/blegateway_gw-1_c0ffee000009/config", payload: ours).isEmpty)
         // With an entry that takes devices by name, an unknown address may be one of them, not yet heard: kept.
         var byName = c
         byName.peripherals.append(PeripheralIntent(match: .namePrefix("Thermo")))
@@ -214,9 +241,9 @@ import Testing
             peripherals:
               - {name_prefix: "Thermo", name: thermo, subscribe: [{characteristic: "2A6E"}]}
             """)
-        #expect(Self.messages(a.configure(c)) == ["publish homeassistant/device/blegateway_gw-1/config"])
+        #expect(Self.messages(a.configure(c)) == ["publish homeassistant/device/gw-1/blegateway_gw-1/config"])
         let address = try #require(BDAddress("C0:FF:EE:00:00:05"))
-        let topic = "homeassistant/device/blegateway_gw-1_c0ffee000005/config"
+        let topic = "homeassistant/device/gw-1/blegateway_gw-1_c0ffee000005/config"
         let first = a.deviceFound(address, intent: c.peripherals[0])
         #expect(Self.messages(first) == ["publish \(topic)"])
         #expect(Self.text(first[0].payload)
@@ -233,14 +260,14 @@ import Testing
         _ = a.configure(c)
         c.homeAssistant.discoveryPrefix = "ha"
         #expect(Self.messages(a.configure(c)) == [
-            "remove homeassistant/device/blegateway_gw-1/config",
-            "remove homeassistant/device/blegateway_gw-1_c0ffee000002/config",
-            "publish ha/device/blegateway_gw-1/config", "publish ha/device/blegateway_gw-1_c0ffee000002/config",
+            "remove homeassistant/device/gw-1/blegateway_gw-1/config",
+            "remove homeassistant/device/gw-1/blegateway_gw-1_c0ffee000002/config",
+            "publish ha/device/gw-1/blegateway_gw-1/config", "publish ha/device/gw-1/blegateway_gw-1_c0ffee000002/config",
         ])
         #expect(a.prefix == "ha")
         c.homeAssistant.enabled = false
         #expect(Self.messages(a.configure(c)) == [
-            "remove ha/device/blegateway_gw-1/config", "remove ha/device/blegateway_gw-1_c0ffee000002/config",
+            "remove ha/device/gw-1/blegateway_gw-1/config", "remove ha/device/gw-1/blegateway_gw-1_c0ffee000002/config",
         ])
         #expect(a.prefix == nil && a.homeAssistantOnline().isEmpty)
     }
@@ -256,7 +283,7 @@ import Testing
         #expect(a.announcedDevices == 3 && a.refusedDevices == 6)
         c.homeAssistant.maxDevices = 2
         // Over the lower cap: the last one announced is taken back.
-        #expect(Self.messages(a.configure(c)) == ["remove homeassistant/device/blegateway_gw-1_c0ffee000003/config"])
+        #expect(Self.messages(a.configure(c)) == ["remove homeassistant/device/gw-1/blegateway_gw-1_c0ffee000003/config"])
         #expect(a.refusedDevices == 7)
     }
 

@@ -41,7 +41,7 @@ extension EndToEndSuites {
             let f = try Fixture()
             defer { f.broker.terminate() }
             let prefix = "\(f.prefix)-ha"
-            let topic = "\(prefix)/device/blegateway_\(f.gateway)/config"
+            let topic = "\(prefix)/device/\(f.gateway)/blegateway_\(f.gateway)/config"
             var c = f.configuration()
             c.homeAssistant.enabled = true
             c.homeAssistant.discoveryPrefix = prefix

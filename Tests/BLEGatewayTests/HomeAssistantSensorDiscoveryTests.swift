@@ -13,7 +13,7 @@ import Testing
 @Suite struct HomeAssistantSensorDiscoveryTests {
     typealias D = HomeAssistantDiscovery
     static let address = BDAddress(rawValue: 0xA4C1_3800_0073)
-    static let topic = "homeassistant/device/blegateway_gw-1_sensor_a4c138000073/config"
+    static let topic = "homeassistant/device/gw-1/blegateway_gw-1_sensor_a4c138000073/config"
 
     static func configuration(_ yaml: String = "homeassistant: {enabled: true}") throws -> GatewayConfiguration {
         try HomeAssistantDiscoveryTests.configuration(yaml)
@@ -99,7 +99,7 @@ import Testing
         #expect(HomeAssistantDiscoveryTests.messages(off.retainedDocument(topic: Self.topic, payload: document))
                     == ["remove \(Self.topic)"])
         // Another gateway's document for the same sensor is not this gateway's to remove.
-        let other = "homeassistant/device/blegateway_gw-2_sensor_a4c138000073/config"
+        let other = "homeassistant/device/gw-2/blegateway_gw-2_sensor_a4c138000073/config"
         #expect(off.retainedDocument(topic: other, payload: document).isEmpty)
     }
 }

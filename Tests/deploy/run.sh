@@ -69,6 +69,8 @@ port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 in_root() { timeout 600 chroot "$CHROOT" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
     DEBIAN_FRONTEND=noninteractive "$@"; }
 
+# BLEGATEWAY_TEST_ONLY=broker runs the broker side alone (the ACL and the bridge), without a package or a root.
+if [ "${BLEGATEWAY_TEST_ONLY:-}" != broker ]; then
 # ---------------------------------------------------------------------------------------------------------------
 # Packages: the one under test and an older one to upgrade from. The older one ships a different example config, so
 # the upgrade meets dpkg's conffile question (changed locally and upstream) as a real release would.
@@ -410,6 +412,8 @@ version $NEW_VERSION"
     fi
 fi
 
+fi  # BLEGATEWAY_TEST_ONLY
+
 # ---------------------------------------------------------------------------------------------------------------
 # Broker side. The central broker runs deploy/mosquitto/fleet-broker.conf as shipped, with only paths, the port and
 # the user (mosquitto drops root to `mosquitto` otherwise) rewritten; the ACL file is used unchanged.
@@ -426,7 +430,9 @@ else
     openssl x509 -req -in "$M/certs/broker.csr" -CA "$M/certs/ca.pem" -CAkey "$M/certs/ca.key" -CAcreateserial \
         -days 2 -extfile "$M/certs/san.ext" -out "$M/certs/broker.pem" >/dev/null 2>&1
     : >"$M/passwd"
-    for u in gw-a gw-b ops consumer; do mosquitto_passwd -b "$M/passwd" "$u" "pw-$u" 2>/dev/null; done
+    for u in gw-a gw-b ops consumer homeassistant blegateway-fleet; do
+        mosquitto_passwd -b "$M/passwd" "$u" "pw-$u" 2>/dev/null
+    done
     chmod 0600 "$M/passwd"
     CENTRAL_PORT=$(free_port) EDGE_PORT=$(free_port)
     sed -e "s#/etc/mosquitto/certs/#$M/certs/#" -e "s#/var/lib/mosquitto/#$M/central/#" \
@@ -492,6 +498,63 @@ else
             [ \"\$(timeout 10 mosquitto_sub ${tls[*]} -u ops -P pw-ops -C 2 -W 4 -t blegateway/gw-a/config \
                 -t blegateway/fleet/config | sort | paste -sd' ')\" = 'cfg-a cfg-fleet' ]"
     kill "$observer" 2>/dev/null; wait "$observer" 2>/dev/null
+
+    # Home Assistant's discovery, its own user and the fleet service's, under the same file. Each write is seen (or
+    # not) by a subscriber that may read everything; retained answers come at subscribe time.
+    everything_log=$M/everything.log
+    timeout 40 mosquitto_sub "${tls[@]}" -u ops -P pw-ops -v -q 1 -t 'blegateway/#' >"$everything_log" 2>&1 &
+    everything=$!; pids+=("$everything")
+    ha_log=$M/ha.log
+    timeout 40 mosquitto_sub "${tls[@]}" -u homeassistant -P pw-homeassistant -v -q 1 -t 'homeassistant/#' \
+        -t 'blegateway/#' >"$ha_log" 2>&1 &
+    ha_watch=$!; pids+=("$ha_watch")
+    sleep 0.5  # both SUBSCRIBEs land; the markers below confirm it
+    seen() { wait_until 10 grep -qx "$1" "$2"; }
+    discovery() {
+        pub gw-a -r -t homeassistant/device/gw-a/blegateway_gw-a/config -m doc-a || return 1
+        pub gw-a -r -t homeassistant/device/gw-b/blegateway_gw-b/config -m forged || true
+        pub gw-a -r -t homeassistant/device/blegateway_gw-a/config -m nodeless || true
+        pub gw-a -t blegateway/gw-a/status -m discovery-marker || return 1
+        seen "blegateway/gw-a/status discovery-marker" "$ha_log" || { echo "no marker"; return 1; }
+        seen "homeassistant/device/gw-a/blegateway_gw-a/config doc-a" "$ha_log" || { echo "own document missing"; return 1; }
+        ! grep -q -e forged -e nodeless "$ha_log" || { echo "a document outside its node was taken"; return 1; }
+        # It reads its own back (what an earlier run left) and Home Assistant's birth message.
+        [ "$(sub gw-a -C 1 -W 4 -t homeassistant/device/gw-a/+/config)" = doc-a ] || { echo "cannot read its own"; return 1; }
+    }
+    check "broker ACL: gw-a writes and reads its own discovery documents (node gw-a), not gw-b's nor node-less ones" discovery
+    ha_user() {
+        pub homeassistant -r -t homeassistant/status -m online || return 1
+        [ "$(sub gw-a -C 1 -W 4 -t homeassistant/status)" = online ] || { echo "gw-a cannot read the birth"; return 1; }
+        pub homeassistant -t blegateway/gw-a/peripherals/001bdc100001/write -m ha-command || return 1
+        pub homeassistant -t blegateway/gw-a/config -m ha-config || true
+        pub homeassistant -t blegateway/gw-a/beacons/b1 -m ha-reading || true
+        pub homeassistant -t blegateway/gw-a/status -m ha-marker || true
+        pub ops -t blegateway/gw-a/status -m ha-done || return 1
+        seen "blegateway/gw-a/status ha-done" "$everything_log" || { echo "no marker"; return 1; }
+        seen "blegateway/gw-a/peripherals/001bdc100001/write ha-command" "$everything_log" || { echo "command missing"; return 1; }
+        ! grep -q -e ha-config -e ha-reading -e ha-marker "$everything_log" || { echo "homeassistant wrote a gateway topic"; return 1; }
+        # What it reads: discovery (above) and the states under the prefix.
+        grep -qx "blegateway/gw-a/status ha-done" "$ha_log" || { echo "homeassistant cannot read the prefix"; return 1; }
+    }
+    check "broker ACL: homeassistant reads discovery and the prefix, writes its birth and peripheral commands only" ha_user
+    fleet_user() {
+        pub blegateway-fleet -r -t blegateway/fleet/presence/tag-1 -m room-1 || return 1
+        pub blegateway-fleet -r -t blegateway/fleet/status -m fleet-online || return 1
+        pub blegateway-fleet -r -t homeassistant/device_tracker/blegateway_tag_tag-1/config -m tracker || return 1
+        pub blegateway-fleet -t blegateway/gw-a/status -m fleet-forged || true
+        pub blegateway-fleet -t blegateway/fleet/config -m fleet-config || true
+        pub blegateway-fleet -t homeassistant/device/gw-a/blegateway_gw-a/config -m fleet-doc || true
+        pub ops -t blegateway/gw-a/status -m fleet-done || return 1
+        seen "blegateway/gw-a/status fleet-done" "$everything_log" || { echo "no marker"; return 1; }
+        seen "blegateway/fleet/presence/tag-1 room-1" "$everything_log" || { echo "presence missing"; return 1; }
+        seen "blegateway/fleet/status fleet-online" "$everything_log" || { echo "status missing"; return 1; }
+        seen "homeassistant/device_tracker/blegateway_tag_tag-1/config tracker" "$ha_log" || { echo "tracker missing"; return 1; }
+        ! grep -q -e fleet-forged -e fleet-config "$everything_log" && ! grep -q fleet-doc "$ha_log" \
+            || { echo "blegateway-fleet wrote what it must not"; return 1; }
+        [ "$(sub blegateway-fleet -C 1 -W 4 -t blegateway/gw-a/config)" = cfg-a ] || { echo "cannot read the fleet"; return 1; }
+    }
+    check "broker ACL: blegateway-fleet reads the fleet, writes presence, its status and trackers' discovery only" fleet_user
+    kill "$everything" "$ha_watch" 2>/dev/null; wait "$everything" "$ha_watch" 2>/dev/null
 
     # Edge bridge: deploy/mosquitto/edge-bridge.conf with the gateway id, the central address and the paths filled
     # in, and a shorter reconnect backoff so that the test does not wait up to a minute.

@@ -330,14 +330,14 @@ async def main(binary, venv):
                 return False
         await until("the broker", broker_up, timeout=10)
         watcher.subscribe(f"{PREFIX}/{GW}/peripherals/+/write/result", qos=1)
-        watcher.subscribe("homeassistant/device/+/config", qos=1)
+        watcher.subscribe(f"homeassistant/device/{GW}/+/config", qos=1)
         watcher.loop_start()
 
         # Home Assistant is not there yet: the documents wait on the broker, retained.
         async def retained_documents():
             topics = {t for t, _ in list(results_seen)}
-            return {f"homeassistant/device/{GW_DEVICE}/config",
-                    f"homeassistant/device/{PERIPHERAL_DEVICE}/config"} <= topics
+            return {f"homeassistant/device/{GW}/{GW_DEVICE}/config",
+                    f"homeassistant/device/{GW}/{PERIPHERAL_DEVICE}/config"} <= topics
         check("discovery documents retained on the broker before Home Assistant exists",
               await until("the retained discovery documents", retained_documents))
 
