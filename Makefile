@@ -11,7 +11,7 @@ PKGS_RUN     := mosquitto mosquitto-clients openssl python3-jsonschema python3-v
 # The kernel path is tested in a qemu VM running a Debian kernel and BlueZ's btvirt (x86_64 hosts).
 PKGS_KERNEL  := qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools cpio kmod e2fsprogs
 
-.PHONY: all deps deps-kernel deps-browser test-venv sensors-venv build release test test-unit test-kernel test-powerloss soak test-homeassistant test-fleet demo bench fuzz test-fuzz amqtt-venv clean
+.PHONY: all deps deps-kernel deps-browser test-venv sensors-venv ha-venv build release test test-unit test-kernel test-powerloss soak test-homeassistant test-fleet demo bench fuzz test-fuzz amqtt-venv clean
 
 all: build
 
@@ -67,7 +67,7 @@ release: deps
 
 # Unit, protocol and end-to-end tests (a real mosquitto, SQLite on real files, the simulator), then the Linux
 # kernel path in a VM, then the Debian package in a Debian root. Each part prints its own closing count.
-test: deps deps-kernel test-venv sensors-venv amqtt-venv
+test: deps deps-kernel test-venv sensors-venv amqtt-venv ha-venv
 	# Package.swift lists exactly what each target imports, and docs/ARCHITECTURE.md draws that graph.
 	$(SWIFT) package dump-package | python3 Tests/tools/check_target_imports.py --graph docs/ARCHITECTURE.md
 	# The format .swift-format describes (120 columns), on the shipped code and the benchmarks.
@@ -142,8 +142,13 @@ soak:
 # Two of Home Assistant's requirements (pymicro-vad, pyspeex-noise) build from source: a C++ compiler.
 PKGS_HA      := g++
 
-test-homeassistant: deps deps-browser
+# Home Assistant Core's venv: the real Home Assistant test, and the Swift test that judges every entity the gateway can
+# announce with Home Assistant's own schemas and class tables (HomeAssistantClassesTests).
+ha-venv:
 	$(call apt_install,$(PKGS_HA))
+	Tests/homeassistant/install-ha.sh
+
+test-homeassistant: deps deps-browser ha-venv
 	$(SWIFT) build --product blegateway
 	Tests/homeassistant/run.sh "$$($(SWIFT) build --show-bin-path)/blegateway"
 

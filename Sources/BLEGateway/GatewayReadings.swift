@@ -113,10 +113,20 @@ struct GatewayReadings: Sendable {
         var identity: (resolutions: Int, hashComputations: Int, cacheResets: Int)? = nil
         /// Configured regions and how many are `inside` now.
         var regions: (count: Int, inside: Int)? = nil
-        /// Home Assistant discovery, while on: devices announced and devices left out by `max_devices`.
-        var homeAssistant: (devices: Int, refused: Int)? = nil
+        /// Home Assistant discovery, while on.
+        var homeAssistant: HomeAssistantCounts? = nil
         /// Sensor advertisements: decoded, published, and every one held back by why.
         var sensors: (gate: SensorPublishGate.Statistics, tracked: Int)? = nil
+    }
+
+    /// Home Assistant discovery's counters (schema/v1/health.json, `homeassistant`).
+    struct HomeAssistantCounts: Sendable, Equatable {
+        /// Devices announced, and devices left out because `max_devices` was reached.
+        var devices: Int
+        var refusedDevices: Int
+        /// Documents the broker has not acknowledged yet, and of them those it refused (its ACL).
+        var pendingDocuments: Int
+        var refusedDocuments: Int
     }
 
     /// One recovery ladder's counters (schema/v1/health.json, `adapter`).
@@ -226,7 +236,9 @@ struct GatewayReadings: Sendable {
         if let ha = h.homeAssistant {
             o.object("homeassistant") { j in
                 j.int("devices", ha.devices)
-                j.int("refused_devices", ha.refused)
+                j.int("refused_devices", ha.refusedDevices)
+                j.int("pending_documents", ha.pendingDocuments)
+                j.int("refused_documents", ha.refusedDocuments)
             }
         }
         if let s = h.sensors {

@@ -4,12 +4,14 @@ import BLEPublishing
 import BLESpool
 import BLETransport
 
-/// The running gateway's side of Home Assistant discovery (HomeAssistantAnnouncer decides, this carries it out):
-/// every document is a retained state reading through the spool like any other, so a broker outage loses none and
-/// Home Assistant's absence costs nothing — the documents wait, retained, until it subscribes.
+/// The running gateway's side of Home Assistant discovery (HomeAssistantAnnouncer decides, this carries it out): every
+/// document is published retained, kept in the `DiscoveryOutbox` until the broker acknowledges it and sent again after
+/// every connection, so a broker outage loses none and Home Assistant's absence costs nothing — the documents wait,
+/// retained, until it subscribes. They take no seq (they are outside the prefix; see DiscoveryOutbox).
 extension GatewayRuntime {
     struct HomeAssistantLink: Sendable {
         var announcer: HomeAssistantAnnouncer
+        var outbox = DiscoveryOutbox()
         /// `<prefix>/status` followers, one per discovery prefix that has been in force (a live change of prefix
         /// adds one; the old one's messages are then ignored).
         var followers: [String: Task<Void, Never>] = [:]
@@ -17,15 +19,16 @@ extension GatewayRuntime {
 
     /// At start and after every change of the configuration in force: what changed is published or removed.
     func announceToHomeAssistant(_ c: GatewayConfiguration) {
-        let (prefix, announced, refused, newlyRefused) = homeAssistant.withLock { h in
+        let (prefix, announced, refused, newlyRefused, sends) = homeAssistant.withLock { h in
             let before = h.announcer.refusedDevices
-            // Recorded under the lock, so two changes in a row reach the spool in the order they were decided.
-            record(h.announcer.configure(c))
+            // Handed over under the lock, so two changes in a row reach the broker in the order they were decided.
+            let sends = h.outbox.enqueue(Self.outgoing(h.announcer.configure(c)))
             return (
                 h.announcer.prefix, h.announcer.announcedDevices, h.announcer.refusedDevices,
-                h.announcer.refusedDevices > before
+                h.announcer.refusedDevices > before, sends
             )
         }
+        publishDiscovery(sends)
         if newlyRefused {
             logger.warning(
                 "homeassistant: \(refused) devices not announced (max_devices \(c.homeAssistant.maxDevices) reached)")
@@ -69,25 +72,27 @@ extension GatewayRuntime {
                         where message.topic == topic
                             && message.payload == Array("online".utf8)
                         {
-                            homeAssistant.withLock { h in
-                                guard h.announcer.prefix == prefix else { return }
-                                logger.info("homeassistant: Home Assistant is online; discovery published again")
-                                record(h.announcer.homeAssistantOnline())
-                            }
+                            publishDiscovery(
+                                homeAssistant.withLock { h in
+                                    guard h.announcer.prefix == prefix else { return [] }
+                                    logger.info("homeassistant: Home Assistant is online; discovery published again")
+                                    return h.outbox.enqueue(Self.outgoing(h.announcer.homeAssistantOnline()))
+                                })
                         }
                     }
                     for documents in streams {
                         group.addTask { [self] in
                             for await message in documents where message.retain {
-                                homeAssistant.withLock { h in
-                                    let stale = h.announcer.retainedDocument(
-                                        topic: message.topic,
-                                        payload: message.payload)
-                                    if !stale.isEmpty {
-                                        logger.info("homeassistant: \(message.topic) from an earlier run removed")
-                                    }
-                                    record(stale)
-                                }
+                                publishDiscovery(
+                                    homeAssistant.withLock { h in
+                                        let stale = h.announcer.retainedDocument(
+                                            topic: message.topic,
+                                            payload: message.payload)
+                                        if !stale.isEmpty {
+                                            logger.info("homeassistant: \(message.topic) from an earlier run removed")
+                                        }
+                                        return h.outbox.enqueue(Self.outgoing(stale))
+                                    })
                             }
                         }
                     }
@@ -101,32 +106,62 @@ extension GatewayRuntime {
     func peripheralSeen(_ address: BDAddress) {
         guard let intent = peripherals.intent(for: address) else { return }
         if case .address = intent.match { return }
-        homeAssistant.withLock { h in record(h.announcer.deviceFound(address, intent: intent)) }
+        publishDiscovery(
+            homeAssistant.withLock { h in h.outbox.enqueue(Self.outgoing(h.announcer.deviceFound(address, intent: intent))) })
     }
 
     /// A sensor reading went to the spool: a sensor (or a quantity) not announced yet is, after that reading, so
     /// Home Assistant's entity finds the value when it subscribes.
     func announceSensorToHomeAssistant(_ address: BDAddress, model: String, keys: [String]) {
         guard !keys.isEmpty else { return }
-        homeAssistant.withLock { h in record(h.announcer.sensorHeard(address, model: model, keys: keys)) }
+        publishDiscovery(
+            homeAssistant.withLock { h in
+                h.outbox.enqueue(Self.outgoing(h.announcer.sensorHeard(address, model: model, keys: keys)))
+            })
     }
 
-    /// After a reconnection: every document again. A broker that restarted without persistence (or a failover to
-    /// another) has lost the retained documents, and Home Assistant's birth message may have come before the
-    /// gateway subscribed again; without this, Home Assistant's next restart would find nothing to discover.
-    func republishToHomeAssistant() {
-        homeAssistant.withLock { h in record(h.announcer.homeAssistantOnline()) }
+    /// Connected: what waits goes, and after a reconnection every document again. A broker that restarted without
+    /// persistence (or a failover to another) has lost the retained documents, and Home Assistant's birth message may
+    /// have come before the gateway subscribed again; without this, Home Assistant's next restart would find nothing
+    /// to discover.
+    func homeAssistantConnected(reconnected: Bool) {
+        publishDiscovery(
+            homeAssistant.withLock { h in
+                let waiting = h.outbox.connected()
+                return reconnected ? h.outbox.enqueue(Self.outgoing(h.announcer.homeAssistantOnline())) : waiting
+            })
     }
 
-    private func record(_ messages: [HomeAssistantAnnouncer.Message]) {
-        guard !messages.isEmpty else { return }
-        let ts = clock.unixTime()
-        let synced = clockSynchronized()
+    func homeAssistantDisconnected() { homeAssistant.withLock { $0.outbox.disconnected() } }
+
+    private static func outgoing(_ messages: [HomeAssistantAnnouncer.Message]) -> [DiscoveryOutbox.Message] {
+        messages.map { DiscoveryOutbox.Message(topic: $0.topic, payload: $0.payload) }
+    }
+
+    /// Hands documents to the client in the order given (`submit` keeps call order) and reports each outcome back.
+    private func publishDiscovery(_ messages: [DiscoveryOutbox.Message]) {
         for m in messages {
-            recordState(
-                Reading(
-                    .state, topic: m.topic, body: PayloadEnvelope.verbatim(m.payload),
-                    qos: readings.stateQoS, retain: true, ts: ts, clockSynchronized: synced, run: readings.run))
+            let message = MQTTMessage(
+                topic: m.topic, payload: m.payload, qos: MQTTQoS(rawValue: Int(readings.stateQoS)) ?? .atLeastOnce,
+                retain: true)
+            client.submit(message) { [self] result in
+                switch result {
+                case .success:
+                    homeAssistant.withLock { $0.outbox.acknowledged(m) }
+                case .failure(let e)
+                where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isFailure || e.isQoSNotSupported:
+                    if homeAssistant.withLock({ $0.outbox.refused(m) }) {
+                        logger.error(
+                            """
+                            homeassistant: the broker refuses \(m.topic) (\(MQTTReasonCode(rawValue: e.code))): its ACL \
+                            must let this gateway write homeassistant/device/<gateway id>/# \
+                            (deploy/mosquitto/blegateway.acl); kept, sent again at the next connection
+                            """)
+                    }
+                case .failure:
+                    break  // not connected, or the connection ended: kept, sent again at the next connection
+                }
+            }
         }
     }
 
@@ -142,10 +177,15 @@ extension GatewayRuntime {
         }
     }
 
-    /// For the health topic: devices announced and devices left out by `max_devices`, while discovery is on.
-    var homeAssistantCounts: (devices: Int, refused: Int)? {
+    /// For the health topic, while discovery is on: devices announced, devices left out by `max_devices`, and the
+    /// documents not yet acknowledged (of them, those the broker refused).
+    var homeAssistantCounts: GatewayReadings.HomeAssistantCounts? {
         homeAssistant.withLock { h in
-            h.announcer.prefix == nil ? nil : (h.announcer.announcedDevices, h.announcer.refusedDevices)
+            h.announcer.prefix == nil
+                ? nil
+                : .init(
+                    devices: h.announcer.announcedDevices, refusedDevices: h.announcer.refusedDevices,
+                    pendingDocuments: h.outbox.pending, refusedDocuments: h.outbox.refused)
         }
     }
 }

@@ -385,10 +385,11 @@ public final class GatewayRuntime: Service, Sendable {
                 publisher.connectionChanged(connected: true)
                 ownership?.brokerConnected()
                 configurationProgress.signal()
-                if !first { republishToHomeAssistant() }
+                homeAssistantConnected(reconnected: !first)
             case .disconnected(let error):
                 if let error { logger.warning("broker connection lost: \(error)") }
                 state.withLock { $0.echo.disconnected() }
+                homeAssistantDisconnected()
                 publisher.connectionChanged(connected: false)
                 ownership?.brokerLost()
             case .connectionRefused(let error):

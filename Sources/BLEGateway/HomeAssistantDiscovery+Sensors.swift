@@ -53,7 +53,8 @@ extension HomeAssistantDiscovery {
         "duration_s": .init(name: "Duration", deviceClass: "duration", unit: "s"),
         "remaining_time_s": .init(name: "Time remaining", deviceClass: "duration", unit: "s"),
         "speed_ms": .init(name: "Speed", deviceClass: "speed", unit: "m/s"),
-        "volume_l": .init(name: "Volume", deviceClass: "volume", unit: "L"),
+        // Home Assistant takes only total and total_increasing for volume (measurement is volume_storage's).
+        "volume_l": .init(name: "Volume", deviceClass: "volume", unit: "L", stateClass: "total"),
         "volume_storage_l": .init(name: "Volume stored", deviceClass: "volume_storage", unit: "L"),
         "water_l": .init(name: "Water", deviceClass: "water", unit: "L", stateClass: "total_increasing"),
         "gas_m3": .init(name: "Gas", deviceClass: "gas", unit: "m³", stateClass: "total_increasing"),
@@ -100,26 +101,45 @@ extension HomeAssistantDiscovery {
         "vibration": "vibration", "window": "window",
     ]
 
+    /// Events (BTHome 0x3A button, 0x3C dimmer; Shelly BLU buttons send BTHome): the specification's code → Home
+    /// Assistant's event type (the names its own BTHome integration fires). Code 0 is "none": no event.
+    static let eventKinds: [String: (name: String, deviceClass: String, types: [Int: String])] = [
+        "button_event": (
+            "Button", "button",
+            [
+                1: "press", 2: "double_press", 3: "triple_press", 4: "long_press", 5: "long_double_press",
+                6: "long_triple_press", 0x80: "hold_press",
+            ]
+        ),
+        "dimmer_event": ("Dimmer", "button", [1: "rotate_left", 2: "rotate_right"]),
+    ]
+
     /// A published key (`temperature_c`, or `temperature_c_2` for a second value of a quantity) as Home Assistant
     /// shows it. Keys no table knows (an open set: new formats add quantities) are plain sensors named after the key.
     static func kind(forKey key: String) -> QuantityKind {
-        var base = key
-        var ordinal: String?
-        if let last = key.split(separator: "_").last, last.allSatisfy(\.isNumber), let i = Int(last), i > 1 {
-            base = String(key.dropLast(last.count + 1))
-            ordinal = String(i)
-        }
+        let base = baseKey(key)
+        let ordinal = base == key ? nil : String(key.dropFirst(base.count + 1))
         var kind: QuantityKind
         if let k = quantityKinds[base] {
             kind = k
+        } else if let event = eventKinds[base] {
+            kind = QuantityKind(platform: "event", name: event.name, deviceClass: event.deviceClass, stateClass: nil)
         } else if let binary = binaryKinds[base] {
             kind = QuantityKind(platform: "binary_sensor", name: humanized(base), deviceClass: binary, stateClass: nil)
         } else {
-            // Events (button_event, dimmer_event …) and anything new: the number as sent.
+            // Anything new: the number as sent.
             kind = QuantityKind(name: humanized(base), stateClass: nil)
         }
         if let ordinal { kind.name += " \(ordinal)" }
         return kind
+    }
+
+    /// `button_event_2` → `button_event`: the quantity a key (with its ordinal) is a value of.
+    static func baseKey(_ key: String) -> String {
+        guard let last = key.split(separator: "_").last, last.allSatisfy(\.isNumber), let i = Int(last), i > 1 else {
+            return key
+        }
+        return String(key.dropLast(last.count + 1))
     }
 
     static func humanized(_ key: String) -> String {
@@ -157,7 +177,19 @@ extension HomeAssistantDiscovery {
                     if k.diagnostic { $0.string("entity_category", "diagnostic") }
                     if !k.enabledByDefault { $0.bool("enabled_by_default", false) }
                     $0.string("state_topic", topic)
-                    if k.platform == "binary_sensor" {
+                    if k.platform == "event", let event = Self.eventKinds[Self.baseKey(key)] {
+                        // One reading per press (SensorPublishGate lets each new press through, repeats of a packet
+                        // not): each message with the key is one event, two identical presses two. A message
+                        // without it (the sensor's other values), or with code 0 (none), renders nothing, which Home
+                        // Assistant ignores.
+                        let codes = event.types.sorted { $0.key < $1.key }
+                        $0.strings("event_types", codes.map(\.value))
+                        let table = codes.map { "\($0.key): '\($0.value)'" }.joined(separator: ", ")
+                        $0.string(
+                            "value_template",
+                            "{% set t = {\(table)}.get(value_json['values'].get('\(key)', 0) | int) %}"
+                                + "{% if t %}{{ {'event_type': t} | tojson }}{% endif %}")
+                    } else if k.platform == "binary_sensor" {
                         $0.string(
                             "value_template",
                             "{% if '\(key)' in value_json['values'] %}{{ 'ON' if \(value) else 'OFF' }}"

@@ -238,7 +238,7 @@ struct HomeAssistantDiscovery: Sendable {
         cmps.append(
             entity("link", "sensor", "\(id)_link", "Link") {
                 $0.string("device_class", "enum")
-                $0.strings("options", ["disconnected", "connecting", "connected", "disconnecting"])
+                $0.strings("options", Self.linkStates)
                 $0.string("state_topic", topics.peripheralState(hex))
                 $0.string("value_template", "{{ value_json.state }}")
                 $0.string("json_attributes_topic", topics.peripheralState(hex))
@@ -267,6 +267,10 @@ struct HomeAssistantDiscovery: Sendable {
         }
         return Device(objectID: id, device: dev.finished, components: cmps)
     }
+
+    /// Every state `…/peripherals/<address>/state` carries (schema/v1/peripheral-state.json): Home Assistant refuses an
+    /// enum value outside the options, so `standby` (another gateway owns the peripheral) must be one.
+    static let linkStates = ["disconnected", "connecting", "connected", "disconnecting", "standby"]
 
     /// How a characteristic's decoded value appears (GATTValueDecoding names the JSON keys).
     struct CharacteristicKind {

@@ -48,7 +48,9 @@ extension EndToEndSuites {
             let (_, _, task) = try f.start(c)
 
             let listener = try Listener(port: f.broker.port, filter: "\(prefix)/#")
-            defer { listener.stop(); task.cancel() }
+            // Everything under the gateway's own prefix, as the fleet's seq stream reads it.
+            let stream = try Listener(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
+            defer { listener.stop(); stream.stop(); task.cancel() }
             try await EndToEndSuites.waitFor("the gateway's document") { !listener.on(topic).isEmpty }
             let document = listener.on(topic)[0].payload
             // Home Assistant's format alone: its device-discovery schema refuses unknown keys such as `run` or `seq`.
@@ -76,6 +78,14 @@ extension EndToEndSuites {
             }
             task.cancel()
             _ = try? await task.value
+            // The documents are published outside the prefix and take no seq: the stream under the prefix has no hole
+            // where one went (the fleet's gap counter, /metrics and watch count such holes as readings lost).
+            let live = stream.lock.withLock { stream.messages.filter { !$0.retain } }
+            let seqs = live.compactMap {
+                (try? JSONSerialization.jsonObject(with: Data($0.payload)) as? [String: Any])?["seq"] as? Int
+            }
+            #expect(seqs.count >= 3, "\(live.map(\.topic))")
+            #expect(EndToEndSuites.gaps(seqs) == [], "seqs under the prefix: \(seqs)")
         }
     }
 }

@@ -47,13 +47,43 @@ import Testing
         ("temperature_c_2", "sensor", "Temperature 2", "temperature", "°C"),
         ("pm25_ugm3", "sensor", "PM2.5", "pm25", "µg/m³"),
         ("battery_low", "binary_sensor", "Battery low", "battery", nil),
-        ("button_event", "sensor", "Button event", nil, nil),
+        ("button_event", "event", "Button", "button", nil),
+        ("button_event_2", "event", "Button 2", "button", nil),
+        ("dimmer_event", "event", "Dimmer", "button", nil),
+        ("volume_l", "sensor", "Volume", "volume", "L"),
         ("some_new_quantity", "sensor", "Some new quantity", nil, nil),
     ] as [(String, String, String, String?, String?)])
     func quantitiesMapToHomeAssistantsClassesAndUnits(key: String, platform: String, name: String,
                                                         deviceClass: String?, unit: String?) {
         let k = D.kind(forKey: key)
         #expect(k.platform == platform && k.name == name && k.deviceClass == deviceClass && k.unit == unit)
+    }
+
+    /// A button is an event entity, not a number: a sensor's state does not change when the same code comes twice, so
+    /// an automation on it never fired for a second press of the same kind; an event fires once per message.
+    @Test func aButtonIsAnEventEntityWhoseTemplateNamesEachPressAndNothingElse() throws {
+        let d = HomeAssistantDiscoveryTests.discovery(try Self.configuration().homeAssistant)
+        let device = d.sensorDevice(.init(address: Self.address, model: "BTHome", keys: ["button_event", "battery_pct"]))
+        let button = HomeAssistantDiscoveryTests.text(try #require(device.components.first { $0.id == "s_button_event" }).options)
+        #expect(button.contains(#""p":"event""#) && button.contains(#""device_class":"button""#))
+        #expect(button.contains(
+            #""event_types":["press","double_press","triple_press","long_press","long_double_press","long_triple_press","hold_press"]"#))
+        #expect(button.contains(
+            #"{% set t = {1: 'press', 2: 'double_press', 3: 'triple_press', 4: 'long_press', 5: 'long_double_press', "#
+                + #"6: 'long_triple_press', 128: 'hold_press'}.get(value_json['values'].get('button_event', 0) | int) %}"#
+                + #"{% if t %}{{ {'event_type': t} | tojson }}{% endif %}"#))
+        #expect(!button.contains("state_class") && !button.contains("this.state"))
+        // The volume is a total for Home Assistant, never a measurement.
+        #expect(D.kind(forKey: "volume_l").stateClass == "total")
+    }
+
+    /// The link sensor's options are every state the schema lets `…/peripherals/<address>/state` carry.
+    @Test func theLinkSensorOffersEveryStateThePeripheralSchemaAllows() throws {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../schema/v1/peripheral-state.json")
+        let schema = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: url)) as? [String: Any])
+        let state = try #require((schema["properties"] as? [String: Any])?["state"] as? [String: Any])
+        #expect(D.linkStates == state["enum"] as? [String])
     }
 
     @Test func aSensorIsAnnouncedOnceHeardAndAgainOnlyWhenItReportsSomethingNew() throws {

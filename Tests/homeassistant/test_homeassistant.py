@@ -548,6 +548,32 @@ async def main(binary, venv):
         check("peripherals removed from the file while the gateway was stopped are gone from Home Assistant",
               await until("the peripheral's removal", peripheral_removed))
         check("the gateway's own entities stay", await state_is(UPTIME, lambda s: is_number(s["state"])))
+
+        # Home Assistant logs what it refuses or doubts in a document (a class or unit it does not take, an invalid
+        # option, a state class impossible for the device class) rather than failing: its log must name none of ours.
+        def our_problems():
+            found = []
+            for name in sorted(os.listdir(work)):
+                if name.startswith("homeassistant.") and name.endswith(".log"):
+                    with open(os.path.join(work, name), errors="replace") as f:
+                        found += [line.strip()[:400] for line in f
+                                  if (" WARNING " in line or " ERROR " in line) and ours(line)]
+            return found
+
+        # Ours: a line naming one of our ids or topics, or any from the MQTT integration or the sensor platform
+        # (their schema and class warnings name neither), except the broker outages this test makes on purpose.
+        outage = ("Disconnected from MQTT server", "Failed to connect to MQTT server", "Error returned from MQTT server",
+                  "Connection to MQTT broker lost", "Unable to connect to the MQTT broker")
+
+        def ours(line):
+            if any(o in line for o in outage):
+                return False
+            return "blegateway" in line or "[homeassistant.components.mqtt" in line \
+                or "[homeassistant.components.sensor" in line
+
+        problems = our_problems()
+        check("Home Assistant's log has no warning or error about our documents or entities", not problems,
+              "\n".join(problems[:5]))
     finally:
         watcher.loop_stop()
         await ha.close()
