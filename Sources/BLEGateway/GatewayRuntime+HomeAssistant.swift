@@ -107,7 +107,9 @@ extension GatewayRuntime {
         guard let intent = peripherals.intent(for: address) else { return }
         if case .address = intent.match { return }
         publishDiscovery(
-            homeAssistant.withLock { h in h.outbox.enqueue(Self.outgoing(h.announcer.deviceFound(address, intent: intent))) })
+            homeAssistant.withLock { h in
+                h.outbox.enqueue(Self.outgoing(h.announcer.deviceFound(address, intent: intent)))
+            })
     }
 
     /// A sensor reading went to the spool: a sensor (or a quantity) not announced yet is, after that reading, so
