@@ -12,6 +12,13 @@ public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConver
         self.message = message
     }
 
+    /// The message of a key this version does not know. The gateway reads past it (a file written for a newer version
+    /// still runs), but `config check` refuses a local file that has one: a typo (`brokr:`) would otherwise leave the
+    /// default in force without anyone noticing.
+    public static let unknownKey = "unknown key, ignored"
+
+    public var isUnknownKey: Bool { message == Self.unknownKey }
+
     public var description: String {
         var at = ""
         if let line { at = "line \(line)" + (column.map { ", column \($0)" } ?? "") + ": " }

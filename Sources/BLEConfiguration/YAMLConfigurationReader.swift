@@ -160,7 +160,7 @@ public struct YAMLConfigurationReader {
     }
 
     mutating func unknown(_ node: Node, _ path: String) {
-        warnings.append(fail(node, path, "unknown key, ignored"))
+        warnings.append(fail(node, path, ConfigurationError.unknownKey))
     }
 
     /// A mapping's pairs in file order; duplicate keys are an error (YAML 1.2 §3.2.1.1 requires unique keys).

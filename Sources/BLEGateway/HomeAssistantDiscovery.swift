@@ -439,25 +439,7 @@ struct HomeAssistantDiscovery: Sendable {
     /// A name fit to show: control characters dropped, white space collapsed, at most `maxNameLength` characters;
     /// nil when nothing is left. It goes only into JSON strings (escaped there), never into a topic.
     static func displayName(_ s: String) -> String? {
-        var out = ""
-        var space = false
-        for scalar in s.unicodeScalars {
-            // White space first: a tab or a line break is a control character too, but it separates words.
-            if scalar.properties.isWhitespace {
-                space = !out.isEmpty
-                continue
-            }
-            if scalar.properties.generalCategory == .control || scalar.properties.generalCategory == .format
-                || scalar == "\u{FFFD}"
-            {
-                continue
-            }
-            if space {
-                out.unicodeScalars.append(" ")
-                space = false
-            }
-            out.unicodeScalars.append(scalar)
-        }
+        let out = PrintableText.line(s)
         guard !out.isEmpty else { return nil }
         return out.count > maxNameLength ? String(out.prefix(maxNameLength)) : out
     }

@@ -55,11 +55,13 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
     public static let leClearFilterAcceptList = HCIOpcode(ogf: 0x08, ocf: 0x0010)
     public static let leConnectionUpdate = HCIOpcode(ogf: 0x08, ocf: 0x0013)
     public static let leReadRemoteFeatures = HCIOpcode(ogf: 0x08, ocf: 0x0016)
+    public static let leEnableEncryption = HCIOpcode(ogf: 0x08, ocf: 0x0019)
     public static let leLongTermKeyRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x001A)
     public static let leLongTermKeyRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x001B)
     public static let leRemoteConnectionParameterRequestReply = HCIOpcode(ogf: 0x08, ocf: 0x0020)
     public static let leRemoteConnectionParameterRequestNegativeReply = HCIOpcode(ogf: 0x08, ocf: 0x0021)
     public static let leSetDataLength = HCIOpcode(ogf: 0x08, ocf: 0x0022)
+    public static let leAddDeviceToResolvingList = HCIOpcode(ogf: 0x08, ocf: 0x0027)
     public static let leReadMaximumDataLength = HCIOpcode(ogf: 0x08, ocf: 0x002F)
     public static let leReadMaximumAdvertisingDataLength = HCIOpcode(ogf: 0x08, ocf: 0x003A)
     public static let leReadNumberOfSupportedAdvertisingSets = HCIOpcode(ogf: 0x08, ocf: 0x003B)
@@ -102,11 +104,13 @@ public struct HCIOpcode: RawRepresentable, Hashable, Sendable, CustomStringConve
         .leClearFilterAcceptList: "LE Clear Filter Accept List",
         .leConnectionUpdate: "LE Connection Update",
         .leReadRemoteFeatures: "LE Read Remote Features",
+        .leEnableEncryption: "LE Enable Encryption",
         .leLongTermKeyRequestReply: "LE Long Term Key Request Reply",
         .leLongTermKeyRequestNegativeReply: "LE Long Term Key Request Negative Reply",
         .leRemoteConnectionParameterRequestReply: "LE Remote Connection Parameter Request Reply",
         .leRemoteConnectionParameterRequestNegativeReply: "LE Remote Connection Parameter Request Negative Reply",
         .leSetDataLength: "LE Set Data Length",
+        .leAddDeviceToResolvingList: "LE Add Device To Resolving List",
         .leReadMaximumDataLength: "LE Read Maximum Data Length",
         .leReadMaximumAdvertisingDataLength: "LE Read Maximum Advertising Data Length",
         .leReadNumberOfSupportedAdvertisingSets: "LE Read Number of Supported Advertising Sets",

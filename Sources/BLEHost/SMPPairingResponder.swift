@@ -310,9 +310,11 @@ public struct SMPPairingResponder: Sendable {
     mutating func pairingRequest(_ request: SMPPairingFeatures) -> [Action] {
         // Legacy pairing gives no protection against a passive eavesdropper: refused with its reason.
         guard request.authRequirements.contains(.secureConnections) else { return fail(.authenticationRequirements) }
-        // §3.5.1: Maximum Encryption Key Size is 7…16.
-        guard request.maxEncryptionKeySize >= 7 else { return fail(.encryptionKeySize) }
+        // §3.5.1: Maximum Encryption Key Size is 7…16. The key is used at its full 16 octets, never shortened to a
+        // smaller size a phone offers (§2.3.4 would mask it): anything below 16 is refused with the reason that says
+        // so (§3.5.5, 0x06 Encryption Key Size), instead of agreeing to a size and then not using it.
         guard request.maxEncryptionKeySize <= 16 else { return fail(.invalidParameters) }
+        guard request.maxEncryptionKeySize == 16 else { return fail(.encryptionKeySize) }
         // Out-of-band data from us the phone cannot have: this gateway never gives any.
         guard !request.oobDataPresent else { return fail(.oobNotAvailable) }
         guard let method = Self.method(request: request, ours: configuration.ioCapability),

@@ -131,16 +131,17 @@ public final class MQTTClient: Sendable {
                     refused = true
                     eventSink.yield(.connectionRefused(.refused(rc, protocolVersion: configuration.protocolVersion)))
                 }
-            case .disconnected(let rc, let detail):
+            case .disconnected(let rc, let errno, let detail):
                 let failed = core.markDisconnected()
                 if established {
-                    eventSink.yield(.disconnected(rc == mosqSuccess ? nil : .disconnect(rc, detail: detail)))
+                    eventSink.yield(
+                        .disconnected(rc == mosqSuccess ? nil : .disconnect(rc, errno: errno, detail: detail)))
                 } else if !refused {
-                    eventSink.yield(.connectionFailed(.disconnect(rc, detail: detail)))
+                    eventSink.yield(.connectionFailed(.disconnect(rc, errno: errno, detail: detail)))
                 }
                 if failed > 0 { eventSink.yield(.unacknowledged(count: failed)) }
-            case .connectFailed(let rc, let detail):
-                eventSink.yield(.connectionFailed(.library(rc, detail: detail)))
+            case .connectFailed(let rc, let errno, let detail):
+                eventSink.yield(.connectionFailed(.library(rc, errno: errno, detail: detail)))
             case .loopExited:
                 let failed = core.markDisconnected()
                 if failed > 0 { eventSink.yield(.unacknowledged(count: failed)) }

@@ -20,8 +20,10 @@ final class MQTTConnectionCore: @unchecked Sendable {
     /// What libmosquitto's thread reports to `run()`.
     enum LoopEvent: Sendable {
         case connack(rc: Int32, flags: Int32)
-        case disconnected(rc: Int32, detail: String?)
-        case connectFailed(rc: Int32, detail: String?)
+        /// `errno` as libmosquitto left it when it failed: MOSQ_ERR_ERRNO means "see errno", and by the time the event
+        /// is read another call has overwritten it (it printed "Success").
+        case disconnected(rc: Int32, errno: Int32, detail: String?)
+        case connectFailed(rc: Int32, errno: Int32, detail: String?)
         case loopExited
     }
 
@@ -325,6 +327,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         let rc = mosquitto_connect_bind_v5(
             mosq, configuration.host, Int32(configuration.port), keepAlive, nil,
             properties)
+        let connectErrno = errno
         let timedOut = lock.withLock {
             performLocked(state.connectReturned(opened: rc == mosqSuccess))
             return state.facts.deadlinePassed
@@ -335,7 +338,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
             var detail = takeLastLogLine()
             if timedOut { detail = Self.joined("no answer within \(configuration.connectTimeout)", detail) }
             if configuration.tls != nil, let why = diagnose() { detail = Self.joined(detail, why) }
-            post(.connectFailed(rc: rc, detail: detail))
+            post(.connectFailed(rc: rc, errno: connectErrno, detail: detail))
             post(.loopExited)
             return
         }
@@ -347,13 +350,14 @@ final class MQTTConnectionCore: @unchecked Sendable {
         repeat {
             loopResult = mosquitto_loop(mosq, 1000, 1)
         } while loopResult == mosqSuccess && mosquitto_socket(mosq) != -1
+        let loopErrno = errno
         let told = lock.withLock { state.loopReturned() }
         deadline.cancel()
         // The broker closed the socket during the TLS handshake (a TLS client on a plaintext port): libmosquitto
         // says nothing, so the failure is told here, with its diagnosis.
         if !told {
             let rc = loopResult == mosqSuccess ? Int32(MOSQ_ERR_CONN_LOST.rawValue) : loopResult
-            post(.disconnected(rc: rc, detail: disconnectDetail(rc)))
+            post(.disconnected(rc: rc, errno: loopErrno, detail: disconnectDetail(rc)))
         }
         post(.loopExited)
     }
@@ -544,7 +548,8 @@ final class MQTTConnectionCore: @unchecked Sendable {
         mosquitto_disconnect_v5_callback_set(mosq) { _, context, rc, _ in
             guard let core = core(context) else { return }
             core.noteDisconnect()
-            core.post(.disconnected(rc: rc, detail: core.disconnectDetail(rc)))
+            let failure = errno
+            core.post(.disconnected(rc: rc, errno: failure, detail: core.disconnectDetail(rc)))
         }
         mosquitto_publish_v5_callback_set(mosq) { _, context, mid, reasonCode, _ in
             core(context)?.acknowledge(mid: mid, reasonCode: reasonCode)

@@ -1,4 +1,5 @@
 import CMosquitto
+import Foundation
 
 /// An MQTT failure as a value: what kind, the number the library or the broker gave, and its name.
 ///
@@ -75,9 +76,14 @@ public struct MQTTError: Error, Sendable, Hashable, CustomStringConvertible {
 }
 
 extension MQTTError {
-    static func library(_ rc: Int32, detail: String? = nil) -> MQTTError {
+    /// - Parameter errno: for MOSQ_ERR_ERRNO ("see errno"), the `errno` taken right after the failing call, since
+    ///   `mosquitto_strerror` reads it later, when it says "Success" or whatever another call left.
+    static func library(_ rc: Int32, errno: Int32 = 0, detail: String? = nil) -> MQTTError {
         let symbol = libraryErrorSymbols[Int(rc)] ?? "MOSQ_ERR_\(rc)"
-        let text = String(cString: mosquitto_strerror(rc))
+        let text =
+            Int(rc) == Int(MOSQ_ERR_ERRNO.rawValue)
+            ? (errno != 0 ? String(cString: strerror(errno)).lowercased() : "the system's error was not kept")
+            : String(cString: mosquitto_strerror(rc))
         return MQTTError(kind: .library, code: Int(rc), name: "\(symbol) (\(text))", detail: detail)
     }
 
@@ -101,8 +107,8 @@ extension MQTTError {
     /// `mosquitto_disconnect_v5`'s `rc` is a libmosquitto error, or — when the broker sent DISCONNECT — an MQTT 5
     /// reason code. Reason codes for errors are ≥ 0x80 (§2.4) and libmosquitto's errors are small, so the range
     /// tells them apart.
-    static func disconnect(_ rc: Int32, detail: String?) -> MQTTError {
-        MQTTReasonCode(rawValue: Int(rc)).isFailure ? reason(rc) : library(rc, detail: detail)
+    static func disconnect(_ rc: Int32, errno: Int32 = 0, detail: String?) -> MQTTError {
+        MQTTReasonCode(rawValue: Int(rc)).isFailure ? reason(rc) : library(rc, errno: errno, detail: detail)
     }
 }
 

@@ -74,17 +74,25 @@ public final class CapturingTransport: HCITransport, @unchecked Sendable {
     /// Capture writes that failed (disk full…).
     public var captureFailures: Int { lock.withLock { failures } }
 
-    public init(wrapping inner: any HCITransport, writer: BtsnoopFileWriter, clock: any BLEClock) {
+    /// What is written of each packet (the link itself carries it unchanged).
+    private let redaction: @Sendable (H4Packet) -> H4Packet
+
+    public init(
+        wrapping inner: any HCITransport, writer: BtsnoopFileWriter, clock: any BLEClock,
+        redaction: (@Sendable (H4Packet) -> H4Packet)? = nil
+    ) {
         self.inner = inner
         self.writer = writer
         self.clock = clock
+        let redaction = redaction ?? { $0 }
+        self.redaction = redaction
         let source = inner.incoming
         let queue = StageQueue<H4Packet>(capacity: source.capacity, whenFull: source.whenFull)
         incoming = queue
-        let task = Task { [weak self, writer, clock] in
+        let task = Task { [weak self, writer, clock, redaction] in
             do {
                 for try await p in source {
-                    do { try writer.append(p, direction: .received, unixTime: clock.unixTime()) } catch {
+                    do { try writer.append(redaction(p), direction: .received, unixTime: clock.unixTime()) } catch {
                         self?.countFailure()
                     }
                     if await queue.send(p, essential: !p.isAdvertisingReport) == .terminated { break }
@@ -103,7 +111,7 @@ public final class CapturingTransport: HCITransport, @unchecked Sendable {
 
     public func send(_ packet: H4Packet) throws {
         try inner.send(packet)
-        do { try writer.append(packet, direction: .sent, unixTime: clock.unixTime()) } catch {
+        do { try writer.append(redaction(packet), direction: .sent, unixTime: clock.unixTime()) } catch {
             countFailure()
         }
     }

@@ -118,6 +118,9 @@ public struct TransportOptions: Sendable {
     public var sharedDisableDuplicateFilter = true
     /// Also record both directions to this btsnoop file (`--capture FILE`).
     public var capturePath: String?
+    /// What the capture keeps of each packet: the upper layers' redaction of keys (nil: the packets as they are,
+    /// `--capture-keys`). The transport knows no protocol above H4, so the function comes from them.
+    public var captureRedaction: (@Sendable (H4Packet) -> H4Packet)?
     /// Exclusive mode: close the adapter with HCIDEVDOWN when the kernel says it is busy.
     public var bringDownIfUp = false
     /// Kernel adapters: the public address ("AA:BB:CC:DD:EE:FF") of the adapter to open. The named adapter is
@@ -137,7 +140,9 @@ public func openTransport(
     let transport = try openBareTransport(spec, mode: mode, clock: clock, options: options)
     guard let path = options.capturePath else { return transport }
     do {
-        return CapturingTransport(wrapping: transport, writer: try BtsnoopFileWriter(path: path), clock: clock)
+        return CapturingTransport(
+            wrapping: transport, writer: try BtsnoopFileWriter(path: path), clock: clock,
+            redaction: options.captureRedaction)
     } catch {
         transport.close()
         throw error

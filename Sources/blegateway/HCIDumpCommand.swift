@@ -24,8 +24,7 @@ struct HCIDumpCommand: AsyncParsableCommand {
     @Option(help: "Seconds to listen before exiting.")
     var duration: Double = 5
 
-    @Option(help: "Also write both directions to this btsnoop file.")
-    var capture: String?
+    @OptionGroup var capture: CaptureArguments
 
     @Flag(help: "For file: sources, deliver the packets at the pace they were recorded, as a radio would.")
     var realtime = false
@@ -53,7 +52,7 @@ struct HCIDumpCommand: AsyncParsableCommand {
         let clock = SystemClock()
         var options = TransportOptions()
         options.bringDownIfUp = forceDown
-        options.capturePath = capture
+        capture.apply(to: &options)
         options.replayPacing = realtime ? .recorded : .asFastAsPossible
         options.sharedDisableDuplicateFilter = !keepDuplicateFilter
         options.sharedRestartInterval = restartInterval > 0 ? .seconds(restartInterval) : nil

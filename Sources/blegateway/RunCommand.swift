@@ -34,8 +34,7 @@ struct RunCommand: AsyncParsableCommand {
     @Option(help: "Override spool.path (a file, or a directory to hold spool.sqlite).")
     var spool: String?
 
-    @Option(help: "Also write the HCI traffic to this btsnoop file (replay it with --device file:PATH).")
-    var capture: String?
+    @OptionGroup var capture: CaptureArguments
 
     @Option(help: "Follow a simulator's virtual clock: the clock.json its --socket-dir holds.")
     var simClock: String?

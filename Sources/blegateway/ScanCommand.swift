@@ -28,8 +28,7 @@ struct ScanCommand: AsyncParsableCommand {
     )
     var filters: [String] = []
 
-    @Option(help: "Also write the HCI traffic to this btsnoop file.")
-    var capture: String?
+    @OptionGroup var capture: CaptureArguments
 
     @Option(help: "Stop after this many seconds.")
     var duration: Double?
@@ -69,7 +68,7 @@ struct ScanCommand: AsyncParsableCommand {
         CommandLogging.bootstrap(level: .warning)
         let logger = Logger(label: "blegateway.scan")
         var options = TransportOptions()
-        options.capturePath = capture
+        capture.apply(to: &options)
         options.bringDownIfUp = forceDown
         options.replayPacing = realtime ? .recorded : .asFastAsPossible
         options.adapterAddress = adapterAddress
@@ -294,8 +293,8 @@ final class LockedTable: @unchecked Sendable {
             // 80 columns: 19 + 20 + 16 + 7 + 13 + a count of up to 5 digits.
             out += "ADDRESS            NAME                KIND            RSSI   LAST SEEN    COUNT\n"
             for (address, r) in rows.sorted(by: { ($0.value.rssi ?? -128) > ($1.value.rssi ?? -128) }).prefix(limit) {
-                let printable = String(
-                    r.name.unicodeScalars.map { $0.properties.isWhitespace || $0.value >= 0x20 ? Character($0) : "?" })
+                // A name is the advertiser's: no control or format character of its reaches the terminal.
+                let printable = PrintableText.line(r.name, replacement: "?")
                 out += address.padding(toLength: 19, withPad: " ", startingAt: 0)
                 out += String(printable.prefix(18)).padding(toLength: 20, withPad: " ", startingAt: 0)
                 out += r.kind.padding(toLength: 16, withPad: " ", startingAt: 0)

@@ -6,18 +6,18 @@ import Logging
 /// The sighting source for a configuration: its device (or two), opened in its mode, supervised with the
 /// configured recovery ladder. `role` runs beside the scanner (the peripheral links).
 func makeSightingSource(
-    _ c: GatewayConfiguration, capture: String?, clock: any BLEClock, logger: Logger,
+    _ c: GatewayConfiguration, capture: CaptureArguments?, clock: any BLEClock, logger: Logger,
     role: (any ControllerRole)? = nil
 ) throws -> any SightingSource {
     let spec = try DeviceSpec(parsing: c.adapter.device)
     let mode = c.adapter.mode
     var options = TransportOptions()
-    options.capturePath = capture
+    capture?.apply(to: &options)
     options.adapterAddress = c.adapter.address
     if let second = c.adapter.secondDevice {
         var secondOptions = TransportOptions()
         // One capture file per adapter: the second's beside the first's.
-        secondOptions.capturePath = capture.map { "\($0).secondary" }
+        if let capture, let path = capture.capture { capture.apply(to: &secondOptions, path: "\(path).secondary") }
         secondOptions.adapterAddress = c.adapter.secondAddress
         return DualAdapterSource(
             primary: spec, secondary: try DeviceSpec(parsing: second),

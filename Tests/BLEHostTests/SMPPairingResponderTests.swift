@@ -93,6 +93,17 @@ import Testing
         #expect(SMPFailureReason.authenticationRequirements.description == "SMP 0x03 Authentication Requirements")
     }
 
+    /// A phone offering a key shorter than 16 octets (7…15, or an invalid 6) is refused with 0x06 Encryption Key Size:
+    /// the gateway would otherwise agree to the size and then encrypt with all 16 octets. 17 is outside the range.
+    @Test(arguments: [(6, 0x06), (7, 0x06), (15, 0x06), (17, 0x0A)] as [(UInt8, UInt8)])
+    func aKeySizeBelowSixteenIsRefusedWithItsReason(_ size: UInt8, _ reason: UInt8) {
+        var r = SMPPairingResponder(
+            initiator: Self.phone, responder: Self.gateway, privateKey: S.privateB, publicKey: (S.publicBX, S.publicBY),
+            nonce: S.n2, now: .zero)
+        let refused = r.handle(.received([0x01, 0x04, 0x00, 0x2D, size, 0x0F, 0x0F]), now: .seconds(1))
+        #expect(refused == [.send([0x05, reason]), .failed(.refused(SMPFailureReason(rawValue: reason)))])
+    }
+
     /// A keyboard-only device (IO capability 0x02) against our display: Passkey Entry, twenty rounds, each committing
     /// to one bit of the passkey, least significant first (§2.3.5.6.3); the phone's side computed here.
     @Test func aKeyboardOnlyDeviceTypesThePasskeyWeDisplayInTwentyRounds() {

@@ -47,6 +47,25 @@ struct MQTTReconnectTests {
     }
 }
 
+/// libmosquitto reports a refused TCP connection as MOSQ_ERR_ERRNO, "see errno"; read later, errno said "Success" (and
+/// later "No such file or directory"). The operator must read what the system said.
+@Suite(.timeLimit(.minutes(1)))
+struct MQTTConnectErrnoTests {
+    @Test func aBrokerThatIsNotListeningIsReportedAsConnectionRefusedEveryTime() async throws {
+        var configuration = MQTTConfiguration()
+        configuration.host = "127.0.0.1"
+        configuration.port = try Loopback.freePort()
+        configuration.clientID = "errno-\(UUID().uuidString.prefix(6))"
+        configuration.reconnect = .init(minDelay: .milliseconds(20), maxDelay: .milliseconds(50), jitter: 0)
+        try await withRunningClient(configuration) { _, events in
+            let failures = await events.waitFor(3) { $0.failure != nil }.compactMap(\.failure)
+            for f in failures {
+                #expect(f.name == "MOSQ_ERR_ERRNO (connection refused)", "\(f)")
+            }
+        }
+    }
+}
+
 extension AsyncSequence where Self: Sendable, Element: Sendable {
     func eraseToStream() -> AsyncStream<Element> {
         let sequence = self

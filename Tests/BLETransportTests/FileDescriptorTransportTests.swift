@@ -162,4 +162,23 @@ import Testing
         #expect(received?.direction == .received && received?.packet.h4Bytes == resetComplete)
         #expect(received?.unixMicroseconds == 1_700_000_000_000_000)  // ManualClock's origin
     }
+
+    /// The capture writes what the redaction leaves of a packet (the upper layers zero keys there); the link carries
+    /// the packet as it was.
+    @Test func theCaptureHoldsTheRedactedPacketAndTheLinkTheWholeOne() async throws {
+        let (mine, peer) = try socketPair()
+        defer { Glibc.close(peer) }
+        let path = NSTemporaryDirectory() + "blegw-redacted-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).btsnoop"
+        defer { unlink(path) }
+        let inner = try FileDescriptorTransport(name: "pair", fd: mine, framer: H4StreamFramer(), whenFull: .wait)
+        let t = CapturingTransport(
+            wrapping: inner, writer: try BtsnoopFileWriter(path: path), clock: ManualClock(),
+            redaction: { H4Packet(type: $0.type, payload: $0.payload.map { _ in 0 }) })
+        try t.send(H4Packet(type: .command, payload: [0x1A, 0x20, 0x01, 0x7F]))
+        #expect(read(peer, count: 5) == [0x01, 0x1A, 0x20, 0x01, 0x7F])
+        t.close()
+        t.writer.close()
+        var reader = try BtsnoopReader([UInt8](try #require(FileManager.default.contents(atPath: path))))
+        #expect(reader.next()?.packet.h4Bytes == [0x01, 0, 0, 0, 0])
+    }
 }

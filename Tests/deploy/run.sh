@@ -197,6 +197,18 @@ else
                 echo "$out"; echo "$out" | grep -Eq 'line 4, column [0-9]+: mqtt\.qos: '
             }
             check "package: config check on a bad file exits non-zero with \"line 4, column C: mqtt.qos: …\"" bad_config
+            # A typo in a key is refused by the check, not left as a warning after "valid" (the default broker would
+            # then be in force without anyone noticing).
+            printf 'gateway:\n  id: pi-01\nmqtt:\n  brokr: mqtt://central:1883\n' >"$CHROOT/tmp/typo.yaml"
+            typo_config() {
+                local out
+                if out=$(chroot "$CHROOT" /usr/bin/blegateway config check /tmp/typo.yaml 2>&1); then
+                    echo "exit 0 for a typo: $out"; return 1
+                fi
+                echo "$out"; echo "$out" | grep -Eq 'line 4, column [0-9]+: mqtt\.brokr: unknown key' \
+                    && ! echo "$out" | grep -q ': valid'
+            }
+            check "package: config check on an unknown key (mqtt.brokr) exits non-zero and names it" typo_config
         else
             skip "package: blegateway config check /etc/blegateway/gateway.yaml" "$config_check_reason"
         fi
