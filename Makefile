@@ -75,7 +75,7 @@ test: deps deps-kernel test-venv sensors-venv amqtt-venv ha-venv
 	$(SWIFT) build --build-tests
 	# One test at a time: side by side, the suites that start brokers, captures and Python oracles starved the MQTT
 	# tests' timeouts on two cores, and Foundation's Process crashed in waitUntilExit with many children at once.
-	$(SWIFT) test --skip-build --no-parallel
+	Tests/tools/swift-test.sh $(SWIFT)
 	$(MAKE) --no-print-directory test-homeassistant
 	$(MAKE) --no-print-directory test-fleet
 	# The kernel checks and the power-loss drill side by side: each is one TCG vCPU, so each has a core of its own,

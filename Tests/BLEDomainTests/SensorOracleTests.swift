@@ -1,5 +1,6 @@
 import BLEHCI
 import BLETransport
+import BLETestSupport
 import Foundation
 import Testing
 
@@ -15,7 +16,7 @@ let sensorOraclePython = "/var/cache/blegateway-sensors-venv/bin/python"
 /// (with the reason, also in docs/SENSORS.md) or fails the test.
 ///
 /// Needs the venv `make sensors-venv` builds (in `make test`); without it the suite is skipped.
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: sensorOraclePython)))
+@Suite(.enabled(if: TestDependency.runs(FileManager.default.isExecutableFile(atPath: sensorOraclePython))))
 struct SensorOracleTests {
     static let python = sensorOraclePython
     static let framesPerFormat = 2000

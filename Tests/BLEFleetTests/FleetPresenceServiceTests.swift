@@ -29,7 +29,7 @@ import Testing
         return nil
     }
 
-    @Test(.enabled(if: Mosquitto.isAvailable), .timeLimit(.minutes(1)))
+    @Test(.enabled(if: TestDependency.runs(Mosquitto.isAvailable)), .timeLimit(.minutes(1)))
     func beaconReadingsBecomeARetainedRoomAHomeAssistantTrackerAndFollowAPushedSite() async throws {
         let broker = try Mosquitto()
         try broker.start()

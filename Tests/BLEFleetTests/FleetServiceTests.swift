@@ -28,7 +28,7 @@ import Testing
 
     func brokerConnected(_ view: [String: Any]) -> Bool? { (view["broker"] as? [String: Any])?["connected"] as? Bool }
 
-    @Test(.enabled(if: Mosquitto.isAvailable), .timeLimit(.minutes(1)))
+    @Test(.enabled(if: TestDependency.runs(Mosquitto.isAvailable)), .timeLimit(.minutes(1)))
     func theOverviewFollowsTheBrokerLiveAndSurvivesItsOutage() async throws {
         let broker = try Mosquitto()
         try broker.start()
@@ -84,7 +84,7 @@ import Testing
         Set((v?["gateways"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String })
     }
 
-    @Test(.enabled(if: Mosquitto.isAvailable), .timeLimit(.minutes(1)))
+    @Test(.enabled(if: TestDependency.runs(Mosquitto.isAvailable)), .timeLimit(.minutes(1)))
     func twoInstancesWithDisjointSitesOnOneBrokerSeeOnlyTheirOwn() async throws {
         let broker = try Mosquitto()
         try broker.start()
@@ -127,7 +127,7 @@ import Testing
 
     /// One instance can follow a list of sites: it sees every gateway of both, each with its site, and receives
     /// nothing of a third site on the same broker.
-    @Test(.enabled(if: Mosquitto.isAvailable), .timeLimit(.minutes(1)))
+    @Test(.enabled(if: TestDependency.runs(Mosquitto.isAvailable)), .timeLimit(.minutes(1)))
     func oneInstanceFollowsAListOfSitesAndNothingElse() async throws {
         let broker = try Mosquitto()
         try broker.start()

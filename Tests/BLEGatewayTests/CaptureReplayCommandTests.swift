@@ -1,3 +1,4 @@
+import BLETestSupport
 import Foundation
 import Testing
 
@@ -36,8 +37,9 @@ import Testing
         ((try? String(contentsOfFile: path, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
     }
 
-    @Test(.enabled(if: !captureFiles.isEmpty, "the real captures are not at ../shared/captures"))
+    @Test(.enabled(if: TestDependency.runs(!captureFiles.isEmpty), "the real captures are not at ../shared/captures"))
     func everyReportOfTheRealCapturesEqualsTsharksDissectionFieldByField() throws {
+        try TestDependency.require(!Self.captureFiles.isEmpty, "the real captures at ../shared/captures")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
         p.arguments = [BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/compare_tshark.py").path,
@@ -52,8 +54,9 @@ import Testing
         #expect(report.contains("\(Self.captureFiles.count) passed, 0 failed"), "\(report.suffix(3000))")
     }
 
-    @Test(.enabled(if: !captureFiles.isEmpty, "the real captures are not at ../shared/captures"))
+    @Test(.enabled(if: TestDependency.runs(!captureFiles.isEmpty), "the real captures are not at ../shared/captures"))
     func aReplayGivesTheSameLinesOnEveryRun() throws {
+        try TestDependency.require(!Self.captureFiles.isEmpty, "the real captures at ../shared/captures")
         let capture = Self.captureFiles.first { $0.hasSuffix("ec521.btsnoop") } ?? Self.captureFiles[0]
         func run() throws -> [String] {
             let dir = try Self.temporaryDirectory()
@@ -72,8 +75,9 @@ import Testing
         #expect(first == second)
     }
 
-    @Test(.enabled(if: !captureFiles.isEmpty, "the real captures are not at ../shared/captures"))
+    @Test(.enabled(if: TestDependency.runs(!captureFiles.isEmpty), "the real captures are not at ../shared/captures"))
     func aTruncatedCaptureDeliversTheReportsBeforeTheDamageAndSaysSo() throws {
+        try TestDependency.require(!Self.captureFiles.isEmpty, "the real captures at ../shared/captures")
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let whole = try #require(FileManager.default.contents(
@@ -92,9 +96,10 @@ import Testing
 
     /// A realtime replay stands in for a radio: the scan is stopped while it prints, and every report it counted
     /// must be in the file (stdout to a file is block-buffered; the signal must not lose the buffer).
-    @Test(.enabled(if: !captureFiles.isEmpty, "the real captures are not at ../shared/captures"),
+    @Test(.enabled(if: TestDependency.runs(!captureFiles.isEmpty), "the real captures are not at ../shared/captures"),
           arguments: [SIGINT, SIGTERM])
     func scanStoppedBySignalKeepsEveryLineItCounted(signal: Int32) async throws {
+        try TestDependency.require(!Self.captureFiles.isEmpty, "the real captures at ../shared/captures")
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let capture = Self.captureFiles.first { $0.hasSuffix("light.btsnoop") } ?? Self.captureFiles[0]

@@ -18,9 +18,10 @@ import Testing
         return false
     }
 
-    @Test(.enabled(if: !CaptureReplayCommandTests.captureFiles.isEmpty, "the real captures are not at ../shared/captures"),
+    @Test(.enabled(if: TestDependency.runs(!CaptureReplayCommandTests.captureFiles.isEmpty), "the real captures are not at ../shared/captures"),
           arguments: [SIGINT, SIGTERM])
     func hciDumpStoppedBySignalKeepsEveryPacketItCounted(signal: Int32) async throws {
+        try TestDependency.require(!CaptureReplayCommandTests.captureFiles.isEmpty, "the real captures at ../shared/captures")
         let dir = try CaptureReplayCommandTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let capture = CaptureReplayCommandTests.captureFiles.first { $0.hasSuffix("light.btsnoop") }
@@ -39,7 +40,7 @@ import Testing
         #expect(printed.allSatisfy { $0.count >= 4 && $0.count % 2 == 0 && $0.allSatisfy(\.isHexDigit) })
     }
 
-    @Test(.enabled(if: Mosquitto.isAvailable, "mosquitto is not installed"), arguments: [SIGINT, SIGTERM])
+    @Test(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "mosquitto is not installed"), arguments: [SIGINT, SIGTERM])
     func watchRecordStoppedBySignalKeepsEveryMessageItCounted(signal: Int32) async throws {
         let dir = try CaptureReplayCommandTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }

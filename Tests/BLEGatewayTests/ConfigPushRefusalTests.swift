@@ -7,7 +7,7 @@ import Testing
 /// `config push` refuses what the gateway would refuse, from what the gateway reports on its retained `config/state`
 /// (it used to send unsigned and lower-version documents to a gateway that requires signatures): the real command
 /// against a real mosquitto on loopback.
-@Suite(.enabled(if: Mosquitto.isAvailable), .serialized)
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable)), .serialized)
 struct ConfigPushRefusalTests {
     @Test func pushRefusesUnsignedLowerOrWronglySignedDocumentsAndSendsASignedTombstone() throws {
         let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("push-\(UUID().uuidString)")

@@ -7,8 +7,8 @@ extension EndToEndSuites {
     /// The whole gateway with its spool on a small file system that another file fills: states (here, verdicts on
     /// configuration documents) still reach the broker, each once; the samples removed to make room are counted in
     /// health; everything flows again when space returns.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
-           .enabled(if: Tmpfs.canMount, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+           .enabled(if: TestDependency.runs(Tmpfs.canMount), "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"),
            .timeLimit(.minutes(2)), .serialized)
     struct DiskFullEndToEndTests {
         @Test func statesGetThroughAFullFileSystemOnceEachAndTheDroppedSamplesAreCounted() async throws {

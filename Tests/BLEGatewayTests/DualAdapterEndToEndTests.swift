@@ -13,7 +13,7 @@ extension EndToEndSuites {
     /// Two adapters through the whole gateway: two simulated controllers side by side (two H4 sockets), the primary
     /// scanning and the secondary keeping a sensor connected, against a real mosquitto. Each dongle is pulled out in
     /// turn; the other carries both duties until it is back and has stayed for the handback time. Virtual seconds.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct DualAdapterEndToEndTests {
         static let scenario = """

@@ -16,7 +16,7 @@ extension EndToEndSuites {
     /// the gateway's (its own AES, CMAC, f4–f6 and g2): the phone connects to the advertising gateway, pairs with LE
     /// Secure Connections, and hands over its IRK; then the phone walks, rotating its address, and the gateway
     /// follows it by identity. Both sides follow one `ScaledClock`; times are virtual seconds.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct EnrolmentEndToEndTests {
         /// Core v5.4, Vol 3, Part H, Appendix D.7's IRK, as the phone's.

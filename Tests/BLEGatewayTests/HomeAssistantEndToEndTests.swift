@@ -10,7 +10,7 @@ extension EndToEndSuites {
     /// scripted source): documents retained without the envelope, again on Home Assistant's birth message, emptied
     /// when remote configuration turns discovery off. Home Assistant itself: Tests/homeassistant (make
     /// test-homeassistant).
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(1)), .serialized)
     struct HomeAssistantEndToEndTests {
         /// Every message on a filter, payloads as they came (an empty one too), with the retain flag.

@@ -14,7 +14,7 @@ extension EndToEndSuites {
     /// Peripheral links through the whole gateway: the simulator's controller over its H4 socket, the gateway's runtime
     /// (connection manager, ACL/L2CAP/ATT, GATT client, spool, MQTT) against a real mosquitto, and a subscriber reading
     /// what an operator would read. Both sides follow one `ScaledClock`; times below are virtual seconds.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct PeripheralLinksEndToEndTests {
         /// Five sensors near one gateway, and a fault drill: sensors that lose power and come back (supervision timeout

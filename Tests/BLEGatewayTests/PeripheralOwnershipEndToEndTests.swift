@@ -10,7 +10,7 @@ extension EndToEndSuites {
     /// another within the lease + 5 s; a sensor carried from the lobby into the lab moves to the lab's gateway by the
     /// margin rule within the lease + 5 s of arriving; and at no moment do two gateways hold a link to the same sensor
     /// (link intervals from every gateway's retained state stream, by their own timestamps).
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(5)), .serialized)
     struct PeripheralOwnershipEndToEndTests {
         struct StateEvent: Sendable {

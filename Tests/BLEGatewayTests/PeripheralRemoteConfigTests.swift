@@ -11,7 +11,7 @@ import Testing
 extension EndToEndSuites {
     /// Peripherals configured remotely, applied without a restart: a retained per-gateway document that names a sensor
     /// makes the gateway connect it and subscribe; a document without it lets it go.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct PeripheralRemoteConfigTests {
         static let scenario = """

@@ -8,7 +8,7 @@ extension EndToEndSuites {
     /// real mosquitto. A gateway killed with SIGKILL (quit by the system, a crash, a reboot: nothing but the
     /// configuration, the spool and the broker's retained messages survive) and one stopped with SIGTERM (quit by the
     /// user) both come back to every intent and subscription without an operator, and no retained state stays stale.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct PeripheralRestorationTests {
         static let scenario = """

@@ -9,7 +9,7 @@ extension EndToEndSuites {
     /// An operator's ACL mistake, fixed with a reload, seen from the outside: under MQTT 5 the broker refuses the
     /// gateway's beacon readings (0x87 Not authorized) while it still takes its status; the status says so
     /// (`publish_refused`), and once the ACL allows them every refused reading arrives and the status says it is over.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct PublishRefusalEndToEndTests {
         @Test func theStatusSaysWhileTheBrokerRefusesAndEveryRefusedReadingArrivesAfterTheReload() async throws {

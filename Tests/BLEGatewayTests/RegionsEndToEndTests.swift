@@ -11,7 +11,7 @@ import Testing
 extension EndToEndSuites {
     /// Regions through the whole gateway, against a real mosquitto: the runtime in this process over a scripted source,
     /// the retained region topic read back by a subscriber. Real time with a 1 s exit timeout; waits have wide guards.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct RegionsEndToEndTests {
         /// One iBeacon (UUID E2C56DB5-…, major 1, minor 7) and one device behind a resolvable private address

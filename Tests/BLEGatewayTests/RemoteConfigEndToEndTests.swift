@@ -9,7 +9,7 @@ import Testing
 
 extension EndToEndSuites {
     /// Remote configuration against a real mosquitto, with the gateway running in this process over a scripted source.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct RemoteConfigEndToEndTests {
         @Test func aRetainedConfigPresentAtConnectIsInForceBeforeTheFirstScan() async throws {

@@ -12,7 +12,7 @@ import Testing
 extension EndToEndSuites {
     /// Remote documents that change what is not read per sighting — regions, scan parameters — against a real
     /// mosquitto, with the gateway running in this process.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(3)), .serialized)
     struct RemoteConfigLiveEndToEndTests {
         static func waitFor(_ what: String, limit: Duration = .seconds(15), _ done: () -> Bool) async throws {

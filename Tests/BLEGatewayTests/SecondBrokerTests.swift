@@ -36,7 +36,7 @@ enum Amqtt {
 }
 
 extension EndToEndSuites {
-    @Suite(.enabled(if: Amqtt.isAvailable, "needs amqtt (make amqtt-venv)"), .timeLimit(.minutes(2)), .serialized)
+    @Suite(.enabled(if: TestDependency.runs(Amqtt.isAvailable), "needs amqtt (make amqtt-venv)"), .timeLimit(.minutes(2)), .serialized)
     struct SecondBrokerTests {
         @Test func aRetainedConfigAppliesReportsAndIsInForceAgainAtTheNextStartUnderAmqtt() async throws {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("amqtt-\(UUID().uuidString)")

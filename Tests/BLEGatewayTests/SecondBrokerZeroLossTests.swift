@@ -1,4 +1,5 @@
 import BLEPublishing
+import BLETestSupport
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ extension EndToEndSuites {
     /// (restarts, an outage) is not run against amqtt: it loses the QoS 1 messages queued for a persistent session
     /// when it restarts, even with its session database (docs/DEPLOY.md, "Other brokers"), so a gap there would be
     /// the broker's, not the gateway's.
-    @Suite(.enabled(if: Amqtt.isAvailable, "needs amqtt (make amqtt-venv)"), .timeLimit(.minutes(4)), .serialized)
+    @Suite(.enabled(if: TestDependency.runs(Amqtt.isAvailable), "needs amqtt (make amqtt-venv)"), .timeLimit(.minutes(4)), .serialized)
     struct SecondBrokerZeroLossTests {
         @Test func noDurableReadingIsLostAcrossGatewayKillsUnderAmqtt() async throws {
             let root = FileManager.default.temporaryDirectory.appendingPathComponent("zl-amqtt-\(UUID().uuidString.prefix(8))")

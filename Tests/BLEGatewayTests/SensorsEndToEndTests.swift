@@ -16,7 +16,7 @@ extension EndToEndSuites {
     /// `…/sensors/<address>`: every format arrives, with the simulator's values, each packet once (the repeats it
     /// advertises in between are dropped before the spool and counted in health), all matching schema/v1.
     @Suite(
-        .enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
         .timeLimit(.minutes(2)), .serialized)
     struct SensorsEndToEndTests {
         /// Four sensors next to the gateway, a new packet every second of virtual time, advertising every 100 ms.

@@ -9,7 +9,7 @@ extension EndToEndSuites {
     /// MQTT 3.1.1 and an ACL that denies the gateway's status: mosquitto acknowledges each denied publish as if
     /// delivered, so nothing can keep those readings; the gateway notices that its own online status never comes back
     /// and says so on its health topic (which the ACL lets through). With the status allowed, it says nothing.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct StatusEchoEndToEndTests {
         @Test(arguments: [true, false])

@@ -4,7 +4,7 @@ import Testing
 
 /// The tools join a broker that requires mutual TLS (docs/DEPLOY.md) with `--ca-file`, `--cert-file` and
 /// `--key-file`, and say why when they cannot: the real command against a real mosquitto with a throw-away PKI.
-@Suite(.enabled(if: Mosquitto.isAvailable && TestCertificates.isAvailable, "needs mosquitto and openssl"),
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable && TestCertificates.isAvailable), "needs mosquitto and openssl"),
        .serialized)
 struct ToolTLSTests {
     @Test func configGetJoinsAMutualTLSBrokerWithTheTLSFilesAndNamesWhatIsWrongWithout() throws {

@@ -10,7 +10,7 @@ extension EndToEndSuites {
     /// READY=1 once the gateway runs, WATCHDOG=1 while it makes progress; a broker frozen with SIGSTOP (the
     /// connection stays up, nothing is acknowledged, readings pile up) wedges the publisher and the feeding stops, so
     /// systemd would restart the gateway; once the broker answers again the feeding resumes.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(2)), .serialized)
     struct WatchdogEndToEndTests {
         /// A datagram socket bound at a path, collecting what arrives on a thread of its own until `stop()`.

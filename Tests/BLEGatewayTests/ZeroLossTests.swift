@@ -8,7 +8,7 @@ extension EndToEndSuites {
     /// The gateway's promise, end to end: a real broker, the simulator's office, and the gateway as a real process.
     /// Every reading that became durable reaches the subscriber however the broker and the gateway are treated;
     /// QoS 1 duplicates are allowed, gaps in `seq` are not.
-    @Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (make test installs it)"),
+    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
            .timeLimit(.minutes(8)), .serialized)
     struct ZeroLossTests {
         struct Received: Sendable {

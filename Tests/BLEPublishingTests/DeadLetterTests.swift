@@ -7,7 +7,7 @@ import Testing
 
 /// A reading the broker can never take, whichever way it says so, goes to the spool's dead letters, kept whole;
 /// the readings behind it flow. Against a real mosquitto, both protocol versions, both of its limits.
-@Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
        .timeLimit(.minutes(2)), .serialized)
 struct DeadLetterTests {
     struct Poison: Sendable, CustomTestStringConvertible {

@@ -3,7 +3,7 @@ import BLETestSupport
 import Foundation
 import Testing
 
-@Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
        .timeLimit(.minutes(1)))
 struct MQTTPublishTests {
     @Test(arguments: [MQTTQoS.atMostOnce, .atLeastOnce, .exactlyOnce])

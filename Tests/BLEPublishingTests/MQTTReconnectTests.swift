@@ -3,7 +3,7 @@ import BLETestSupport
 import Foundation
 import Testing
 
-@Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto"), .timeLimit(.minutes(1)))
 struct MQTTReconnectTests {
     /// The broker dies with publishes in flight: each publish resolves (acknowledged before the crash) or fails
     /// with `.notAcknowledged`/`.notConnected` — none hangs. The client reconnects to the restarted broker by
@@ -79,7 +79,7 @@ extension AsyncSequence where Self: Sendable, Element: Sendable {
     }
 }
 
-@Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto"), .timeLimit(.minutes(1)))
 struct MQTTSessionTests {
     /// A persistent session (Clean Start 0, Session Expiry Interval) survives a graceful stop: the next connection
     /// with the same client id is told Session Present, and QoS 1 messages published meanwhile are delivered.

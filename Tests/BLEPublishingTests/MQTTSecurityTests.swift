@@ -4,7 +4,7 @@ import BLETransport
 import Foundation
 import Testing
 
-@Suite(.enabled(if: Mosquitto.isAvailable && TestCertificates.isAvailable, "needs mosquitto and openssl"),
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable && TestCertificates.isAvailable), "needs mosquitto and openssl"),
        .timeLimit(.minutes(1)))
 struct MQTTTLSTests {
     /// Mutual TLS: the broker requires a client certificate; the client verifies the broker against the test CA
@@ -61,7 +61,7 @@ struct MQTTTLSTests {
     }
 }
 
-@Suite(.enabled(if: Mosquitto.isAvailable, "needs mosquitto"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs mosquitto"), .timeLimit(.minutes(1)))
 struct MQTTCredentialTests {
     private func credentialFiles(_ broker: Mosquitto, password: String) throws -> MQTTConfiguration.Credentials {
         .init(usernameFile: try broker.writeFile("user", "gateway\n"),

@@ -3,7 +3,7 @@ import BLETestSupport
 import Foundation
 import Testing
 
-@Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto"), .timeLimit(.minutes(1)))
 struct MQTTSubscribeTests {
     @Test(arguments: [MQTTProtocolVersion.v5, .v311])
     func subscribeRoundTripDeliversTopicPayloadAndQoS(version: MQTTProtocolVersion) async throws {

@@ -8,7 +8,7 @@ import Testing
 /// does not connect, and its failure names the cause in words an operator can act on (libmosquitto alone says
 /// "certificate verify failed" for all the certificate ones, and nothing at all for a TLS client on a plaintext
 /// port, whose connection attempt then never ended).
-@Suite(.enabled(if: Mosquitto.isAvailable && TestCertificates.isAvailable, "needs mosquitto and openssl"),
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable && TestCertificates.isAvailable), "needs mosquitto and openssl"),
        .timeLimit(.minutes(1)))
 struct MQTTTLSRefusalTests {
     enum Mistake: String, CaseIterable, Sendable {

@@ -3,7 +3,7 @@ import BLETestSupport
 import Foundation
 import Testing
 
-@Suite(.enabled(if: Mosquitto.isAvailable, "needs mosquitto"), .timeLimit(.minutes(1)))
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs mosquitto"), .timeLimit(.minutes(1)))
 struct MQTTWillTests {
     private func configuration(_ broker: Mosquitto, port: Int? = nil) -> MQTTConfiguration {
         var configuration = testConfiguration(broker)
@@ -38,7 +38,7 @@ struct MQTTWillTests {
     /// The gateway's connection dies without DISCONNECT — here the TCP relay it talks through is SIGKILLed, which
     /// to the broker looks exactly like the gateway process being killed — and the broker publishes the will.
     /// (kill -9 of the real gateway binary is tested end to end by the gateway's own tests.)
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/socat"), "needs socat"))
+    @Test(.enabled(if: TestDependency.runs(FileManager.default.isExecutableFile(atPath: "/usr/bin/socat")), "needs socat"))
     func anAbruptConnectionLossPublishesTheWill() async throws {
         let broker = try startBroker()
         let relayPort = try Loopback.freePort()

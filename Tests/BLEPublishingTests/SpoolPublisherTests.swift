@@ -5,7 +5,7 @@ import Foundation
 import Testing
 @testable import BLEPublishing
 
-@Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
        .timeLimit(.minutes(2)))
 struct SpoolPublisherTests {
     func makeSpool() throws -> Spool {
@@ -278,7 +278,7 @@ struct SpoolPublisherTests {
     }
 }
 
-@Suite(.enabled(if: Mosquitto.isAvailable, "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
        .timeLimit(.minutes(1)))
 struct OversizedPayloadTests {
     /// A broker with a message size limit refuses a reading that exceeds it. The publisher must neither wedge on

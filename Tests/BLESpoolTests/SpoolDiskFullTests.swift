@@ -92,7 +92,7 @@ struct SpoolDiskFullTests {
         #expect(spool.statistics.drops[.state]?.droppedInMemory == 2)
     }
 
-    @Test(.enabled(if: Tmpfs.canMount, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
+    @Test(.enabled(if: TestDependency.runs(Tmpfs.canMount), "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
     func aRealFullFileSystemGivesDiskFullAndCommitsOnceSpaceReturns() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
@@ -132,7 +132,7 @@ struct SpoolDiskFullTests {
 
     /// Something else filled the file system (journald, the broker's persistence): states still get in, by removing
     /// the oldest samples, which are counted; samples wait in memory; everything resumes when space returns.
-    @Test(.enabled(if: Tmpfs.canMount, "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
+    @Test(.enabled(if: TestDependency.runs(Tmpfs.canMount), "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
     func aFileSystemFilledByOthersMakesRoomForStatesByDroppingTheOldestSamples() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
