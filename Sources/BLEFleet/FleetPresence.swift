@@ -1,3 +1,4 @@
+import BLETransport
 import Foundation
 
 /// Presence for every site the service follows (docs/PRESENCE.md): each site's description, where it came from, and
@@ -36,9 +37,26 @@ public struct FleetPresence: Sendable {
     public static func presenceTopic(_ prefix: String, beacon: String) -> String {
         "\(prefix)/fleet/presence/\(beacon)"
     }
-    /// The room alone, as plain text (`not_home` when away): what a device tracker's state is read from.
+    /// The room alone, as plain text: its name from the site (`not_home` when away): what a device tracker's state is
+    /// read from, so Home Assistant shows "Kitchen", not the room's id.
     public static func roomTopic(_ prefix: String, beacon: String) -> String {
         "\(prefix)/fleet/presence/\(beacon)/room"
+    }
+
+    /// The fleet service's own retained status (`{"state":"online"}`, and its last will `{"state":"offline"}`): the
+    /// trackers' availability, so a stopped service leaves nobody in their last room.
+    public static func statusTopic(_ prefix: String) -> String { "\(prefix)/fleet/status" }
+
+    /// The status payload: `online` while the service is connected; `offline` is its last will.
+    public static func statusPayload(online: Bool) -> [UInt8] {
+        Array(#"{"state":"\#(online ? "online" : "offline")"}"#.utf8)
+    }
+
+    /// What the room topic carries for a report: the room's name (its id when the site gives none), or `not_home`.
+    static func roomState(_ r: PresenceEngine.Report, site: SiteDescription) -> String {
+        guard let id = r.room else { return PresencePayload.notHome }
+        let name = site.room(id).map { PrintableText.line($0.name) } ?? ""
+        return name.isEmpty ? id : name
     }
 
     /// A message on `<prefix>/fleet/site`: a new description (or, empty, back to the configured one). Returns the
@@ -175,7 +193,7 @@ enum PresenceDiscovery {
         "\(discoveryPrefix)/device_tracker/\(objectID(beacon))/config"
     }
 
-    static func document(prefix: String, beacon: String) -> [UInt8] {
+    static func document(prefix: String, beacon: String, status: String) -> [UInt8] {
         let attributes = FleetPresence.presenceTopic(prefix, beacon: beacon)
         let id = objectID(beacon)
         let doc: [String: Any] = [
@@ -194,6 +212,14 @@ enum PresenceDiscovery {
                 + "'method': value_json.method, 'x': (value_json.position or {}).x, 'y': (value_json.position or {}).y, "
                 + "'error_m': (value_json.position or {}).error_m, 'since': value_json.since} | tojson }}",
             "source_type": "bluetooth_le",
+            // The fleet service decides the room: when it stops (its last will), the tracker is unavailable instead of
+            // leaving the person in their last room for ever.
+            "availability": [
+                [
+                    "topic": status, "value_template": "{{ value_json.state }}", "payload_available": "online",
+                    "payload_not_available": "offline",
+                ]
+            ],
             "device": [
                 "identifiers": [id], "name": "Tag \(beacon)", "manufacturer": "BLEGateway",
                 "model": "tracked beacon",

@@ -34,7 +34,11 @@ public final class FleetService: Service, Sendable {
         self.clock = clock
         self.logger = logger
         self.onListening = onListening
-        self.client = MQTTClient(configuration: configuration.mqtt, clock: clock)
+        var mqtt = configuration.mqtt
+        // The broker says offline, retained, when the service goes without a DISCONNECT (killed, cut off).
+        mqtt.will = .init(
+            topic: FleetPresence.statusTopic(configuration.prefix), payload: FleetPresence.statusPayload(online: false))
+        self.client = MQTTClient(configuration: mqtt, clock: clock)
         self.presence = Locked(FleetPresence(sites: configuration.sites, configured: configuration.site))
     }
 
@@ -73,14 +77,20 @@ public final class FleetService: Service, Sendable {
                     self.changes.finish()
                 }
             }
-            // Whichever ends first (the server after a graceful shutdown, or a part that failed) ends them all.
+            // Whichever ends first (the server after a graceful shutdown, or a part that failed) ends them all; offline
+            // first, retained, since a clean DISCONNECT does not set off the last will (MQTT 5 §3.1.2.5).
             try await group.next()
+            _ = try? await client.publish(
+                MQTTMessage(
+                    topic: FleetPresence.statusTopic(configuration.prefix),
+                    payload: FleetPresence.statusPayload(online: false), qos: .atLeastOnce, retain: true))
             group.cancelAll()
         }
     }
 
     func ingest(_ messages: AsyncStream<MQTTMessage>) async {
-        for await m in messages {
+        let ownStatus = FleetPresence.statusTopic(configuration.prefix)
+        for await m in messages where m.topic != ownStatus {  // its own status, echoed: nothing to fold
             let now = clock.unixTime()
             let (parsed, beacon) = model.withLock {
                 model -> ((site: String, topic: FleetTopic)?, FleetGateway.Beacon?) in
@@ -122,8 +132,21 @@ public final class FleetService: Service, Sendable {
                     break
                 }
             }
-            if case .connected = e { logger.info("fleet: connected to \(configuration.brokerURL)") }
+            if case .connected = e {
+                logger.info("fleet: connected to \(configuration.brokerURL)")
+                publishStatus()
+            }
             changes.changed()
+        }
+    }
+
+    /// Online, retained, after every connection: it replaces the last will's offline.
+    private func publishStatus() {
+        let message = MQTTMessage(
+            topic: FleetPresence.statusTopic(configuration.prefix), payload: FleetPresence.statusPayload(online: true),
+            qos: .atLeastOnce, retain: true)
+        client.submit(message) { [logger] result in
+            if case .failure(let e) = result { logger.warning("fleet: status not published: \(e)") }
         }
     }
 
@@ -169,12 +192,14 @@ public final class FleetService: Service, Sendable {
                     var dtopic: String?
                     if let dp = configuration.homeAssistantDiscoveryPrefix, p.announce(prefix, beacon: report.beacon) {
                         dtopic = PresenceDiscovery.topic(discoveryPrefix: dp, beacon: report.beacon)
-                        discovery = PresenceDiscovery.document(prefix: prefix, beacon: report.beacon)
+                        discovery = PresenceDiscovery.document(
+                            prefix: prefix, beacon: report.beacon,
+                            status: FleetPresence.statusTopic(configuration.prefix))
                     }
                     return (
                         FleetPresence.presenceTopic(prefix, beacon: report.beacon),
                         PresencePayload.encode(report, site: site),
-                        Array((report.room ?? PresencePayload.notHome).utf8),
+                        Array(FleetPresence.roomState(report, site: site).utf8),
                         discovery, dtopic
                     )
                 }

@@ -46,6 +46,7 @@ import Testing
         let presence = try publisher.subscribe("t/fleet/presence/+")
         let roomTopic = try publisher.subscribe("t/fleet/presence/+/room")
         let discovery = try publisher.subscribe("ha/device_tracker/+/config")
+        let status = try publisher.subscribe("t/fleet/status")
         var connected = publisher.events.filter { if case .connected = $0 { true } else { false } }.makeAsyncIterator()
 
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -72,13 +73,20 @@ import Testing
             #expect(metrics.contains("blegateway_presence_tags{site=\"t\"} 1\n"), "\(metrics.suffix(800))")
             var rooms = roomTopic.makeAsyncIterator()
             let room = await rooms.next()
-            #expect(room?.topic == "t/fleet/presence/\(Self.tag)/room" && room?.payload == Array("lab".utf8) && room?.retain == false)
+            // The room's name from the site, which is what Home Assistant's tracker shows.
+            #expect(room?.topic == "t/fleet/presence/\(Self.tag)/room" && room?.payload == Array("Lab".utf8) && room?.retain == false)
 
             let tracker = await next(discovery) { m, _ in m.topic.hasPrefix("ha/device_tracker/blegateway_tag_") }
             #expect(tracker?["source_type"] as? String == "bluetooth_le")
             #expect(tracker?["state_topic"] as? String == "t/fleet/presence/\(Self.tag)/room")
             #expect(tracker?["json_attributes_topic"] as? String == "t/fleet/presence/\(Self.tag)")
             #expect(tracker?["payload_not_home"] as? String == "not_home")
+            // Available while the fleet service says online on its own retained status (its last will says offline).
+            let availability = (tracker?["availability"] as? [[String: Any]])?.first
+            #expect(availability?["topic"] as? String == "t/fleet/status")
+            #expect(availability?["payload_not_available"] as? String == "offline")
+            let online = await next(status) { _, j in j["state"] as? String == "online" }
+            #expect(online != nil)
 
             // A pushed description that does not parse is refused; the configured one stays in force.
             try await publisher.publish(MQTTMessage(topic: "t/fleet/site", payload: Array("rooms: [{id: a}]".utf8), retain: true))

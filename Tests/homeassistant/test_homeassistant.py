@@ -453,11 +453,19 @@ async def main(binary, venv):
         check("a tracked tag is a device_tracker entity", tracker_id is not None and tracker_id.startswith("device_tracker."),
               f"{tracker_id}")
         if tracker_id:
-            check("its state is the room, with source type bluetooth_le and its position as attributes",
-                  await state_is(tracker_id, lambda s: s["state"] == "office"
+            check("its state is the room's name, with source type bluetooth_le and its position as attributes",
+                  await state_is(tracker_id, lambda s: s["state"] == "Office"
                                  and s["attributes"].get("source_type") == "bluetooth_le"
                                  and s["attributes"].get("room_name") == "Office"
                                  and is_number(s["attributes"].get("confidence"))))
+            # The fleet service decides the room: killed (no DISCONNECT), its last will turns the tracker unavailable
+            # instead of leaving the badge in the office for ever; restarted, the tracker is back.
+            fleet.stop(signal.SIGKILL)
+            check("fleet service killed: the tracker is unavailable (its last will)",
+                  await state_is(tracker_id, lambda s: s["state"] == "unavailable"))
+            fleet.start()
+            check("fleet service restarted: the tracker is in the office again",
+                  await state_is(tracker_id, lambda s: s["state"] == "Office"))
 
         # Home Assistant's own pages, for docs/HOMEASSISTANT.md: the gateway's, the peripheral's and the tag's devices, in the
         # fleet test's headless Chromium when it is installed (make deps-browser; skipped, and said so, otherwise).
