@@ -153,6 +153,9 @@ struct GatewayReadings: Sendable {
             s.int("bytes", h.spool.bytesOnDisk)
             s.int("dropped_samples", samples.droppedOldest + samples.droppedInMemory)
             s.int("downsampled_samples", samples.downsampled)
+            // Of dropped_samples, those dropped before they took a seq (in memory, commits failing): no seq is missing
+            // for them, so a consumer matches its gaps against the others.
+            s.int("dropped_before_seq", samples.droppedInMemory)
             s.int("dropped_states", (h.spool.drops[.state] ?? DropCounters()).total)
             if h.spool.reserveReleases > 0 { s.int("reserve_releases", h.spool.reserveReleases) }
             if let e = h.spool.lastError { s.string("error", "\(e)") }

@@ -12,7 +12,9 @@ extension EndToEndSuites {
            .timeLimit(.minutes(2)), .serialized)
     struct DiskFullEndToEndTests {
         @Test func statesGetThroughAFullFileSystemOnceEachAndTheDroppedSamplesAreCounted() async throws {
-            let f = try Fixture()
+            // Everything allowed; the beacons are denied later, so that samples wait in the spool (their family held
+            // back) when the file system fills, and the states that need room remove some of them.
+            let f = try Fixture(acl: "topic readwrite #\n")
             defer { f.broker.terminate() }
             let disk = f.directory.appendingPathComponent("disk").path
             try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)
@@ -23,9 +25,17 @@ extension EndToEndSuites {
             var c = f.configuration()
             c.spool.path = disk + "/spool.sqlite"
             c.publishing.healthIntervalSeconds = 1
-            let (_, _, task) = try f.start(c)
+            let (runtime, _, task) = try f.start(c)
             defer { task.cancel() }
             try await EndToEndSuites.waitFor("readings") { observer.beacons(after: 0).count >= 10 }
+            try f.setACL("topic read #\ntopic write \(f.prefix)/\(f.gateway)/status\ntopic write \(f.prefix)/\(f.gateway)/health\n"
+                + "topic write \(f.prefix)/\(f.gateway)/config/state\ntopic write \(f.prefix)/\(f.gateway)/adapter\n"
+                + "topic write \(f.prefix)/\(f.gateway)/config\n")
+            // Samples pile up in the spool, held back with their family, while the disk still has room.
+            try await EndToEndSuites.waitFor("beacon samples held in the spool", limit: .seconds(20)) {
+                runtime.publisherStatistics.refusedFamilies == ["\(f.prefix)/\(f.gateway)/beacons"]
+                    && runtime.spoolStatistics.depth >= 20
+            }
 
             // Another file takes every byte the file system has left (the spool keeps its reserve).
             let filler = disk + "/filler"
@@ -34,7 +44,6 @@ extension EndToEndSuites {
             let chunk = Data(repeating: 0, count: 64 * 1024)
             while (try? handle.write(contentsOf: chunk)) != nil {}
             try? handle.close()
-            let fullAt = observer.seqs.max() ?? 0
 
             for version in 2...4 {
                 try await observer.publish(f.configTopic, Array(#"{"version": \#(version), "log": {"level": "info"}}"#.utf8))
@@ -55,8 +64,10 @@ extension EndToEndSuites {
                 (spoolHealth()?["reserve_releases"] as? Int ?? 0) >= 1
             }
 
-            // Space returns: readings flow again, and every seq that never arrived is a counted drop.
+            // Space returns and the beacons are allowed again: readings flow, and every seq that never arrived is a
+            // counted drop.
             try FileManager.default.removeItem(atPath: filler)
+            try f.setACL("topic readwrite #\n")
             let back = observer.seqs.max() ?? 0
             try await EndToEndSuites.waitFor("readings again", limit: .seconds(20)) {
                 observer.beacons(after: back).count >= 10
@@ -64,9 +75,15 @@ extension EndToEndSuites {
             try await EndToEndSuites.waitFor("health after recovery", limit: .seconds(20)) {
                 (observer.states("\(f.prefix)/\(f.gateway)/health").last?["seq"] as? Int ?? 0) > back
             }
-            let missing = EndToEndSuites.gaps(observer.seqs).filter { $0 > fullAt }
-            let dropped = (spoolHealth()?["dropped_samples"] as? Int ?? 0) + (spoolHealth()?["downsampled_samples"] as? Int ?? 0)
-            #expect(missing.count <= dropped, "\(missing.count) seqs never arrived, \(dropped) counted as dropped")
+            // Both sides: every missing seq is a counted drop, and every drop of a sample that had a seq is a missing seq
+            // (a sample dropped before it took one leaves no hole). States are never dropped.
+            let health = try #require(spoolHealth())
+            let missing = EndToEndSuites.gaps(observer.seqs)
+            let removed = (health["dropped_samples"] as? Int ?? -1) - (health["dropped_before_seq"] as? Int ?? -1)
+                + (health["downsampled_samples"] as? Int ?? -1)
+            #expect(missing.count == removed, "\(missing.count) seqs never arrived, \(removed) removed with a seq: \(health)")
+            #expect(removed > 0, "the full file system removed no sample: the test proved nothing")
+            #expect(health["dropped_states"] as? Int == 0, "\(health)")
             task.cancel()
             _ = try? await task.value
         }

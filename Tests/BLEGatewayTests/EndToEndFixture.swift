@@ -93,11 +93,23 @@ extension EndToEndSuites {
         var configTopic: String { "\(prefix)/\(gateway)/config" }
         var fleetTopic: String { "\(prefix)/fleet/config" }
 
-        init() throws {
+        /// - Parameter acl: the broker's ACL file's text (anonymous clients), changed later with `setACL`.
+        init(acl: String? = nil) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("rc-e2e-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-            broker = try Mosquitto(directory: directory, persistence: true)
+            var settings: [String] = []
+            if let acl {
+                try acl.write(to: directory.appendingPathComponent("acl"), atomically: true, encoding: .utf8)
+                settings.append("acl_file \(directory.appendingPathComponent("acl").path)")
+            }
+            broker = try Mosquitto(directory: directory, persistence: true, configuration: settings)
             try broker.start()
+        }
+
+        /// Replaces the broker's ACL and makes it read it again.
+        func setACL(_ text: String) throws {
+            try text.write(to: directory.appendingPathComponent("acl"), atomically: true, encoding: .utf8)
+            broker.reload()
         }
 
         func configuration() -> GatewayConfiguration {
