@@ -11,14 +11,17 @@ extension GatewayReadings {
     func sensor(_ r: SensorReading, address: BDAddress, rssi: Int8?, ts: Double, synced: Bool) -> Reading {
         Reading(
             .sample, topic: topics.sensor(address.topicComponent),
-            body: Self.sensorBody(r, address: address, rssi: rssi),
+            body: Self.sensorBody(r, address: address, rssi: rssi, gateway: topics.gatewayID),
             // No MQTT 5 expiry, like a peripheral's values: the readings' history outlives an outage.
             qos: sampleQoS, retain: false, ts: ts, clockSynchronized: synced, expiry: nil, run: run)
     }
 
-    static func sensorBody(_ r: SensorReading, address: BDAddress, rssi: Int8?) -> [UInt8] {
+    static func sensorBody(_ r: SensorReading, address: BDAddress, rssi: Int8?, gateway: String? = nil) -> [UInt8] {
         var o = JSONObjectWriter()
         o.string("address", address.description)
+        // Which gateway heard it: Home Assistant's entities follow every gateway's stream and name the one that
+        // heard a frame best, and a template sees the payload, not the topic.
+        if let gateway { o.string("gateway", gateway) }
         o.string("format", r.format.description)
         o.string("model", r.model.description)
         o.int("rssi", rssi)

@@ -58,6 +58,7 @@ extension GatewayRuntime {
             for filter in [
                 "\(prefix)/device/\(HomeAssistantDiscovery.nodeID(readings.topics.gatewayID))/+/config",
                 "\(prefix)/device/+/config",
+                "\(prefix)/device/\(HomeAssistantDiscovery.sharedSensorNode)/+/config",
             ] {
                 do {
                     streams.append(try client.subscribe(filter, qos: .atLeastOnce))
@@ -82,9 +83,18 @@ extension GatewayRuntime {
                     }
                     for documents in streams {
                         group.addTask { [self] in
-                            for await message in documents where message.retain {
+                            for await message in documents {
                                 publishDiscovery(
                                     homeAssistant.withLock { h in
+                                        // The sensors' shared documents, retained or published now by another
+                                        // gateway: their quantities join this gateway's.
+                                        if HomeAssistantAnnouncer.isShared(message.topic) {
+                                            return h.outbox.enqueue(
+                                                Self.outgoing(
+                                                    h.announcer.sharedSensorDocument(
+                                                        topic: message.topic, payload: message.payload)))
+                                        }
+                                        guard message.retain else { return [] }
                                         let stale = h.announcer.retainedDocument(
                                             topic: message.topic,
                                             payload: message.payload)

@@ -111,8 +111,9 @@ struct HomeAssistantAnnouncer: Sendable {
             break
         case .announcing(let prefix, let p):
             if !settings.enabled || prefix != settings.discoveryPrefix {
-                // Off, or moved: what was announced under the old prefix goes away.
-                out += p.keys.sorted().map { Message(topic: $0, payload: []) }
+                // Off, or moved: what this gateway announced under the old prefix goes away; the sensors' shared
+                // documents are not its alone (other gateways announce them too) and stay.
+                out += p.keys.sorted().filter { !Self.isShared($0) }.map { Message(topic: $0, payload: []) }
             } else {
                 published = p
             }
@@ -136,7 +137,7 @@ struct HomeAssistantAnnouncer: Sendable {
         let kept = Array(devices.prefix(settings.maxDevices))
         announcedDevices = kept.count
         refusedDevices = devices.count - kept.count + sensorsLeftOut.count
-        current = kept.map { (d.topic(for: $0.objectID), $0) }
+        current = kept.map { (d.topic(for: $0), $0) }
         discovery = d
         var next: [String: Published] = [:]
         for (topic, device) in current {
@@ -148,10 +149,49 @@ struct HomeAssistantAnnouncer: Sendable {
             guard published[topic]?.document != plain || !gone.isEmpty else { continue }
             out.append(Message(topic: topic, payload: gone.isEmpty ? plain : d.document(device, tombstones: gone)))
         }
-        for topic in published.keys.sorted() where next[topic] == nil {
+        for topic in published.keys.sorted() where next[topic] == nil && !Self.isShared(topic) {
             out.append(Message(topic: topic, payload: []))
         }
         state = .announcing(prefix: settings.discoveryPrefix, published: next)
+        return out
+    }
+
+    /// A document under the sensors' shared node (`<prefix>/device/blegateway-sensors/…`).
+    static func isShared(_ topic: String) -> Bool {
+        topic.contains("/device/\(HomeAssistantDiscovery.sharedSensorNode)/")
+    }
+
+    /// Another gateway's document for a sensor (retained or live, on `<prefix>/device/blegateway-sensors/+/config`):
+    /// the quantities it names that this gateway has not heard are taken into this gateway's document too, so every
+    /// gateway's document for the sensor converges on the union and none removes another's entities by leaving them
+    /// out. When the other document lacks a quantity this gateway has heard, this gateway's union goes again.
+    mutating func sharedSensorDocument(topic: String, payload: [UInt8]) -> [Message] {
+        guard case .announcing(let prefix, _) = state, let c = configuration, c.homeAssistant.sensors,
+            topic.hasPrefix("\(prefix)/device/\(HomeAssistantDiscovery.sharedSensorNode)/"), !payload.isEmpty,
+            case .object(let fields)? = try? RemoteJSONParser.parse(payload),
+            case .object(let cmps)? = fields.first(where: { $0.0 == "cmps" })?.1
+        else { return [] }
+        let theirs = Set(
+            cmps.compactMap { id, component -> String? in
+                // A tombstone (its platform alone) names no quantity.
+                guard id.hasPrefix("s_"), id != "s_rssi", case .object(let o) = component, o.count > 1 else { return nil }
+                return String(id.dropFirst(2))
+            })
+        guard
+            let i = sensors.firstIndex(where: {
+                topic.hasSuffix("/blegateway_sensor_\($0.address.topicComponent)/config")
+            })
+        else { return [] }
+        let new = theirs.subtracting(sensors[i].keys).sorted()
+        sensors[i].keys += new
+        let missing = !Set(sensors[i].keys).isSubset(of: theirs)
+        guard !new.isEmpty || missing else { return [] }
+        var out = configure(c)
+        if missing, !out.contains(where: { $0.topic == topic }), let doc = current.first(where: { $0.topic == topic }),
+            let discovery
+        {
+            out.append(Message(topic: topic, payload: discovery.document(doc.device)))
+        }
         return out
     }
 
@@ -162,11 +202,11 @@ struct HomeAssistantAnnouncer: Sendable {
     /// `name_prefix` or `service` entry is configured: its devices are announced only once heard again, and removing
     /// them at every start would make Home Assistant forget and re-create them.
     func retainedDocument(topic: String, payload: [UInt8]) -> [Message] {
-        // This gateway's sensor documents (their object ids carry its id) with `sensors` off: removed. With it on they
-        // stay, since the sensors are announced again only once heard.
         let id = topics.gatewayID
         let gateways = [HomeAssistantDiscovery.gatewayDeviceID(id), HomeAssistantDiscovery.legacyGatewayDeviceID(id)]
-        if case .announcing(let prefix, let published) = state, configuration?.homeAssistant.sensors == false,
+        // This gateway's own sensor documents of earlier versions (one per gateway, its id in the object id): removed,
+        // the sensors' shared documents replace them.
+        if case .announcing(let prefix, let published) = state,
             published[topic] == nil, !payload.isEmpty,
             topic.hasPrefix("\(prefix)/device/\(HomeAssistantDiscovery.nodeID(id))/\(gateways[0])_sensor_")
                 || topic.hasPrefix("\(prefix)/device/\(gateways[1])_sensor_")

@@ -148,7 +148,15 @@ extension HomeAssistantDiscovery {
         return ([first.prefix(1).uppercased() + first.dropFirst()] + words.dropFirst()).joined(separator: " ")
     }
 
-    /// The device for a sensor this gateway heard.
+    /// The discovery node every gateway announces broadcasting sensors under: a sensor belongs to no gateway, so its
+    /// document is the same whichever gateways hear it (the broker's ACL lets every gateway write this node).
+    static let sharedSensorNode = "blegateway-sensors"
+
+    /// The device for a broadcasting sensor: one document per sensor, the same from every gateway that hears it, with
+    /// one entity per quantity. Each entity follows every gateway's stream of it (`<prefix>/+/sensors/<address>`, a
+    /// wildcard Home Assistant subscribes to), so its value is the newest from any of them; its attributes name the
+    /// gateway that heard the newest frame best, with the RSSI. Three gateways used to give three entities per
+    /// quantity ("Temperature (gw-lab)" …).
     func sensorDevice(_ s: HeardSensor) -> Device {
         let hex = s.address.topicComponent
         let deviceID = "blegateway_sensor_\(hex)"
@@ -157,11 +165,11 @@ extension HomeAssistantDiscovery {
         dev.raw("connections", Array(#"[["bluetooth","\#(s.address.description)"]]"#.utf8))
         dev.string("name", Self.displayName("\(s.model) \(s.address.description)") ?? "Sensor \(s.address.description)")
         dev.string("model", Self.displayName(s.model) ?? "sensor")
-        let topic = topics.sensor(hex)
+        let topic = "\(topics.prefix)/+/sensors/\(hex)"
         var cmps: [Component] = []
         for key in s.keys.sorted() where key.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") }) {
             let k = Self.kind(forKey: key)
-            let uniqueID = "\(gatewayDeviceID)_sensor_\(hex)_\(key)"
+            let uniqueID = "\(deviceID)_\(key)"
             // A frame carries the quantities it carries (a BTHome button sends its event alone): a key absent from
             // one reading keeps the entity's state rather than clearing it.
             let value = "value_json['values']['\(key)']"
@@ -169,8 +177,9 @@ extension HomeAssistantDiscovery {
                 k.platform == "binary_sensor"
                 ? "this.state | upper if this.state in ['on', 'off'] else 'None'"
                 : "this.state if this.state not in ['unknown', 'unavailable'] else 'None'"
+            // No availability: the sensor is no gateway's, and one gateway going offline says nothing about it.
             cmps.append(
-                entity("s_\(key)", k.platform, uniqueID, "\(k.name) (\(topics.gatewayID))") {
+                entity("s_\(key)", k.platform, uniqueID, k.name, available: false) {
                     if let c = k.deviceClass { $0.string("device_class", c) }
                     if let c = k.stateClass { $0.string("state_class", c) }
                     if let u = k.unit { $0.string("unit_of_measurement", u) }
@@ -179,31 +188,39 @@ extension HomeAssistantDiscovery {
                     $0.string("state_topic", topic)
                     if k.platform == "event", let event = Self.eventKinds[Self.baseKey(key)] {
                         // One reading per press (SensorPublishGate lets each new press through, repeats of a packet
-                        // not): each message with the key is one event, two identical presses two. A message
-                        // without it (the sensor's other values), or with code 0 (none), renders nothing, which Home
-                        // Assistant ignores.
+                        // not), but every gateway that hears the press publishes it: a frame whose counter is the one
+                        // this event last fired for is the same press heard again, and renders nothing (ignored by
+                        // Home Assistant), as do a message without the key and code 0 (none). Two identical presses
+                        // carry two counters: two events. A format without a counter cannot be told apart.
                         let codes = event.types.sorted { $0.key < $1.key }
                         $0.strings("event_types", codes.map(\.value))
                         let table = codes.map { "\($0.key): '\($0.value)'" }.joined(separator: ", ")
                         $0.string(
                             "value_template",
                             "{% set t = {\(table)}.get(value_json['values'].get('\(key)', 0) | int) %}"
-                                + "{% if t %}{{ {'event_type': t} | tojson }}{% endif %}")
-                    } else if k.platform == "binary_sensor" {
-                        $0.string(
-                            "value_template",
-                            "{% if '\(key)' in value_json['values'] %}{{ 'ON' if \(value) else 'OFF' }}"
-                                + "{% else %}{{ \(keep) }}{% endif %}")
+                                + "{% set c = value_json.get('counter') %}"
+                                + "{% if t and (c is none or c != this.attributes.get('counter')) %}"
+                                + "{{ {'event_type': t, 'counter': c, 'gateway': value_json.get('gateway')} | tojson }}"
+                                + "{% endif %}")
                     } else {
-                        $0.string(
-                            "value_template",
-                            "{% if '\(key)' in value_json['values'] %}{{ \(value) }}{% else %}{{ \(keep) }}{% endif %}")
+                        if k.platform == "binary_sensor" {
+                            $0.string(
+                                "value_template",
+                                "{% if '\(key)' in value_json['values'] %}{{ 'ON' if \(value) else 'OFF' }}"
+                                    + "{% else %}{{ \(keep) }}{% endif %}")
+                        } else {
+                            $0.string(
+                                "value_template",
+                                "{% if '\(key)' in value_json['values'] %}{{ \(value) }}{% else %}{{ \(keep) }}{% endif %}")
+                        }
+                        $0.string("json_attributes_topic", topic)
+                        $0.string("json_attributes_template", Self.heardBest)
                     }
                 })
         }
-        // The RSSI this gateway receives it at, for placing the sensor (diagnostic).
+        // The RSSI of the newest frame, and which gateway heard it (diagnostic, for placing the sensor).
         cmps.append(
-            entity("s_rssi", "sensor", "\(gatewayDeviceID)_sensor_\(hex)_rssi", "RSSI (\(topics.gatewayID))") {
+            entity("s_rssi", "sensor", "\(deviceID)_rssi", "RSSI", available: false) {
                 $0.string("device_class", "signal_strength")
                 $0.string("state_class", "measurement")
                 $0.string("unit_of_measurement", "dBm")
@@ -211,8 +228,17 @@ extension HomeAssistantDiscovery {
                 $0.bool("enabled_by_default", false)
                 $0.string("state_topic", topic)
                 $0.string("value_template", "{{ value_json.rssi }}")
+                $0.string("json_attributes_topic", topic)
+                $0.string("json_attributes_template", "{{ {'gateway': value_json.get('gateway')} | tojson }}")
             })
-        // Per gateway: each gateway's document for the same sensor lives under its own object id.
-        return Device(objectID: "\(gatewayDeviceID)_sensor_\(hex)", device: dev.finished, components: cmps)
+        return Device(objectID: deviceID, node: Self.sharedSensorNode, device: dev.finished, components: cmps)
     }
+
+    /// The attributes of a quantity: the gateway that heard the newest frame best and its RSSI. The same frame
+    /// (its counter) heard again more weakly keeps the attributes; a new frame, or a stronger copy, replaces them.
+    static let heardBest =
+        "{% set a = this.attributes %}{% set c = value_json.get('counter') %}{% set r = value_json.get('rssi') %}"
+        + "{% if c is not none and c == a.get('counter') and r is not none and a.get('rssi') is not none "
+        + "and a.get('rssi') >= r %}{{ {'gateway': a.get('gateway'), 'rssi': a.get('rssi'), 'counter': c} | tojson }}"
+        + "{% else %}{{ {'gateway': value_json.get('gateway'), 'rssi': r, 'counter': c} | tojson }}{% endif %}"
 }

@@ -22,6 +22,8 @@ struct HomeAssistantDiscovery: Sendable {
     /// One device's announcement: its discovery object id, its `dev` object and its entities.
     struct Device: Sendable, Equatable {
         var objectID: String
+        /// The discovery node it goes under: the gateway's own (nil), or the sensors' shared one.
+        var node: String? = nil
         var device: [UInt8]
         var components: [Component]
     }
@@ -75,6 +77,11 @@ struct HomeAssistantDiscovery: Sendable {
 
     /// `<discovery_prefix>/device/<node_id>/<object_id>/config`.
     func topic(for objectID: String) -> String { "\(settings.discoveryPrefix)/device/\(nodeID)/\(objectID)/config" }
+
+    /// The topic of a device's document, under its node.
+    func topic(for d: Device) -> String {
+        "\(settings.discoveryPrefix)/device/\(d.node ?? nodeID)/\(d.objectID)/config"
+    }
 
     /// A device a `name_prefix` or `service` entry took: known only once heard, by its address.
     struct Found: Sendable, Equatable {

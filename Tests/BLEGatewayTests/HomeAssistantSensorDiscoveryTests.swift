@@ -13,26 +13,40 @@ import Testing
 @Suite struct HomeAssistantSensorDiscoveryTests {
     typealias D = HomeAssistantDiscovery
     static let address = BDAddress(rawValue: 0xA4C1_3800_0073)
-    static let topic = "homeassistant/device/gw-1/blegateway_gw-1_sensor_a4c138000073/config"
+    /// The sensor's one document, whichever gateway announces it.
+    static let topic = "homeassistant/device/blegateway-sensors/blegateway_sensor_a4c138000073/config"
+    /// Where an earlier version put gw-1's own document for it.
+    static let oldTopic = "homeassistant/device/gw-1/blegateway_gw-1_sensor_a4c138000073/config"
 
     static func configuration(_ yaml: String = "homeassistant: {enabled: true}") throws -> GatewayConfiguration {
         try HomeAssistantDiscoveryTests.configuration(yaml)
     }
 
-    @Test func aSensorIsItsOwnDeviceWithAnEntityPerQuantityReadingThisGatewaysStream() throws {
+    /// Three gateways used to give three entities per quantity ("Temperature (gw-lab)" …). Now every gateway that hears
+    /// the sensor announces the same document at the same topic: one entity per quantity, following every gateway's
+    /// stream (a wildcard), naming the gateway that heard the newest frame best.
+    @Test func aSensorIsOneDocumentWhicheverGatewayHearsItWithOneEntityPerQuantity() throws {
         let c = try Self.configuration()
         let d = HomeAssistantDiscoveryTests.discovery(c.homeAssistant)
-        let device = d.sensorDevice(.init(address: Self.address, model: "BTHome",
-                                          keys: ["temperature_c", "humidity_pct", "battery_pct", "door"]))
-        #expect(d.topic(for: device.objectID) == Self.topic)
+        let heard = D.HeardSensor(address: Self.address, model: "BTHome",
+                                  keys: ["temperature_c", "humidity_pct", "battery_pct", "door"])
+        let device = d.sensorDevice(heard)
+        let other = HomeAssistantDiscovery(settings: c.homeAssistant, topics: try Topics(prefix: "ble", gatewayID: "gw-2"),
+                                           version: "0.1.0")
+        #expect(d.topic(for: device) == Self.topic)
+        #expect(other.topic(for: other.sensorDevice(heard)) == Self.topic)
+        #expect(d.document(device) == other.document(other.sensorDevice(heard)), "the same bytes from every gateway")
         #expect(HomeAssistantDiscoveryTests.text(device.device) == #"{"identifiers":["blegateway_sensor_a4c138000073"],"#
             + #""connections":[["bluetooth","A4:C1:38:00:00:73"]],"name":"BTHome A4:C1:38:00:00:73","model":"BTHome"}"#)
         #expect(device.components.map(\.id) == ["s_battery_pct", "s_door", "s_humidity_pct", "s_temperature_c", "s_rssi"])
         let temperature = HomeAssistantDiscoveryTests.text(device.components[3].options)
-        #expect(temperature.contains(#""p":"sensor","unique_id":"blegateway_gw-1_sensor_a4c138000073_temperature_c""#))
-        #expect(temperature.contains(#""name":"Temperature (gw-1)""#))
+        #expect(temperature.contains(#""p":"sensor","unique_id":"blegateway_sensor_a4c138000073_temperature_c""#))
+        #expect(temperature.contains(#""name":"Temperature","#))
+        #expect(!temperature.contains("availability"), "no gateway's status says whether a sensor is there")
         #expect(temperature.contains(#""device_class":"temperature","state_class":"measurement","unit_of_measurement":"°C""#))
-        #expect(temperature.contains(#""state_topic":"ble/gw-1/sensors/a4c138000073""#))
+        #expect(temperature.contains(#""state_topic":"ble/+/sensors/a4c138000073""#))
+        #expect(temperature.contains(#""json_attributes_topic":"ble/+/sensors/a4c138000073""#))
+        #expect(temperature.contains(D.heardBest.replacingOccurrences(of: "'", with: "'")))
         // A frame without the quantity keeps the entity's state (a BTHome button sends its event alone).
         #expect(temperature.contains(#"{% if 'temperature_c' in value_json['values'] %}"#))
         #expect(temperature.contains("this.state"))
@@ -41,6 +55,31 @@ import Testing
         #expect(door.contains("'ON' if value_json['values']['door'] else 'OFF'"))
         let battery = HomeAssistantDiscoveryTests.text(device.components[0].options)
         #expect(battery.contains(#""entity_category":"diagnostic""#))
+    }
+
+    /// Each gateway's document converges on every quantity any of them has heard: a gateway that sees another's
+    /// document naming a quantity it has not heard takes it in; one that sees a document lacking one it has heard
+    /// sends its own again. Neither removes the other's entities by leaving them out.
+    @Test func gatewaysDocumentsForASensorConvergeOnTheUnionOfWhatTheyHeard() throws {
+        var a = HomeAssistantAnnouncer(topics: HomeAssistantDiscoveryTests.topics, version: "0.1.0")
+        let c = try Self.configuration()
+        _ = a.configure(c)
+        _ = a.sensorHeard(Self.address, model: "BTHome", keys: ["temperature_c"])
+        let d = HomeAssistantDiscoveryTests.discovery(c.homeAssistant)
+        func document(_ keys: [String]) -> [UInt8] {
+            d.document(d.sensorDevice(.init(address: Self.address, model: "BTHome", keys: keys)))
+        }
+        let richer = a.sharedSensorDocument(topic: Self.topic, payload: document(["temperature_c", "humidity_pct"]))
+        #expect(HomeAssistantDiscoveryTests.messages(richer) == ["publish \(Self.topic)"])
+        #expect(richer.first?.payload == document(["temperature_c", "humidity_pct"]))
+        #expect(a.sharedSensorDocument(topic: Self.topic, payload: document(["humidity_pct", "temperature_c"])).isEmpty,
+                "the same quantities: nothing to say")
+        let poorer = a.sharedSensorDocument(topic: Self.topic, payload: document(["temperature_c"]))
+        #expect(poorer.map(\.payload) == [document(["temperature_c", "humidity_pct"])], "ours again, with the union")
+        // Another sensor's document, one not heard here, or an empty one: nothing.
+        let unheard = "homeassistant/device/blegateway-sensors/blegateway_sensor_a4c138000099/config"
+        #expect(a.sharedSensorDocument(topic: unheard, payload: document(["co2_ppm"])).isEmpty)
+        #expect(a.sharedSensorDocument(topic: Self.topic, payload: []).isEmpty)
     }
 
     @Test(arguments: [
@@ -71,7 +110,8 @@ import Testing
         #expect(button.contains(
             #"{% set t = {1: 'press', 2: 'double_press', 3: 'triple_press', 4: 'long_press', 5: 'long_double_press', "#
                 + #"6: 'long_triple_press', 128: 'hold_press'}.get(value_json['values'].get('button_event', 0) | int) %}"#
-                + #"{% if t %}{{ {'event_type': t} | tojson }}{% endif %}"#))
+                + #"{% set c = value_json.get('counter') %}{% if t and (c is none or c != this.attributes.get('counter')) %}"#
+                + #"{{ {'event_type': t, 'counter': c, 'gateway': value_json.get('gateway')} | tojson }}{% endif %}"#))
         #expect(!button.contains("state_class") && !button.contains("this.state"))
         // The volume is a total for Home Assistant, never a measurement.
         #expect(D.kind(forKey: "volume_l").stateClass == "total")
@@ -98,9 +138,9 @@ import Testing
         #expect(HomeAssistantDiscoveryTests.text(grown[0].payload).contains("s_temperature_c"),
                 "what was reported before stays announced")
         #expect(HomeAssistantDiscoveryTests.messages(a.homeAssistantOnline()).contains("publish \(Self.topic)"))
-        // Turned off: the sensor's document is removed, and nothing is announced while off.
+        // Turned off here: nothing is announced while off, and the shared document stays (other gateways announce it).
         c.homeAssistant.sensors = false
-        #expect(HomeAssistantDiscoveryTests.messages(a.configure(c)) == ["remove \(Self.topic)"])
+        #expect(a.configure(c).isEmpty)
         #expect(a.sensorHeard(Self.address, model: "BTHome", keys: ["temperature_c"]).isEmpty)
     }
 
@@ -117,19 +157,22 @@ import Testing
         #expect(a.refusedDevices == 1, "once per sensor, not per reading")
     }
 
-    /// A sensor document an earlier run left retained is removed at start when `sensors` is off now, and kept when
-    /// on (the sensor is announced again once heard).
-    @Test func anEarlierRunsSensorDocumentGoesOnlyWhenSensorsAreOff() throws {
+    /// The per-gateway sensor documents earlier versions left (one per gateway, its id in the object id) are removed at
+    /// start, whether or not `sensors` is on: the shared document replaces them. Another gateway's are its own to
+    /// remove, and the shared document is never removed as stale.
+    @Test func thisGatewaysPerGatewaySensorDocumentsOfEarlierVersionsAreRemoved() throws {
         let document = Array(#"{"dev":{"identifiers":["blegateway_sensor_a4c138000073"]}}"#.utf8)
-        var on = HomeAssistantAnnouncer(topics: HomeAssistantDiscoveryTests.topics, version: "0.1.0")
-        _ = on.configure(try Self.configuration())
-        #expect(on.retainedDocument(topic: Self.topic, payload: document).isEmpty)
-        var off = HomeAssistantAnnouncer(topics: HomeAssistantDiscoveryTests.topics, version: "0.1.0")
-        _ = off.configure(try Self.configuration("homeassistant: {enabled: true, sensors: false}"))
-        #expect(HomeAssistantDiscoveryTests.messages(off.retainedDocument(topic: Self.topic, payload: document))
-                    == ["remove \(Self.topic)"])
-        // Another gateway's document for the same sensor is not this gateway's to remove.
-        let other = "homeassistant/device/gw-2/blegateway_gw-2_sensor_a4c138000073/config"
-        #expect(off.retainedDocument(topic: other, payload: document).isEmpty)
+        for yaml in ["homeassistant: {enabled: true}", "homeassistant: {enabled: true, sensors: false}"] {
+            var a = HomeAssistantAnnouncer(topics: HomeAssistantDiscoveryTests.topics, version: "0.1.0")
+            _ = a.configure(try Self.configuration(yaml))
+            #expect(HomeAssistantDiscoveryTests.messages(a.retainedDocument(topic: Self.oldTopic, payload: document))
+                        == ["remove \(Self.oldTopic)"])
+            let nodeless = "homeassistant/device/blegateway_gw-1_sensor_a4c138000073/config"
+            #expect(HomeAssistantDiscoveryTests.messages(a.retainedDocument(topic: nodeless, payload: document))
+                        == ["remove \(nodeless)"])
+            let other = "homeassistant/device/gw-2/blegateway_gw-2_sensor_a4c138000073/config"
+            #expect(a.retainedDocument(topic: other, payload: document).isEmpty)
+            #expect(a.retainedDocument(topic: Self.topic, payload: document).isEmpty)
+        }
     }
 }

@@ -532,8 +532,13 @@ else
         ! grep -q -e forged -e nodeless "$ha_log" || { echo "a document outside its node was taken"; return 1; }
         # It reads its own back (what an earlier run left) and Home Assistant's birth message.
         [ "$(sub gw-a -C 1 -W 4 -t homeassistant/device/gw-a/+/config)" = doc-a ] || { echo "cannot read its own"; return 1; }
+        # The broadcasting sensors' shared node: every gateway writes and reads it.
+        pub gw-b -r -t homeassistant/device/blegateway-sensors/blegateway_sensor_a4c138000073/config -m sensor-doc \
+            || return 1
+        [ "$(sub gw-a -C 1 -W 4 -t homeassistant/device/blegateway-sensors/+/config)" = sensor-doc ] \
+            || { echo "cannot read the sensors' shared documents"; return 1; }
     }
-    check "broker ACL: gw-a writes and reads its own discovery documents (node gw-a), not gw-b's nor node-less ones" discovery
+    check "broker ACL: gw-a writes and reads its own discovery documents (node gw-a), not gw-b's nor node-less ones; both the sensors' shared node" discovery
     ha_user() {
         pub homeassistant -r -t homeassistant/status -m online || return 1
         [ "$(sub gw-a -C 1 -W 4 -t homeassistant/status)" = online ] || { echo "gw-a cannot read the birth"; return 1; }

@@ -429,7 +429,8 @@ async def main(binary, venv):
         check("a decoded broadcasting sensor is a device with its Bluetooth address",
               sensor is not None and ["bluetooth", SENSOR_ADDRESS] in sensor["connections"]
               and sensor["via_device_id"] is None, json.dumps(sensor))
-        sensor_key = f"{GW_DEVICE}_sensor_{SENSOR_ADDRESS.replace(':', '').lower()}"
+        # One entity per quantity whichever gateways hear it: no gateway in its id, and the one that heard it named.
+        sensor_key = SENSOR_DEVICE
         for key, device_class, unit, low, high in [("temperature_c", "temperature", "°C", 15, 30),
                                                    ("humidity_pct", "humidity", "%", 0, 100),
                                                    ("battery_pct", "battery", "%", 0, 100)]:
@@ -437,7 +438,9 @@ async def main(binary, venv):
             check(f"{entity_id}: a number in {unit}, device class {device_class}",
                   await state_is(entity_id, lambda s: is_number(s["state"]) and low <= float(s["state"]) <= high
                                  and s["attributes"].get("device_class") == device_class
-                                 and s["attributes"].get("unit_of_measurement") == unit))
+                                 and s["attributes"].get("unit_of_measurement") == unit
+                                 and s["attributes"].get("gateway") == GW
+                                 and is_number(s["attributes"].get("rssi"))))
         _, registry = await ha.registries()
         check("the sensor's battery is a diagnostic entity",
               registry.get(entity("sensor", "battery_pct", sensor_key), {}).get("entity_category") == "diagnostic")
