@@ -174,7 +174,9 @@ struct HomeAssistantAnnouncer: Sendable {
         let theirs = Set(
             cmps.compactMap { id, component -> String? in
                 // A tombstone (its platform alone) names no quantity.
-                guard id.hasPrefix("s_"), id != "s_rssi", case .object(let o) = component, o.count > 1 else { return nil }
+                guard id.hasPrefix("s_"), id != "s_rssi", case .object(let o) = component, o.count > 1 else {
+                    return nil
+                }
                 return String(id.dropFirst(2))
             })
         guard

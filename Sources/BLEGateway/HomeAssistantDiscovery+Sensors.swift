@@ -211,7 +211,8 @@ extension HomeAssistantDiscovery {
                         } else {
                             $0.string(
                                 "value_template",
-                                "{% if '\(key)' in value_json['values'] %}{{ \(value) }}{% else %}{{ \(keep) }}{% endif %}")
+                                "{% if '\(key)' in value_json['values'] %}{{ \(value) }}{% else %}{{ \(keep) }}{% endif %}"
+                            )
                         }
                         $0.string("json_attributes_topic", topic)
                         $0.string("json_attributes_template", Self.heardBest)
