@@ -108,9 +108,17 @@ final class AdapterSupervisor: @unchecked Sendable {
     }
 
     var counters: SightingSourceCounters {
-        var c = countersBox.withLock { $0 }
-        if let s = sessionBox.withLock({ $0?.scanner }) { c.add(session: s) }
-        return c
+        // The live session: its scanner's counts, and its controller's and transport's (added to the box only when the
+        // session ends, once, whatever the number of scanners it ran). Read under the box's lock, where a finished
+        // scanner or session moves into the box, so nothing is counted twice or missed for a moment.
+        countersBox.withLock { box in
+            var c = box
+            if let s = sessionBox.withLock({ $0 }) {
+                if let scanner = s.scanner { c.add(scanner: scanner) }
+                c.add(link: s.controller)
+            }
+            return c
+        }
     }
 
     func post(_ event: L.Event) { inboxContinuation.yield(event) }
@@ -289,7 +297,10 @@ final class AdapterSupervisor: @unchecked Sendable {
                 group.addTask { await self.deliver(scanner, to: sighting) }
                 await group.waitForAll()
             }
-            self.countersBox.withLock { $0.add(session: scanner) }
+            self.countersBox.withLock { c in
+                c.add(scanner: scanner)
+                if session.scanner === scanner { session.scanner = nil }
+            }
         }
         if let role, case .kernel(let configured) = spec {
             let name = boundAdapter.withLock { $0 } ?? configured  // the adapter `open` resolved
@@ -443,7 +454,11 @@ final class AdapterSupervisor: @unchecked Sendable {
                     logger: self.logger)
                 session.scanner = scanner
                 let again = await self.runScanner(scanner, restarts: restarts, announce: first, sighting: sighting)
-                self.countersBox.withLock { $0.add(session: scanner) }
+                // Its own counts now, and out of the live view in the same step, so none is counted twice.
+                self.countersBox.withLock { c in
+                    c.add(scanner: scanner)
+                    if session.scanner === scanner { session.scanner = nil }
+                }
                 guard again else { break }
                 first = false
                 self.logger.info("adapter \(self.spec): scanning again with new parameters (\(self.parameters))")
@@ -580,12 +595,16 @@ final class AdapterSupervisor: @unchecked Sendable {
     }
 
     func tearDown() {
-        guard
-            let session = sessionBox.withLock({ s -> Session? in
+        // Out of the live view and its controller's and transport's drops into the box in one step (see `counters`).
+        let ended = countersBox.withLock { c -> Session? in
+            let s = sessionBox.withLock { s -> Session? in
                 defer { s = nil }
                 return s
-            })
-        else { return }
+            }
+            if let s { c.add(link: s.controller) }
+            return s
+        }
+        guard let session = ended else { return }
         session.scannerTask?.cancel()
         session.roleTask?.cancel()
         for t in session.tasks { t.cancel() }

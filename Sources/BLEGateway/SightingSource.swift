@@ -1,4 +1,5 @@
 import BLEDomain
+import BLEHCI
 import BLEHost
 import BLETransport
 
@@ -29,16 +30,26 @@ public struct SightingSourceCounters: Sendable, Equatable {
         self.dropped = dropped
     }
 
-    /// What one scanning session (transport, controller, scanner) counted, added to these.
+    /// What one scanning session (transport, controller, and its one scanner) counted, added to these.
     mutating func add(session scanner: Scanner) {
+        add(scanner: scanner)
+        add(link: scanner.controller)
+    }
+
+    /// What one scanner counted. A session may run several scanners in turn (a scan-parameter change, scanning
+    /// enabled again, a controller reset): each is added once, when it ends.
+    mutating func add(scanner: Scanner) {
         let s = scanner.statistics
         reports += s.assembler.reports
         malformedEvents += s.assembler.malformedAdvertisingEvents + s.assembler.malformedPackets
         dropped.scanner += s.droppedReports
-        dropped.controller += scanner.controller.statistics.droppedEvents
-        dropped.transport +=
-            (scanner.controller.transport as? any TransportStatisticsProviding)?
-            .statistics.droppedReports ?? 0
+    }
+
+    /// What a session's controller and transport dropped, over the whole session: added once, when the session ends
+    /// (adding them with each scanner counted a session's drops again at every scanner restart).
+    mutating func add(link controller: HCIController) {
+        dropped.controller += controller.statistics.droppedEvents
+        dropped.transport += (controller.transport as? any TransportStatisticsProviding)?.statistics.droppedReports ?? 0
     }
 
     static func + (a: Self, b: Self) -> Self {

@@ -1,7 +1,7 @@
 // One libFuzzer input is a selector octet and the bytes a peer controls, for the parsers above HCI that take bytes
 // from a connected device: ATT PDUs (each decoder, and the client state machine answering a request), L2CAP LE
-// signalling commands, ACL reassembly into L2CAP frames, and GATT characteristic value decoding with the JSON it
-// renders. Any trap or sanitizer report is a finding: each promises to throw, return nil or count instead.
+// signalling commands, ACL reassembly into L2CAP frames, GATT characteristic value decoding with the JSON it
+// renders, and SMP: each PDU's parser and the pairing responder a phone drives (any phone in range can start one). Any trap or sanitizer report is a finding: each promises to throw, return nil or count instead.
 import BLEDomain
 import BLEHCI
 import BLEHost
@@ -12,11 +12,12 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     guard size >= 1 else { return 0 }
     let selector = data[0]
     let bytes = Array(UnsafeBufferPointer(start: data + 1, count: size - 1))
-    switch selector % 4 {
+    switch selector % 5 {
     case 0: att(bytes)
     case 1: signalling(bytes)
     case 2: reassembly(bytes)
-    default: gattValue(bytes)
+    case 3: gattValue(bytes)
+    default: pairing(bytes)
     }
     return 0
 }
@@ -73,4 +74,32 @@ func gattValue(_ bytes: [UInt8]) {
     json.append(UInt8(ascii: "}"))
     // Rendered JSON never carries a raw control character.
     precondition(!json.contains(where: { $0 < 0x20 }), "control character in a decoded GATT value")
+}
+
+/// One key pair for every input: a fresh one per pairing is what the gateway does, but an input that crashes must
+/// replay the same way, and no input can match a key's DHKey anyway.
+let secrets = PairingSecrets.fresh()
+
+func pairing(_ bytes: [UInt8]) {
+    // The responder as an enrolment runs it, fed a phone's commands (the input cut at each 0xFF octet); a lone
+    // 0xFE, 0xFD, 0xFC or 0xFB is the operator confirming, the phone asking for the key, encryption coming on, or the
+    // timer's deadline passing.
+    var r = SMPPairingResponder(
+        initiator: .init(type: .random, address: BDAddress(rawValue: 0x5A11_2233_4455)),
+        responder: .init(type: .public, address: BDAddress(rawValue: 0x001B_DC10_0099)),
+        privateKey: secrets.privateKey, publicKey: secrets.publicKey, nonce: secrets.nonce, now: .zero)
+    var now = Duration.zero
+    for command in bytes.split(separator: 0xFF, omittingEmptySubsequences: false) {
+        now += .milliseconds(10)
+        _ = SMPPDU.parse(command)
+        switch Array(command) {
+        case [0xFE]: _ = r.handle(.userConfirmed(true), now: now)
+        case [0xFD]: _ = r.handle(.longTermKeyRequested, now: now)
+        case [0xFC]: _ = r.handle(.encryptionChanged(on: true), now: now)
+        case [0xFB]:
+            now += .seconds(31)
+            _ = r.handle(.tick, now: now)
+        default: _ = r.handle(.received(Array(command)), now: now)
+        }
+    }
 }
