@@ -34,6 +34,9 @@ struct DiscoveryOutbox: Sendable, Equatable {
     private var order: [String] = []
     /// Publishes the broker refused since start (counted once each, for the health topic).
     private(set) var refusals = 0
+    /// A refusal episode is under way: from a refusal until the broker acknowledges a document again (across
+    /// reconnections, which resend what was refused but fix nothing by themselves).
+    private(set) var refusing = false
 
     /// Documents waiting (not yet acknowledged), refused ones included.
     var pending: Int { entries.count }
@@ -64,16 +67,18 @@ struct DiscoveryOutbox: Sendable, Equatable {
 
     /// The broker acknowledged `payload` on `topic`: done, unless a newer payload is already waiting for it.
     mutating func acknowledged(_ m: Message) {
+        refusing = false
         guard entries[m.topic]?.payload == m.payload else { return }
         entries[m.topic] = nil
         order.removeAll { $0 == m.topic }
     }
 
-    /// The broker refused it: it waits for the next connection. Returns true for the first refusal while none was
-    /// refused (once per episode, for the log).
+    /// The broker refused it: it waits for the next connection. Returns true for the first refusal of an episode
+    /// (once, for the log).
     mutating func refused(_ m: Message) -> Bool {
         guard var e = entries[m.topic], e.payload == m.payload else { return false }
-        let first = refused == 0
+        let first = !refusing
+        refusing = true
         e.refused = true
         entries[m.topic] = e
         refusals += 1

@@ -51,6 +51,8 @@ struct DiscoveryOutboxTests {
         let resent = o.connected()
         #expect(resent == [doc, removal])
         #expect(o.refused == 0 && o.pending == 2)
+        let stillRefused = o.refused(doc)
+        #expect(!stillRefused, "a reconnection fixes nothing: the same episode, not logged again")
         o.acknowledged(doc)
         o.acknowledged(removal)
         #expect(o.pending == 0)

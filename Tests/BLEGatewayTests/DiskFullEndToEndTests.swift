@@ -14,7 +14,7 @@ extension EndToEndSuites {
         @Test func statesGetThroughAFullFileSystemOnceEachAndTheDroppedSamplesAreCounted() async throws {
             // Everything allowed; the beacons are denied later, so that samples wait in the spool (their family held
             // back) when the file system fills, and the states that need room remove some of them.
-            let f = try Fixture(acl: "topic readwrite #\n")
+            let f = try Fixture(acl: { _ in "topic readwrite #\n" })
             defer { f.broker.terminate() }
             let disk = f.directory.appendingPathComponent("disk").path
             try FileManager.default.createDirectory(atPath: disk, withIntermediateDirectories: true)

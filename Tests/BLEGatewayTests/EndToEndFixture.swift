@@ -93,13 +93,14 @@ extension EndToEndSuites {
         var configTopic: String { "\(prefix)/\(gateway)/config" }
         var fleetTopic: String { "\(prefix)/fleet/config" }
 
-        /// - Parameter acl: the broker's ACL file's text (anonymous clients), changed later with `setACL`.
-        init(acl: String? = nil) throws {
+        /// - Parameter acl: the broker's ACL file's text (anonymous clients) for this fixture's prefix, changed later with
+        ///   `setACL`.
+        init(acl: ((_ prefix: String) -> String)? = nil) throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("rc-e2e-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             var settings: [String] = []
             if let acl {
-                try acl.write(to: directory.appendingPathComponent("acl"), atomically: true, encoding: .utf8)
+                try acl(prefix).write(to: directory.appendingPathComponent("acl"), atomically: true, encoding: .utf8)
                 settings.append("acl_file \(directory.appendingPathComponent("acl").path)")
             }
             broker = try Mosquitto(directory: directory, persistence: true, configuration: settings)

@@ -90,35 +90,19 @@ extension EndToEndSuites {
         /// health and no reading at all. Now the documents wait (counted on the health topic as refused) while the
         /// beacons and the health reports flow, and no family of the spool is held back.
         @Test func aDeniedDiscoveryDocumentWaitsAloneAndTheHealthSaysSo() async throws {
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("refused-\(UUID().uuidString)")
-            try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
-            defer { try? FileManager.default.removeItem(at: dir) }
-            let prefix = "refused\(UInt32.random(in: 0...UInt32.max))"
-            let acl = dir.appendingPathComponent("acl")
-            try "topic read #\ntopic readwrite \(prefix)/#\n".write(to: acl, atomically: true, encoding: .utf8)
-            let broker = try Mosquitto(directory: dir, configuration: ["acl_file \(acl.path)"])
-            try broker.start()
-            defer { broker.terminate(limit: .seconds(5)) }
-            let port = broker.port
-
-            let observer = try Observer(port: port, filter: "\(prefix)/gw-d/#")
+            // Everything under the gateway's prefix may be written; Home Assistant's discovery prefix may not.
+            let f = try Fixture(acl: { "topic read #\ntopic readwrite \($0)/#\n" })
+            defer { f.broker.terminate(limit: .seconds(5)) }
+            let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
             defer { observer.stop() }
-            var c = GatewayConfiguration()
-            c.gateway.id = "gw-d"
-            c.mqtt.broker = "mqtt://127.0.0.1:\(port)"
-            c.mqtt.prefix = prefix
-            c.spool.path = dir.appendingPathComponent("spool.sqlite").path
-            c.publishing.rangingIntervalSeconds = 0.2
+            var c = f.configuration()
             c.publishing.healthIntervalSeconds = 1
             c.remoteConfig.enabled = false
             c.homeAssistant.enabled = true
-            let source = Source()
-            let runtime = try GatewayRuntime(configuration: c, source: source, clockSynchronized: { true })
-            source.lock.withLock { source.runtime = runtime }
-            let task = Task { try await runtime.run() }
+            let (runtime, _, task) = try f.start(c)
             defer { task.cancel() }
 
-            let health = "\(prefix)/gw-d/health"
+            let health = "\(f.prefix)/\(f.gateway)/health"
             func refusedDocuments() -> Int? {
                 (observer.states(health).last?["homeassistant"] as? [String: Any])?["refused_documents"] as? Int
             }

@@ -140,11 +140,12 @@ public final class Mosquitto: @unchecked Sendable {
         var lines = ["listener \(port) 127.0.0.1", "allow_anonymous \(allowAnonymous)", "log_dest stderr"]
         lines += verbose ? ["log_type all"] : ["log_type error", "log_type warning", "log_type notice", "log_type information"]
         if persistence {
-            // A queue without a limit: a test that counts every message must not lose one to mosquitto's default
-            // of 1000 queued per client.
+            // A queue no test fills: a test that counts every message must not lose one to mosquitto's default of
+            // 1000 queued per client. Not 0 ("no limit"): mosquitto 2.0.11 compares a client's queue against it after
+            // a denied PUBLISH and, 0 >= 0, closes the connection (Quota exceeded) after the PUBACK 0x87.
             lines += [
                 "persistence true", "persistence_location \(directory.path)/", "autosave_interval 1",
-                "max_queued_messages 0",
+                "max_queued_messages 10000000",
             ]
         } else {
             lines.append("persistence false")
