@@ -24,12 +24,36 @@ public struct FleetPresence: Sendable {
     var announced: [String: Set<String>] = [:]
     /// Reports the broker connection could not take (each is sent again within the heartbeat).
     public internal(set) var notPublished = 0
+    /// Per site, who is in which room; and the rooms whose occupancy is still to be published (with the rooms a new
+    /// description removed, and whether their Home Assistant documents are to be published too).
+    var occupancy: [String: RoomOccupancy] = [:]
+    var roomChanges: [RoomChange] = []
+
+    struct RoomChange: Sendable, Equatable {
+        var prefix: String
+        var rooms: [RoomOccupancy.Room]
+        var removed: [String] = []
+        var announce = false
+    }
 
     public init(sites prefixes: [String], configured: SiteDescription?) {
         self.configured = configured
         if let configured {
             sites[prefixes[0]] = Site(engine: PresenceEngine(site: configured), source: .configuration)
+            roomsChanged(prefixes[0], configured)
         }
+    }
+
+    /// A site's description in force changed: every room of it is published, with its document.
+    private mutating func roomsChanged(_ prefix: String, _ site: SiteDescription) {
+        let (rooms, removed) = occupancy[prefix, default: RoomOccupancy()].site(site)
+        roomChanges.append(RoomChange(prefix: prefix, rooms: rooms, removed: removed, announce: true))
+    }
+
+    /// The rooms to publish since the last call.
+    mutating func takeRoomChanges() -> [RoomChange] {
+        defer { roomChanges = [] }
+        return roomChanges
     }
 
     /// The topic a site's description is pushed to.
@@ -69,6 +93,9 @@ public struct FleetPresence: Sendable {
             } else {
                 sites[prefix] = nil
                 announced[prefix] = nil
+                if let gone = occupancy.removeValue(forKey: prefix), !gone.rooms.isEmpty {
+                    roomChanges.append(RoomChange(prefix: prefix, rooms: [], removed: gone.rooms))
+                }
             }
             return nil
         }
@@ -94,6 +121,7 @@ public struct FleetPresence: Sendable {
             sites[prefix]!.source = source
             sites[prefix]!.refused = nil
         }
+        roomsChanged(prefix, site)
     }
 
     /// One gateway's beacon reading, under `prefix`.
@@ -113,7 +141,11 @@ public struct FleetPresence: Sendable {
     public mutating func tick(now: Double) -> [(prefix: String, report: PresenceEngine.Report)] {
         var out: [(String, PresenceEngine.Report)] = []
         for prefix in sites.keys.sorted() {
-            for r in sites[prefix]!.engine.tick(now: now) { out.append((prefix, r)) }
+            for r in sites[prefix]!.engine.tick(now: now) {
+                out.append((prefix, r))
+                let changed = occupancy[prefix, default: RoomOccupancy()].report(beacon: r.beacon, room: r.room)
+                if !changed.isEmpty { roomChanges.append(RoomChange(prefix: prefix, rooms: changed)) }
+            }
         }
         return out
     }
@@ -123,8 +155,13 @@ public struct FleetPresence: Sendable {
         announced[prefix, default: []].insert(beacon).inserted
     }
 
-    /// Home Assistant forgot its entities (it said `online` again): every tag is announced again.
-    mutating func forgetAnnouncements() { announced = [:] }
+    /// Home Assistant forgot its entities (it said `online` again): every tag is announced again, and every room.
+    mutating func forgetAnnouncements() {
+        announced = [:]
+        for (prefix, o) in occupancy.sorted(by: { $0.key < $1.key }) {
+            roomChanges.append(RoomChange(prefix: prefix, rooms: o.rooms.map(o.occupancy(of:)), announce: true))
+        }
+    }
 }
 
 /// The retained presence payload (docs/TOPICS.md, `<prefix>/fleet/presence/<beacon-id>`), its properties spelled as

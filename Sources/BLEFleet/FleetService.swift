@@ -222,6 +222,54 @@ public final class FleetService: Service, Sendable {
                 }
             }
             if !due.isEmpty { changes.changed() }
+            await publishRooms()
+        }
+    }
+
+    /// Each room whose occupancy changed, retained on `<prefix>/fleet/rooms/<room>`; with Home Assistant, its device
+    /// document first when the site changed or Home Assistant came back; a removed room's topics emptied.
+    func publishRooms() async {
+        let changes = presence.withLock { p in
+            p.takeRoomChanges().map { change in (change, p.sites[change.prefix]?.engine.site) }
+        }
+        for (change, site) in changes {
+            var messages: [MQTTMessage] = []
+            if let dp = configuration.homeAssistantDiscoveryPrefix {
+                for id in change.removed {
+                    messages.append(
+                        MQTTMessage(
+                            topic: RoomOccupancy.discoveryTopic(discoveryPrefix: dp, prefix: change.prefix, room: id),
+                            payload: [], qos: .atLeastOnce, retain: true))
+                }
+                if change.announce, let site {
+                    for room in site.rooms where change.rooms.contains(where: { $0.id == room.id }) {
+                        messages.append(
+                            MQTTMessage(
+                                topic: RoomOccupancy.discoveryTopic(
+                                    discoveryPrefix: dp, prefix: change.prefix, room: room.id),
+                                payload: RoomOccupancy.document(prefix: change.prefix, room: room), qos: .atLeastOnce,
+                                retain: true))
+                    }
+                }
+            }
+            for id in change.removed {
+                messages.append(
+                    MQTTMessage(
+                        topic: RoomOccupancy.topic(change.prefix, room: id), payload: [], qos: .atLeastOnce,
+                        retain: true))
+            }
+            for room in change.rooms {
+                messages.append(
+                    MQTTMessage(
+                        topic: RoomOccupancy.topic(change.prefix, room: room.id), payload: RoomOccupancy.payload(room),
+                        qos: .atLeastOnce, retain: true))
+            }
+            for m in messages {
+                do { _ = try await client.publish(m) } catch {
+                    // Sent again at the next change or Home Assistant's next birth; counted for the page.
+                    presence.withLock { $0.notPublished += 1 }
+                }
+            }
         }
     }
 

@@ -47,6 +47,8 @@ import Testing
         let roomTopic = try publisher.subscribe("t/fleet/presence/+/room")
         let discovery = try publisher.subscribe("ha/device_tracker/+/config")
         let status = try publisher.subscribe("t/fleet/status")
+        let occupancy = try publisher.subscribe("t/fleet/rooms/+")
+        let roomDocuments = try publisher.subscribe("ha/device/blegateway-fleet/+/config")
         var connected = publisher.events.filter { if case .connected = $0 { true } else { false } }.makeAsyncIterator()
 
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -87,6 +89,11 @@ import Testing
             #expect(availability?["payload_not_available"] as? String == "offline")
             let online = await next(status) { _, j in j["state"] as? String == "online" }
             #expect(online != nil)
+            // The lab is occupied by the tag; its device in Home Assistant has the occupancy and the count.
+            let lab = await next(occupancy) { m, j in m.topic == "t/fleet/rooms/lab" && j["occupied"] as? Bool == true }
+            #expect(lab?["count"] as? Int == 1 && lab?["tags"] as? [String] == [Self.tag])
+            let labDevice = await next(roomDocuments) { m, _ in m.topic.hasSuffix("/blegateway_room_t_lab/config") }
+            #expect((labDevice?["dev"] as? [String: Any])?["suggested_area"] as? String == "Lab")
 
             // A pushed description that does not parse is refused; the configured one stays in force.
             try await publisher.publish(MQTTMessage(topic: "t/fleet/site", payload: Array("rooms: [{id: a}]".utf8), retain: true))

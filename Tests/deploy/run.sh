@@ -558,6 +558,9 @@ else
         pub blegateway-fleet -r -t blegateway/fleet/presence/tag-1 -m room-1 || return 1
         pub blegateway-fleet -r -t blegateway/fleet/status -m fleet-online || return 1
         pub blegateway-fleet -r -t homeassistant/device_tracker/blegateway_tag_tag-1/config -m tracker || return 1
+        pub blegateway-fleet -r -t blegateway/fleet/rooms/kitchen -m occupied || return 1
+        pub blegateway-fleet -r -t homeassistant/device/blegateway-fleet/blegateway_room_kitchen/config -m room-doc \
+            || return 1
         pub blegateway-fleet -t blegateway/gw-a/status -m fleet-forged || true
         pub blegateway-fleet -t blegateway/fleet/config -m fleet-config || true
         pub blegateway-fleet -t homeassistant/device/gw-a/blegateway_gw-a/config -m fleet-doc || true
@@ -566,6 +569,9 @@ else
         seen "blegateway/fleet/presence/tag-1 room-1" "$everything_log" || { echo "presence missing"; return 1; }
         seen "blegateway/fleet/status fleet-online" "$everything_log" || { echo "status missing"; return 1; }
         seen "homeassistant/device_tracker/blegateway_tag_tag-1/config tracker" "$ha_log" || { echo "tracker missing"; return 1; }
+        seen "blegateway/fleet/rooms/kitchen occupied" "$everything_log" || { echo "room missing"; return 1; }
+        seen "homeassistant/device/blegateway-fleet/blegateway_room_kitchen/config room-doc" "$ha_log" \
+            || { echo "room document missing"; return 1; }
         ! grep -q -e fleet-forged -e fleet-config "$everything_log" && ! grep -q fleet-doc "$ha_log" \
             || { echo "blegateway-fleet wrote what it must not"; return 1; }
         [ "$(sub blegateway-fleet -C 1 -W 4 -t blegateway/gw-a/config)" = cfg-a ] || { echo "cannot read the fleet"; return 1; }

@@ -461,11 +461,18 @@ async def main(binary, venv):
                                  and s["attributes"].get("source_type") == "bluetooth_le"
                                  and s["attributes"].get("room_name") == "Office"
                                  and is_number(s["attributes"].get("confidence"))))
+            # The room as a device: occupied by the badge, one tag present, in the area named after the room.
+            room = f"blegateway_room_{PREFIX}_office".replace("-", "_")
+            check("the office's occupancy is on and counts one tag",
+                  await state_is(f"binary_sensor.{room}_occupancy", lambda s: s["state"] == "on")
+                  and await state_is(f"sensor.{room}_count", lambda s: s["state"] == "1"
+                                     and s["attributes"].get("tags") == [DESK_BEACON]))
             # The fleet service decides the room: killed (no DISCONNECT), its last will turns the tracker unavailable
             # instead of leaving the badge in the office for ever; restarted, the tracker is back.
             fleet.stop(signal.SIGKILL)
-            check("fleet service killed: the tracker is unavailable (its last will)",
-                  await state_is(tracker_id, lambda s: s["state"] == "unavailable"))
+            check("fleet service killed: the tracker and the room's occupancy are unavailable (its last will)",
+                  await state_is(tracker_id, lambda s: s["state"] == "unavailable")
+                  and await state_is(f"binary_sensor.{room}_occupancy", lambda s: s["state"] == "unavailable"))
             fleet.start()
             check("fleet service restarted: the tracker is in the office again",
                   await state_is(tracker_id, lambda s: s["state"] == "Office"))
