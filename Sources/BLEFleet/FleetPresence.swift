@@ -222,17 +222,26 @@ enum PresencePayload {
 /// Home Assistant MQTT discovery for tracked tags (docs/HOMEASSISTANT.md, "Presence"): one `device_tracker` per tag,
 /// its state the room (`not_home` when away), its position and confidence as attributes.
 enum PresenceDiscovery {
-    static func objectID(_ beacon: String) -> String {
-        "blegateway_tag_" + String(beacon.map { $0.isLetter || $0.isNumber ? $0 : "_" })
+    /// `blegateway_tag_<site>_<beacon>`: with the site, since the same beacon id in two sites (two fleet services on
+    /// one broker, or one following two sites) is two tags, and their trackers shared one unique id.
+    static func objectID(prefix: String, beacon: String) -> String {
+        "blegateway_tag_" + String("\(prefix)_\(beacon)".map { $0.isLetter || $0.isNumber ? $0 : "_" })
     }
 
-    static func topic(discoveryPrefix: String, beacon: String) -> String {
-        "\(discoveryPrefix)/device_tracker/\(objectID(beacon))/config"
+    static func topic(discoveryPrefix: String, prefix: String, beacon: String) -> String {
+        "\(discoveryPrefix)/device_tracker/\(objectID(prefix: prefix, beacon: beacon))/config"
+    }
+
+    /// Where earlier versions announced the tag (without its site): emptied when the tag is announced, so the tracker
+    /// of the old unique id goes away instead of staying beside the new one.
+    static func legacyTopic(discoveryPrefix: String, beacon: String) -> String {
+        "\(discoveryPrefix)/device_tracker/blegateway_tag_"
+            + String(beacon.map { $0.isLetter || $0.isNumber ? $0 : "_" }) + "/config"
     }
 
     static func document(prefix: String, beacon: String, status: String) -> [UInt8] {
         let attributes = FleetPresence.presenceTopic(prefix, beacon: beacon)
-        let id = objectID(beacon)
+        let id = objectID(prefix: prefix, beacon: beacon)
         let doc: [String: Any] = [
             "unique_id": id,
             "object_id": id,

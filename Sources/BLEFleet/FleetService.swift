@@ -185,13 +185,17 @@ public final class FleetService: Service, Sendable {
             try await clock.sleep(for: .seconds(1))
             let now = clock.unixTime()
             let due = presence.withLock {
-                p -> [(topic: String, payload: [UInt8], room: [UInt8], discovery: [UInt8]?, dtopic: String?)] in
+                p -> [(topic: String, payload: [UInt8], room: [UInt8], discovery: [UInt8]?, dtopics: [String])] in
                 p.tick(now: now).compactMap { prefix, report in
                     guard let site = p.sites[prefix]?.engine.site else { return nil }
                     var discovery: [UInt8]?
-                    var dtopic: String?
+                    var dtopics: [String] = []
                     if let dp = configuration.homeAssistantDiscoveryPrefix, p.announce(prefix, beacon: report.beacon) {
-                        dtopic = PresenceDiscovery.topic(discoveryPrefix: dp, beacon: report.beacon)
+                        // The legacy document emptied first, then the new one (see PresenceDiscovery.legacyTopic).
+                        dtopics = [
+                            PresenceDiscovery.legacyTopic(discoveryPrefix: dp, beacon: report.beacon),
+                            PresenceDiscovery.topic(discoveryPrefix: dp, prefix: prefix, beacon: report.beacon),
+                        ]
                         discovery = PresenceDiscovery.document(
                             prefix: prefix, beacon: report.beacon,
                             status: FleetPresence.statusTopic(configuration.prefix))
@@ -200,15 +204,17 @@ public final class FleetService: Service, Sendable {
                         FleetPresence.presenceTopic(prefix, beacon: report.beacon),
                         PresencePayload.encode(report, site: site),
                         Array(FleetPresence.roomState(report, site: site).utf8),
-                        discovery, dtopic
+                        discovery, dtopics
                     )
                 }
             }
             for d in due {
                 do {
-                    if let doc = d.discovery, let t = d.dtopic {
+                    if let doc = d.discovery, d.dtopics.count == 2 {
                         _ = try await client.publish(
-                            MQTTMessage(topic: t, payload: doc, qos: .atLeastOnce, retain: true))
+                            MQTTMessage(topic: d.dtopics[0], payload: [], qos: .atLeastOnce, retain: true))
+                        _ = try await client.publish(
+                            MQTTMessage(topic: d.dtopics[1], payload: doc, qos: .atLeastOnce, retain: true))
                     }
                     _ = try await client.publish(
                         MQTTMessage(topic: d.topic, payload: d.payload, qos: .atLeastOnce, retain: true))

@@ -78,7 +78,9 @@ import Testing
             // The room's name from the site, which is what Home Assistant's tracker shows.
             #expect(room?.topic == "t/fleet/presence/\(Self.tag)/room" && room?.payload == Array("Lab".utf8) && room?.retain == false)
 
-            let tracker = await next(discovery) { m, _ in m.topic.hasPrefix("ha/device_tracker/blegateway_tag_") }
+            // Its unique id carries the site: the same beacon id in another site is another tag.
+            let tracker = await next(discovery) { m, _ in m.topic.hasPrefix("ha/device_tracker/blegateway_tag_t_") }
+            #expect((tracker?["unique_id"] as? String)?.hasPrefix("blegateway_tag_t_ibeacon_") == true)
             #expect(tracker?["source_type"] as? String == "bluetooth_le")
             #expect(tracker?["state_topic"] as? String == "t/fleet/presence/\(Self.tag)/room")
             #expect(tracker?["json_attributes_topic"] as? String == "t/fleet/presence/\(Self.tag)")

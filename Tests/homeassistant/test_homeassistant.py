@@ -38,7 +38,7 @@ SENSOR_DEVICE = "blegateway_sensor_a4c138000073"
 PERIPHERAL_NAME = "Thermo lobby with a name far longer than anyone would want to read in a list of devices"[:64]
 # The desk badge, followed by the fleet service's presence (docs/PRESENCE.md) as a device tracker.
 DESK_BEACON = "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-100-1"
-TRACKER_DEVICE = "blegateway_tag_" + DESK_BEACON.replace("-", "_")
+TRACKER_DEVICE = f"blegateway_tag_{PREFIX}_" + DESK_BEACON.replace("-", "_")
 SITE = """rooms: [{id: office, name: Office, polygon: [[-5, -5], [5, -5], [5, 5], [-5, 5]]}]
 gateways: [{id: gw-ha, position: [0, 0, 2], room: office}]
 """
