@@ -33,6 +33,9 @@ public struct FleetGateway: Sendable, Encodable {
         public var regionsInside: Int?
         public var peripheralsConnected: Int?
         public var droppedValues: Int?
+        /// Every kind of drop the health topic counts, by where it happened (`transport`, `controller`, `scanner`,
+        /// `reassembly_evicted` …); an older gateway's health names fewer.
+        public var drops: [String: Int] = [:]
     }
 
     public struct Config: Sendable, Encodable, Equatable {

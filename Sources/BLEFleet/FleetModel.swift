@@ -235,6 +235,18 @@ public struct FleetModel: Sendable {
         }
     }
 
+    /// The health's drop counters by stage, those it has.
+    static func drops(_ h: FleetPayload.Health) -> [String: Int] {
+        let stages: [(String, Int?)] = [
+            ("transport", h.scan.dropped?.transport), ("controller", h.scan.dropped?.controller),
+            ("scanner", h.scan.dropped?.scanner), ("reassembly_evicted", h.scan.reassembly?.evicted),
+            ("reassembly_expired", h.scan.reassembly?.expired), ("reassembly_oversized", h.scan.reassembly?.oversized),
+            ("raw_rate_limited", h.scan.raw_rate_limited), ("telemetry_discarded", h.scan.telemetry_discarded),
+            ("subscriptions", h.publish.dropped_deliveries), ("peripheral_values", h.peripherals?.dropped_values),
+        ]
+        return stages.reduce(into: [:]) { d, s in if let v = s.1 { d[s.0] = v } }
+    }
+
     private static func fold(_ h: FleetPayload.Health, ts: Double, run: String, into g: inout FleetGateway) {
         var reportsPerS: Double?
         if let last = g.health, g.run == run || g.run == nil, ts > last.ts, h.scan.reports >= last.reports {
@@ -247,7 +259,8 @@ public struct FleetModel: Sendable {
             reconnects: h.publish.reconnects, rejected: h.publish.rejected, reports: h.scan.reports,
             reportsPerS: reportsPerS, malformedEvents: h.scan.malformed_events, trackedBeacons: h.scan.tracked_beacons,
             rssBytes: h.memory.rss_bytes, regionsInside: h.regions?.inside,
-            peripheralsConnected: h.peripherals?.connected, droppedValues: h.peripherals?.dropped_values)
+            peripheralsConnected: h.peripherals?.connected, droppedValues: h.peripherals?.dropped_values,
+            drops: Self.drops(h))
         g.recentDepths.append(.init(ts: ts, depth: h.spool.depth))
         if g.recentDepths.count > Self.trendWindow { g.recentDepths.removeFirst() }
         if let first = g.recentDepths.first, let last = g.recentDepths.last, last.ts - first.ts > 0,

@@ -60,11 +60,26 @@ enum FleetPayload {
             var connected: Bool
             var reconnects: Int?
             var rejected: Int?
+            var dropped_deliveries: Int?
         }
         struct Scan: Decodable {
+            struct Dropped: Decodable {
+                var transport: Int?
+                var controller: Int?
+                var scanner: Int?
+            }
+            struct Reassembly: Decodable {
+                var evicted: Int?
+                var expired: Int?
+                var oversized: Int?
+            }
             var reports: Int
             var malformed_events: Int?
             var tracked_beacons: Int?
+            var dropped: Dropped?
+            var reassembly: Reassembly?
+            var raw_rate_limited: Int?
+            var telemetry_discarded: Int?
         }
         struct Memory: Decodable { var rss_bytes: Int }
         struct Regions: Decodable {

@@ -65,6 +65,12 @@ public enum PrometheusExposition {
                     "blegateway_resident_memory_bytes", "gauge", "The gateway process's RSS.", gl,
                     Double(h.rssBytes))
                 add("blegateway_uptime_seconds", "gauge", "Seconds since the gateway started.", gl, h.uptimeS)
+                for (stage, n) in h.drops.sorted(by: { $0.key < $1.key }) {
+                    add(
+                        "blegateway_dropped_total", "counter",
+                        "Drops the gateway counted since start, by where they happened (its health topic).",
+                        gl + [("stage", stage)], Double(n))
+                }
             }
             add(
                 "blegateway_peripherals_connected", "gauge", "Configured peripherals with a link up.", gl,

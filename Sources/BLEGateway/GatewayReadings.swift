@@ -100,6 +100,12 @@ struct GatewayReadings: Sendable {
         var reportRate: Double = 0
         var malformedEvents: Int
         var dropped = DroppedReports()
+        var reassembly = ReassemblyDrops()
+        /// Raw advertisements the token bucket held back, TLM frames the per-interval bound forgot, and messages the
+        /// gateway's own subscriptions (commands, config, claims) dropped because their reader fell a buffer behind.
+        var rawRateLimited = 0
+        var telemetryDiscarded = 0
+        var droppedDeliveries = 0
         var trackedBeacons: Int
         var evictedBeacons: Int
         var residentBytes: Int
@@ -190,6 +196,7 @@ struct GatewayReadings: Sendable {
             p.int("unretained", h.unretained)
             if let d = h.deniedSuspected { p.bool("denied_suspected", d) }
             p.int("expired", h.publish.expired)
+            p.int("dropped_deliveries", h.droppedDeliveries)
             // Refusals for now (Not authorized, Quota exceeded …): the readings are kept and sent again.
             p.object("refused") { r in
                 r.int("count", h.publish.refused)
@@ -211,6 +218,13 @@ struct GatewayReadings: Sendable {
                 d.int("controller", h.dropped.controller)
                 d.int("scanner", h.dropped.scanner)
             }
+            s.object("reassembly") { r in
+                r.int("evicted", h.reassembly.evicted)
+                r.int("expired", h.reassembly.expired)
+                r.int("oversized", h.reassembly.oversized)
+            }
+            s.int("raw_rate_limited", h.rawRateLimited)
+            s.int("telemetry_discarded", h.telemetryDiscarded)
             s.int("malformed_events", h.malformedEvents)
             s.int("tracked_beacons", h.trackedBeacons)
             s.int("evicted_beacons", h.evictedBeacons)

@@ -64,6 +64,10 @@ public final class GatewayRuntime: Service, Sendable {
         var connectedOnce = false
         var rawTokens = 0.0
         var rawLast: Duration = .zero
+        /// Raw advertisements not published because the token bucket was empty (`publishing.raw_max_per_s`).
+        var rawRateLimited = 0
+        /// Eddystone-TLM frames forgotten when the per-interval table reached its bound.
+        var telemetryDiscarded = 0
         var lastAcknowledged: UInt64 = 0
         var lastHealthAt: Duration = .zero
         /// The newest unencrypted Eddystone-TLM per address in the ranging interval under way: published with that
@@ -507,7 +511,10 @@ public final class GatewayRuntime: Service, Sendable {
             let identity = st.resolver.identity(of: s)
             let rssi = st.ranging.observe(s, as: identity, at: now)
             if case .eddystoneTLM(.plain(let tlm))? = s.beacon {
-                if st.telemetry.count >= 4096 { st.telemetry.removeAll() }  // a bound, should intervals stop ending
+                if st.telemetry.count >= 4096 {  // a bound, should intervals stop ending
+                    st.telemetryDiscarded += st.telemetry.count
+                    st.telemetry.removeAll()
+                }
                 st.telemetry[s.address] = tlm
             }
             let events = st.regions.observe(
@@ -518,7 +525,10 @@ public final class GatewayRuntime: Service, Sendable {
             let rate = publishing.rawMaxPerSecond
             st.rawTokens = min(rate, st.rawTokens + (now - st.rawLast).seconds * rate)
             st.rawLast = now
-            guard st.rawTokens >= 1 else { return (false, events) }
+            guard st.rawTokens >= 1 else {
+                st.rawRateLimited += 1
+                return (false, events)
+            }
             st.rawTokens -= 1
             return (true, events)
         }
@@ -584,6 +594,7 @@ public final class GatewayRuntime: Service, Sendable {
                 lastReports = counters.reports
                 let sensors = state.withLock { s in (gate: s.sensorGate.statistics, tracked: s.sensorGate.trackedCount)
                 }
+                let (rateLimited, telemetryDiscarded) = state.withLock { ($0.rawRateLimited, $0.telemetryDiscarded) }
                 let (tracked, evicted, reconnects, identity, regions) = state.withLock { s in
                     let ids = s.regions.regions.map(\.id)
                     return (
@@ -602,6 +613,8 @@ public final class GatewayRuntime: Service, Sendable {
                     publishRate: rate,
                     reconnects: reconnects, reports: counters.reports, reportRate: reportRate,
                     malformedEvents: counters.malformedEvents, dropped: counters.dropped,
+                    reassembly: counters.reassembly, rawRateLimited: rateLimited,
+                    telemetryDiscarded: telemetryDiscarded, droppedDeliveries: client.droppedDeliveries,
                     trackedBeacons: tracked, evictedBeacons: evicted, residentBytes: SystemFacts.residentBytes(),
                     adapter: (source as? any AdapterLifecycleReporting)?.lifecycleStatistics,
                     adapterSlots: (source as? any AdapterLifecycleReporting)?.adapterSlots,

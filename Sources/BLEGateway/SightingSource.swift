@@ -23,11 +23,17 @@ public struct SightingSourceCounters: Sendable, Equatable {
     /// Advertising reports a live source dropped because the host fell behind, by the stage whose queue was full
     /// (a source that can wait — a capture, a socket — is waited for and drops nothing).
     public var dropped = DroppedReports()
+    /// Extended advertisements given up while reassembling their fragments (`ExtendedAdvertisingReassembler`).
+    public var reassembly = ReassemblyDrops()
 
-    public init(reports: Int = 0, malformedEvents: Int = 0, dropped: DroppedReports = DroppedReports()) {
+    public init(
+        reports: Int = 0, malformedEvents: Int = 0, dropped: DroppedReports = DroppedReports(),
+        reassembly: ReassemblyDrops = ReassemblyDrops()
+    ) {
         self.reports = reports
         self.malformedEvents = malformedEvents
         self.dropped = dropped
+        self.reassembly = reassembly
     }
 
     /// What one scanning session (transport, controller, and its one scanner) counted, added to these.
@@ -43,6 +49,9 @@ public struct SightingSourceCounters: Sendable, Equatable {
         reports += s.assembler.reports
         malformedEvents += s.assembler.malformedAdvertisingEvents + s.assembler.malformedPackets
         dropped.scanner += s.droppedReports
+        reassembly.evicted += s.assembler.reassembly.evicted
+        reassembly.expired += s.assembler.reassembly.expired
+        reassembly.oversized += s.assembler.reassembly.oversized
     }
 
     /// What a session's controller and transport dropped, over the whole session: added once, when the session ends
@@ -58,7 +67,24 @@ public struct SightingSourceCounters: Sendable, Equatable {
             dropped: DroppedReports(
                 transport: a.dropped.transport + b.dropped.transport,
                 controller: a.dropped.controller + b.dropped.controller,
-                scanner: a.dropped.scanner + b.dropped.scanner))
+                scanner: a.dropped.scanner + b.dropped.scanner),
+            reassembly: ReassemblyDrops(
+                evicted: a.reassembly.evicted + b.reassembly.evicted,
+                expired: a.reassembly.expired + b.reassembly.expired,
+                oversized: a.reassembly.oversized + b.reassembly.oversized))
+    }
+}
+
+/// Extended advertisements whose fragments were never joined (schema/v1/health.json, `scan.reassembly`): the oldest
+/// evicted for room, the next fragment too late, or the chain longer than an advertisement may be.
+public struct ReassemblyDrops: Sendable, Equatable {
+    public var evicted = 0
+    public var expired = 0
+    public var oversized = 0
+    public init(evicted: Int = 0, expired: Int = 0, oversized: Int = 0) {
+        self.evicted = evicted
+        self.expired = expired
+        self.oversized = oversized
     }
 }
 

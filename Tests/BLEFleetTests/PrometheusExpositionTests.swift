@@ -19,4 +19,24 @@ import Testing
         // One TYPE line per family, before its samples.
         #expect(lines.filter { $0 == "# TYPE blegateway_fleet_bad_input_total counter" }.count == 1)
     }
+
+    /// Every drop a gateway's health counts is a metric with the stage it happened at, so a dashboard sees all of them,
+    /// not only the spool's.
+    @Test func everyDropOnTheHealthTopicIsAMetricByStage() {
+        var m = FleetModel(prefix: "demo")
+        let health = #"{"run":"r","seq":2,"ts":6,"clock_synced":true,"uptime_s":5,"#
+            + #""spool":{"depth":0,"dropped_samples":0},"#
+            + #""publish":{"acknowledged":1,"rate_per_s":1,"connected":true,"dropped_deliveries":7},"#
+            + #""scan":{"reports":10,"dropped":{"transport":1,"controller":2,"scanner":3},"#
+            + #""reassembly":{"evicted":4,"expired":5,"oversized":6},"raw_rate_limited":8,"telemetry_discarded":9},"#
+            + #""memory":{"rss_bytes":1}}"#
+        m.receive(topic: "demo/gw-1/health", payload: Array(health.utf8), retained: false, now: 0)
+        let lines = PrometheusExposition.render(m, broker: .init(url: "mqtt://x", connected: true))
+            .split(separator: "\n").map(String.init)
+        for (stage, n) in [("transport", 1), ("controller", 2), ("scanner", 3), ("reassembly_evicted", 4),
+                           ("reassembly_expired", 5), ("reassembly_oversized", 6), ("subscriptions", 7),
+                           ("raw_rate_limited", 8), ("telemetry_discarded", 9)] {
+            #expect(lines.contains(#"blegateway_dropped_total{gateway="gw-1",stage="\#(stage)"} \#(n)"#), "\(stage)")
+        }
+    }
 }

@@ -121,5 +121,32 @@ extension EndToEndSuites {
             _ = try? await task.value
             #expect(EndToEndSuites.gaps(observer.seqs) == [], "the refused documents took no seq")
         }
+
+        /// The raw advertisement stream's token bucket holds back what exceeds `raw_max_per_s`: every one held back is
+        /// counted once and published on the health topic (it was dropped without a count).
+        @Test func rawAdvertisementsOverTheRateAreCountedOnTheHealthTopic() async throws {
+            let f = try Fixture()
+            defer { f.broker.terminate(limit: .seconds(5)) }
+            let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
+            defer { observer.stop() }
+            var c = f.configuration()
+            c.publishing.healthIntervalSeconds = 1
+            c.publishing.rawAdvertisements = true
+            c.publishing.rawMaxPerSecond = 1
+            c.remoteConfig.enabled = false
+            let (_, _, task) = try f.start(c)
+            defer { task.cancel() }
+            let health = "\(f.prefix)/\(f.gateway)/health"
+            func scan() -> [String: Any]? { observer.states(health).last?["scan"] as? [String: Any] }
+            try await EndToEndSuites.waitFor("a health report counting rate-limited raw advertisements", limit: .seconds(20)) {
+                (scan()?["raw_rate_limited"] as? Int ?? 0) > 50
+            }
+            // The scripted source sends two sightings every 10 ms: far more held back than published.
+            let raw = observer.lock.withLock { observer.messages.filter { $0.topic.contains("/raw/") }.count }
+            #expect(raw < (scan()?["raw_rate_limited"] as? Int ?? 0), "\(raw) raw published")
+            #expect((scan()?["reassembly"] as? [String: Int]) == ["evicted": 0, "expired": 0, "oversized": 0])
+            #expect(scan()?["telemetry_discarded"] as? Int == 0)
+            #expect((observer.states(health).last?["publish"] as? [String: Any])?["dropped_deliveries"] as? Int == 0)
+        }
     }
 }
