@@ -234,8 +234,9 @@ public final class SpoolPublisher: Sendable {
                     client.submit(message) { self.resolved(r, $0) }
                 }
                 if let last = batch.last { cursor = max(cursor, last.seq) }
-                if batch.count < room {
-                    // The end of the spool: a family that fell due and found no reading has nothing left to refuse.
+                if batch.isEmpty {
+                    // The end of the spool (a short batch is not: the spool leaves out acknowledged rows it has not
+                    // deleted yet): a family that fell due and found no reading has nothing left to refuse.
                     let ended = state.withLock { s -> [String] in
                         let ended = s.holds.endUnprobed()
                         if !ended.isEmpty { s.holdsChanged() }
@@ -243,7 +244,8 @@ public final class SpoolPublisher: Sendable {
                     }
                     for family in ended { onRefusal(.ended(family: family, expired: true)) }
                 } else {
-                    readOn = handed == 0  // a full batch held back or in flight: what is behind it may go
+                    // A batch all held back or in flight: read on, to what is behind it (or to the end).
+                    readOn = handed == 0
                 }
             }
             if handed == 0 && !readOn {
