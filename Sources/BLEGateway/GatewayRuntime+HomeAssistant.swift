@@ -139,8 +139,11 @@ extension GatewayRuntime {
     func homeAssistantConnected(reconnected: Bool) {
         publishDiscovery(
             homeAssistant.withLock { h in
-                let waiting = h.outbox.connected()
-                return reconnected ? h.outbox.enqueue(Self.outgoing(h.announcer.homeAssistantOnline())) : waiting
+                // What waits (removals and tombstones too) first, then every document again, in one step: a topic
+                // already on its way is not sent twice, and a newer payload for it follows the answer.
+                var sends = h.outbox.connected()
+                if reconnected { sends += h.outbox.enqueue(Self.outgoing(h.announcer.homeAssistantOnline())) }
+                return sends
             })
     }
 
@@ -150,19 +153,22 @@ extension GatewayRuntime {
         messages.map { DiscoveryOutbox.Message(topic: $0.topic, payload: $0.payload) }
     }
 
-    /// Hands documents to the client in the order given (`submit` keeps call order) and reports each outcome back.
-    private func publishDiscovery(_ messages: [DiscoveryOutbox.Message]) {
-        for m in messages {
+    /// Hands documents to the client (the outbox keeps one per topic with the broker, so their order across callers
+    /// does not matter) and reports each outcome back, sending what the outbox lets go next.
+    private func publishDiscovery(_ sends: [DiscoveryOutbox.Send]) {
+        for send in sends {
+            let m = send.message
             let message = MQTTMessage(
                 topic: m.topic, payload: m.payload, qos: MQTTQoS(rawValue: Int(readings.stateQoS)) ?? .atLeastOnce,
                 retain: true)
             client.submit(message) { [self] result in
                 switch result {
                 case .success:
-                    homeAssistant.withLock { $0.outbox.acknowledged(m) }
+                    publishDiscovery(homeAssistant.withLock { $0.outbox.acknowledged(send) })
                 case .failure(let e)
                 where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isFailure || e.isQoSNotSupported:
-                    if homeAssistant.withLock({ $0.outbox.refused(m) }) {
+                    let (began, next) = homeAssistant.withLock { $0.outbox.refused(send) }
+                    if began {
                         logger.error(
                             """
                             homeassistant: the broker refuses \(m.topic) (\(MQTTReasonCode(rawValue: e.code))): its ACL \
@@ -170,8 +176,11 @@ extension GatewayRuntime {
                             (deploy/mosquitto/blegateway.acl); kept, sent again at the next connection
                             """)
                     }
+                    publishDiscovery(next)
                 case .failure:
-                    break  // not connected, or the connection ended: kept, sent again at the next connection
+                    // Not connected, or the connection ended, or the window was full: kept, sent again at the next
+                    // answer or connection.
+                    homeAssistant.withLock { $0.outbox.failed(send) }
                 }
             }
         }

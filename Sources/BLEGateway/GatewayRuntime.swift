@@ -250,6 +250,10 @@ public final class GatewayRuntime: Service, Sendable {
         }
     }
 
+    /// Room in the client's window for ownership claims (one per peripheral changing hands at once; a claim that finds
+    /// the window full is made again by its state machine).
+    static let claimsInFlight = 32
+
     static func mqttConfiguration(
         _ c: GatewayConfiguration, readings: GatewayReadings, clock: any BLEClock,
         synced: Bool
@@ -276,7 +280,9 @@ public final class GatewayRuntime: Service, Sendable {
             qos: .atLeastOnce, retain: true)
         m.reconnect = .init(
             minDelay: .seconds(c.mqtt.reconnectMinSeconds), maxDelay: .seconds(c.mqtt.reconnectMaxSeconds))
-        m.maxInFlight = c.mqtt.inflight
+        // The readings' window is the spool publisher's alone: discovery documents and ownership claims have room of
+        // their own beside it, so a burst of either never makes a reading fail for a full window.
+        m.maxInFlight = c.mqtt.inflight + DiscoveryOutbox.defaultQuota + Self.claimsInFlight
         return m
     }
 

@@ -38,6 +38,10 @@ public struct RefusalHolds: Sendable, Equatable {
     public let initialBackoff: Duration
     public let maxBackoff: Duration
     public private(set) var holds: [String: Hold] = [:]
+    /// Per family, where its last hold began (`from`) when an acknowledged probe ended it: the family's backlog is
+    /// read again from there, and until that read has sent it, a new refusal of the family must not begin its hold
+    /// any later, or the readings between the two would be stranded behind the publisher's cursor.
+    public private(set) var ended: [String: UInt64] = [:]
 
     public init(initialBackoff: Duration, maxBackoff: Duration) {
         self.initialBackoff = initialBackoff
@@ -62,8 +66,9 @@ public struct RefusalHolds: Sendable, Equatable {
         _ family: String, seq: UInt64, reason: MQTTReasonCode, now: Duration, since unixTime: Double
     ) -> Bool {
         guard var h = holds[family] else {
+            let from = min(seq, ended.removeValue(forKey: family) ?? seq)
             holds[family] = Hold(
-                reason: reason, since: unixTime, from: seq, backoff: initialBackoff,
+                reason: reason, since: unixTime, from: from, backoff: initialBackoff,
                 phase: .waiting(until: now + initialBackoff))
             return true
         }
@@ -84,8 +89,41 @@ public struct RefusalHolds: Sendable, Equatable {
     /// The broker acknowledged a reading of `family`: a hold on it ends. Returns the ended hold, whose `from` is where
     /// the family's backlog begins.
     public mutating func acknowledged(_ family: String) -> Hold? {
-        holds.removeValue(forKey: family)
+        guard let hold = holds.removeValue(forKey: family) else { return nil }
+        ended[family] = min(ended[family] ?? hold.from, hold.from)
+        return hold
     }
+
+    /// A reading of `family` already with the broker was met while reading the spool for a due family's probe: that
+    /// reading is the probe, and its answer decides (without this, the family found nothing to probe with and its hold
+    /// ended as if its readings had expired).
+    public mutating func inFlight(_ family: String, seq: UInt64) {
+        guard holds[family]?.phase == .due else { return }
+        holds[family]?.phase = .probing(seq: seq)
+    }
+
+    /// A probe ended without the broker's verdict (the connection ended, the client's window was full) or left the
+    /// spool (a dead letter): its family is due again, so the next reading of it found is the probe. Returns the seq to
+    /// read the spool again from, or nil when `seq` probed nothing.
+    public mutating func probeLost(_ seq: UInt64) -> UInt64? {
+        guard let (family, h) = holds.first(where: { $0.value.phase == .probing(seq: seq) }) else { return nil }
+        holds[family]?.phase = .due
+        return h.from
+    }
+
+    /// The connection ended or began: no probe is with the broker any more, and the publisher reads from its oldest
+    /// reading again, which finds every family's backlog.
+    public mutating func connectionChanged() {
+        for (family, h) in holds where h.phase != .due {
+            if case .probing = h.phase { holds[family]?.phase = .due }
+        }
+        ended = [:]
+    }
+
+    /// No family is held: the publisher need not work out the family of each reading.
+    public var isEmpty: Bool { holds.isEmpty }
+    /// Some family looks for its probe.
+    public var anyDue: Bool { holds.values.contains { $0.phase == .due } }
 
     /// The holds whose wait is over at `now` become due. Returns the oldest seq to read the spool again from (the
     /// smallest `from` among them), or nil when none fell due.

@@ -84,6 +84,9 @@ public final class SpoolPublisher: Sendable {
         /// or a held family's backlog is to follow its acknowledged probe.
         var rewind: UInt64?
         var holds: RefusalHolds
+        /// The client's window was full when a reading was handed over (others share the client): the next refill
+        /// waits for an answer, or the retry interval, instead of spinning against it.
+        var clientFull = false
 
         mutating func rewind(to seq: UInt64) { rewind = min(rewind ?? seq, seq) }
 
@@ -136,6 +139,7 @@ public final class SpoolPublisher: Sendable {
             s.stats.connected = connected
             s.generation += 1
             s.rewind(to: 0)
+            s.holds.connectionChanged()
             // On the next CONNACK, judge the connection that ended: was the same reading again the oldest the
             // broker had not acknowledged? (A 3.1.1 broker closes the connection on a packet it will not take.)
             guard connected, let lost = s.oldestLost else { return nil }
@@ -175,9 +179,10 @@ public final class SpoolPublisher: Sendable {
         var cursor: UInt64 = 0
         var generation = -1
         while !Task.isCancelled {
-            let (connected, gen, rewind, inFlight) = state.withLock { s in
-                let r = (s.stats.connected, s.generation, s.rewind, s.inFlight.count)
+            let (connected, gen, rewind, inFlight, clientFull) = state.withLock { s in
+                let r = (s.stats.connected, s.generation, s.rewind, s.inFlight.count, s.clientFull)
                 s.rewind = nil
+                s.clientFull = false
                 return r
             }
             if gen != generation {
@@ -189,6 +194,10 @@ public final class SpoolPublisher: Sendable {
                 await wake.wait()  // connectionChanged signals
                 continue
             }
+            if clientFull {
+                // An answer frees room (and signals); the retry interval bounds the wait when others hold the room.
+                await wake.wait(upTo: retryInterval, clock: clock)
+            }
             // Refused families whose wait is over: read again from their oldest, so each finds its probe.
             if let from = state.withLock({ $0.holds.fallDue(now: clock.now()) }) {
                 cursor = min(cursor, max(from, 1) - 1)
@@ -199,19 +208,33 @@ public final class SpoolPublisher: Sendable {
             var readOn = false
             // Refill in batches, not one slot per acknowledgement: a query per ack would cap replay at the rate of
             // SQLite round trips. A quarter of the window free (or an empty window) is worth a query.
+            // What is with the broker before the read, not after: a reading acknowledged in between is out of the
+            // spool's answer, while one taken after the read would let an acknowledged reading in it go twice.
+            let (busy, held) = state.withLock { ($0.inFlight, !$0.holds.isEmpty) }
             if room > 0, room >= refillThreshold || inFlight == 0,
                 let batch = Self.read(spool, after: cursor, limit: room, failed: &readFailed)
             {
-                let busy = state.withLock { $0.inFlight }
-                for r in batch where !busy.contains(r.seq) {
+                for r in batch {
+                    if busy.contains(r.seq) {
+                        // With the broker already: if its family looks for a probe, this is it.
+                        if held {
+                            let family = RefusalHolds.family(of: r.reading.topic, base: base)
+                            state.withLock { s in
+                                // Still with it (the snapshot is older than the read: an answer may have come since).
+                                if s.inFlight.contains(r.seq) { s.holds.inFlight(family, seq: r.seq) }
+                            }
+                        }
+                        continue
+                    }
                     if Self.hasExpired(r, now: clock.unixTime()) {
                         spool.acknowledge(CollectionOfOne(r.seq))
                         state.withLock { $0.stats.expired += 1 }
                         continue
                     }
-                    let family = RefusalHolds.family(of: r.reading.topic, base: base)
+                    // No family held (the usual case): no family to work out for each reading.
+                    let family = held ? RefusalHolds.family(of: r.reading.topic, base: base) : ""
                     let admitted = state.withLock { s -> Bool in
-                        guard s.holds.admit(family, seq: r.seq) == .send else { return false }
+                        guard !held || s.holds.admit(family, seq: r.seq) == .send else { return false }
                         s.inFlight.insert(r.seq)
                         s.stats.inFlight = s.inFlight.count
                         return true
@@ -305,6 +328,7 @@ public final class SpoolPublisher: Sendable {
             let name = e.detail.map { "\(e.name): \($0)" } ?? e.name
             spool.deadLetter(r.seq, reason: DeadLetterReason(code: e.code, name: name), at: clock.unixTime())
             finish(r.seq) { $0.rejected += 1 }
+            probeLost(r.seq)
             onRejected(r, e)
         case .failure(let e)
         where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isFailure || e.isQoSNotSupported:
@@ -330,10 +354,21 @@ public final class SpoolPublisher: Sendable {
                 $0.stats.inFlight = $0.inFlight.count
                 $0.stats.replays += 1
                 $0.rewind(to: 0)
+                if e.kind == .inFlightWindowFull { $0.clientFull = true }
+                // A probe that failed so is no verdict: its family looks for a probe again.
+                _ = $0.holds.probeLost(r.seq)
             }
         }
         wake.signal()
         progress.signal()
+    }
+
+    /// A probe left the spool (a dead letter) before a verdict: its family looks for a probe again, from its oldest.
+    private func probeLost(_ seq: UInt64) {
+        state.withLock { s in
+            guard let from = s.holds.probeLost(seq) else { return }
+            s.rewind(to: max(from, 1) - 1)
+        }
     }
 
     private func finish(_ seq: UInt64, _ count: (inout Statistics) -> Void) {

@@ -84,4 +84,64 @@ struct RefusalHoldsTests {
         #expect(r17 == ["a"])
         #expect(h.families == ["b"])
     }
+
+    /// A probe that ends without a verdict (the connection ends, the window is full, it becomes a dead letter) must not
+    /// leave its family probing for ever: the family is due again, and read again from its oldest.
+    @Test func aProbeLostWithoutAVerdictMakesItsFamilyDueAgain() {
+        var h = RefusalHolds(initialBackoff: .seconds(1), maxBackoff: .seconds(60))
+        _ = h.refused("a", seq: 3, reason: .notAuthorized, now: .zero, since: 0)
+        _ = h.fallDue(now: .seconds(1))
+        let probe = h.admit("a", seq: 3)
+        #expect(probe == .send)
+        let unrelated = h.probeLost(9)
+        #expect(unrelated == nil)
+        let from = h.probeLost(3)
+        #expect(from == 3)
+        #expect(h.holds["a"]?.phase == .due)
+        let next = h.admit("a", seq: 4)
+        #expect(next == .send, "the next reading of the family found is the probe")
+    }
+
+    @Test func aNewConnectionLeavesNoProbeWithTheBroker() {
+        var h = RefusalHolds(initialBackoff: .seconds(1), maxBackoff: .seconds(60))
+        _ = h.refused("a", seq: 3, reason: .notAuthorized, now: .zero, since: 0)
+        _ = h.refused("b", seq: 4, reason: .notAuthorized, now: .zero, since: 0)
+        _ = h.fallDue(now: .seconds(1))
+        _ = h.admit("a", seq: 3)
+        _ = h.refused("b", seq: 4, reason: .notAuthorized, now: .seconds(1), since: 1)
+        h.connectionChanged()
+        #expect(h.holds["a"]?.phase == .due)
+        #expect(h.holds["b"]?.phase == .waiting(until: .seconds(3)), "a wait stands across connections")
+    }
+
+    /// The publisher's cursor may be past readings of a family when its probe is acknowledged (they were held), and a
+    /// reading sent after the acknowledgement may be refused before the backlog is read again: the new hold begins at
+    /// the old backlog, so nothing between the two is stranded behind the cursor.
+    @Test func aHoldBeginningBeforeTheLastOnesBacklogWasSentBeginsAtThatBacklog() {
+        var h = RefusalHolds(initialBackoff: .seconds(1), maxBackoff: .seconds(60))
+        _ = h.refused("a", seq: 10, reason: .notAuthorized, now: .zero, since: 0)
+        _ = h.fallDue(now: .seconds(1))
+        _ = h.admit("a", seq: 10)
+        let ended = h.acknowledged("a")
+        #expect(ended?.from == 10)
+        _ = h.refused("a", seq: 101, reason: .notAuthorized, now: .seconds(2), since: 2)
+        #expect(h.holds["a"]?.from == 10)
+        let from = h.fallDue(now: .seconds(3))
+        #expect(from == 10)
+    }
+
+    /// A due family whose oldest reading is still with the broker (sent before the hold began) has that reading for its
+    /// probe: its hold does not end at the spool's end as though its readings had expired.
+    @Test func aReadingOfADueFamilyAlreadyWithTheBrokerIsItsProbe() {
+        var h = RefusalHolds(initialBackoff: .seconds(1), maxBackoff: .seconds(60))
+        _ = h.refused("a", seq: 5, reason: .notAuthorized, now: .zero, since: 0)
+        _ = h.fallDue(now: .seconds(1))
+        h.inFlight("a", seq: 6)
+        #expect(h.holds["a"]?.phase == .probing(seq: 6))
+        let ended = h.endUnprobed()
+        #expect(ended == [])
+        let refusedAgain = h.refused("a", seq: 6, reason: .notAuthorized, now: .seconds(1), since: 1)
+        #expect(!refusedAgain)
+        #expect(h.holds["a"]?.phase == .waiting(until: .seconds(3)), "its refusal is the probe's: the wait doubles")
+    }
 }
