@@ -28,6 +28,11 @@ public struct FleetPresence: Sendable {
     /// description removed, and whether their Home Assistant documents are to be published too).
     var occupancy: [String: RoomOccupancy] = [:]
     var roomChanges: [RoomChange] = []
+    /// Per site, room changes the broker connection did not take: the rooms a removal left to empty, and whether a
+    /// document was among them. Every room of the site goes again at the next connection (a retained state is the
+    /// room's last word, so sending all is as good as sending the lost ones, and a room lost on the wire is not
+    /// left showing someone for ever).
+    var roomsUnsent: [String: (removed: Set<String>, announce: Bool)] = [:]
 
     struct RoomChange: Sendable, Equatable {
         var prefix: String
@@ -161,6 +166,26 @@ public struct FleetPresence: Sendable {
         for (prefix, o) in occupancy.sorted(by: { $0.key < $1.key }) {
             roomChanges.append(RoomChange(prefix: prefix, rooms: o.rooms.map(o.occupancy(of:)), announce: true))
         }
+    }
+
+    /// A room change did not reach the broker: its site's rooms go again at the next connection.
+    mutating func roomsNotPublished(_ change: RoomChange) {
+        var unsent = roomsUnsent[change.prefix] ?? ([], false)
+        unsent.removed.formUnion(change.removed)
+        unsent.announce = unsent.announce || change.announce
+        roomsUnsent[change.prefix] = unsent
+    }
+
+    /// Connected: the rooms of every site whose changes were lost are published again, whole.
+    mutating func connected() {
+        for (prefix, unsent) in roomsUnsent.sorted(by: { $0.key < $1.key }) {
+            guard let o = occupancy[prefix] else { continue }
+            roomChanges.append(
+                RoomChange(
+                    prefix: prefix, rooms: o.rooms.map(o.occupancy(of:)),
+                    removed: unsent.removed.filter { !o.rooms.contains($0) }.sorted(), announce: unsent.announce))
+        }
+        roomsUnsent = [:]
     }
 }
 

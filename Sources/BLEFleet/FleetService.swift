@@ -135,6 +135,7 @@ public final class FleetService: Service, Sendable {
             if case .connected = e {
                 logger.info("fleet: connected to \(configuration.brokerURL)")
                 publishStatus()
+                presence.withLock { $0.connected() }
             }
             changes.changed()
         }
@@ -253,7 +254,10 @@ public final class FleetService: Service, Sendable {
                             MQTTMessage(
                                 topic: RoomOccupancy.discoveryTopic(
                                     discoveryPrefix: dp, prefix: change.prefix, room: room.id),
-                                payload: RoomOccupancy.document(prefix: change.prefix, room: room), qos: .atLeastOnce,
+                                payload: RoomOccupancy.document(
+                                    prefix: change.prefix, room: room,
+                                    status: FleetPresence.statusTopic(configuration.prefix)),
+                                qos: .atLeastOnce,
                                 retain: true))
                     }
                 }
@@ -270,12 +274,15 @@ public final class FleetService: Service, Sendable {
                         topic: RoomOccupancy.topic(change.prefix, room: room.id), payload: RoomOccupancy.payload(room),
                         qos: .atLeastOnce, retain: true))
             }
+            var lost = false
             for m in messages {
                 do { _ = try await client.publish(m) } catch {
-                    // Sent again at the next change or Home Assistant's next birth; counted for the page.
+                    // Counted for the page; the site's rooms go again, whole, at the next connection.
+                    lost = true
                     presence.withLock { $0.notPublished += 1 }
                 }
             }
+            if lost { presence.withLock { $0.roomsNotPublished(change) } }
         }
     }
 

@@ -64,13 +64,14 @@ struct RoomOccupancy: Sendable, Equatable {
     }
 
     /// A room as a Home Assistant device: Occupancy (binary sensor, class occupancy) and People (the tags in it),
-    /// available while the fleet service says online; its area suggested from the room's name.
-    static func document(prefix: String, room: SiteDescription.Room) -> [UInt8] {
+    /// available while the fleet service says online on `status` (the service's own status topic, under its first
+    /// prefix, whichever site the room is of: the service has one last will); its area suggested from the room's name.
+    static func document(prefix: String, room: SiteDescription.Room, status: String) -> [UInt8] {
         let id = objectID(prefix, room: room.id)
         let state = topic(prefix, room: room.id)
         let name = PrintableText.line(room.name).isEmpty ? room.id : PrintableText.line(room.name)
         var availability = JSONObjectWriter()
-        availability.string("topic", FleetPresence.statusTopic(prefix))
+        availability.string("topic", status)
         availability.string("value_template", "{{ value_json.state }}")
         availability.string("payload_available", "online")
         availability.string("payload_not_available", "offline")

@@ -58,7 +58,21 @@ final class AdapterSupervisor: @unchecked Sendable {
     private let restartBox = Locked<AsyncStream<Void>.Continuation?>(nil)
     private let sessionBox = Locked<Session?>(nil)
     private let statisticsBox = Locked(L.Statistics())
-    private let countersBox = Locked(SightingSourceCounters())
+    private let countersBox = Locked(Tally())
+
+    /// What ended sessions and scanners counted, and the scanners of torn-down sessions still winding down: those are
+    /// counted live until they end, so a session's reports never drop out of view between its tear-down and the end
+    /// of its scanner's task (the health topic showed totals that went down and up again).
+    struct Tally {
+        var counters = SightingSourceCounters()
+        var ending: [Scanner] = []
+
+        /// A scanner's task ended: its counts move into the totals, out of the live view, in one step.
+        mutating func ended(_ scanner: Scanner) {
+            counters.add(scanner: scanner)
+            ending.removeAll { $0 === scanner }
+        }
+    }
     private let inbox: AsyncStream<L.Event>
     private let inboxContinuation: AsyncStream<L.Event>.Continuation
     private let lastReportForwarded = Locked<Duration?>(nil)
@@ -112,7 +126,8 @@ final class AdapterSupervisor: @unchecked Sendable {
         // session ends, once, whatever the number of scanners it ran). Read under the box's lock, where a finished
         // scanner or session moves into the box, so nothing is counted twice or missed for a moment.
         countersBox.withLock { box in
-            var c = box
+            var c = box.counters
+            for scanner in box.ending { c.add(scanner: scanner) }
             if let s = sessionBox.withLock({ $0 }) {
                 if let scanner = s.scanner { c.add(scanner: scanner) }
                 c.add(link: s.controller)
@@ -298,7 +313,7 @@ final class AdapterSupervisor: @unchecked Sendable {
                 await group.waitForAll()
             }
             self.countersBox.withLock { c in
-                c.add(scanner: scanner)
+                c.ended(scanner)
                 if session.scanner === scanner { session.scanner = nil }
             }
         }
@@ -456,7 +471,7 @@ final class AdapterSupervisor: @unchecked Sendable {
                 let again = await self.runScanner(scanner, restarts: restarts, announce: first, sighting: sighting)
                 // Its own counts now, and out of the live view in the same step, so none is counted twice.
                 self.countersBox.withLock { c in
-                    c.add(scanner: scanner)
+                    c.ended(scanner)
                     if session.scanner === scanner { session.scanner = nil }
                 }
                 guard again else { break }
@@ -601,7 +616,11 @@ final class AdapterSupervisor: @unchecked Sendable {
                 defer { s = nil }
                 return s
             }
-            if let s { c.add(link: s.controller) }
+            if let s {
+                c.counters.add(link: s.controller)
+                // Its scanner is still counting until its task ends: in view meanwhile, as an ending scanner.
+                if let scanner = s.scanner { c.ending.append(scanner) }
+            }
             return s
         }
         guard let session = ended else { return }

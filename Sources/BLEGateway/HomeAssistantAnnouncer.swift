@@ -186,7 +186,9 @@ struct HomeAssistantAnnouncer: Sendable {
         else { return [] }
         let new = theirs.subtracting(sensors[i].keys).sorted()
         sensors[i].keys += new
-        let missing = !Set(sensors[i].keys).isSubset(of: theirs)
+        // Over the keys that become entities only: one that does not (`pm2.5`) is never in anyone's document, and
+        // counting it missing made every gateway republish on hearing its own document, for ever.
+        let missing = !Set(sensors[i].keys.filter(HomeAssistantDiscovery.isAnnouncedKey)).isSubset(of: theirs)
         guard !new.isEmpty || missing else { return [] }
         var out = configure(c)
         if missing, !out.contains(where: { $0.topic == topic }), let doc = current.first(where: { $0.topic == topic }),

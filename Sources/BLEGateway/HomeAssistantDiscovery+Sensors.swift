@@ -152,6 +152,12 @@ extension HomeAssistantDiscovery {
     /// document is the same whichever gateways hear it (the broker's ACL lets every gateway write this node).
     static let sharedSensorNode = "blegateway-sensors"
 
+    /// A quantity's key that becomes an entity (`s_<key>`): component ids and unique ids take `[A-Za-z0-9_]` only, and
+    /// a key outside it is published on the state topic but not announced.
+    static func isAnnouncedKey(_ key: String) -> Bool {
+        !key.isEmpty && key != "rssi" && key.utf8.allSatisfy { $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") }
+    }
+
     /// The device for a broadcasting sensor: one document per sensor, the same from every gateway that hears it, with
     /// one entity per quantity. Each entity follows every gateway's stream of it (`<prefix>/+/sensors/<address>`, a
     /// wildcard Home Assistant subscribes to), so its value is the newest from any of them; its attributes name the
@@ -167,16 +173,18 @@ extension HomeAssistantDiscovery {
         dev.string("model", Self.displayName(s.model) ?? "sensor")
         let topic = "\(topics.prefix)/+/sensors/\(hex)"
         var cmps: [Component] = []
-        for key in s.keys.sorted() where key.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == UInt8(ascii: "_") }) {
+        for key in s.keys.sorted() where Self.isAnnouncedKey(key) {
             let k = Self.kind(forKey: key)
             let uniqueID = "\(deviceID)_\(key)"
             // A frame carries the quantities it carries (a BTHome button sends its event alone): a key absent from
-            // one reading keeps the entity's state rather than clearing it.
+            // one reading keeps the entity's state rather than clearing it. Home Assistant ignores an empty output
+            // from a numeric sensor's or a binary sensor's template, which keeps the state as it is; rendering
+            // `this.state` back instead gave a temperature in °F as °C on a house set to imperial units (the state is
+            // converted, the template's output is taken as native). Only a text sensor renders its state back.
             let value = "value_json['values']['\(key)']"
             let keep =
-                k.platform == "binary_sensor"
-                ? "this.state | upper if this.state in ['on', 'off'] else 'None'"
-                : "this.state if this.state not in ['unknown', 'unavailable'] else 'None'"
+                k.platform == "binary_sensor" || k.stateClass != nil || k.unit != nil || k.deviceClass != nil
+                ? "" : "{% else %}{{ this.state if this.state not in ['unknown', 'unavailable'] else 'None' }}"
             // No availability: the sensor is no gateway's, and one gateway going offline says nothing about it.
             cmps.append(
                 entity("s_\(key)", k.platform, uniqueID, k.name, available: false) {
@@ -207,11 +215,11 @@ extension HomeAssistantDiscovery {
                             $0.string(
                                 "value_template",
                                 "{% if '\(key)' in value_json['values'] %}{{ 'ON' if \(value) else 'OFF' }}"
-                                    + "{% else %}{{ \(keep) }}{% endif %}")
+                                    + "\(keep){% endif %}")
                         } else {
                             $0.string(
                                 "value_template",
-                                "{% if '\(key)' in value_json['values'] %}{{ \(value) }}{% else %}{{ \(keep) }}{% endif %}"
+                                "{% if '\(key)' in value_json['values'] %}{{ \(value) }}\(keep){% endif %}"
                             )
                         }
                         $0.string("json_attributes_topic", topic)

@@ -34,13 +34,33 @@ struct RoomOccupancyTests {
     @Test func aRoomIsADeviceWithOccupancyAndACount() throws {
         let site = try SiteDescription(text: SiteDescriptionTests.office)
         let lab = try #require(site.rooms.first { $0.id == "lab" })
-        let text = String(decoding: RoomOccupancy.document(prefix: "t", room: lab), as: UTF8.self)
+        let text = String(
+            decoding: RoomOccupancy.document(prefix: "t", room: lab, status: FleetPresence.statusTopic("first")),
+            as: UTF8.self)
         #expect(RoomOccupancy.discoveryTopic(discoveryPrefix: "ha", prefix: "t", room: "lab")
             == "ha/device/blegateway-fleet/blegateway_room_t_lab/config")
         #expect(text.contains(#""suggested_area":"Lab""#))
         #expect(text.contains(#""p":"binary_sensor","unique_id":"blegateway_room_t_lab_occupancy""#))
         #expect(text.contains(#""device_class":"occupancy","state_topic":"t/fleet/rooms/lab""#))
         #expect(text.contains(#""p":"sensor","unique_id":"blegateway_room_t_lab_count""#))
-        #expect(text.contains(#""topic":"t/fleet/status""#))
+        #expect(text.contains(#""topic":"first/fleet/status""#), "the service's one status topic, whatever the site")
+    }
+
+    /// A room change the broker connection did not take is not lost: the site's rooms, and the removals, go again at
+    /// the next connection.
+    @Test func roomChangesThatWereNotPublishedGoAgainAtTheNextConnection() throws {
+        var p = FleetPresence(sites: ["t"], configured: try SiteDescription(text: SiteDescriptionTests.office))
+        let first = p.takeRoomChanges()
+        #expect(first.count == 1 && first[0].announce)
+        p.roomsNotPublished(first[0])
+        p.roomsNotPublished(FleetPresence.RoomChange(prefix: "t", rooms: [], removed: ["attic"]))
+        #expect(p.takeRoomChanges().isEmpty, "nothing until the connection is back")
+        p.connected()
+        let again = p.takeRoomChanges()
+        #expect(again.count == 1)
+        #expect(again.first?.rooms.map(\.id) == first[0].rooms.map(\.id))
+        #expect(again.first?.removed == ["attic"] && again.first?.announce == true)
+        p.connected()
+        #expect(p.takeRoomChanges().isEmpty, "sent once")
     }
 }

@@ -46,13 +46,17 @@ import Testing
         #expect(temperature.contains(#""device_class":"temperature","state_class":"measurement","unit_of_measurement":"°C""#))
         #expect(temperature.contains(#""state_topic":"ble/+/sensors/a4c138000073""#))
         #expect(temperature.contains(#""json_attributes_topic":"ble/+/sensors/a4c138000073""#))
-        #expect(temperature.contains(D.heardBest.replacingOccurrences(of: "'", with: "'")))
-        // A frame without the quantity keeps the entity's state (a BTHome button sends its event alone).
-        #expect(temperature.contains(#"{% if 'temperature_c' in value_json['values'] %}"#))
-        #expect(temperature.contains("this.state"))
+        #expect(temperature.contains(D.heardBest))
+        // A frame without the quantity keeps the entity's state (a BTHome button sends its event alone): the template
+        // renders nothing, which Home Assistant ignores for a numeric sensor. Rendering `this.state` back gave the
+        // state converted to the house's units (°F) as a native °C value.
+        #expect(temperature.contains(
+            #""value_template":"{% if 'temperature_c' in value_json['values'] %}{{ value_json['values']['temperature_c'] }}{% endif %}""#))
+        #expect(!temperature.contains("this.state"))
         let door = HomeAssistantDiscoveryTests.text(device.components[1].options)
         #expect(door.contains(#""p":"binary_sensor""#) && door.contains(#""device_class":"door""#))
-        #expect(door.contains("'ON' if value_json['values']['door'] else 'OFF'"))
+        #expect(door.contains("{{ 'ON' if value_json['values']['door'] else 'OFF' }}{% endif %}"))
+        #expect(!door.contains("this.state"))
         let battery = HomeAssistantDiscoveryTests.text(device.components[0].options)
         #expect(battery.contains(#""entity_category":"diagnostic""#))
     }
@@ -80,6 +84,19 @@ import Testing
         let unheard = "homeassistant/device/blegateway-sensors/blegateway_sensor_a4c138000099/config"
         #expect(a.sharedSensorDocument(topic: unheard, payload: document(["co2_ppm"])).isEmpty)
         #expect(a.sharedSensorDocument(topic: Self.topic, payload: []).isEmpty)
+    }
+
+    /// A quantity whose key cannot be an entity id (`pm2.5`) is in no document: hearing its own document back must not
+    /// count it missing, or every gateway republishes on every echo of its own, for ever.
+    @Test func aKeyThatIsNoEntityDoesNotMakeAGatewayRepublishItsOwnDocument() throws {
+        var a = HomeAssistantAnnouncer(topics: HomeAssistantDiscoveryTests.topics, version: "0.1.0")
+        let c = try Self.configuration()
+        _ = a.configure(c)
+        let announced = a.sensorHeard(Self.address, model: "BTHome", keys: ["temperature_c", "pm2.5"])
+        let own = try #require(announced.first { $0.topic == Self.topic })
+        #expect(!String(decoding: own.payload, as: UTF8.self).contains("pm2.5"))
+        let echo = a.sharedSensorDocument(topic: Self.topic, payload: own.payload)
+        #expect(echo.isEmpty, "its own document heard back: nothing to say")
     }
 
     @Test(arguments: [
