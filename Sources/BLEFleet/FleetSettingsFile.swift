@@ -13,9 +13,11 @@ import Yams
 ///   beacon_timeout_s: 300
 ///   site: /etc/blegateway/site.yaml   # or the description itself, inline (docs/PRESENCE.md)
 ///   homeassistant: {discovery_prefix: homeassistant}   # tracked tags as device trackers
+///   username_file: /etc/blegateway/fleet-credentials/username   # the broker's user blegateway-fleet
+///   password_file: /etc/blegateway/fleet-credentials/password
 /// ```
 /// Without `fleet.broker`/`fleet.prefix`, the file's `mqtt.broker`/`mqtt.prefix` apply, so a gateway's file can
-/// serve both. Unknown keys are errors, named by path, as in the gateway's configuration.
+/// serve both (its `mqtt.username_file` does not: the fleet service is a user of its own in the shipped ACL). Unknown keys are errors, named by path, as in the gateway's configuration.
 public struct FleetSettingsFile: Sendable, Equatable {
     public var broker: String?
     public var prefix: String?
@@ -28,6 +30,9 @@ public struct FleetSettingsFile: Sendable, Equatable {
     public var site: SiteDescription?
     /// `fleet.homeassistant.discovery_prefix`.
     public var homeAssistantDiscoveryPrefix: String?
+    /// `fleet.username_file` / `fleet.password_file`: files holding the broker user's name and password.
+    public var usernameFile: String?
+    public var passwordFile: String?
 
     public struct Problem: Error, CustomStringConvertible {
         public let path: String
@@ -37,6 +42,7 @@ public struct FleetSettingsFile: Sendable, Equatable {
 
     static let keys: Set<String> = [
         "broker", "prefix", "sites", "listen", "history", "beacon_timeout_s", "site", "homeassistant",
+        "username_file", "password_file",
     ]
 
     public init() {}
@@ -72,6 +78,11 @@ public struct FleetSettingsFile: Sendable, Equatable {
             sites = strings
         }
         listen = try string("listen")
+        usernameFile = try string("username_file")
+        passwordFile = try string("password_file")
+        if passwordFile != nil, usernameFile == nil {
+            throw Problem(path: "fleet.password_file", reason: "needs fleet.username_file")
+        }
         history = try string("history")
         if let v = section["beacon_timeout_s"] {
             guard let d = (v as? Double) ?? (v as? Int).map(Double.init), d > 0 else {

@@ -13,17 +13,13 @@ struct RemoteConfigBrokerOptions: ParsableArguments {
     @Option(help: "The topic prefix the gateways use.")
     var prefix: String = "blegateway"
 
-    @Option(help: "A file holding the MQTT user name (with --password-file).")
-    var usernameFile: String?
-
-    @Option(help: "A file holding the MQTT password.")
-    var passwordFile: String?
+    @OptionGroup var credentials: ToolCredentialOptions
 
     @OptionGroup var tls: ToolTLSOptions
 
     func client(_ role: String) throws -> MQTTClient {
         var c = try toolClientConfiguration(broker: broker, role: "config-\(role)", tls: tls)
-        if let usernameFile { c.credentials = .init(usernameFile: usernameFile, passwordFile: passwordFile) }
+        try credentials.apply(to: &c)
         return MQTTClient(configuration: c)
     }
 }

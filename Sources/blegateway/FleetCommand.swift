@@ -34,6 +34,8 @@ struct FleetCommand: AsyncParsableCommand {
     @Option(help: "Announce tracked tags to Home Assistant as device trackers under this discovery prefix.")
     var homeassistantDiscoveryPrefix: String?
 
+    @OptionGroup var credentials: ToolCredentialOptions
+
     @OptionGroup var tls: ToolTLSOptions
 
     func run() async throws {
@@ -50,9 +52,9 @@ struct FleetCommand: AsyncParsableCommand {
         let sites = !prefix.isEmpty ? prefix : file.sites ?? [file.prefix ?? "blegateway"]
         if let problem = FleetConfiguration.problem(sites: sites) { throw ValidationError("--prefix: \(problem)") }
         let (host, port) = try FleetSettingsFile.parseListen(listen ?? file.listen ?? "127.0.0.1:8080")
-        var c = FleetConfiguration(
-            mqtt: try toolClientConfiguration(broker: brokerURL, role: "fleet", tls: tls),
-            brokerURL: brokerURL, sites: sites)
+        var mqtt = try toolClientConfiguration(broker: brokerURL, role: "fleet", tls: tls)
+        try credentials.apply(to: &mqtt, usernameFile: file.usernameFile, passwordFile: file.passwordFile)
+        var c = FleetConfiguration(mqtt: mqtt, brokerURL: brokerURL, sites: sites)
         c.listenHost = host
         c.listenPort = port
         c.historyPath = history ?? file.history

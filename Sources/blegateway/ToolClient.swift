@@ -20,6 +20,30 @@ func toolClientConfiguration(broker: String, role: String, tls: ToolTLSOptions =
     return c
 }
 
+/// The tools' MQTT user, for a broker that lets no one in anonymously (the shipped ACL names one per role: the fleet
+/// service logs in as `blegateway-fleet`, an operator's tools as `ops`; deploy/mosquitto/blegateway.acl). Files, not
+/// values, so a password is never on a command line.
+struct ToolCredentialOptions: ParsableArguments {
+    @Option(help: "A file holding the MQTT user name (with --password-file).")
+    var usernameFile: String?
+
+    @Option(help: "A file holding the MQTT password.")
+    var passwordFile: String?
+
+    /// Flags win over the files a configuration file names.
+    func apply(
+        to c: inout MQTTConfiguration, usernameFile fileUser: String? = nil, passwordFile filePassword: String? = nil
+    ) throws {
+        let user = usernameFile ?? fileUser
+        let password = passwordFile ?? filePassword
+        guard let user else {
+            if password != nil { throw ValidationError("--password-file needs --username-file") }
+            return
+        }
+        c.credentials = .init(usernameFile: user, passwordFile: password)
+    }
+}
+
 /// The TLS files of the tools, to join a broker that requires mutual TLS (docs/DEPLOY.md): checked before any
 /// connection, so a wrong path or a missing half is said at once.
 struct ToolTLSOptions: ParsableArguments {

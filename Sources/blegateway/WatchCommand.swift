@@ -26,10 +26,14 @@ struct WatchCommand: AsyncParsableCommand {
     @Flag(help: "Print a snapshot every second instead of redrawing the screen (the default when not on a terminal).")
     var plain = false
 
+    @OptionGroup var credentials: ToolCredentialOptions
+
     @OptionGroup var tls: ToolTLSOptions
 
     func run() async throws {
-        let client = MQTTClient(configuration: try toolClientConfiguration(broker: broker, role: "watch", tls: tls))
+        var configuration = try toolClientConfiguration(broker: broker, role: "watch", tls: tls)
+        try credentials.apply(to: &configuration)
+        let client = MQTTClient(configuration: configuration)
         let messages = try client.subscribe("\(prefix)/#", qos: .atLeastOnce)
         let recorder = try record.map { path -> FileHandle in
             _ = FileManager.default.createFile(atPath: path, contents: nil)

@@ -20,6 +20,28 @@ import Testing
         #expect(f.beaconTimeoutS == 60)
     }
 
+    /// The shipped ACL lets no one in anonymously: the fleet service logs in as its own user, from files, never from
+    /// the gateway's `mqtt:` credentials (a gateway's user may not write the fleet's topics).
+    @Test func theFleetsBrokerUserComesFromItsOwnFiles() throws {
+        let f = try FleetSettingsFile(yaml: """
+            mqtt:
+              username_file: /etc/blegateway/credentials/username
+            fleet:
+              username_file: /etc/blegateway/fleet/username
+              password_file: /etc/blegateway/fleet/password
+            """)
+        #expect(f.usernameFile == "/etc/blegateway/fleet/username")
+        #expect(f.passwordFile == "/etc/blegateway/fleet/password")
+        let gatewaysOnly = try FleetSettingsFile(yaml: "mqtt:\n  username_file: /etc/blegateway/credentials/username\n")
+        #expect(gatewaysOnly.usernameFile == nil)
+        do {
+            _ = try FleetSettingsFile(yaml: "fleet:\n  password_file: /p\n")
+            Issue.record("accepted a password without a user")
+        } catch {
+            #expect("\(error)" == "fleet.password_file: needs fleet.username_file")
+        }
+    }
+
     @Test func unknownKeysAndWrongTypesAreNamedByPath() {
         #expect(throws: FleetSettingsFile.Problem.self) { try FleetSettingsFile(yaml: "fleet:\n  lisen: :80\n") }
         do {

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """The gateway's MQTT discovery, checked by a real Home Assistant Core (docs/HOMEASSISTANT.md).
 
-Starts mosquitto on a free loopback port, Home Assistant with a fresh configuration directory (onboarding and the
-MQTT config-entry flow done through its REST API, as a person's browser would), the simulator and one gateway, and
-asserts through Home Assistant's own APIs (REST states, WebSocket registries) what a user would see: devices,
+Runs a small house as the documentation sets it up: mosquitto on a free loopback port with the shipped ACL
+(deploy/mosquitto/blegateway.acl) and a password per user (each gateway, Home Assistant, the fleet service, an
+operator), Home Assistant with a fresh configuration directory (onboarding and the MQTT config-entry flow done through
+its REST API, as a person's browser would), the simulator, three gateways that all hear one broadcasting sensor, and
+the fleet service; and asserts through Home Assistant's own APIs (REST states, WebSocket registries) what a user would see: devices,
 entities, names, device classes, units, states; unavailable when the gateway dies and back when it restarts; still
 there after a restart of Home Assistant and of the broker; removed when remote configuration removes a thing.
 
@@ -19,13 +21,24 @@ import subprocess
 import sys
 import tempfile
 import time
+import getpass
+
+import yaml
 
 import aiohttp
 import paho.mqtt.client as mqtt
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-PREFIX = "ble"
+# The shipped ACL names the default prefix.
+PREFIX = "blegateway"
 GW = "gw-ha"
+# The other gateways of the house: they hear the broadcasting sensor too, and must not add entities for it.
+OTHER_GATEWAYS = ["gw-ha2", "gw-ha3"]
+GATEWAYS = [GW] + OTHER_GATEWAYS
+REPO = os.path.dirname(os.path.dirname(HERE))
+ACL = os.path.join(REPO, "deploy", "mosquitto", "blegateway.acl")
+# The broker's users: each gateway is a user named after its id (the ACL's %u patterns), then the roles it names.
+USERS = {**{g: f"pw-{g}" for g in GATEWAYS}, "homeassistant": "pw-ha", "blegateway-fleet": "pw-fleet", "ops": "pw-ops"}
 ADDRESS = "00:1B:DC:10:00:71"
 HEX = ADDRESS.replace(":", "").lower()
 GW_DEVICE = "blegateway_gw-ha"
@@ -40,7 +53,8 @@ PERIPHERAL_NAME = "Thermo lobby with a name far longer than anyone would want to
 DESK_BEACON = "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-100-1"
 TRACKER_DEVICE = f"blegateway_tag_{PREFIX}_" + DESK_BEACON.replace("-", "_")
 SITE = """rooms: [{id: office, name: Office, polygon: [[-5, -5], [5, -5], [5, 5], [-5, 5]]}]
-gateways: [{id: gw-ha, position: [0, 0, 2], room: office}]
+gateways: [{id: gw-ha, position: [0, 0, 2], room: office}, {id: gw-ha2, position: [4, 0, 2], room: office},
+           {id: gw-ha3, position: [0, 4, 2], room: office}]
 """
 # Each wait has its own bound; Home Assistant itself starts in under 10 s.
 WAIT = 30.0
@@ -184,7 +198,8 @@ logger:
                                          json={"next_step_id": "broker"}, headers=self.headers()) as r:
                 flow = await r.json()
         async with self.session.post(f"{self.base}/api/config/config_entries/flow/{flow['flow_id']}",
-                                     json={"broker": "127.0.0.1", "port": self.mqtt_port},
+                                     json={"broker": "127.0.0.1", "port": self.mqtt_port,
+                                           "username": "homeassistant", "password": USERS["homeassistant"]},
                                      headers=self.headers()) as r:
             done = await r.json()
         return done.get("type") == "create_entry", done
@@ -287,8 +302,19 @@ async def main(binary, venv):
     check = results.check
     work = tempfile.mkdtemp(prefix="blegateway-ha-")
     mqtt_port = free_port()
+    passwd = os.path.join(work, "passwd")
+    open(passwd, "w").close()
+    credentials = {}
+    for user, password in USERS.items():
+        subprocess.run(["mosquitto_passwd", "-b", passwd, user, password], check=True, capture_output=True)
+        for kind, value in (("username", user), ("password", password)):
+            path = os.path.join(work, f"{user}.{kind}")
+            with open(path, "w") as f:
+                f.write(value + "\n")
+            credentials[(user, kind)] = path
     with open(os.path.join(work, "mosquitto.conf"), "w") as f:
-        f.write(f"listener {mqtt_port} 127.0.0.1\nallow_anonymous true\npersistence false\n")
+        f.write(f"listener {mqtt_port} 127.0.0.1\nallow_anonymous false\npassword_file {passwd}\nacl_file {ACL}\n"
+                f"persistence false\nuser {getpass.getuser()}\n")
     mosquitto = Process("mosquitto", [shutil.which("mosquitto") or "/usr/sbin/mosquitto", "-c",
                                       os.path.join(work, "mosquitto.conf")], work)
     sim_dir = os.path.join(work, "sim")
@@ -296,19 +322,37 @@ async def main(binary, venv):
     sim = Process("sim", [binary, "sim", "--scenario", os.path.join(HERE, "scenario.yaml"), "--socket-dir", sim_dir],
                   work)
     config_path = os.path.join(work, "gateway.yaml")
-    gateway = Process("gateway", [binary, "run", "--config", config_path,
-                                  "--gateway-id", GW, "--device", f"unix:{sim_dir}/{GW}.sock",
-                                  "--broker", f"mqtt://127.0.0.1:{mqtt_port}", "--prefix", PREFIX,
-                                  "--spool", os.path.join(work, "spool.sqlite")], work)
+
+    def gateway_process(gw, config):
+        return Process(gw, [binary, "run", "--config", config,
+                            "--gateway-id", gw, "--device", f"unix:{sim_dir}/{gw}.sock",
+                            "--broker", f"mqtt://127.0.0.1:{mqtt_port}", "--prefix", PREFIX,
+                            "--spool", os.path.join(work, f"spool-{gw}.sqlite")], work)
+    gateway = gateway_process(GW, config_path)
+    others = [gateway_process(g, os.path.join(work, f"{g}.yaml")) for g in OTHER_GATEWAYS]
     site_path = os.path.join(work, "site.yaml")
     with open(site_path, "w") as f:
         f.write(SITE)
     fleet = Process("fleet", [binary, "fleet", "--broker", f"mqtt://127.0.0.1:{mqtt_port}", "--prefix", PREFIX,
                               "--listen", "127.0.0.1:0", "--site", site_path,
-                              "--homeassistant-discovery-prefix", "homeassistant"], work)
+                              "--homeassistant-discovery-prefix", "homeassistant",
+                              "--username-file", credentials[("blegateway-fleet", "username")],
+                              "--password-file", credentials[("blegateway-fleet", "password")]], work)
     ha = HomeAssistant(venv, work, mqtt_port)
     results_seen = []
+    # The check watches as Home Assistant's user does (it reads discovery and the prefix), and changes a gateway's
+    # configuration as the operator's user.
     watcher = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="ha-check-watcher")
+    watcher.username_pw_set("homeassistant", USERS["homeassistant"])
+
+    def operator_publish(topic, payload):
+        operator = mqtt.Client(mqtt.CallbackAPIVersion.VERSION2, client_id="ha-check-operator")
+        operator.username_pw_set("ops", USERS["ops"])
+        operator.connect("127.0.0.1", mqtt_port)
+        operator.loop_start()
+        operator.publish(topic, payload, qos=1, retain=True).wait_for_publish(10)
+        operator.disconnect()
+        operator.loop_stop()
     watcher.on_message = lambda c, u, m: results_seen.append((m.topic, m.payload))
     try:
         mosquitto.start()
@@ -317,9 +361,24 @@ async def main(binary, venv):
         async def socket_ready():
             return os.path.exists(f"{sim_dir}/{GW}.sock") and os.path.exists(f"{sim_dir}/gateway-config.yaml")
         check("simulator up", await until("the simulator's socket", socket_ready, timeout=15))
-        # The gateway's configuration as the simulator wrote it, kept apart so the check can change it later.
-        shutil.copy(os.path.join(sim_dir, "gateway-config.yaml"), config_path)
+        # The gateway's configuration as the simulator wrote it, kept apart so the check can change it later, with the
+        # broker user of each gateway; the other two without peripherals or regions.
+        with open(os.path.join(sim_dir, "gateway-config.yaml")) as f:
+            text = f.read()
+        with open(config_path, "w") as f:
+            f.write(text + f"\nmqtt:\n  username_file: {credentials[(GW, 'username')]}\n"
+                    f"  password_file: {credentials[(GW, 'password')]}\n")
+        for g in OTHER_GATEWAYS:
+            c = yaml.safe_load(text)
+            c.pop("peripherals", None)
+            c.pop("regions", None)
+            c["mqtt"] = {**c.get("mqtt", {}), "username_file": credentials[(g, "username")],
+                         "password_file": credentials[(g, "password")]}
+            with open(os.path.join(work, f"{g}.yaml"), "w") as f:
+                yaml.safe_dump(c, f)
         gateway.start()
+        for o in others:
+            o.start()
         fleet.start()
 
         async def broker_up():
@@ -331,6 +390,7 @@ async def main(binary, venv):
         await until("the broker", broker_up, timeout=10)
         watcher.subscribe(f"{PREFIX}/{GW}/peripherals/+/write/result", qos=1)
         watcher.subscribe(f"homeassistant/device/{GW}/+/config", qos=1)
+        watcher.subscribe(f"{PREFIX}/+/sensors/{SENSOR_DEVICE.rsplit('_', 1)[1]}", qos=1)
         watcher.loop_start()
 
         # Home Assistant is not there yet: the documents wait on the broker, retained.
@@ -439,9 +499,30 @@ async def main(binary, venv):
                   await state_is(entity_id, lambda s: is_number(s["state"]) and low <= float(s["state"]) <= high
                                  and s["attributes"].get("device_class") == device_class
                                  and s["attributes"].get("unit_of_measurement") == unit
-                                 and s["attributes"].get("gateway") == GW
+                                 and s["attributes"].get("gateway") in GATEWAYS
                                  and is_number(s["attributes"].get("rssi"))))
+        # Three gateways hear it: still one entity per quantity (and its RSSI), none named after a gateway.
         _, registry = await ha.registries()
+        sensor_ids = sorted(v.get("unique_id") for v in registry.values()
+                            if (v.get("unique_id") or "").startswith(SENSOR_DEVICE + "_")
+                            or any(f"{g}_sensor_" in (v.get("unique_id") or "") for g in GATEWAYS))
+        quantities = {k for t, p in list(results_seen) if "/sensors/" in t for k in json.loads(p).get("values", {})}
+        wanted = sorted(f"{SENSOR_DEVICE}_{k}" for k in quantities | {"rssi"})
+        check("three gateways hear the sensor: exactly one entity per quantity it sent, none per gateway",
+              {"temperature_c", "humidity_pct", "battery_pct"} <= quantities and sensor_ids == wanted,
+              json.dumps(sensor_ids) + " " + json.dumps(wanted))
+        heard_by = {t.split("/")[1] for t, _ in list(results_seen) if "/sensors/" in t}
+        check("every gateway of the house publishes the sensor", heard_by == set(GATEWAYS), json.dumps(sorted(heard_by)))
+
+        async def newest_on_broker():
+            newest = [json.loads(p) for t, p in list(results_seen) if "/sensors/" in t]
+            s = await ha.state(entity("sensor", "temperature_c", sensor_key))
+            if not newest or not s or not is_number(s["state"]):
+                return None
+            want = newest[-1].get("values", {}).get("temperature_c")
+            return s if want is not None and abs(float(s["state"]) - float(want)) < 1e-6 else None
+        check("the sensor's temperature is the newest any gateway published",
+              await until("the temperature to match the broker's newest", newest_on_broker) is not None)
         check("the sensor's battery is a diagnostic entity",
               registry.get(entity("sensor", "battery_pct", sensor_key), {}).get("entity_category") == "diagnostic")
 
@@ -544,7 +625,7 @@ async def main(binary, venv):
               await state_is(CONNECTIVITY, lambda s: s["state"] == "on"))
 
         # A remote document removes the region while the gateway runs: Home Assistant forgets the entity.
-        watcher.publish(f"{PREFIX}/{GW}/config", json.dumps({"regions": []}), qos=1, retain=True)
+        operator_publish(f"{PREFIX}/{GW}/config", json.dumps({"regions": []}))
 
         async def region_removed():
             devices, registry = await ha.registries()
@@ -599,6 +680,8 @@ async def main(binary, venv):
         await ha.close()
         fleet.stop()
         gateway.stop()
+        for o in others:
+            o.stop()
         sim.stop()
         mosquitto.stop()
         if results.failed == 0:
