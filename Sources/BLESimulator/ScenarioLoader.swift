@@ -270,6 +270,7 @@ struct Reader {
         "address_type", "position", "waypoints", "speed_mps", "pause_s", "loop", "interval_ms", "rssi_at_1m",
         "scan_response_name", "notify_interval_ms", "flood", "request_connection_update", "security_request",
         "gatt_change_at_s", "humidity_pct", "battery_pct", "drift_c", "drift_period_s", "packet_interval_s", "bindkey",
+        "button_every_packets",
         "irk", "rotate_s", "pairing",
     ]
     /// Keys only `phones:` take.
@@ -357,6 +358,13 @@ struct Reader {
                 }
                 bindkey = key
             }
+            let presses = try double(m, "button_every_packets", what) ?? 0
+            guard presses >= 0, presses == presses.rounded(), presses < Double(UInt32.max) else {
+                throw fail(m["button_every_packets"], "\(what).button_every_packets must be a whole number ≥ 0")
+            }
+            if presses > 0, type != SimSensor.Format.bthome.rawValue {
+                throw fail(m["button_every_packets"], "\(what): only sensor-bthome has a button (button_every_packets)")
+            }
             frame = .sensor(
                 SimSensor(
                     format: SimSensor.Format(rawValue: type)!, address: emitterAddress,
@@ -364,7 +372,8 @@ struct Reader {
                     humidityPercent: try double(m, "humidity_pct", what) ?? 45,
                     batteryPercent: try double(m, "battery_pct", what) ?? 90,
                     driftC: try double(m, "drift_c", what) ?? 1.5,
-                    driftPeriodSeconds: period, packetIntervalSeconds: every, bindkey: bindkey))
+                    driftPeriodSeconds: period, packetIntervalSeconds: every, bindkey: bindkey,
+                    buttonEveryPackets: UInt32(presses)))
         default:
             throw fail(
                 m["type"],

@@ -31,13 +31,18 @@ public struct SimSensor: Sendable, Hashable {
     public var packetIntervalSeconds: Double
     /// BTHome only: the 16-octet key the frames are encrypted with (nil: sent in the clear).
     public var bindkey: [UInt8]?
+    /// BTHome only: every this many packets the button is pressed once (a button event, 0x3A "press", in that
+    /// packet); 0 for none. Two presses are the same event twice, told apart only by the packet id, which is what
+    /// a consumer must count presses by.
+    public var buttonEveryPackets: UInt32 = 0
 
     public init(
         format: Format, address: BDAddress, temperatureC: Double = 21.5, humidityPercent: Double = 45,
         batteryPercent: Double = 90, driftC: Double = 1.5, driftPeriodSeconds: Double = 600,
-        packetIntervalSeconds: Double = 10, bindkey: [UInt8]? = nil
+        packetIntervalSeconds: Double = 10, bindkey: [UInt8]? = nil, buttonEveryPackets: UInt32 = 0
     ) {
         self.bindkey = bindkey
+        self.buttonEveryPackets = buttonEveryPackets
         self.format = format
         self.address = address
         self.temperatureC = temperatureC
@@ -62,6 +67,15 @@ public struct SimSensor: Sendable, Hashable {
         return (UInt32(truncatingIfNeeded: Int64(n)), n * packetIntervalSeconds)
     }
 
+    /// BTHome v2 object id 0x3A (button) and its event 0x01 (press).
+    static let bthomeButton: UInt8 = 0x3A
+    static let bthomePress: UInt8 = 0x01
+
+    /// Whether packet `number` carries a button press (the ground truth for counting presses).
+    public func isPress(_ number: UInt32) -> Bool {
+        format == .bthome && buttonEveryPackets > 0 && number > 0 && number % buttonEveryPackets == 0
+    }
+
     /// The AD structures after the flags, at virtual time `t`.
     func advertisingData(at t: Double) -> [UInt8] {
         let (packet, measuredAt) = self.packet(at: t)
@@ -75,6 +89,7 @@ public struct SimSensor: Sendable, Hashable {
             var objects: [UInt8] = [0x00, UInt8(truncatingIfNeeded: packet), 0x01, battery, 0x02]
             objects += le16(UInt16(bitPattern: Int16((temperature * 100).rounded())))
             objects += [0x03] + le16(UInt16((humidity * 100).rounded()))
+            if isPress(packet) { objects += [Self.bthomeButton, Self.bthomePress] }
             var body: [UInt8]
             if let bindkey {
                 // BTHome v2 encryption: device information 0x41 (v2, encrypted); the objects sealed with AES-CCM,

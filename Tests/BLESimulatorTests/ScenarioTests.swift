@@ -186,6 +186,18 @@ import Testing
             == [0x02, 0x01, 0x06, 0x0E, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0x02, 0x01, 0x61, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13])
     }
 
+    /// A button pressed every third packet: the press (0x3A, event 0x01) rides in packets 3, 6, …, after the readings,
+    /// and in no other; each press is told apart from the last only by its packet id.
+    @Test func aBTHomeButtonIsPressedInEveryNthPacket() {
+        let s = SimSensor(format: .bthome, address: address, temperatureC: 25.06, humidityPercent: 50.55,
+            batteryPercent: 97, driftC: 0, packetIntervalSeconds: 10, buttonEveryPackets: 3)
+        #expect(BeaconFrame.sensor(s).advertisingData(uptimeSeconds: 35)
+            == [0x02, 0x01, 0x06, 0x10, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0x03, 0x01, 0x61, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13,
+                0x3A, 0x01])
+        #expect(BeaconFrame.sensor(s).advertisingData(uptimeSeconds: 25).suffix(2) == [0xBF, 0x13], "packet 2: none")
+        #expect((0..<10).filter(s.isPress) == [3, 6, 9])
+    }
+
     @Test func theATCFrameRepeatsTheAdvertisersMACBigEndian() {
         let s = SimSensor(format: .atc1441, address: address, temperatureC: 23.0, humidityPercent: 46,
             batteryPercent: 93, driftC: 0)

@@ -47,6 +47,7 @@ FOUND_ADDRESS = "00:1B:DC:10:00:72"
 FOUND_DEVICE = "blegateway_gw-ha_001bdc100072"
 SENSOR_ADDRESS = "A4:C1:38:00:00:73"
 SENSOR_DEVICE = "blegateway_sensor_a4c138000073"
+BUTTON_EVENT = f"event.{SENSOR_DEVICE}_button_event"
 # The gateway cuts names to 64 characters after dropping control characters and collapsing white space.
 PERIPHERAL_NAME = "Thermo lobby with a name far longer than anyone would want to read in a list of devices"[:64]
 # The desk badge, followed by the fleet service's presence (docs/PRESENCE.md) as a device tracker.
@@ -145,6 +146,23 @@ config:
 http:
   server_host: 127.0.0.1
   server_port: {self.port}
+# A press of the sensor's button, heard by three gateways, runs this once (counted by the counter).
+counter:
+  presses:
+    initial: 0
+automation:
+  - id: blegateway_check_button
+    alias: Count the sensor's button presses
+    mode: queued
+    max: 100
+    triggers:
+      - trigger: state
+        entity_id: {BUTTON_EVENT}
+        not_from: [unavailable]
+        not_to: [unavailable, unknown]
+    actions:
+      - action: counter.increment
+        target: {{entity_id: counter.presses}}
 logger:
   default: warning
   logs:
@@ -353,7 +371,15 @@ async def main(binary, venv):
         operator.publish(topic, payload, qos=1, retain=True).wait_for_publish(10)
         operator.disconnect()
         operator.loop_stop()
-    watcher.on_message = lambda c, u, m: results_seen.append((m.topic, m.payload))
+    presses_seen = []  # (arrival, counter) of every button press any gateway published
+
+    def on_message(c, u, m):
+        results_seen.append((m.topic, m.payload))
+        if "/sensors/" in m.topic:
+            body = json.loads(m.payload)
+            if body.get("values", {}).get("button_event"):
+                presses_seen.append((time.monotonic(), body.get("counter")))
+    watcher.on_message = on_message
     try:
         mosquitto.start()
         sim.start()
@@ -523,6 +549,24 @@ async def main(binary, venv):
             return s if want is not None and abs(float(s["state"]) - float(want)) < 1e-6 else None
         check("the sensor's temperature is the newest any gateway published",
               await until("the temperature to match the broker's newest", newest_on_broker) is not None)
+        # Its button, pressed every 6 s and published by all three gateways: one automation run per press. Counted
+        # between two quiet moments (2 s after a press), so no press is on the broker and not yet in Home Assistant.
+        async def quiet_after_press(after):
+            presses = list(presses_seen)
+            fresh = [p for p in presses if p[0] > after]
+            if not fresh or time.monotonic() - presses[-1][0] < 2 or time.monotonic() - presses[-1][0] > 4:
+                return None
+            s = await ha.state("counter.presses")
+            return (time.monotonic(), int(s["state"]), {c for _, c in presses}) if s and is_number(s["state"]) else None
+        first = await until("a quiet moment after a press", lambda: quiet_after_press(0), timeout=60)
+        second = first and await until("two more presses", lambda: quiet_after_press(first[0] + 6.5), timeout=60)
+        if first and second:
+            runs, pressed = second[1] - first[1], len(second[2] - first[2])
+            check("each press of the sensor's button runs an automation once, though three gateways publish it",
+                  pressed >= 2 and runs == pressed, f"{runs} runs for {pressed} presses")
+        else:
+            check("each press of the sensor's button runs an automation once, though three gateways publish it", False,
+                  f"no quiet moments: {first} {second}")
         check("the sensor's battery is a diagnostic entity",
               registry.get(entity("sensor", "battery_pct", sensor_key), {}).get("entity_category") == "diagnostic")
 
