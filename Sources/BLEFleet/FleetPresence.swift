@@ -125,6 +125,8 @@ public struct FleetPresence: Sendable {
             sites[prefix]!.engine.replaceSite(site)
             sites[prefix]!.source = source
             sites[prefix]!.refused = nil
+            // A tag renamed in the new description: its tracker's document again, with the name.
+            announced[prefix] = nil
         }
         roomsChanged(prefix, site)
     }
@@ -148,7 +150,10 @@ public struct FleetPresence: Sendable {
         for prefix in sites.keys.sorted() {
             for r in sites[prefix]!.engine.tick(now: now) {
                 out.append((prefix, r))
-                let changed = occupancy[prefix, default: RoomOccupancy()].report(beacon: r.beacon, room: r.room)
+                // Only people fill rooms, when the site names any (a sensor on a shelf is no one in the room).
+                let person = sites[prefix]!.engine.site.countsAsPerson(r.beacon)
+                let changed = occupancy[prefix, default: RoomOccupancy()].report(
+                    beacon: r.beacon, room: person ? r.room : nil)
                 if !changed.isEmpty { roomChanges.append(RoomChange(prefix: prefix, rooms: changed)) }
             }
         }
@@ -264,7 +269,13 @@ enum PresenceDiscovery {
             + String(beacon.map { $0.isLetter || $0.isNumber ? $0 : "_" }) + "/config"
     }
 
-    static func document(prefix: String, beacon: String, status: String) -> [UInt8] {
+    /// `name`: the tag's name from the site (`tags[].name`), else "Tag <beacon id>".
+    static func deviceName(_ beacon: String, _ name: String?) -> String {
+        let given = name.map { PrintableText.line($0) } ?? ""
+        return given.isEmpty ? "Tag \(beacon)" : given
+    }
+
+    static func document(prefix: String, beacon: String, status: String, name: String? = nil) -> [UInt8] {
         let attributes = FleetPresence.presenceTopic(prefix, beacon: beacon)
         let id = objectID(prefix: prefix, beacon: beacon)
         let doc: [String: Any] = [
@@ -292,7 +303,7 @@ enum PresenceDiscovery {
                 ]
             ],
             "device": [
-                "identifiers": [id], "name": "Tag \(beacon)", "manufacturer": "BLEGateway",
+                "identifiers": [id], "name": Self.deviceName(beacon, name), "manufacturer": "BLEGateway",
                 "model": "tracked beacon",
             ],
             "origin": ["name": "blegateway fleet"],

@@ -199,7 +199,8 @@ public final class FleetService: Service, Sendable {
                         ]
                         discovery = PresenceDiscovery.document(
                             prefix: prefix, beacon: report.beacon,
-                            status: FleetPresence.statusTopic(configuration.prefix))
+                            status: FleetPresence.statusTopic(configuration.prefix),
+                            name: site.tags[report.beacon]?.name)
                     }
                     return (
                         FleetPresence.presenceTopic(prefix, beacon: report.beacon),

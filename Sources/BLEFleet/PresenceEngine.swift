@@ -87,6 +87,8 @@ public struct PresenceEngine: Sendable {
         public var contradictions = 0
         /// Tags beyond `max_tags`, left out.
         public var refusedTags = 0
+        /// Readings of a tag from a gateway its settings ignore (`tags[].ignore_gateways`), left out.
+        public var ignoredReadings = 0
     }
 
     struct Tag: Sendable {
@@ -145,6 +147,20 @@ public struct PresenceEngine: Sendable {
 
     /// One beacon topic message (the gateway's reading for the tag).
     public mutating func observe(beacon: String, reading: Reading, now: Double) {
+        var reading = reading
+        if let own = site.tags[beacon] {
+            if own.ignoreGateways.contains(reading.gateway) {
+                counters.ignoredReadings += 1
+                return
+            }
+            // The tag's own calibration: its distance again from the RSSI, its accuracy in proportion.
+            if let d = reading.distance, let rssi = reading.rssi,
+                let mine = own.distance(rssi: rssi, pathLossExponent: site.presence.pathLossExponent)
+            {
+                if let a = reading.accuracy, d > 0 { reading.accuracy = a * mine / d }
+                reading.distance = mine
+            }
+        }
         let placed = site.gateways[reading.gateway] != nil
         if !placed {
             counters.unplacedReadings += 1
@@ -190,7 +206,7 @@ public struct PresenceEngine: Sendable {
 
     mutating func decide(_ id: String, now: Double) -> Report? {
         var tag = tags[id]!
-        let settings = site.presence
+        let settings = site.presence(for: id)
         // Fresh, and from gateways the site (perhaps replaced since they came) still places.
         tag.readings = tag.readings.filter {
             now - $0.value.receivedAt <= settings.windowS && site.gateways[$0.key] != nil
@@ -300,17 +316,21 @@ public struct PresenceEngine: Sendable {
                 tag.state = .inRoom(room: room, since: since, challenger: nil)
             }
         }
-        tag.confidence = confidence(tag, scores: scores, geometric: geometric, fresh: onFloor, now: now)
+        tag.confidence = confidence(
+            tag, scores: scores, geometric: geometric, fresh: onFloor, now: now, settings: settings)
         tags[id] = tag
         return publishIfDue(id, fresh: fresh, now: now)
     }
 
     /// 0…1: for a position, the share of its error circle inside the room; for the nearest gateway, how much nearer
     /// it is than the next; halved when the distances contradict each other.
-    func confidence(_ tag: Tag, scores: [String: Double], geometric: Bool, fresh: [Reading], now: Double) -> Double {
+    func confidence(
+        _ tag: Tag, scores: [String: Double], geometric: Bool, fresh: [Reading], now: Double,
+        settings: PresenceSettings
+    ) -> Double {
         guard case .inRoom(let room, _, _) = tag.state else { return 0 }
         var c: Double
-        if geometric, let f = tag.estimate(now: now, site.presence), let polygon = site.room(room)?.polygon {
+        if geometric, let f = tag.estimate(now: now, settings), let polygon = site.room(room)?.polygon {
             var inside = Geometry.contains(polygon, .init(f.x, f.y)) ? 1 : 0
             let n = 16
             for k in 0..<n {
@@ -342,7 +362,7 @@ public struct PresenceEngine: Sendable {
         case .inRoom(let room, let since, _):
             report.room = room
             report.since = since
-            if let f = tag.filter, let e = tag.estimate(now: now, site.presence) {
+            if let f = tag.filter, let e = tag.estimate(now: now, site.presence(for: id)) {
                 report.position = Position(
                     x: (e.x * 100).rounded() / 100, y: (e.y * 100).rounded() / 100, floor: f.floor,
                     error: (e.error * 100).rounded() / 100)

@@ -134,6 +134,10 @@ public enum PrometheusExposition {
                     "Readings from gateways the site description does not place (ignored).", l,
                     Double(c.unplacedReadings))
                 add(
+                    "blegateway_presence_ignored_readings_total", "counter",
+                    "Readings of a tag from a gateway its site settings ignore (tags[].ignore_gateways).", l,
+                    Double(c.ignoredReadings))
+                add(
                     "blegateway_presence_contradictions_total", "counter",
                     "Fits whose distances contradicted each other (the last good position kept).", l,
                     Double(c.contradictions))

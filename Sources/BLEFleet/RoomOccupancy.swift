@@ -24,7 +24,7 @@ struct RoomOccupancy: Sendable, Equatable {
         let ids = site.rooms.map(\.id)
         let removed = rooms.filter { !ids.contains($0) }
         rooms = ids
-        roomOf = roomOf.filter { ids.contains($0.value) }
+        roomOf = roomOf.filter { ids.contains($0.value) && site.countsAsPerson($0.key) }
         return (ids.map(occupancy(of:)), removed)
     }
 

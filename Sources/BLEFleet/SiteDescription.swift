@@ -61,6 +61,22 @@ public struct SiteDescription: Sendable, Equatable {
     public var rooms: [Room]
     public var gateways: [String: Gateway]
     public var presence: PresenceSettings
+    /// Each tag's own settings, by beacon id (`tags:`): names, people, calibration, timing, gateways to ignore.
+    public var tags: [String: TagSettings] = [:]
+
+    /// The presence settings for `beacon`: the site's, with the tag's own in place.
+    public func presence(for beacon: String) -> PresenceSettings {
+        tags[beacon].map { $0.applied(to: presence) } ?? presence
+    }
+
+    /// The tags named people (`person: true`); empty when the site names none, and then every tag counts.
+    public var people: Set<String> { Set(tags.values.filter(\.person).map(\.beacon)) }
+
+    /// Whether a tag in a room counts as someone there (RoomOccupancy).
+    public func countsAsPerson(_ beacon: String) -> Bool {
+        let people = self.people
+        return people.isEmpty || people.contains(beacon)
+    }
 
     public struct Problem: Error, CustomStringConvertible, Equatable {
         public let path: String
@@ -92,7 +108,7 @@ public struct SiteDescription: Sendable, Equatable {
 
     /// Parses an already loaded mapping (the `fleet.site` section of a configuration file).
     public init(node: Any, path: String) throws {
-        let m = try Self.mapping(node, path, keys: ["floors", "rooms", "gateways", "presence"])
+        let m = try Self.mapping(node, path, keys: ["floors", "rooms", "gateways", "presence", "tags"])
         var floors: [Floor] = []
         for (i, f) in try Self.list(m["floors"] ?? [Any](), "\(path).floors").enumerated() {
             let p = "\(path).floors[\(i)]"
@@ -152,6 +168,7 @@ public struct SiteDescription: Sendable, Equatable {
         try Self.unique(gateways.map(\.id), "\(path).gateways", "gateway")
         let presence = try PresenceSettings(node: m["presence"], path: "\(path).presence")
         self.init(floors: floors, rooms: rooms, gateways: gateways, presence: presence)
+        tags = try TagSettings.parse(m["tags"], "\(path).tags", gateways: Set(gateways.map(\.id)))
     }
 
     // MARK: Reading helpers (each names the path it failed at)
@@ -245,6 +262,8 @@ public struct PresenceSettings: Sendable, Equatable {
     public var beacons: [String] = []
     /// At most this many tags are followed; more are counted (`presence.refused`) and left out.
     public var maxTags = 10_000
+    /// How fast the signal falls with distance, for tags with their own `rssi_at_1m` (the gateways' ranging default).
+    public var pathLossExponent = 2.0
 
     public init() {}
 
@@ -255,7 +274,7 @@ public struct PresenceSettings: Sendable, Equatable {
             keys: [
                 "dwell_s", "still_dwell_s", "still_after_s", "settle_s", "settled_dwell_s", "margin_m", "outside_m",
                 "away_after_s", "window_s",
-                "tag_height_m", "walking_speed_mps", "beacons", "max_tags",
+                "tag_height_m", "walking_speed_mps", "beacons", "max_tags", "path_loss_exponent",
             ])
         func positive(_ key: String, _ into: inout Double) throws {
             guard let d = try SiteDescription.number(m[key], "\(path).\(key)") else { return }
@@ -273,6 +292,12 @@ public struct PresenceSettings: Sendable, Equatable {
         try positive("window_s", &windowS)
         try positive("tag_height_m", &tagHeightM)
         try positive("walking_speed_mps", &walkingSpeedMPS)
+        if let n = try SiteDescription.number(m["path_loss_exponent"], "\(path).path_loss_exponent") {
+            guard (1...6).contains(n) else {
+                throw SiteDescription.Problem(path: "\(path).path_loss_exponent", reason: "expected a number from 1 to 6")
+            }
+            pathLossExponent = n
+        }
         if awayAfterS <= 0 {
             throw SiteDescription.Problem(path: "\(path).away_after_s", reason: "expected a number > 0")
         }
