@@ -294,7 +294,8 @@ public struct PresenceSettings: Sendable, Equatable {
         try positive("walking_speed_mps", &walkingSpeedMPS)
         if let n = try SiteDescription.number(m["path_loss_exponent"], "\(path).path_loss_exponent") {
             guard (1...6).contains(n) else {
-                throw SiteDescription.Problem(path: "\(path).path_loss_exponent", reason: "expected a number from 1 to 6")
+                throw SiteDescription.Problem(
+                    path: "\(path).path_loss_exponent", reason: "expected a number from 1 to 6")
             }
             pathLossExponent = n
         }

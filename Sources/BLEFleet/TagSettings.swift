@@ -76,7 +76,9 @@ public struct TagSettings: Sendable, Equatable {
             }
             func seconds(_ key: String) throws -> Double? {
                 guard let d = try SiteDescription.number(m[key], "\(p).\(key)") else { return nil }
-                guard d >= 0 else { throw SiteDescription.Problem(path: "\(p).\(key)", reason: "expected a number ≥ 0") }
+                guard d >= 0 else {
+                    throw SiteDescription.Problem(path: "\(p).\(key)", reason: "expected a number ≥ 0")
+                }
                 return d
             }
             s.dwellS = try seconds("dwell_s")
