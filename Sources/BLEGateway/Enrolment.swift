@@ -116,7 +116,9 @@ public struct Enrolment: Sendable {
         // scanning with the extended commands could not use the legacy ones anyway (Vol 4, Part E, §3.1.1).
         let extended = info.supportedCommands?.leExtendedAdvertising ?? false
         let reports = links.acceptPairing(
-            PeripheralPairings.Offer(local: SMPPairingResponder.Party(type: .public, address: info.address)))
+            PeripheralPairings.Offer(
+                local: SMPPairingResponder.Party(type: .public, address: info.address), name: options.name,
+                appearance: Self.appearance))
         let open = Locked<UInt16?>(nil)
         let outcome: Result<SMPPairingResponder.PeerIdentity, any Error>
         do {

@@ -216,6 +216,11 @@ public final class LELinks: @unchecked Sendable {
         switch frame.channel {
         case .att:
             stats.attPDUsReceived += 1
+            // An enrolling phone's requests go to the enrolment's GATT database, not to a client's bearer.
+            if let actions = pairings.attReceived(frame.payload, handle: handle) {
+                perform(actions)
+                return
+            }
             if case .dropped = link.bearer.continuation.yield(frame.payload) { stats.attPDUsDropped += 1 }
         case .leSignaling:
             for action in signaling.receive(frame.payload) {
@@ -361,6 +366,8 @@ public final class LELinks: @unchecked Sendable {
             switch action {
             case .send(let handle, let bytes):
                 enqueue(L2CAPFrame(channel: .securityManager, payload: bytes), handle: handle)
+            case .sendATT(let handle, let bytes):
+                enqueue(L2CAPFrame(channel: .att, payload: bytes), handle: handle)
             case .replyLongTermKey(let handle, let key):
                 inboxContinuation.yield(.run(LELongTermKeyRequestReplyCommand(handle: handle, longTermKey: key)))
             case .refuseLongTermKey(let handle):

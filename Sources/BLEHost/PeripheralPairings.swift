@@ -25,12 +25,18 @@ public struct PeripheralPairings: Sendable {
         public var local: SMPPairingResponder.Party
         public var configuration: SMPPairingResponder.Configuration
         public var secrets: @Sendable () -> PairingSecrets
+        /// The GATT database each link gets (`EnrolmentGATTServer`): its Device Name and Appearance.
+        public var name: String
+        public var appearance: UInt16
 
         public init(
             local: SMPPairingResponder.Party,
             configuration: SMPPairingResponder.Configuration = SMPPairingResponder.Configuration(),
+            name: String = "BLEGateway", appearance: UInt16 = 0,
             secrets: @escaping @Sendable () -> PairingSecrets = PairingSecrets.fresh
         ) {
+            self.name = name
+            self.appearance = appearance
             self.local = local
             self.configuration = configuration
             self.secrets = secrets
@@ -40,6 +46,8 @@ public struct PeripheralPairings: Sendable {
     public enum Action: Sendable {
         /// An SMP command to send on the link (CID 0x0006).
         case send(handle: UInt16, [UInt8])
+        /// An ATT response to send on the link (CID 0x0004).
+        case sendATT(handle: UInt16, [UInt8])
         case replyLongTermKey(handle: UInt16, [UInt8])
         case refuseLongTermKey(handle: UInt16)
         case report(PairingEvent)
@@ -47,6 +55,11 @@ public struct PeripheralPairings: Sendable {
 
     public private(set) var offer: Offer?
     var sessions: [UInt16: SMPPairingResponder] = [:]
+    var servers: [UInt16: EnrolmentGATTServer] = [:]
+
+    /// What the Security Request asks for (Vol 3, Part H, §3.6.7): bonding, MITM protection, Secure Connections —
+    /// what the pairing that follows gives.
+    static let securityRequested = SMPAuthRequirements.bonding | .mitm | .secureConnections
 
     public init() {}
 
@@ -59,18 +72,31 @@ public struct PeripheralPairings: Sendable {
     public mutating func stop() { offer = nil }
 
     /// LE Connection Complete with us as peripheral (Role 0x01, §7.7.65.1).
+    /// The link's GATT database answers from now on, and the pairing is asked for at once with a Security Request:
+    /// an iPhone pairs only when asked (an Android phone or BlueZ sends its Pairing Request either way).
     public mutating func linkOpened(handle: UInt16, peer: SMPPairingResponder.Party, now: Duration) -> [Action] {
         guard let offer else { return [] }
         let s = offer.secrets()
         sessions[handle] = SMPPairingResponder(
             configuration: offer.configuration, initiator: peer, responder: offer.local, privateKey: s.privateKey,
             publicKey: s.publicKey, nonce: s.nonce, passkey: s.passkey, passkeyNonces: s.passkeyNonces, now: now)
-        return [.report(.connected(handle: handle, peer: peer))]
+        servers[handle] = EnrolmentGATTServer(name: offer.name, appearance: offer.appearance)
+        return [
+            .report(.connected(handle: handle, peer: peer)),
+            .send(handle: handle, SMPPDU.securityRequest(Self.securityRequested).bytes),
+        ]
     }
 
     public mutating func linkClosed(handle: UInt16) -> [Action] {
+        servers[handle] = nil
         guard sessions.removeValue(forKey: handle) != nil else { return [] }
         return [.report(.disconnected(handle: handle))]
+    }
+
+    /// An ATT PDU on `handle`; nil when the link is not an enrolling phone's (the link's bearer takes it).
+    public mutating func attReceived(_ pdu: [UInt8], handle: UInt16) -> [Action]? {
+        guard let server = servers[handle] else { return nil }
+        return server.received(pdu).map { [.sendATT(handle: handle, $0)] } ?? []
     }
 
     /// An SMP command on `handle`; nil when no pairing owns the link (the refusing `SMPResponder` answers).
@@ -88,6 +114,7 @@ public struct PeripheralPairings: Sendable {
 
     /// Encryption Change (§7.7.8); Status non-zero leaves the link unencrypted.
     public mutating func encryptionChanged(handle: UInt16, on: Bool, now: Duration) -> [Action] {
+        servers[handle]?.encryptionChanged(on: on)
         guard sessions[handle] != nil else { return [] }
         return drive(handle, .encryptionChanged(on: on), now: now)
     }

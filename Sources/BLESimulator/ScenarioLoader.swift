@@ -271,10 +271,10 @@ struct Reader {
         "scan_response_name", "notify_interval_ms", "flood", "request_connection_update", "security_request",
         "gatt_change_at_s", "humidity_pct", "battery_pct", "drift_c", "drift_period_s", "packet_interval_s", "bindkey",
         "button_every_packets",
-        "irk", "rotate_s", "pairing",
+        "irk", "rotate_s", "pairing", "pairs_when",
     ]
     /// Keys only `phones:` take.
-    static let phoneKeys: Set<String> = ["irk", "rotate_s", "pairing"]
+    static let phoneKeys: Set<String> = ["irk", "rotate_s", "pairing", "pairs_when"]
     /// Keys that describe a connected peripheral's behaviour; only `peripherals:` take them.
     static let linkKeys: Set<String> = [
         "notify_interval_ms", "flood", "request_connection_update", "security_request", "gatt_change_at_s",
@@ -447,7 +447,15 @@ struct Reader {
                 pairing = v
             }
         }
-        return PhoneSpec(irk: irk, identityType: identityType, rotation: rotation, pairing: pairing)
+        var asked = false
+        if let w = try string(m, "pairs_when", what) {
+            guard w == "connected" || w == "asked" else {
+                throw fail(m["pairs_when"], "\(what).pairs_when must be connected (Android, BlueZ) or asked (iOS)")
+            }
+            asked = w == "asked"
+        }
+        return PhoneSpec(
+            irk: irk, identityType: identityType, rotation: rotation, pairing: pairing, waitsToBeAsked: asked)
     }
 
     /// The per-peripheral link keys (docs/SIMULATOR.md, "Connections and GATT").

@@ -256,7 +256,8 @@ extension VirtualController {
                     SimEventCode.leMeta,
                     [SimEventCode.leAdvertisingSetTerminated, 0x00, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0]))
         }
-        return out + [SimEvents.l2capACL(handle: handle, cid: SimCID.smp, pairing.opening)]
+        let (cid, opening) = pairing.openingPDU
+        return out + [SimEvents.l2capACL(handle: handle, cid: cid, opening)]
     }
 
     /// The phones' users type `passkey`: each phone waiting for one sends its first Passkey Entry Confirm. Typed

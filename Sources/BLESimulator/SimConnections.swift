@@ -25,6 +25,8 @@ public struct SimConnection: Sendable {
     /// The host's L2CAP LE signalling PDUs (CID 0x0005) and SMP PDUs (CID 0x0006), as received.
     public var signallingReceived: [[UInt8]] = []
     public var smpReceived: [[UInt8]] = []
+    /// ATT PDUs from the host on a phone's link (the phone is the client there).
+    public var attReceived: [[UInt8]] = []
     /// A phone that connected to us as central (we are the peripheral), and its pairing.
     public var phone: SimPhonePairing?
     /// The emitter's own address behind `peer` (a phone's identity), for the radio to find it after the phone's

@@ -159,6 +159,13 @@ extension VirtualController {
         switch cid {
         case SimCID.att:
             guard let op = pdu.first else { return ([], false) }
+            // A phone is the client here: the gateway's answers to its read (and a refusal may make it pair).
+            if var phone = link.phone {
+                link.attReceived.append(pdu)
+                guard let request = phone.attReceived(pdu) else { return ([], true) }
+                link.phone = phone
+                return ([SimEvents.l2capACL(handle: handle, cid: SimCID.smp, request)], true)
+            }
             // `gatt_silence`: requests (bit 6 clear, not a confirmation) go unanswered; the link stays up.
             if silence.covers(link.peer) && op & 0x40 == 0 && op != SimGATTServer.Op.confirmation {
                 link.attRequestsIgnored += 1

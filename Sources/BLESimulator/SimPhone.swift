@@ -28,8 +28,17 @@ public struct PhoneSpec: Sendable {
     public var rotation: Double
     /// nil: the phone never pairs.
     public var pairing: Pairing?
+    /// An iPhone's way (`pairs_when: asked`): it starts no pairing of its own accord. Connected, it reads the Body
+    /// Sensor Location (ATT Read By Type 0x2A38), and pairs when the gateway asks (an SMP Security Request) or
+    /// refuses the read for want of security (Insufficient Authentication or Encryption). Otherwise (`connected`,
+    /// an Android phone's and BlueZ's way) it opens with its Pairing Request.
+    public var waitsToBeAsked = false
 
-    public init(irk: [UInt8], identityType: UInt8 = 0, rotation: Double = 60, pairing: Pairing? = nil) {
+    public init(
+        irk: [UInt8], identityType: UInt8 = 0, rotation: Double = 60, pairing: Pairing? = nil,
+        waitsToBeAsked: Bool = false
+    ) {
+        self.waitsToBeAsked = waitsToBeAsked
         precondition(irk.count == 16, "an IRK is 128 bits")
         self.irk = irk
         self.identityType = identityType
@@ -78,6 +87,8 @@ public struct SimPhonePairing: Sendable {
     }
 
     enum State: Sendable {
+        /// An iPhone waiting to be asked to pair (`PhoneSpec.waitsToBeAsked`).
+        case notAsked
         case awaitingResponse
         case awaitingPublicKey(response: [UInt8])
         case awaitingConfirm(response: [UInt8], dhKey: [UInt8], peerX: [UInt8])
@@ -157,10 +168,40 @@ public struct SimPhonePairing: Sendable {
         // IO Capability 0x02 KeyboardOnly for a device that can only type.
         let io: UInt8 = spec.pairing == .keyboardOnly ? 0x02 : 0x01
         request = [io, 0x00, 0x01 | 0x04 | sc, 16, keys, 0x03]
+        if spec.waitsToBeAsked { state = .notAsked }
     }
 
     /// The opening Pairing Request.
     public var opening: [UInt8] { [Self.pairingRequest] + request }
+
+    /// SMP Security Request (Vol 3, Part H, §3.6.7).
+    static let securityRequest: UInt8 = 0x0B
+
+    /// What the phone sends first on the link: its Pairing Request (SMP), or, waiting to be asked, an ATT Read By
+    /// Type Request for the Body Sensor Location over every handle (Vol 3, Part G, §4.8.2).
+    public var openingPDU: (cid: UInt16, pdu: [UInt8]) {
+        spec.waitsToBeAsked
+            ? (SimCID.att, [0x08, 0x01, 0x00, 0xFF, 0xFF, 0x38, 0x2A]) : (SimCID.smp, opening)
+    }
+
+    /// Whether a pairing was asked for, and how (for the tests): nil while it was not, or for a phone that opened
+    /// with its Pairing Request.
+    public private(set) var askedBy: AskedBy?
+    public enum AskedBy: Sendable, Hashable {
+        case securityRequest
+        case attError(UInt8)
+    }
+
+    /// An ATT PDU from the gateway: an Error Response to the phone's read for want of security (0x05 Insufficient
+    /// Authentication, 0x0F Insufficient Encryption) makes a waiting phone pair; returns its Pairing Request then.
+    public mutating func attReceived(_ pdu: [UInt8]) -> [UInt8]? {
+        guard case .notAsked = state, pdu.count == 5, pdu[0] == 0x01, pdu[4] == 0x05 || pdu[4] == 0x0F else {
+            return nil
+        }
+        askedBy = .attError(pdu[4])
+        state = .awaitingResponse
+        return opening
+    }
 
     /// Most significant octet first, as f5 and f6 take an address.
     static func octets(_ a: BDAddress) -> [UInt8] { a.bytes.reversed() }
@@ -168,6 +209,13 @@ public struct SimPhonePairing: Sendable {
     public mutating func receive(_ pdu: [UInt8]) -> Output {
         guard let code = pdu.first else { return Output() }
         let body = Array(pdu.dropFirst())
+        if code == Self.securityRequest {
+            // §2.4.6 (Vol 3, Part H): a central asked for security starts pairing; one already pairing ignores it.
+            guard case .notAsked = state else { return Output() }
+            askedBy = .securityRequest
+            state = .awaitingResponse
+            return Output(smp: [opening])
+        }
         if code == Self.pairingFailed {
             state = .done(.failed(reason: body.first ?? 0, byPhone: false))
             return Output()

@@ -23,22 +23,25 @@ extension EndToEndSuites {
         static let irk = "ec0234a357c8ad05341010a60a397d9b"
         static let identity = BDAddress("5C:F3:70:00:00:01")!
 
-        static func scenario(pairing: String, rotate: Double = 3) -> String {
+        static func scenario(pairing: String, rotate: Double = 3, pairsWhen: String = "connected") -> String {
             """
             name: enrol-phone
             radio: {loss_probability: 0, shadowing_sigma_db: 1}
             gateways: [{id: gw-e, position: [0, 0, 2]}]
             phones:
               - {name: alice, local_name: "Alice's phone", address: "\(identity)", irk: \(irk), rotate_s: \(rotate),
-                 pairing: \(pairing), interval_ms: 100, waypoints: [[1, 0, 1], [6, 0, 1]], speed_mps: 0.5}
+                 pairing: \(pairing), pairs_when: \(pairsWhen), interval_ms: 100, waypoints: [[1, 0, 1], [6, 0, 1]], speed_mps: 0.5}
             """
         }
 
-        static func simulator(pairing: String, directory: URL, clock: ScaledClock) throws -> Simulator {
+        static func simulator(
+            pairing: String, pairsWhen: String = "connected", directory: URL, clock: ScaledClock
+        ) throws -> Simulator {
             var options = SimulatorOptions(socketDirectory: directory.appendingPathComponent("sim-\(pairing)").path)
             options.duration = 600
             return try Simulator(
-                scenario: try ScenarioLoader.parse(scenario(pairing: pairing)), options: options, clock: clock,
+                scenario: try ScenarioLoader.parse(scenario(pairing: pairing, pairsWhen: pairsWhen)), options: options,
+                clock: clock,
                 pacing: .clock(batch: .milliseconds(20)))
         }
 
@@ -97,6 +100,25 @@ extension EndToEndSuites {
         static func connectWhenListening(_ path: String, clock: some BLEClock) async throws -> any HCITransport {
             try await EndToEndSuites.waitFor("the simulator's socket") { FileManager.default.fileExists(atPath: path) }
             return try openTransport(.unix(path: path), clock: clock)
+        }
+
+        /// An iPhone starts no pairing of its own: the gateway asks with a Security Request as the link opens (and its
+        /// database refuses the phone's read until the link is encrypted), and the iPhone pairs.
+        @Test func anIPhoneThatPairsOnlyWhenAskedIsAskedAndEnrols() async throws {
+            signal(SIGPIPE, SIG_IGN)
+            let f = try EndToEndSuites.Fixture()
+            defer { f.broker.terminate() }
+            let clock = ScaledClock(factor: 2)
+            let simulator = try Self.simulator(
+                pairing: "secure_connections", pairsWhen: "asked", directory: f.directory, clock: clock)
+            let sim = Task { try await simulator.run() }
+            defer { sim.cancel() }
+            let (outcome, _) = try await Self.enrol(simulator, clock: clock)
+            let identity = try outcome.get()
+            #expect(HexDigits.string(identity.irk) == Self.irk)
+            let phone = try #require(simulator.nodes[0].pairings.last)
+            #expect(phone.outcome == .paired)
+            #expect(phone.askedBy == .securityRequest, "asked by the gateway, not by pairing of its own accord")
         }
 
         @Test func aPhonePairsOnceItsIdentityIsKeptAndItIsFollowedThroughFiveAddressRotations() async throws {

@@ -55,4 +55,38 @@ import Testing
         let again = p.linkClosed(handle: 0x42)
         #expect(closed.count == 1 && again.isEmpty)
     }
+
+    /// An iPhone pairs only when asked: the link opens with a Security Request (AuthReq Bonding | MITM | SC = 0x0D),
+    /// and the link's ATT requests are answered from the enrolment's database until the link closes.
+    @Test func anEnrollingLinkIsAskedForSecurityAndItsATTRequestsAreAnswered() throws {
+        var p = PeripheralPairings()
+        p.accept(Self.offer)
+        let opened = p.linkOpened(handle: 0x40, peer: Self.phone, now: .zero)
+        guard opened.count == 2, case .send(0x40, let request) = opened[1] else {
+            Issue.record("\(opened)")
+            return
+        }
+        #expect(request == [0x0B, 0x0D])
+        // Read By Type 0x2A38 (Body Sensor Location) before encryption: Insufficient Authentication at handle 8.
+        let earlyAnswer = p.attReceived([0x08, 0x01, 0x00, 0xFF, 0xFF, 0x38, 0x2A], handle: 0x40)
+        let early = try #require(earlyAnswer)
+        guard case .sendATT(0x40, let error)? = early.first else {
+            Issue.record("\(early)")
+            return
+        }
+        #expect(error == [0x01, 0x08, 0x08, 0x00, 0x05])
+        _ = p.encryptionChanged(handle: 0x40, on: true, now: .seconds(1))
+        let laterAnswer = p.attReceived([0x08, 0x01, 0x00, 0xFF, 0xFF, 0x38, 0x2A], handle: 0x40)
+        let later = try #require(laterAnswer)
+        guard case .sendATT(0x40, let value)? = later.first else {
+            Issue.record("\(later)")
+            return
+        }
+        #expect(value == [0x09, 0x03, 0x08, 0x00, 0x01], "encrypted: handle 8, Chest")
+        let other = p.attReceived([0x0A, 0x03, 0x00], handle: 0x41)
+        #expect(other == nil, "not an enrolling link: the bearer's")
+        _ = p.linkClosed(handle: 0x40)
+        let closed = p.attReceived([0x0A, 0x03, 0x00], handle: 0x40)
+        #expect(closed == nil)
+    }
 }

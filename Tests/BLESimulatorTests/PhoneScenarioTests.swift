@@ -56,4 +56,35 @@ import Testing
                 "name: b\ngateways: [{id: g, position: [0, 0, 0]}]\nbeacons:\n  - {name: b, uuid: 00112233445566778899aabbccddeeff, irk: ec0234a357c8ad05341010a60a397d9b, position: [1, 0, 0]}")
         }
     }
+
+    /// An iPhone (`pairs_when: asked`) opens with a read, not a Pairing Request, and pairs when the read is refused
+    /// for want of security or when asked with a Security Request; one already pairing ignores a Security Request.
+    @Test func anIPhonePairsOnlyWhenAsked() throws {
+        let spec = try #require(try ScenarioLoader.parse(Self.yaml(
+            "{name: p, address: \"5C:F3:70:00:00:01\", irk: ec0234a357c8ad05341010a60a397d9b, pairs_when: asked, position: [1, 0, 1]}"))
+            .emitters.first?.phone)
+        #expect(spec.waitsToBeAsked)
+        func phone() -> SimPhonePairing {
+            SimPhonePairing(spec: spec, identity: BDAddress("5C:F3:70:00:00:01")!,
+                            phoneAddress: BDAddress("4C:6B:86:AA:E9:CA")!,
+                            gateway: (0, BDAddress("00:1B:DC:F0:00:01")!), seed: [1])
+        }
+        var byRead = phone()
+        #expect(byRead.openingPDU.cid == SimCID.att && byRead.openingPDU.pdu == [0x08, 0x01, 0x00, 0xFF, 0xFF, 0x38, 0x2A])
+        #expect(byRead.attReceived([0x01, 0x08, 0x08, 0x00, 0x0A]) == nil, "not found is no reason to pair")
+        #expect(byRead.attReceived([0x01, 0x08, 0x08, 0x00, 0x05]) == byRead.opening)
+        #expect(byRead.askedBy == .attError(0x05))
+        #expect(byRead.receive([0x0B, 0x0D]).smp.isEmpty, "already pairing: the Security Request is ignored")
+        var byRequest = phone()
+        #expect(byRequest.receive([0x0B, 0x0D]).smp == [byRequest.opening])
+        #expect(byRequest.askedBy == .securityRequest)
+        #expect(byRequest.attReceived([0x01, 0x08, 0x08, 0x00, 0x05]) == nil, "asked once")
+        do {
+            _ = try ScenarioLoader.parse(Self.yaml(
+                "{name: p, address: \"5C:F3:70:00:00:01\", irk: ec0234a357c8ad05341010a60a397d9b, pairs_when: later, position: [1, 0, 1]}"))
+            Issue.record("accepted pairs_when: later")
+        } catch {
+            #expect("\(error)".contains("pairs_when must be connected (Android, BlueZ) or asked (iOS)"))
+        }
+    }
 }
