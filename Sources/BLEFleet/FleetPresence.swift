@@ -32,14 +32,19 @@ public struct FleetPresence: Sendable {
     /// document was among them. Every room of the site goes again at the next connection (a retained state is the
     /// room's last word, so sending all is as good as sending the lost ones, and a room lost on the wire is not
     /// left showing someone for ever).
-    var roomsUnsent: [String: (removed: Set<String>, announce: Bool)] = [:]
+    var roomsUnsent: [String: (removed: Set<String>, announce: Bool, gateways: Set<String>)] = [:]
 
     struct RoomChange: Sendable, Equatable {
         var prefix: String
         var rooms: [RoomOccupancy.Room]
         var removed: [String] = []
         var announce = false
+        /// Gateways the site no longer places: their area documents are removed.
+        var removedGateways: [String] = []
     }
+
+    /// Per site, the gateways whose area documents were decided (GatewayAreaDiscovery).
+    var placedGateways: [String: Set<String>] = [:]
 
     public init(sites prefixes: [String], configured: SiteDescription?) {
         self.configured = configured
@@ -52,7 +57,11 @@ public struct FleetPresence: Sendable {
     /// A site's description in force changed: every room of it is published, with its document.
     private mutating func roomsChanged(_ prefix: String, _ site: SiteDescription) {
         let (rooms, removed) = occupancy[prefix, default: RoomOccupancy()].site(site)
-        roomChanges.append(RoomChange(prefix: prefix, rooms: rooms, removed: removed, announce: true))
+        let gateways = Set(site.gateways.keys)
+        let gone = (placedGateways[prefix] ?? []).subtracting(gateways).sorted()
+        placedGateways[prefix] = gateways
+        roomChanges.append(
+            RoomChange(prefix: prefix, rooms: rooms, removed: removed, announce: true, removedGateways: gone))
     }
 
     /// The rooms to publish since the last call.
@@ -98,8 +107,11 @@ public struct FleetPresence: Sendable {
             } else {
                 sites[prefix] = nil
                 announced[prefix] = nil
-                if let gone = occupancy.removeValue(forKey: prefix), !gone.rooms.isEmpty {
-                    roomChanges.append(RoomChange(prefix: prefix, rooms: [], removed: gone.rooms))
+                let gateways = (placedGateways.removeValue(forKey: prefix) ?? []).sorted()
+                let gone = occupancy.removeValue(forKey: prefix)
+                if !(gone?.rooms.isEmpty ?? true) || !gateways.isEmpty {
+                    roomChanges.append(
+                        RoomChange(prefix: prefix, rooms: [], removed: gone?.rooms ?? [], removedGateways: gateways))
                 }
             }
             return nil
@@ -175,8 +187,9 @@ public struct FleetPresence: Sendable {
 
     /// A room change did not reach the broker: its site's rooms go again at the next connection.
     mutating func roomsNotPublished(_ change: RoomChange) {
-        var unsent = roomsUnsent[change.prefix] ?? ([], false)
+        var unsent = roomsUnsent[change.prefix] ?? ([], false, [])
         unsent.removed.formUnion(change.removed)
+        unsent.gateways.formUnion(change.removedGateways)
         unsent.announce = unsent.announce || change.announce
         roomsUnsent[change.prefix] = unsent
     }
@@ -188,7 +201,8 @@ public struct FleetPresence: Sendable {
             roomChanges.append(
                 RoomChange(
                     prefix: prefix, rooms: o.rooms.map(o.occupancy(of:)),
-                    removed: unsent.removed.filter { !o.rooms.contains($0) }.sorted(), announce: unsent.announce))
+                    removed: unsent.removed.filter { !o.rooms.contains($0) }.sorted(), announce: unsent.announce,
+                    removedGateways: unsent.gateways.subtracting(placedGateways[prefix] ?? []).sorted()))
         }
         roomsUnsent = [:]
     }

@@ -249,7 +249,25 @@ public final class FleetService: Service, Sendable {
                             topic: RoomOccupancy.discoveryTopic(discoveryPrefix: dp, prefix: change.prefix, room: id),
                             payload: [], qos: .atLeastOnce, retain: true))
                 }
+                for gateway in change.removedGateways {
+                    messages.append(
+                        MQTTMessage(
+                            topic: GatewayAreaDiscovery.topic(
+                                discoveryPrefix: dp, prefix: change.prefix, gateway: gateway),
+                            payload: [], qos: .atLeastOnce, retain: true))
+                }
                 if change.announce, let site {
+                    // Each placed gateway's device in its room's area.
+                    for (id, gateway) in site.gateways.sorted(by: { $0.key < $1.key }) {
+                        guard let room = site.room(gateway.room) else { continue }
+                        messages.append(
+                            MQTTMessage(
+                                topic: GatewayAreaDiscovery.topic(discoveryPrefix: dp, prefix: change.prefix, gateway: id),
+                                payload: GatewayAreaDiscovery.document(
+                                    prefix: change.prefix, gateway: id, room: room,
+                                    status: FleetPresence.statusTopic(configuration.prefix)),
+                                qos: .atLeastOnce, retain: true))
+                    }
                     for room in site.rooms where change.rooms.contains(where: { $0.id == room.id }) {
                         messages.append(
                             MQTTMessage(

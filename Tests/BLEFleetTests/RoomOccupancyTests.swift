@@ -64,3 +64,40 @@ struct RoomOccupancyTests {
         #expect(p.takeRoomChanges().isEmpty, "sent once")
     }
 }
+
+/// The gateways' areas from the site (GatewayAreaDiscovery): a document of the fleet's for each gateway's device.
+struct GatewayAreaDiscoveryTests {
+    /// The same device identifier the gateway announces its device under (HomeAssistantDiscovery.gatewayDeviceID,
+    /// whose tests hold these same values), or Home Assistant would make a second device.
+    @Test(arguments: [("gw-lab", "blegateway_gw-lab"), ("gw_a", "blegateway_gw__a"), ("gw.a", "blegateway_gw_Da"),
+                      ("GW-A", "blegateway_GW-A")])
+    func theDeviceIdentifierIsTheGatewaysOwn(_ gateway: String, _ device: String) {
+        #expect(GatewayAreaDiscovery.deviceID(gateway) == device)
+    }
+
+    @Test func aGatewaysDeviceIsSuggestedItsRoomsAreaWithItsRoomAsAnEntity() throws {
+        let site = try SiteDescription(text: SiteDescriptionTests.office)
+        let lab = try #require(site.room("lab"))
+        var renamed = lab
+        renamed.name = "Bob's lab"
+        let text = String(
+            decoding: GatewayAreaDiscovery.document(prefix: "t", gateway: "gw-lab", room: renamed, status: "t/fleet/status"),
+            as: UTF8.self)
+        #expect(GatewayAreaDiscovery.topic(discoveryPrefix: "ha", prefix: "t", gateway: "gw-lab")
+            == "ha/device/blegateway-fleet/blegateway_gwroom_t_gw_lab/config")
+        #expect(text.contains(#""dev":{"identifiers":["blegateway_gw-lab"],"suggested_area":"Bob's lab"}"#))
+        #expect(text.contains(#""value_template":"{{ 'Bob\\'s lab' }}""#))
+        #expect(text.contains(#""entity_category":"diagnostic","state_topic":"t/fleet/status""#))
+    }
+
+    /// A new description: every placed gateway's document again, and those of gateways it no longer places removed.
+    @Test func gatewaysTheSiteNoLongerPlacesAreRemoved() throws {
+        var p = FleetPresence(sites: ["t"], configured: try SiteDescription(text: SiteDescriptionTests.office))
+        _ = p.takeRoomChanges()
+        let fewer = SiteDescriptionTests.office.replacingOccurrences(
+            of: "  - {id: gw-kitchen, position: [10, 16, 2.5], room: kitchen}", with: "")
+        #expect(p.receiveSite("t", payload: Array(fewer.utf8), isFirstSite: true) == nil)
+        let change = try #require(p.takeRoomChanges().first)
+        #expect(change.announce && change.removedGateways == ["gw-kitchen"])
+    }
+}

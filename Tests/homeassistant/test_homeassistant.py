@@ -594,6 +594,16 @@ async def main(binary, venv):
                                      and s["state"] == str(len(s["attributes"]["tags"])))
             check("the office's occupancy is on and counts its tags, the badge among them", occupied and counted,
                   json.dumps([occupied, await ha.state(f"sensor.{room}_count")]))
+
+            # Each gateway's device in the area of its room in the site (the fleet's document for it), one device each.
+            async def gateways_in_office():
+                devices, _ = await ha.registries()
+                ids = [f"blegateway_{g}" for g in GATEWAYS]
+                return devices if all(devices.get(i, {}).get("area_id") == "office" for i in ids) else None
+            placed = await until("the gateways' devices in the office's area", gateways_in_office)
+            check("every gateway's device is in its room's area, with its own name",
+                  placed is not None and all(placed[f"blegateway_{g}"]["name"] == g for g in GATEWAYS),
+                  json.dumps({g: (placed or {}).get(f"blegateway_{g}", {}).get("area_id") for g in GATEWAYS}))
             # The fleet service decides the room: killed (no DISCONNECT), its last will turns the tracker unavailable
             # instead of leaving the badge in the office for ever; restarted, the tracker is back.
             fleet.stop(signal.SIGKILL)

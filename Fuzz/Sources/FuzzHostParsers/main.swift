@@ -1,5 +1,6 @@
 // One libFuzzer input is a selector octet and the bytes a peer controls, for the parsers above HCI that take bytes
-// from a connected device: ATT PDUs (each decoder, and the client state machine answering a request), L2CAP LE
+// from a connected device: ATT PDUs (each decoder, the client state machine answering a request, and the enrolment's
+// GATT server answering one), L2CAP LE
 // signalling commands, ACL reassembly into L2CAP frames, GATT characteristic value decoding with the JSON it
 // renders, and SMP: each PDU's parser and the pairing responder a phone drives (any phone in range can start one). Any trap or sanitizer report is a finding: each promises to throw, return nil or count instead.
 import BLEDomain
@@ -24,7 +25,14 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
 
 let everyHandle: ClosedRange<UInt16> = 0x0001...0xFFFF
 
+/// The enrolment's GATT database answers whatever an enrolling phone sends, before and after encryption.
+let enrolmentServer = EnrolmentGATTServer(name: "BLEGateway fuzz", appearance: 0x0340)
+
 func att(_ pdu: [UInt8]) {
+    var server = enrolmentServer
+    _ = server.received(pdu)
+    server.encryptionChanged(on: true)
+    _ = server.received(pdu)
     _ = try? ATTErrorResponse.decode(pdu)
     _ = try? ATTPDU.decodeExchangeMTUResponse(pdu)
     _ = try? ATTPDU.decodeFindInformationResponse(pdu, range: everyHandle)
