@@ -262,7 +262,8 @@ public final class FleetService: Service, Sendable {
                         guard let room = site.room(gateway.room) else { continue }
                         messages.append(
                             MQTTMessage(
-                                topic: GatewayAreaDiscovery.topic(discoveryPrefix: dp, prefix: change.prefix, gateway: id),
+                                topic: GatewayAreaDiscovery.topic(
+                                    discoveryPrefix: dp, prefix: change.prefix, gateway: id),
                                 payload: GatewayAreaDiscovery.document(
                                     prefix: change.prefix, gateway: id, room: room,
                                     status: FleetPresence.statusTopic(configuration.prefix)),
