@@ -165,4 +165,61 @@ struct SensorOracleTests {
         #expect(frames > 10 * Self.framesPerFormat)
         #expect(unexplained.isEmpty, "\(unexplained.keys.map(\.description).sorted())")
     }
+
+    /// The captures other people recorded (../shared/captures, beside the project).
+    static var captures: [String] {
+        let dir = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("shared/captures")
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: dir.path)) ?? []
+        return files.filter { $0.hasSuffix(".btsnoop") }.sorted().map { dir.appendingPathComponent($0).path }
+    }
+
+    /// Real frames: every sensor family's advertisement in the captures, found by tshark's dissection (not ours) and
+    /// decoded by the reference with the advertiser's own address, against ours. Today they hold 264 Xiaomi MiBeacon
+    /// frames (service data FE95), every one without an object: the reference finds no value in any, and neither
+    /// must we. A value either side finds alone, or a different one, fails; so does a family with fewer frames.
+    @Test(.enabled(if: TestDependency.runs(!captures.isEmpty && FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark")),
+                   "needs ../shared/captures and tshark (make test installs it)"))
+    func realFramesFromTheCapturesAgreeWithTheReferenceParsers() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.python)
+        process.arguments = [Self.script, "--captures"] + Self.captures
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        var frames: [String: Int] = [:]
+        var withValues: [String: Int] = [:]
+        var disagreements: [String] = []
+        for line in output.split(separator: UInt8(ascii: "\n")) {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
+            let format = object["format"] as! String
+            // The packet id is bookkeeping, not a value: compared by neither side here.
+            let expected = (object["expected"] as! [String: Double]).filter { $0.key != "packet_id" }
+            let address = try #require(BDAddress(object["address"] as! String))
+            let data = Vectors.hex(object["data"] as! String)
+            let id = UInt16(object["id"] as! Int)
+            let type: UInt8 = object["where"] as! String == "service" ? 0x16 : 0xFF
+            let ad = [UInt8(data.count + 3), type, UInt8(id & 0xFF), UInt8(id >> 8)] + data
+            let reading = SensorDecoder.decode(Advertisement(decoding: ad[...]), address: address, keys: .none)
+            var ours: [String: Double] = [:]
+            for v in reading ?? SensorReading(format: .bthome, model: "") where !v.isOutOfRange {
+                ours[v.quantity.name] = ours[v.quantity.name] ?? v.value
+            }
+            frames[format, default: 0] += 1
+            if !expected.isEmpty { withValues[format, default: 0] += 1 }
+            ours["packet_id"] = nil
+            let same =
+                Set(ours.keys) == Set(expected.keys)
+                && expected.allSatisfy { k, v in abs((ours[k] ?? .nan) - v) <= 0.0051 + 1e-9 * abs(v) }
+            if !same {
+                disagreements.append("\(object["capture"] ?? "") \(format) \(object["data"] ?? "") ours \(ours) reference \(expected)")
+            }
+        }
+        print("sensor oracle, captures: \(frames) frames (with values: \(withValues)), \(disagreements.count) disagreements")
+        #expect((frames["mibeacon"] ?? 0) >= 264, "the captures' MiBeacon frames: \(frames)")
+        #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
+    }
 }

@@ -11,8 +11,10 @@ frames and compares. Deterministic for a given --seed.
 import argparse
 import json
 import logging
+import os
 import random
 import struct
+import subprocess
 import sys
 
 from cryptography.hazmat.primitives.ciphers.aead import AESCCM
@@ -379,11 +381,73 @@ def reference(fmt, where, ident, data, name, key):
         return {}
 
 
+# Where each family's frames are in an advertisement, by 16-bit service UUID or company id.
+CAPTURE_SERVICES = {0xFE95: "mibeacon", 0xFCD2: "bthome", 0xFDCD: "qingping", 0xFD3D: "switchbot"}
+CAPTURE_MANUFACTURERS = {0x0499: "ruuvi"}
+
+
+def ad_entries(report):
+    """The AD structures tshark dissected in one advertising report: (type, uuid or company id, data)."""
+    out = []
+
+    def walk(o):
+        if isinstance(o, list):
+            for v in o:
+                walk(v)
+        elif isinstance(o, dict):
+            if "btcommon.eir_ad.entry.type" in o:
+                kind = int(o["btcommon.eir_ad.entry.type"], 16)
+                if kind == 0x16 and "btcommon.eir_ad.entry.service_data" in o:
+                    out.append((kind, int(o.get("btcommon.eir_ad.entry.uuid_16", "0"), 16),
+                                bytes.fromhex(o["btcommon.eir_ad.entry.service_data"].replace(":", ""))))
+                elif kind == 0xFF and "btcommon.eir_ad.entry.company_id" in o:
+                    data = o.get("btcommon.eir_ad.entry.data", "")
+                    out.append((kind, int(o["btcommon.eir_ad.entry.company_id"], 16),
+                                bytes.fromhex(data.replace(":", "")) if isinstance(data, str) else b""))
+            for v in o.values():
+                if isinstance(v, (dict, list)):
+                    walk(v)
+
+    walk(report)
+    return out
+
+
+def capture_frames(paths):
+    """Every sensor family's frame in real captures, as tshark (Debian's, apart from our parsers) dissects them:
+    each advertising report with one report in its event, its advertiser's address, and the reference's verdict
+    decoded with that address."""
+    global ADDRESS
+    for path in paths:
+        filt = "btcommon.eir_ad.entry.type == 0x16 || btcommon.eir_ad.entry.type == 0xff"
+        # --no-duplicate-keys: several AD structures in a report become a list, not keys that overwrite each other.
+        text = subprocess.run(["tshark", "-r", path, "-Y", filt, "-T", "json", "--no-duplicate-keys"], capture_output=True, text=True,
+                              check=True).stdout
+        for packet in json.loads(text or "[]"):
+            evt = packet["_source"]["layers"].get("bthci_evt", {})
+            address = evt.get("bthci_evt.bd_addr")
+            if not isinstance(address, str) or evt.get("bthci_evt.le_num_reports") != "1":
+                continue
+            for kind, ident, data in ad_entries(evt):
+                fmt = (CAPTURE_SERVICES if kind == 0x16 else CAPTURE_MANUFACTURERS).get(ident)
+                if fmt is None:
+                    continue
+                ADDRESS = address.upper()
+                where = "service" if kind == 0x16 else "manufacturer"
+                expected = reference(fmt, where, ident, data, "", None)
+                print(json.dumps({"format": fmt, "case": "capture", "where": where, "id": ident, "data": data.hex(),
+                                  "name": "", "key": None, "expected": expected, "address": ADDRESS,
+                                  "capture": os.path.basename(path)}))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=2000, help="valid frames per format; half as many corrupted")
+    ap.add_argument("--captures", nargs="*", help="real btsnoop captures: their sensor frames instead")
     args = ap.parse_args()
+    if args.captures:
+        capture_frames(args.captures)
+        return
     rng = random.Random(args.seed)
 
     for fmt, where, ident, hexdata, name in DOC_FRAMES:
