@@ -1,3 +1,4 @@
+import BLEPublishing
 import BLETransport
 import Foundation
 
@@ -9,19 +10,8 @@ import Foundation
 /// with `suggested_area` and one diagnostic entity, the gateway's room, available while the fleet service is.
 /// Home Assistant sets a suggested area only on a device that has none, so a person's choice of area stands.
 enum GatewayAreaDiscovery {
-    /// The gateway's device identifier, written as the gateway writes it (docs/HOMEASSISTANT.md, "Ids"): letters,
-    /// digits and `-` as they are, `_` as `__`, `.` as `_D`. Part of the topic schema the fleet reads by, like a topic.
-    static func deviceID(_ gateway: String) -> String {
-        var out = "blegateway_"
-        for c in gateway.unicodeScalars {
-            switch c {
-            case "_": out += "__"
-            case ".": out += "_D"
-            default: out.unicodeScalars.append(c)
-            }
-        }
-        return out
-    }
+    /// The gateway's device identifier, as the gateway announces its device under.
+    static func deviceID(_ gateway: String) -> String { HomeAssistantIDs.gatewayDevice(gateway) }
 
     static func objectID(_ prefix: String, gateway: String) -> String {
         "blegateway_gwroom_" + String((prefix + "_" + gateway).map { $0.isLetter || $0.isNumber ? $0 : "_" })

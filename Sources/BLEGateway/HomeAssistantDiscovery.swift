@@ -45,21 +45,8 @@ struct HomeAssistantDiscovery: Sendable {
 
     var gatewayDeviceID: String { Self.gatewayDeviceID(topics.gatewayID) }
 
-    /// The gateway's device id, `blegateway_<id>`, with the id written so that no two gateway ids give one device id
-    /// (nor one unique id): letters (in their case), digits and `-` as they are, `_` as `__` and `.` as `_D`. What
-    /// follows the id in a unique id is `_` and a lower-case word or hex, never `_` or `D`, so it cannot be read as
-    /// part of another id. `gw.a`, `gw_a`, `GW-A` and `gw-a` used to give one id, and so one entity for two gateways.
-    static func gatewayDeviceID(_ gatewayID: String) -> String {
-        var out = "blegateway_"
-        for c in gatewayID.unicodeScalars {
-            switch c {
-            case "_": out += "__"
-            case ".": out += "_D"
-            default: out.unicodeScalars.append(c)
-            }
-        }
-        return out
-    }
+    /// The gateway's device id (`HomeAssistantIDs.gatewayDevice`, shared with the fleet service).
+    static func gatewayDeviceID(_ gatewayID: String) -> String { HomeAssistantIDs.gatewayDevice(gatewayID) }
 
     /// The device id earlier versions gave (lower case, anything but `[a-z0-9_-]` as `_`): documents they left
     /// retained under it are recognised as this gateway's and removed.
