@@ -8,7 +8,15 @@ public enum BTHomeFrame {
     /// Device information octet: bit 0 "encryption flag", bit 2 "trigger based device flag",
     /// bits 5–7 "BTHome version" (2).
     public static let encryptedFlag: UInt8 = 0x01
+    /// Bit 1, as bthome-ble (Home Assistant's parser) reads it: the advertiser's MAC, 6 octets least significant first,
+    /// comes before the objects (or the ciphertext), and is the address in the nonce.
+    public static let macIncludedFlag: UInt8 = 0x02
     public static let triggerBasedFlag: UInt8 = 0x04
+    /// The button events (object 0x3A) the format defines: none, press, double, triple, long, long double, long
+    /// triple, hold. Another code names no event: not published (the reference publishes none either).
+    public static let buttonEvents: Set<UInt8> = [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x80]
+    /// The dimmer events (object 0x3C): none, rotate left, rotate right.
+    public static let dimmerEvents: ClosedRange<UInt8> = 0x00...0x02
     public static let version2: UInt8 = 2
     /// "The nonce is 13 bytes long and consists of: MAC address (6 bytes) + UUID (2 bytes) +
     /// BTHome Device Data (1 byte) + Counter (4 bytes)"; the MIC is 4 octets.
@@ -19,6 +27,16 @@ public enum BTHomeFrame {
         var c = frame
         guard let info = c.readU8(), info >> 5 == version2 else { return nil }
         var reading = SensorReading(format: .bthome, model: "BTHome")
+        var address = address
+        if info & macIncludedFlag != 0 {
+            guard var mac = c.readReader(6) else {
+                reading.issues.insert(.truncated)
+                return reading
+            }
+            var raw: UInt64 = 0
+            for k in 0..<6 { raw |= UInt64(mac.readU8()!) << (8 * UInt64(k)) }
+            address = BDAddress(rawValue: raw)
+        }
         guard info & encryptedFlag != 0 else {
             decodeObjects(c, into: &reading)
             return reading
@@ -95,10 +113,21 @@ public enum BTHomeFrame {
             }
             if id == BTHomeObject.dimmerEvent {
                 if let event = v.readU8(), let steps = v.readU8() {
+                    guard dimmerEvents.contains(event) else {
+                        reading.issues.insert(.outOfRange)
+                        continue
+                    }
                     reading.append(.dimmerEvent, Double(event))
                     reading.append(.dimmerSteps, Double(steps))
                 }
                 continue
+            }
+            if id == BTHomeObject.buttonEvent {
+                var peek = v
+                if let code = peek.readU8(), !buttonEvents.contains(code) {
+                    reading.issues.insert(.outOfRange)
+                    continue
+                }
             }
             var raw: UInt64 = 0
             var k = 0

@@ -74,6 +74,26 @@ import Testing
         #expect(Self.close(r.value(of: .current), -1.0))
     }
 
+    /// A button or dimmer code the format does not define names no event: flagged, not published (bthome-ble
+    /// publishes no event for one either), and what follows is read on.
+    @Test func bthomeUndefinedEventCodesAreNotPublished() throws {
+        let r = try #require(Self.decode(Self.serviceData(0xFCD2, "40 3A5C 3C9705 0161")))
+        #expect(r.issues == .outOfRange)
+        #expect(r.value(of: .buttonEvent) == nil && r.value(of: .dimmerEvent) == nil && r.value(of: .dimmerSteps) == nil)
+        #expect(r.value(of: .batteryPercent) == 97)
+    }
+
+    /// Device information bit 1, as bthome-ble reads it: the MAC (6 octets, least significant first) before the
+    /// objects; they are read after it, not as objects.
+    @Test func bthomeWithTheMACIncludedReadsTheObjectsAfterIt() throws {
+        let r = try #require(Self.decode(Self.serviceData(0xFCD2, "42 0C0B0A38C1A4 0161 02CA09")))
+        #expect(r.issues.isEmpty)
+        #expect(r.value(of: .batteryPercent) == 97)
+        #expect(Self.close(r.value(of: .temperature), 25.06))
+        let cut = try #require(Self.decode(Self.serviceData(0xFCD2, "42 0C0B0A")))
+        #expect(cut.issues == .truncated && cut.count == 0)
+    }
+
     @Test func bthomeObjectTableCoversEveryIDOfTheSpecificationAndNothingElse() {
         let defined = Set<UInt8>(Array(0x00...0x2F) + Array(0x3A...0x65) + [0xF0, 0xF1, 0xF2])
         for id in UInt8.min...UInt8.max {

@@ -20,6 +20,14 @@ let sensorOraclePython = "/var/cache/blegateway-sensors-venv/bin/python"
 struct SensorOracleTests {
     static let python = sensorOraclePython
     static let framesPerFormat = 2000
+    /// The least number of reference values compared per family at 2 000 valid and 1 000 corrupted frames each
+    /// (about half of what a run compares, so a family that lost most of its values fails).
+    static let minimumCompared: [String: Int] = [
+        "bthome": 7000, "mibeacon": 3000, "ruuvi": 9000, "ruuvi-6": 10000, "ruuvi-e1": 14000, "govee": 3500,
+        "qingping": 3900, "inkbird": 3400, "atc1441": 4500, "pvvx": 4500, "switchbot": 3400, "victron": 8600,
+        // BTHome's button and dimmer events (a run compares about 1 700).
+        "events": 800,
+    ]
 
     static var script: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -94,6 +102,8 @@ struct SensorOracleTests {
         var counts: [Disagreement: Int] = [:]
         var examples: [Disagreement: String] = [:]
         var referenceKeys: [String: Set<String>] = [:]
+        var untranslated: Set<String> = []
+        var comparedByFormat: [String: Int] = [:]
         var lines: [[String: Any]] = []
         for line in output.split(separator: UInt8(ascii: "\n")) {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
@@ -126,6 +136,13 @@ struct SensorOracleTests {
                 ranges[v.quantity.name] = v.quantity.plausibleRange
                 if !v.isOutOfRange && ours[v.quantity.name] == nil { ours[v.quantity.name] = v.value }
             }
+            // Event code 0 is "none": published as it came, but no event, and the reference has none to compare.
+            if ours["button_event"] == 0 { ours["button_event"] = nil }
+            if ours["dimmer_event"] == 0 {
+                ours["dimmer_event"] = nil
+                ours["dimmer_steps"] = nil
+            }
+            for key in object["untranslated"] as? [String] ?? [] { untranslated.insert("\(format): \(key)") }
             let frames = object["case"] as! String
             func record(_ d: Disagreement) {
                 counts[d, default: 0] += 1
@@ -135,6 +152,8 @@ struct SensorOracleTests {
             }
             for (quantity, theirs) in expected {
                 compared += 1
+                comparedByFormat[format, default: 0] += 1
+                if quantity.hasSuffix("_event") { comparedByFormat["events", default: 0] += 1 }
                 guard let mine = ours[quantity] else {
                     let impossible = ranges[quantity].map { !$0.contains(theirs) } ?? false
                     record(
@@ -164,6 +183,18 @@ struct SensorOracleTests {
                 + "\(unexplained.values.reduce(0, +)) unexplained")
         #expect(frames > 10 * Self.framesPerFormat)
         #expect(unexplained.isEmpty, "\(unexplained.keys.map(\.description).sorted())")
+        // A key the translation does not know would leave that quantity uncompared: it fails instead.
+        #expect(untranslated.isEmpty, "reference keys with no gateway name: \(untranslated.sorted())")
+        // Every family is compared on enough values to mean something (a generator that stopped producing a family's
+        // values, or a translation that lost them, would otherwise pass); and the events are compared.
+        print("sensor oracle: values compared per family: \(comparedByFormat.sorted { $0.key < $1.key })")
+        for format in Self.minimumCompared.keys.sorted() {
+            #expect(
+                comparedByFormat[format, default: 0] >= Self.minimumCompared[format]!,
+                "\(format): \(comparedByFormat[format, default: 0]) values compared")
+        }
+        #expect(counts.keys.allSatisfy { !($0.quantity.hasSuffix("_event") && $0.kind != .flagged) },
+                "events disagree: \(counts.keys.filter { $0.quantity.hasSuffix("_event") })")
     }
 
     /// The captures other people recorded (../shared/captures, beside the project).

@@ -254,6 +254,7 @@ shared_peripheral_checks
 # --- enrolment: BlueZ's kernel Security Manager on hci1 pairs with `blegateway enrol` on hci0 (guest-enrol.sh) ---
 . "$(dirname "$0")/guest-enrol.sh"
 enrol_checks
+enrol_asked_checks
 enrol_shared_checks
 
 kill $BTVIRT 2>/dev/null

@@ -4,7 +4,7 @@
 . "$(dirname "$0")/guest-lib.sh"
 . "$(dirname "$0")/guest-enrol.sh"
 
-start_btvirt && { enrol_checks; enrol_shared_checks; }
+start_btvirt && { enrol_checks; enrol_asked_checks; enrol_shared_checks; }
 kill $BTVIRT 2>/dev/null
 log "done"
 echo DONE

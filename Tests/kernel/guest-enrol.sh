@@ -108,6 +108,58 @@ enrol_checks() {
     check enrol-irk-resolves-bluez-rpa "$r"
 }
 
+# An iPhone's way, played by BlueZ: hci1 connects without asking for security (gatttool's interactive connect, no
+# pairing of its own), and pairs only because the enrolling gateway asks, with an SMP Security Request as the link
+# opens (the kernel's smp.c answers one with its Pairing Request). A btmgmt shell on hci1 stands for its agent and
+# confirms. Runs after enrol_checks (hci1 set up with privacy and ENROL_IRK); hci1 forgets that bond first.
+enrol_asked_checks() {
+    if ! command -v gatttool > /dev/null 2>&1; then
+        skip enrol-asked "no gatttool (bluez)"
+        return
+    fi
+    W=/tmp/enrol
+    mkdir -p $W
+    rm -f $W/asked.yaml
+    addr=$(timeout 5 btmgmt -i hci1 info 2>/dev/null | sed -n 's/.*addr \([0-9A-Fa-f:]\{17\}\).*/\1/p' | head -n 1)
+    timeout 5 btmgmt -i hci0 power off > /dev/null 2>&1
+    btmon -w "$OUT/enrol-asked.btsnoop" > /dev/null 2>&1 &
+    MON=$!
+    timeout 90 "$BIN" enrol --device hci0 --name vm-peer-asked --identities $W/asked.yaml --yes --timeout 80 \
+        > "$OUT/enrol-asked.txt" 2> "$OUT/enrol-asked.err" &
+    ENROL=$!
+    gw=
+    for i in $(seq 1 60); do
+        gw=$(sed -n 's/^advertising as .* from \([0-9A-F:]\{17\}\);.*/\1/p' "$OUT/enrol-asked.txt" | head -n 1)
+        [ -n "$gw" ] && break
+        sleep 0.5
+    done
+    if [ -z "$gw" ] || [ -z "$addr" ]; then
+        kill $ENROL $MON 2>/dev/null
+        wait $ENROL 2>/dev/null
+        fail enrol-asked-advertises "no address for hci1 ($addr), or enrol did not advertise: $(tail -n 2 "$OUT/enrol-asked.err" | tr '\n' ' ')"
+        return
+    fi
+    timeout 5 btmgmt -i hci1 unpair -t 0x01 "$gw" > /dev/null 2>&1
+    log "enrol (asked): hci1 ($addr) connects to hci0 ($gw) without pairing"
+    (sleep 6; echo yes; sleep 25; echo quit) | timeout 40 btmgmt -i hci1 > "$OUT/enrol-asked-agent.txt" 2>&1 &
+    AGENT=$!
+    sleep 1
+    (echo connect; sleep 30; echo exit) | timeout 40 gatttool -i hci1 -b "$gw" -t public -I \
+        > "$OUT/enrol-asked-gatt.txt" 2>&1 &
+    GATT=$!
+    wait $ENROL
+    rc=$?
+    kill $MON $AGENT $GATT 2>/dev/null
+    r=ok
+    if [ $rc -ne 0 ]; then
+        r="enrol exited $rc: $(tail -n 1 "$OUT/enrol-asked.err"); gatttool: $(tail -n 1 "$OUT/enrol-asked-gatt.txt" | tr -d '\r')"
+    elif ! grep -q "irk: \"$ENROL_IRK_MSB_FIRST\"" $W/asked.yaml 2>/dev/null; then
+        r="no identity with hci1's IRK in $W/asked.yaml"
+    fi
+    check enrol-bluez-pairs-when-asked "$r"
+    timeout 5 btmgmt -i hci0 power off > /dev/null 2>&1
+}
+
 # Shared mode: the kernel owns hci0 and its Security Manager answers; `blegateway enrol --mode shared` only asks the
 # kernel to advertise (management Add Advertising) and reads the key from the kernel's New Identity Resolving Key
 # event on the monitor channel. Without bluetoothd, a btmgmt shell on hci0 stands for its agent and confirms. Runs

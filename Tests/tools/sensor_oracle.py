@@ -94,6 +94,14 @@ BINARY = {
 }
 
 
+# Home Assistant's event types → the gateway's event codes (BTHome's own numbers; docs/SENSORS.md).
+BUTTON_EVENTS = {"press": 1, "double_press": 2, "triple_press": 3, "long_press": 4, "long_double_press": 5,
+                 "long_triple_press": 6, "hold_press": 0x80}
+DIMMER_EVENTS = {"rotate_left": 1, "rotate_right": 2}
+# Keys a reference parser published that the translation does not know, for the test to fail on.
+UNTRANSLATED = set()
+
+
 def ha_values(update):
     out = {}
     if update is None:
@@ -107,16 +115,23 @@ def ha_values(update):
         unit = getattr(desc, "native_unit_of_measurement", None)
         name, factor = translate(k.key, unit)
         if name is None:
-            print(f"untranslated key {k.key} {unit}", file=sys.stderr)
+            UNTRANSLATED.add(f"{k.key} ({unit})")
             continue
         out.setdefault(name, float(v.native_value) * factor)
     for k, v in update.binary_entity_values.items():
         name = BINARY.get(k.key.rstrip("_0123456789") if k.key[-1:].isdigit() else k.key)
         if name and v.native_value is not None:
             out.setdefault(name, 1.0 if v.native_value else 0.0)
-    for k, e in getattr(update, "events", {}).items():
-        if k.key.startswith("button"):
-            pass  # events are compared by type name elsewhere; not a quantity
+    # Events, the first of each kind (as for the quantities): a button's code; a dimmer's direction and steps.
+    for k, e in sorted(getattr(update, "events", {}).items(), key=lambda kv: kv[0].key):
+        if k.key.rstrip("_0123456789") == "button" and e.event_type in BUTTON_EVENTS:
+            out.setdefault("button_event", float(BUTTON_EVENTS[e.event_type]))
+        elif k.key.rstrip("_0123456789") == "dimmer" and e.event_type in DIMMER_EVENTS:
+            if "dimmer_event" not in out:
+                out["dimmer_event"] = float(DIMMER_EVENTS[e.event_type])
+                out["dimmer_steps"] = float((e.event_properties or {}).get("steps", 0))
+        else:
+            UNTRANSLATED.add(f"event {k.key} {e.event_type}")
     return out
 
 
@@ -156,6 +171,11 @@ def reference_key(object_id):
     return str(getattr(fmt, "device_class", None) or getattr(fmt, "key", None) or fmt)
 
 
+# BTHome events (0x3A button: its event codes, 0x00 none; 0x3C dimmer: event 0 none, 1 left, 2 right, then steps).
+BUTTON_CODES = [0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x80]
+EVENTS = random.Random(1)  # reseeded from --seed in main()
+
+
 def bthome_objects(rng):
     ids, seen = [], set()
     for i in sorted(rng.sample(BTHOME_NUMERIC, rng.randrange(1, 5))):
@@ -164,10 +184,14 @@ def bthome_objects(rng):
             continue
         seen.add(key)
         ids.append(i)
-    out = b""
-    for i in ids:
-        out += bytes([i]) + bytes(rng.randrange(256) for _ in range(MEAS_TYPES[i].data_length))
-    return out
+    objects = [(i, bytes(rng.randrange(256) for _ in range(MEAS_TYPES[i].data_length))) for i in ids]
+    # Button and dimmer events too, in object id order: one press is one event, compared as a value. Drawn from a
+    # stream of their own, so adding them left every other frame of every family as it was.
+    if EVENTS.random() < 0.3:
+        objects.append((0x3A, bytes([EVENTS.choice(BUTTON_CODES)])))
+    if EVENTS.random() < 0.2:
+        objects.append((0x3C, bytes([EVENTS.randrange(0, 3), EVENTS.randrange(256)])))
+    return b"".join(bytes([i]) + v for i, v in sorted(objects, key=lambda o: o[0]))
 
 
 def bthome_frame(rng, encrypted):
@@ -348,7 +372,9 @@ def switchbot_frame(rng):
 
 def emit(fmt, case, where, ident, data, expected, name="", key=None):
     print(json.dumps({"format": fmt, "case": case, "where": where, "id": ident, "data": data.hex(),
-                      "name": name, "key": key.hex() if key else None, "expected": expected}))
+                      "name": name, "key": key.hex() if key else None, "expected": expected,
+                      "untranslated": sorted(UNTRANSLATED)}))
+    UNTRANSLATED.clear()
 
 
 DOC_FRAMES = [
@@ -436,7 +462,8 @@ def capture_frames(paths):
                 expected = reference(fmt, where, ident, data, "", None)
                 print(json.dumps({"format": fmt, "case": "capture", "where": where, "id": ident, "data": data.hex(),
                                   "name": "", "key": None, "expected": expected, "address": ADDRESS,
-                                  "capture": os.path.basename(path)}))
+                                  "capture": os.path.basename(path), "untranslated": sorted(UNTRANSLATED)}))
+                UNTRANSLATED.clear()
 
 
 def main():
@@ -449,6 +476,7 @@ def main():
         capture_frames(args.captures)
         return
     rng = random.Random(args.seed)
+    EVENTS.seed(args.seed + 1_000_003)
 
     for fmt, where, ident, hexdata, name in DOC_FRAMES:
         data = bytes.fromhex(hexdata.replace(" ", ""))
