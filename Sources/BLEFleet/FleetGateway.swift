@@ -60,6 +60,9 @@ public struct FleetGateway: Sendable, Encodable {
         public var ts: Double
         /// The service's clock when it arrived: what ages and plots use, immune to a gateway's clock skew.
         public var receivedAt: Double
+        /// When it was ranged, on the service's clock (`GatewayClockOffset.serviceTime`): what presence combines
+        /// gateways' readings by, so a gateway whose unsynchronised clock is minutes off still counts.
+        public var serviceTs: Double
     }
 
     public struct Region: Sendable, Encodable, Equatable {
@@ -114,6 +117,8 @@ public struct FleetGateway: Sendable, Encodable {
     public var invalid = 0
     /// Service clock, seconds since 1970, of the last message from this gateway.
     public var lastMessageAt: Double?
+    /// Its clock against the service's, from its live readings.
+    public var clock = GatewayClockOffset()
     public var beacons: [String: Beacon] = [:]
     public var regions: [String: Region] = [:]
     public var peripherals: [String: Peripheral] = [:]

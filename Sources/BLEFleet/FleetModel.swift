@@ -153,6 +153,7 @@ public struct FleetModel: Sendable {
         func read<Body: Decodable>(_: Body.Type) throws -> (FleetPayload.Envelope, Body) {
             let r = try Self.decoder.decode(FleetPayload.Reading<Body>.self, from: Data(payload))
             g.seq.receive(run: r.envelope.run, seq: r.envelope.seq, retained: retained)
+            observeClock(r.envelope)
             return (r.envelope, r.body)
         }
         /// The streams' payloads (tens of thousands a second) in one pass (FleetJSON); `body` reads the topic's own
@@ -162,7 +163,14 @@ public struct FleetModel: Sendable {
             let envelope = try FleetPayload.Envelope(j)
             let b = try body(j)
             g.seq.receive(run: envelope.run, seq: envelope.seq, retained: retained)
+            observeClock(envelope)
             return (envelope, b)
+        }
+        /// Live readings only: a retained message is as old as it is, and the last will (no seq) carries its
+        /// connection's time.
+        func observeClock(_ e: FleetPayload.Envelope) {
+            guard !retained, e.seq != nil else { return }
+            g.clock.observe(ts: e.ts, receivedAt: now, run: e.run, synchronized: e.clock_synced)
         }
         switch kind {
         case .status:
@@ -192,7 +200,8 @@ public struct FleetModel: Sendable {
             g.beacons[id] = FleetGateway.Beacon(
                 kind: b.kind, address: b.address, name: b.name, rssi: b.rssi,
                 samples: b.samples, distanceM: b.distance_m, accuracyM: b.accuracy_m,
-                proximity: b.proximity, ts: envelope.ts, receivedAt: now)
+                proximity: b.proximity, ts: envelope.ts, receivedAt: now,
+                serviceTs: g.clock.serviceTime(of: envelope.ts, synchronized: envelope.clock_synced))
         case .region(_, let id):
             let r = try read(FleetPayload.Region.self).1
             if r.state == "removed" {

@@ -152,7 +152,7 @@ public struct FleetPresence: Sendable {
             beacon: beacon,
             reading: .init(
                 gateway: gateway, distance: reading.distanceM, accuracy: reading.accuracyM, rssi: reading.rssi,
-                ts: reading.ts),
+                ts: reading.serviceTs),
             now: now)
     }
 

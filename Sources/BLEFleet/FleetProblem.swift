@@ -22,6 +22,14 @@ public struct FleetProblem: Sendable, Encodable, Equatable, Comparable {
         FleetProblem(severity: 45, text: "gateway reports its broker connection down")
     }
     static func drops(_ count: Int) -> FleetProblem { FleetProblem(severity: 40, text: "\(count) samples dropped") }
+    static func clock(_ offset: Double, synchronized: Bool) -> FleetProblem {
+        let s = Int(abs(offset).rounded())
+        let way = offset < 0 ? "behind" : "ahead of"
+        let note =
+            synchronized
+            ? "although it says it is synchronised" : "not synchronised; presence places its readings by their arrival"
+        return FleetProblem(severity: 35, text: "clock \(s) s \(way) the fleet service's (\(note))")
+    }
     static func gaps(_ missing: Int) -> FleetProblem {
         FleetProblem(severity: 30, text: "\(missing) readings lost (seq gaps)")
     }
@@ -48,6 +56,9 @@ extension FleetGateway {
         if let trend = spoolTrendPerMin, trend > Self.spoolGrowthThresholdPerMin { out.append(.spoolGrowing(trend)) }
         if status == "online", let health, !health.connected { out.append(.brokerDisconnected()) }
         if let dropped = health?.droppedSamples, dropped > 0 { out.append(.drops(dropped)) }
+        if let offset = clock.seconds, abs(offset) > GatewayClockOffset.problemAboveS {
+            out.append(.clock(offset, synchronized: clock.synchronized ?? false))
+        }
         if seq.missing > 0 { out.append(.gaps(seq.missing)) }
         if invalid > 0 { out.append(.invalid(invalid)) }
         return out.sorted(by: >)

@@ -6,8 +6,9 @@ import Foundation
 /// Each tag is a small state machine (`TagState`): away until heard, then in a room; another room takes over only
 /// after it has led by `margin_m` for `dwell_s` (no flapping at a doorway; at least `settled_dwell_s` for a tag that
 /// has been in its room for `settle_s`, whose position is smoothed harder), and a tag no gateway has heard for
-/// `away_after_s` is away (`not_home`). Readings are combined by their own `ts` (a gateway whose clock is a few
-/// seconds off still counts), and dropped when the service has not had one from that gateway for `window_s`.
+/// `away_after_s` is away (`not_home`). Readings are combined by their `ts` (a gateway whose clock is a few
+/// seconds off still counts; the fleet gives a gateway with an unsynchronised clock its readings' time on the
+/// service's clock, `GatewayClockOffset`), and dropped when the service has not had one from that gateway for `window_s`.
 public struct PresenceEngine: Sendable {
     /// One gateway's ranging of one tag, as its beacon topic says.
     public struct Reading: Sendable, Equatable {

@@ -20,7 +20,9 @@ import Testing
     }
     static let beaconTopic = "demo/gw-lobby/beacons/ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-2-4"
 
-    func fold(_ m: inout FleetModel, _ topic: String, _ json: String, retained: Bool = false, now: Double = 1000) {
+    /// `now`: the service's clock, by default a moment after the payloads' `ts` (a gateway whose clock is right).
+    func fold(_ m: inout FleetModel, _ topic: String, _ json: String, retained: Bool = false,
+              now: Double = 1795243048.5) {
         m.receive(topic: topic, payload: Array(json.utf8), retained: retained, now: now)
     }
 
@@ -40,6 +42,34 @@ import Testing
         #expect(g?.beacons["ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-2-4"]?.distanceM == 5.28)
         #expect(g?.seq.gaps == 0)
         #expect(g?.problems.isEmpty == true)
+    }
+
+    /// A gateway's clock is learnt from its live readings (`ts` less arrival; a delay only lowers it, so the highest
+    /// counts); a backlog replayed after an outage (old times, arriving now) does not pass for a slow clock, nor do
+    /// retained messages; a beacon's time on the service's clock is its own `ts` less the offset when the gateway
+    /// says its clock is not synchronised.
+    @Test func aGatewaysClockOffsetComesFromLiveReadingsNotFromABacklogOrRetainedMessages() throws {
+        var m = FleetModel(prefix: "demo")
+        let t = 1795243048.062  // the payloads' ts (env)
+        fold(&m, "demo/gw-lobby/status", Self.online, retained: true, now: t + 3600)
+        #expect(m.gateways["gw-lobby"]?.clock.seconds == nil, "a retained message is as old as it is")
+        // Live: the gateway's clock reads t when the service's reads t + 180 (and + 180.4: a slower delivery).
+        fold(&m, "demo/gw-lobby/health", Self.health(2, ts: t, depth: 0, reports: 10), now: t + 180)
+        fold(&m, Self.beaconTopic, Self.beacon(3), now: t + 180.4)
+        let g = try #require(m.gateways["gw-lobby"])
+        #expect(try #require(g.clock.seconds).rounded() == -180)
+        #expect(g.problems.map(\.text).contains(
+            "clock 180 s behind the fleet service's (not synchronised; presence places its readings by their arrival)"))
+        let b = try #require(g.beacons["ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-2-4"])
+        #expect(abs(b.serviceTs - (t + 180)) < 0.01, "ts less the offset (fallen by 0.4 s / 60)")
+        // An outage: ten minutes later the spool replays readings made five minutes ago; the offset barely moves.
+        fold(&m, "demo/gw-lobby/health", Self.health(4, ts: t + 300, depth: 9, reports: 20), now: t + 180 + 600)
+        #expect(try #require(m.gateways["gw-lobby"]?.clock.seconds) > -191)
+        // A new run starts the estimate again.
+        let restarted = Self.health(5, ts: t, depth: 0, reports: 1).replacingOccurrences(of: Self.run, with: "00000000feedbeef")
+        fold(&m, "demo/gw-lobby/health", restarted, now: t + 1)
+        #expect(try #require(m.gateways["gw-lobby"]?.clock.seconds).rounded() == -1)
+        #expect(m.gateways["gw-lobby"]?.problems.contains { $0.text.hasPrefix("clock") } == false)
     }
 
     @Test func theLastWillTurnsAGatewayOfflineSinceTheServiceSawIt() {
@@ -79,7 +109,8 @@ import Testing
         fold(&m, "demo/gw-lobby/status", Self.online)
         for i in 0..<4 {
             fold(&m, "demo/gw-lobby/health",
-                 Self.health(2 + i, ts: 1000 + Double(i) * 5, depth: 100 * i, reports: 1000 * i, dropped: i == 3 ? 7 : 0))
+                 Self.health(2 + i, ts: 1000 + Double(i) * 5, depth: 100 * i, reports: 1000 * i, dropped: i == 3 ? 7 : 0),
+                 now: 1000.2 + Double(i) * 5)
         }
         let g = m.gateways["gw-lobby"]!
         #expect(g.spoolTrendPerMin == 1200)  // 300 readings in 15 s
@@ -169,7 +200,7 @@ import Testing
         let page = FleetViews.beacon(m, id: "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-2-4",
                                      broker: .init(url: "mqtt://x"), now: 0)
         #expect(page.heardBy.map(\.gateway) == ["gw-lab", "gw-lobby"])
-        m.forgetBeacons(olderThan: 60, now: 1000 + 61)
+        m.forgetBeacons(olderThan: 60, now: 1795243048.5 + 61)
         #expect(m.gateways.values.allSatisfy { $0.beacons.isEmpty })
     }
 

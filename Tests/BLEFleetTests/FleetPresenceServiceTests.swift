@@ -12,11 +12,13 @@ import Testing
     static let tag = "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-100-1"
 
     /// A gateway's beacon topic payload (docs/TOPICS.md) for the tag at (x, y).
-    static func beacon(_ gateway: SiteDescription.Gateway, at p: (Double, Double), seq: Int) -> [UInt8] {
+    /// `clockOffset`: how far the gateway's clock is from the true time; `synced`: what it says of it.
+    static func beacon(_ gateway: SiteDescription.Gateway, at p: (Double, Double), seq: Int,
+                       clockOffset: Double = 0, synced: Bool = true) -> [UInt8] {
         let q = gateway.position!
         let d = ((p.0 - q.x) * (p.0 - q.x) + (p.1 - q.y) * (p.1 - q.y) + (1.2 - q.z) * (1.2 - q.z)).squareRoot()
-        let ts = Date().timeIntervalSince1970
-        return Array((#"{"run":"r-\#(gateway.id)","seq":\#(seq),"ts":\#(ts),"clock_synced":true,"id":"\#(tag)","#
+        let ts = Date().timeIntervalSince1970 + clockOffset
+        return Array((#"{"run":"r-\#(gateway.id)","seq":\#(seq),"ts":\#(ts),"clock_synced":\#(synced),"id":"\#(tag)","#
             + #""kind":"ibeacon","address":"C4:BB:CA:D0:7F:7D","rssi":-70.5,"samples":4,"interval_s":1,"#
             + #""distance_m":\#(d),"accuracy_m":\#(0.1 * d + 0.3),"proximity":"far"}"#).utf8)
     }
@@ -115,6 +117,60 @@ import Testing
             let nearest = await next(presence) { _, j in j["method"] as? String == "nearest_gateway" }
             #expect(nearest?["room"] as? String == "lab")
             #expect(service.presence.withLock { $0.sites["t"]?.source } == .retained)
+            group.cancelAll()
+        }
+    }
+
+    /// Bad input (#36): gateways whose clocks are minutes apart. Two Pis without a real-time clock started from the
+    /// time they last saved and NTP has not answered (`clock_synced: false`): one is three minutes behind, one two
+    /// ahead. Combined by their own times, the one ahead would leave the others out of every fit (and the one behind
+    /// would never count); placed by when their readings arrive, all three count, and each is a fleet problem that
+    /// says how far off its clock is.
+    @Test(.enabled(if: TestDependency.runs(Mosquitto.isAvailable)), .timeLimit(.minutes(1)))
+    func gatewaysWhoseClocksAreMinutesApartAllCountAndEachOffClockIsAProblem() async throws {
+        let broker = try Mosquitto()
+        try broker.start()
+        let tests = FleetServiceTests()
+        let site = try SiteDescription(text: SiteDescriptionTests.office)
+        var config = FleetConfiguration(mqtt: tests.mqtt(port: broker.port, role: "presence"),
+                                        brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: "t")
+        config.listenPort = try Loopback.freePort()
+        config.site = site
+        let service = try FleetService(configuration: config, logger: Logger(label: "fleet-test"))
+        let publisher = MQTTClient(configuration: tests.mqtt(port: broker.port, role: "presence-gateways"))
+        let presence = try publisher.subscribe("t/fleet/presence/+")
+        var connected = publisher.events.filter { if case .connected = $0 { true } else { false } }.makeAsyncIterator()
+        let clocks: [String: (offset: Double, synced: Bool)] = [
+            "gw-lobby": (-180, false), "gw-kitchen": (120, false), "gw-lab": (0, true),
+        ]
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await service.run() }
+            group.addTask { try await publisher.run() }
+            _ = await connected.next()
+            group.addTask {
+                var seq = 1
+                while true {
+                    for g in site.gateways.values {
+                        let c = clocks[g.id]!
+                        try await publisher.publish(MQTTMessage(
+                            topic: "t/\(g.id)/beacons/\(Self.tag)",
+                            payload: Self.beacon(g, at: (21, 3), seq: seq, clockOffset: c.offset, synced: c.synced),
+                            qos: .atMostOnce))
+                    }
+                    seq += 1
+                    try await Task.sleep(for: .milliseconds(500))
+                }
+            }
+            let all = await next(presence) { _, j in (j["gateways"] as? [[String: Any]])?.count == 3 }
+            #expect(all?["room"] as? String == "lab")
+            #expect(all?["method"] as? String == "trilateration")
+            let problems = service.model.withLock { m in m.gateways.mapValues { $0.problems.map(\.text) } }
+            #expect(problems["gw-lobby"]?.contains {
+                $0.hasPrefix("clock 18") && $0.contains(" s behind the fleet service's (not synchronised")
+            } == true, "\(problems)")
+            #expect(problems["gw-kitchen"]?.contains { $0.hasPrefix("clock 120 s ahead of the fleet service's") } == true,
+                    "\(problems)")
+            #expect(problems["gw-lab"]?.contains { $0.hasPrefix("clock") } == false, "\(problems)")
             group.cancelAll()
         }
     }

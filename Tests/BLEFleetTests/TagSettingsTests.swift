@@ -78,7 +78,7 @@ struct TagSettingsTests {
                     p.observe("t", gateway: r.gateway, beacon: beacon,
                               reading: .init(kind: "ibeacon", address: "", name: nil, rssi: r.rssi, samples: 1,
                                              distanceM: r.distance, accuracyM: r.accuracy, proximity: nil, ts: r.ts,
-                                             receivedAt: Double(t)),
+                                             receivedAt: Double(t), serviceTs: r.ts),
                               now: Double(t))
                 }
             }
