@@ -19,6 +19,9 @@ public enum MiBeaconFrame {
     public static let associatedData: UInt8 = 0x11
 
     // Object ids.
+    /// `button 1 | value 1 | press type 1`: a remote control's or switch's press; what the press type means depends
+    /// on the product (`buttonEvent(product:button:pressType:)`).
+    public static let buttonObject: UInt16 = 0x1001
     public static let temperatureObject: UInt16 = 0x1004
     public static let humidityObject: UInt16 = 0x1006
     public static let illuminanceObject: UInt16 = 0x1007
@@ -113,6 +116,12 @@ public enum MiBeaconFrame {
                 return
             }
             switch (id, length) {
+            case (buttonObject, 3):
+                if let button = v.readU8(), v.readU8() != nil, let press = v.readU8(),
+                    let code = buttonEvent(product: product, button: button, pressType: press)
+                {
+                    r.append(.buttonEvent, Double(code))
+                }
             case (temperatureObject, 2):
                 if let t = v.readLE16() { r.append(.temperature, Double(Int16(bitPattern: t)) / 10) }
             case (humidityObject, 2):
@@ -141,8 +150,32 @@ public enum MiBeaconFrame {
             case (humidityFloatObject, 4):
                 if let bits = v.readLE32() { r.append(.humidity, Double(Float(bitPattern: bits))) }
             default:
-                break  // objects this gateway does not publish (locks, buttons, toothbrushes …)
+                break  // objects this gateway does not publish (locks, other buttons, toothbrushes …)
             }
+        }
+    }
+
+    // Products whose button object this gateway reads.
+    public static let wirelessSwitchYLAI003: UInt16 = 0x07BF
+    public static let wallSwitchK9B1: UInt16 = 0x1568
+
+    /// A press as the gateway's event code (BTHome's: 1 press, 2 double press, 4 long press), as Home Assistant's
+    /// xiaomi-ble reads it: the wireless switch YLAI003 says 0 press, 1 double, 2 long (3 is a press on button 0 and a
+    /// long press on button 1, 5 a press, 6 a long press); the K9B wall switch says 0 press, 1 long, 2 double, on its
+    /// button 0. Anything else (a rotation, another product's buttons, whose meaning is the product's own) is no event.
+    @inlinable static func buttonEvent(product: UInt16, button: UInt8, pressType: UInt8) -> UInt8? {
+        let press: UInt8 = 1
+        let double: UInt8 = 2
+        let long: UInt8 = 4
+        switch (product, pressType) {
+        case (wirelessSwitchYLAI003, 0), (wirelessSwitchYLAI003, 5): return press
+        case (wirelessSwitchYLAI003, 1): return double
+        case (wirelessSwitchYLAI003, 2), (wirelessSwitchYLAI003, 6): return long
+        case (wirelessSwitchYLAI003, 3): return button == 0 ? press : button == 1 ? long : nil
+        case (wallSwitchK9B1, 0) where button == 0: return press
+        case (wallSwitchK9B1, 1) where button == 0: return long
+        case (wallSwitchK9B1, 2) where button == 0: return double
+        default: return nil
         }
     }
 
@@ -165,6 +198,8 @@ public enum MiBeaconFrame {
         case 0x02DF: "JQJCY01YM"
         case 0x2832, 0x4C47: "MJWSD05MMC"
         case 0x55B5, 0x5BEA: "MJWSD06MMC"
+        case wirelessSwitchYLAI003: "YLAI003"
+        case wallSwitchK9B1: "K9B-1BTN"
         default: "MiBeacon"
         }
     }

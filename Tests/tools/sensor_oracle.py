@@ -124,6 +124,10 @@ def ha_values(update):
             out.setdefault(name, 1.0 if v.native_value else 0.0)
     # Events, the first of each kind (as for the quantities): a button's code; a dimmer's direction and steps.
     for k, e in sorted(getattr(update, "events", {}).items(), key=lambda kv: kv[0].key):
+        if e.event_type in (None, "no_press"):
+            # xiaomi-ble's name for a press type it does not know (a corrupted frame's): no event, as the gateway
+            # publishes none.
+            continue
         if k.key.rstrip("_0123456789") == "button" and e.event_type in BUTTON_EVENTS:
             out.setdefault("button_event", float(BUTTON_EVENTS[e.event_type]))
         elif k.key.rstrip("_0123456789") == "dimmer" and e.event_type in DIMMER_EVENTS:
@@ -222,10 +226,30 @@ def mibeacon_objects(rng):
     return struct.pack("<HB", oid, len(value)) + value
 
 
+# Xiaomi buttons (object 0x1001: button, value, press type) on the two single-button products the gateway reads,
+# the wireless switch YLAI003 and the K9B-1BTN wall switch, whose press types mean different things. Drawn from a
+# stream of their own (reseeded from --seed), so every other frame is as it was; press types the reference calls
+# a press, double or long press (the others are rotations, or no event it names).
+MIBEACON_BUTTON_PRODUCTS = [0x07BF, 0x1568]
+MIBEACON_EVENTS = random.Random(2)
+
+
+def mibeacon_button(product):
+    r = MIBEACON_EVENTS
+    if product == 0x07BF:
+        button, press = r.choice([(0, 0), (0, 1), (0, 2), (0, 3), (1, 3), (r.randrange(3), 5), (r.randrange(3), 6)])
+    else:
+        button, press = 0, r.randrange(3)
+    return struct.pack("<HBBBB", 0x1001, 3, button, r.randrange(256), press)
+
+
 def mibeacon_frame(rng, encrypted):
     product = rng.choice(MIBEACON_PRODUCTS)
     counter = rng.randrange(256)
     objects = mibeacon_objects(rng)
+    if MIBEACON_EVENTS.random() < 0.3:
+        product = MIBEACON_EVENTS.choice(MIBEACON_BUTTON_PRODUCTS)
+        objects += mibeacon_button(product)
     if not encrypted:
         control = 0x3050  # v3, MAC and object included
         return struct.pack("<HHB", control, product, counter) + MAC[::-1] + objects
@@ -477,6 +501,7 @@ def main():
         return
     rng = random.Random(args.seed)
     EVENTS.seed(args.seed + 1_000_003)
+    MIBEACON_EVENTS.seed(args.seed + 2_000_003)
 
     for fmt, where, ident, hexdata, name in DOC_FRAMES:
         data = bytes.fromhex(hexdata.replace(" ", ""))
