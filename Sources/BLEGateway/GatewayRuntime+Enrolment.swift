@@ -72,7 +72,7 @@ extension GatewayRuntime {
                 return say(.failed("paired with \(identity.address), but it could not be kept: \(error)"), id: id)
             }
             if let key = IdentityResolvingKey(octets: identity.irk, identity: identity.address) {
-                state.withLock { $0.resolver.add(key) }
+                pipeline.withLock { $0.enrolled(key) }
             }
             logger.notice("enrolment: \(start.name) (\(identity.address)) kept in \(configuration.identityKeysFile)")
             say(.enrolled(name: start.name, identity: identity, change: change), id: id)

@@ -78,10 +78,7 @@ extension GatewayRuntime {
         if outcome.status != .rejected {
             let c = outcome.effective
             let before = live.withLock { l in
-                defer {
-                    l.configuration = c
-                    if let f = try? ScanFilter(parsing: c.scan.filters) { l.filter = f }
-                }
+                defer { l.configuration = c }
                 return l.configuration
             }
             applyLive(from: before, to: c, start: false)
@@ -118,26 +115,22 @@ extension GatewayRuntime {
                 synced: clockSynchronized()))
     }
 
-    /// What changed between two configurations in force that is not read per sighting: the region monitor is
-    /// rebuilt (unchanged regions keep their state; new and changed ones start `unknown` and are published so;
-    /// removed ones get a retained `removed` state, docs/TOPICS.md), the ranging engine is rebuilt when its
-    /// parameters changed (beacons are then tracked afresh), and new scan parameters go to the source, which
-    /// restarts only its scanner. `start`: the stored layers over the file, before the first scan.
+    /// A new configuration in force, for the pipeline (Pipeline/SightingPipeline.swift: its settings replaced, the
+    /// ranging engine and region monitor built again only if theirs changed) and what it means for the topics:
+    /// new and changed regions start `unknown` and are published so; removed ones get a retained `removed` state
+    /// (docs/TOPICS.md). New scan parameters go to the source, which restarts only its scanner. `start`: the stored
+    /// layers over the file, before the first scan.
     func applyLive(from before: GatewayConfiguration, to c: GatewayConfiguration, start: Bool) {
         let now = clock.now()
         let regionsChanged = before.regions != c.regions
-        let rangingChanged = before.ranging != c.ranging
-        guard regionsChanged || rangingChanged || start else { return applyScan(from: before, to: c) }
         let ts = clock.unixTime()
         let synced = clockSynchronized()
         let ids = Set(c.regions.map(\.id))
         let kept = Set(before.regions.filter { c.regions.contains($0) }.map(\.id))
-        state.withLock { s in
-            // At start the engine was built from the file's interval and the defaults: build it from what is in force.
-            if rangingChanged || start { s.ranging = RangingEngine(configuration: c.rangingConfiguration) }
+        pipeline.withLock { p in
+            p.reconfigure(from: before, to: c, at: now)
             guard regionsChanged else { return }
-            s.regions = s.regions.reconfigured(to: c.regions, at: now)
-            // Recorded under the state lock, so an enter the new monitor reports for a new region (observe takes
+            // Recorded under the pipeline's lock, so an enter the new monitor reports for a new region (observe takes
             // the same lock) follows its `unknown` in the seq stream. (A removed region's last event from the old
             // monitor, taken just before this and published just after, could still follow its `removed`.)
             for r in c.regions where !kept.contains(r.id) {

@@ -36,8 +36,6 @@ public final class GatewayRuntime: Service, Sendable {
     let ownership: OwnershipCoordinator?
     /// Home Assistant discovery (GatewayRuntime+HomeAssistant.swift).
     let homeAssistant: Locked<HomeAssistantLink>
-    /// Bindkeys for encrypted sensor formats (`sensors.bindkeys`); never logged.
-    let sensorKeys: SensorKeys
     let clockSynchronized: @Sendable () -> Bool
     /// The service manager (systemd `Type=notify`): told when the gateway runs, fed its watchdog while it makes
     /// progress (`Liveness`), told when it stops.
@@ -45,6 +43,8 @@ public final class GatewayRuntime: Service, Sendable {
     /// `run --trace ADDRESS`: the traced address and its explainer (GatewayRuntime+Trace).
     let traced = Locked<TraceState?>(nil)
     let state: Locked<RuntimeState>
+    /// Sightings in, what they make out (Pipeline/SightingPipeline.swift): its own lock, taken once per sighting.
+    let pipeline: Locked<SightingPipeline>
     /// Signalled when the broker accepts the connection and when a remote document arrives: the start-up wait for the
     /// retained configuration waits on it.
     let configurationProgress = WakeSignal()
@@ -52,37 +52,19 @@ public final class GatewayRuntime: Service, Sendable {
     let statusEchoChanged = WakeSignal()
 
     struct RuntimeState: Sendable {
-        var ranging: RangingEngine
-        var regions: RegionMonitor
-        /// Resolvable private addresses → identity addresses (no keys: every identity stays as it is).
-        var resolver: PrivateAddressResolver
         var adapter: AdapterReport?
         var adapterSince = 0.0
         /// With two adapters: each one's last report and since when it is in that state.
         var adapterSlots: [AdapterRoles.Slot: (report: AdapterReport, since: Double)] = [:]
         var reconnects = 0
         var connectedOnce = false
-        var rawTokens = 0.0
-        var rawLast: Duration = .zero
-        /// Raw advertisements not published because the token bucket was empty (`publishing.raw_max_per_s`).
-        var rawRateLimited = 0
-        /// Eddystone-TLM frames forgotten when the per-interval table reached its bound.
-        var telemetryDiscarded = 0
-        var lastAcknowledged: UInt64 = 0
-        var lastHealthAt: Duration = .zero
-        /// The newest unencrypted Eddystone-TLM per address in the ranging interval under way: published with that
-        /// address's summaries at the interval's end, then cleared (so bounded by the addresses heard in one).
-        var telemetry: [BDAddress: EddystoneTLM.Plain] = [:]
-        /// Which decoded sensor frames are new enough to publish (GatewayRuntime.observe).
-        var sensorGate = SensorPublishGate()
         /// MQTT 3.1.1: whether the gateway's own online status comes back after each connection.
         var echo = StatusEcho()
     }
 
-    /// The remotely tunable part in force: replaced whole when a remote document applies, read per sighting/tick.
+    /// The remotely tunable part in force: replaced whole when a remote document applies, read per tick.
     struct Live: Sendable {
         var configuration: GatewayConfiguration
-        var filter: ScanFilter
     }
 
     /// The logger at the level in force: the one it was given (`--log-level`), unless a remote document sets
@@ -94,9 +76,6 @@ public final class GatewayRuntime: Service, Sendable {
         logger.logLevel = l
         return logger
     }
-
-    /// The scan filter in force.
-    var filter: ScanFilter { live.withLock { $0.filter } }
 
     /// - Parameters:
     ///   - clockSynchronized: whether the wall clock can be trusted (the kernel's answer by default; always true
@@ -125,17 +104,12 @@ public final class GatewayRuntime: Service, Sendable {
         self.clock = clock
         self.baseLogger = logger
         self.clockSynchronized = clockSynchronized
-        var ranging = RangingConfiguration()
-        ranging.interval = .seconds(configuration.publishing.rangingIntervalSeconds)
-        state = Locked(
-            RuntimeState(
-                ranging: RangingEngine(configuration: ranging),
-                regions: RegionMonitor(regions: configuration.regions, at: clock.now()),
-                resolver: PrivateAddressResolver(keys: configuration.identityKeys),
-                sensorGate: SensorPublishGate(configuration: configuration.sensors.gateConfiguration)))
-        sensorKeys = SensorKeys(octets: configuration.sensors.bindkeys)
+        state = Locked(RuntimeState())
+        // From the file: the stored remote layers over it are put in force before the first scan (applyLive), which
+        // publishes what they change (regions that appear or go).
+        _ = try ScanFilter(parsing: configuration.scan.filters)
+        pipeline = Locked(SightingPipeline(configuration, at: clock.now()))
         let topics = try Topics(prefix: configuration.mqtt.prefix, gatewayID: configuration.gateway.id)
-        let localFilter = try ScanFilter(parsing: configuration.scan.filters)
         // A bare file name (`--spool gw.sqlite`) lives in the working directory.
         let parent = (configuration.spool.path as NSString).deletingLastPathComponent
         let spoolDirectory = parent.isEmpty ? "." : parent
@@ -145,10 +119,7 @@ public final class GatewayRuntime: Service, Sendable {
             verifier: try ConfigSigning.Verifier.configured(by: configuration))
         for problem in remote.startupProblems { logger.error("remote configuration: \(problem)") }
         let effective = remote.effective
-        live = Locked(
-            Live(
-                configuration: effective,
-                filter: (try? ScanFilter(parsing: effective.scan.filters)) ?? localFilter))
+        live = Locked(Live(configuration: effective))
         if effective != configuration {
             logger.info("remote configuration from the local store in force (\(remote.layersInForce))")
         }
@@ -487,74 +458,37 @@ public final class GatewayRuntime: Service, Sendable {
             if let since { recordState(readings.adapter(report, since: since, ts: now, synced: clockSynchronized())) }
             return
         }
-        let (changed, regionEvents): (Double?, [RegionEvent]) = state.withLock { s in
-            guard s.adapter != report else { return (nil, []) }
-            var events: [RegionEvent] = []
-            if s.adapter?.state != report.state {
-                s.adapterSince = now
-                // Deaf until now: what happened meanwhile is not known, so regions are determined afresh (an enter or
-                // exit follows only a real change).
-                if report.state == .poweredOn { events = s.regions.resetToUnknown(at: clock.now()) }
-            }
+        let (changed, scanningAgain): (Double?, Bool) = state.withLock { s in
+            guard s.adapter != report else { return (nil, false) }
+            let stateChanged = s.adapter?.state != report.state
+            if stateChanged { s.adapterSince = now }
             s.adapter = report
-            return (s.adapterSince, events)
+            return (s.adapterSince, stateChanged && report.state == .poweredOn)
         }
-        publish(regionEvents)
+        if scanningAgain {
+            let at = clock.now()
+            publish(pipeline.withLock { $0.adapterScanning(at: at) })
+        }
         guard let since = changed else { return }
         logger.info("adapter \(report.device): \(report.state)\(report.reason.map { " (\($0))" } ?? "")")
         recordState(readings.adapter(report, since: since, ts: now, synced: clockSynchronized()))
     }
 
-    /// One sighting: filtered, counted into its beacon's interval, and optionally on the raw stream.
+    /// One sighting: seen by the peripheral links and the tracer, then through the pipeline; what it makes goes to
+    /// the spool (region changes durably, before they are published).
     func observe(_ s: Sighting) {
         traceIfTraced(s)
         // Before the scan filter: a wanted peripheral need not be a beacon anyone publishes.
         peripherals.observe(s)
-        let (filter, publishing) = live.withLock { ($0.filter, $0.configuration.publishing) }
-        guard filter.matches(s) else { return }
         let now = clock.now()
-        let (raw, events): (Bool, [RegionEvent]) = state.withLock { st in
-            let identity = st.resolver.identity(of: s)
-            let rssi = st.ranging.observe(s, as: identity, at: now)
-            if case .eddystoneTLM(.plain(let tlm))? = s.beacon {
-                if st.telemetry.count >= 4096 {  // a bound, should intervals stop ending
-                    st.telemetryDiscarded += st.telemetry.count
-                    st.telemetry.removeAll()
-                }
-                st.telemetry[s.address] = tlm
-            }
-            let events = st.regions.observe(
-                identity, name: st.regions.wantsNames ? s.advertisement.nameBytes : nil,
-                rssi: rssi, at: now)
-            guard publishing.rawAdvertisements else { return (false, events) }
-            // Token bucket: at most raw_max_per_s, with a burst of one second's worth.
-            let rate = publishing.rawMaxPerSecond
-            st.rawTokens = min(rate, st.rawTokens + (now - st.rawLast).seconds * rate)
-            st.rawLast = now
-            guard st.rawTokens >= 1 else {
-                st.rawRateLimited += 1
-                return (false, events)
-            }
-            st.rawTokens -= 1
-            return (true, events)
+        let out = pipeline.withLock { $0.observe(s, at: now) }
+        publish(out.regionEvents)
+        if out.raw { _ = spool.append(readings.raw(s, synced: clockSynchronized())) }
+        if let r = out.sensor {
+            _ = spool.append(
+                readings.sensor(r, address: s.address, rssi: s.rssi, ts: s.timestamp, synced: clockSynchronized()))
+            announceSensorToHomeAssistant(s.address, model: r.model.description, keys: GatewayReadings.valueKeys(r))
         }
-        publish(events)
-        if raw { _ = spool.append(readings.raw(s, synced: clockSynchronized())) }
-        observeSensor(s, at: now)
-    }
-
-    /// A sensor's advertisement: decoded (only if the one decoding pass found a sensor frame), passed through the
-    /// gate (repeats, replays and the minimum interval are dropped here, before the spool, and counted), published.
-    func observeSensor(_ s: Sighting, at now: Duration) {
-        guard s.advertisement.sensorSource != nil || s.advertisement.manufacturerData != nil else { return }
-        guard configuration.sensors.enabled,
-            let r = SensorDecoder.decode(s.advertisement, address: s.address, keys: sensorKeys)
-        else { return }
-        let decision = state.withLock { $0.sensorGate.admit(r, from: s.address, at: now) }
-        guard decision == .publish else { return }
-        _ = spool.append(
-            readings.sensor(r, address: s.address, rssi: s.rssi, ts: s.timestamp, synced: clockSynchronized()))
-        announceSensorToHomeAssistant(s.address, model: r.model.description, keys: GatewayReadings.valueKeys(r))
     }
 
     /// Every ranging interval: the beacons' summaries; every health interval: the health topic.
@@ -598,17 +532,18 @@ public final class GatewayRuntime: Service, Sendable {
                 // A new session's counters start again; a count that went down is a restart, not a negative rate.
                 let reportRate = Double(max(0, counters.reports - lastReports)) / elapsed
                 lastReports = counters.reports
-                let sensors = state.withLock { s in (gate: s.sensorGate.statistics, tracked: s.sensorGate.trackedCount)
-                }
-                let (rateLimited, telemetryDiscarded) = state.withLock { ($0.rawRateLimited, $0.telemetryDiscarded) }
-                let (tracked, evicted, reconnects, identity, regions) = state.withLock { s in
-                    let ids = s.regions.regions.map(\.id)
+                let reconnects = state.withLock { $0.reconnects }
+                let (sensors, rateLimited, telemetryDiscarded, tracked, evicted, identity, regions) = pipeline.withLock
+                {
+                    p in
+                    let ids = p.regions.regions.map(\.id)
                     return (
-                        s.ranging.trackedCount, s.ranging.statistics.evictions, s.reconnects,
+                        (gate: p.sensorGate.statistics, tracked: p.sensorGate.trackedCount), p.raw.limited,
+                        p.telemetryDiscarded, p.ranging.trackedCount, p.ranging.statistics.evictions,
                         configuration.identityKeys.isEmpty
                             ? nil
-                            : (s.resolver.resolutions, s.resolver.hashComputations, s.resolver.cacheResets),
-                        ids.isEmpty ? nil : (ids.count, ids.filter { s.regions.state(of: $0) == .inside }.count)
+                            : (p.resolver.resolutions, p.resolver.hashComputations, p.resolver.cacheResets),
+                        ids.isEmpty ? nil : (ids.count, ids.filter { p.regions.state(of: $0) == .inside }.count)
                     )
                 }
                 let health = GatewayReadings.Health(
@@ -640,24 +575,17 @@ public final class GatewayRuntime: Service, Sendable {
         let now = clock.now()
         let ts = clock.unixTime()
         let synced = clockSynchronized()
-        let (updates, events, telemetry) = state.withLock { s in
-            // Regions are not ticked while the adapter is not scanning: an outage is not an exit (it ends in
-            // resetToUnknown, see adapterChanged).
-            let updates = s.ranging.tick(at: now)
-            // Taken only when an interval ended (the tick returns updates only then): until then it accumulates.
-            var telemetry: [BDAddress: EddystoneTLM.Plain] = [:]
-            if !updates.isEmpty { swap(&telemetry, &s.telemetry) }
-            return (updates, s.adapter?.state == .poweredOn ? s.regions.tick(at: now) : [], telemetry)
-        }
-        publish(events)
+        let scanning = state.withLock { $0.adapter?.state == .poweredOn }
+        let end = pipeline.withLock { $0.tick(at: now, scanning: scanning) }
+        publish(end.regionEvents)
         let (interval, ranging) = live.withLock {
             ($0.configuration.publishing.rangingIntervalSeconds, $0.configuration.ranging)
         }
         let filter = GatewayReadings.filterDescription(ranging)
-        for u in updates {
+        for u in end.updates {
             _ = spool.append(
                 readings.beacon(
-                    u, interval: interval, filter: filter, telemetry: telemetry[u.address],
+                    u, interval: interval, filter: filter, telemetry: end.telemetry[u.address],
                     ts: ts, synced: synced))
         }
     }
@@ -668,19 +596,10 @@ public final class GatewayRuntime: Service, Sendable {
         let now = clock.now()
         let ts = clock.unixTime()
         let synced = clockSynchronized()
-        for (i, e) in events.enumerated() {
-            guard case .determined(let regionState) = e.kind else { continue }
-            var kind = GatewayReadings.RegionChange.determined
-            if i + 1 < events.count, events[i + 1].region == e.region {
-                switch events[i + 1].kind {
-                case .entered: kind = .enter
-                case .exited: kind = .exit
-                case .determined: break
-                }
-            }
+        for (e, regionState, change) in SightingPipeline.regionChanges(events) {
             recordState(
                 readings.region(
-                    e.region, state: regionState, since: ts - (now - e.time).seconds, event: kind,
+                    e.region, state: regionState, since: ts - (now - e.time).seconds, event: change,
                     beacon: e.identity, ts: ts, synced: synced))
         }
     }

@@ -19,15 +19,13 @@ public struct SightingExplainer: Sendable {
     public let configuration: GatewayConfiguration
     let filter: ScanFilter
     var resolver: PrivateAddressResolver
-    /// The raw stream's token bucket, as the runtime keeps it.
-    var rawTokens: Double
-    var rawLast: Double?
+    /// The raw stream's token bucket, as the runtime's pipeline keeps it.
+    var raw = RawRateBucket()
 
     public init(configuration: GatewayConfiguration) throws {
         self.configuration = configuration
         filter = try ScanFilter(parsing: configuration.scan.filters)
         resolver = PrivateAddressResolver(keys: configuration.identityKeys)
-        rawTokens = configuration.publishing.rawMaxPerSecond
     }
 
     /// The stages for one sighting heard at `now` (seconds, any origin: only differences are used).
@@ -90,10 +88,7 @@ public struct SightingExplainer: Sendable {
                     detail: "not on …/raw/ (publishing.raw_advertisements is false)"))
         } else {
             let rate = publishing.rawMaxPerSecond
-            rawTokens = min(rate, rawTokens + (rawLast.map { now - $0 } ?? 0) * rate)
-            rawLast = now
-            if rawTokens >= 1 {
-                rawTokens -= 1
+            if raw.take(rate: rate, at: .seconds(now)) {
                 steps.append(
                     Step(
                         stage: "raw stream", passes: true,

@@ -122,8 +122,6 @@ public struct RefusalHolds: Sendable, Equatable {
 
     /// No family is held: the publisher need not work out the family of each reading.
     public var isEmpty: Bool { holds.isEmpty }
-    /// Some family looks for its probe.
-    public var anyDue: Bool { holds.values.contains { $0.phase == .due } }
 
     /// The holds whose wait is over at `now` become due. Returns the oldest seq to read the spool again from (the
     /// smallest `from` among them), or nil when none fell due.

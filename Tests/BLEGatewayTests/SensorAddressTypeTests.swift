@@ -41,7 +41,7 @@ import Testing
         let sensors = try runtime.spool.pending(limit: 100).map(\.reading).filter { $0.topic.contains("/sensors/") }
         #expect(sensors.map(\.topic) == ["blegateway/\(c.gateway.id)/sensors/a4c138000073",
                                          "blegateway/\(c.gateway.id)/sensors/a4c138000073"])
-        let gate = runtime.state.withLock { $0.sensorGate.statistics }
+        let gate = runtime.pipeline.withLock { $0.sensorGate.statistics }
         #expect(gate.published == 2)
         #expect(gate.repeats == 1, "packet 7 heard again with the other address type is a repeat")
     }

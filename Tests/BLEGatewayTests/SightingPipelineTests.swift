@@ -1,0 +1,119 @@
+@testable import BLEDomain
+import BLEHCI
+import BLETransport
+import Testing
+@testable import BLEConfiguration
+@testable import BLEGateway
+
+/// The pipeline alone, in literal values: sightings in at given times, what they make out. No runtime, broker,
+/// spool or clock.
+@Suite struct SightingPipelineTests {
+    typealias E = SightingExplainerTests
+
+    static func sighting(_ ad: [UInt8], rssi: Int8 = -60) -> Sighting { E.sighting(ad, rssi: rssi) }
+
+    /// BTHome v2, unencrypted: packet id `packet`, temperature 25.00 °C.
+    static func sensor(packet: UInt8) -> Sighting {
+        sighting([0x09, 0x16, 0xD2, 0xFC, 0x40, 0x00, packet, 0x02, 0xC4, 0x09])
+    }
+
+    @Test func aSightingTheFilterStopsMakesNothingAndIsNotRanged() {
+        var c = GatewayConfiguration()
+        c.scan.filters = ["rssi:-70"]
+        c.publishing.rawAdvertisements = true
+        var p = SightingPipeline(c, at: .zero)
+        let out = p.observe(Self.sighting(E.iBeacon, rssi: -80), at: .seconds(1))
+        #expect(out.regionEvents.isEmpty && !out.raw && out.sensor == nil)
+        #expect(p.ranging.trackedCount == 0)
+        #expect(p.observe(Self.sighting(E.iBeacon, rssi: -60), at: .seconds(1)).raw)
+        #expect(p.ranging.trackedCount == 1)
+    }
+
+    @Test func aBeaconIsOneSummaryPerIntervalNotOneReadingPerSighting() throws {
+        var c = GatewayConfiguration()
+        c.publishing.rangingIntervalSeconds = 1
+        var p = SightingPipeline(c, at: .zero)
+        #expect(p.tick(at: .zero, scanning: true).updates.isEmpty, "the first tick starts the intervals")
+        for k in 0..<5 { _ = p.observe(Self.sighting(E.iBeacon, rssi: -60), at: .milliseconds(100 * k)) }
+        #expect(p.tick(at: .milliseconds(500), scanning: true).updates.isEmpty, "within the interval")
+        let end = p.tick(at: .seconds(1), scanning: true)
+        #expect(end.updates.count == 1)
+        let u = try #require(end.updates.first)
+        #expect(u.samples == 5)
+        #expect(u.address == E.address)
+        #expect(u.identity.id == "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-1-2")
+    }
+
+    @Test func theRawStreamTakesAtMostItsRateWithABurstOfOneSecondsWorth() {
+        var c = GatewayConfiguration()
+        c.publishing.rawAdvertisements = true
+        c.publishing.rawMaxPerSecond = 2
+        var p = SightingPipeline(c, at: .zero)
+        let at: [Duration] = [.seconds(10), .seconds(10), .seconds(10), .milliseconds(10_400), .milliseconds(10_500)]
+        let raw = at.map { p.observe(Self.sighting(E.named), at: $0).raw }
+        #expect(raw == [true, true, false, false, true])
+        #expect(p.raw.limited == 2)
+    }
+
+    @Test func aSensorPacketIsOneReadingItsRepeatsNone() throws {
+        var c = GatewayConfiguration()
+        c.sensors.minIntervalSeconds = 0
+        var p = SightingPipeline(c, at: .zero)
+        let first = try #require(p.observe(Self.sensor(packet: 7), at: .seconds(1)).sensor)
+        #expect(first.value(of: .temperature) == 25)
+        #expect(first.counter == 7)
+        #expect(p.observe(Self.sensor(packet: 7), at: .seconds(2)).sensor == nil)
+        #expect(p.observe(Self.sensor(packet: 8), at: .seconds(3)).sensor?.counter == 8)
+        #expect(p.sensorGate.statistics.repeats == 1)
+        c.sensors.enabled = false
+        var off = SightingPipeline(c, at: .zero)
+        #expect(off.observe(Self.sensor(packet: 9), at: .seconds(1)).sensor == nil)
+    }
+
+    /// The region monitor's events become state changes: a `determined` with the enter or exit right after it for the
+    /// same region; a lone `determined` stays one.
+    @Test func regionEventsBecomeDeterminedEnterAndExitChanges() {
+        let id = BeaconIdentity.address(E.address)
+        let events = [
+            RegionEvent(region: "desk", kind: .determined(.inside), time: .seconds(1), identity: id),
+            RegionEvent(region: "desk", kind: .entered, time: .seconds(1), identity: id),
+            RegionEvent(region: "hall", kind: .determined(.outside), time: .seconds(1), identity: nil),
+            RegionEvent(region: "door", kind: .determined(.outside), time: .seconds(1), identity: nil),
+            RegionEvent(region: "door", kind: .exited, time: .seconds(1), identity: nil),
+        ]
+        let changes = SightingPipeline.regionChanges(events)
+        #expect(changes.map(\.event.region) == ["desk", "hall", "door"])
+        #expect(changes.map(\.state) == [.inside, .outside, .outside])
+        #expect(changes.map(\.change) == [.enter, .determined, .exit])
+    }
+
+    @Test func aRegionIsEnteredByASightingAndDeterminedAfreshWhenTheAdapterScansAgain() {
+        var c = GatewayConfiguration()
+        c.regions = [Region(id: "desk", matcher: .address(E.address))]
+        var p = SightingPipeline(c, at: .zero)
+        let entered = p.observe(Self.sighting(E.named), at: .seconds(1)).regionEvents
+        #expect(entered.map(\.kind) == [.determined(.inside)])
+        #expect(p.tick(at: .seconds(60), scanning: false).regionEvents.isEmpty, "an outage is not an exit")
+        #expect(p.adapterScanning(at: .seconds(61)).map(\.kind) == [.determined(.unknown)])
+    }
+
+    /// One setting, file → snapshot → engine: a new `ranging.rssi_offset_db` builds the ranging engine again (its
+    /// beacons tracked afresh); a change elsewhere keeps it and its beacons; the filter is replaced either way.
+    @Test func aNewConfigurationRebuildsOnlyTheEnginesWhoseSettingsChanged() {
+        let before = GatewayConfiguration()
+        var p = SightingPipeline(before, at: .zero)
+        _ = p.observe(Self.sighting(E.iBeacon), at: .seconds(1))
+        var filtered = before
+        filtered.scan.filters = ["rssi:-50"]
+        p.reconfigure(from: before, to: filtered, at: .seconds(2))
+        #expect(p.ranging.trackedCount == 1)
+        #expect(p.observe(Self.sighting(E.iBeacon, rssi: -60), at: .seconds(2)).regionEvents.isEmpty)
+        #expect(p.settings.filter.matches(Self.sighting(E.iBeacon, rssi: -40)))
+        #expect(!p.settings.filter.matches(Self.sighting(E.iBeacon, rssi: -60)))
+        var offset = filtered
+        offset.ranging.rssiOffsetDB = 4
+        p.reconfigure(from: filtered, to: offset, at: .seconds(3))
+        #expect(p.ranging.trackedCount == 0)
+        #expect(p.ranging.configuration.rssiOffsetDB == 4)
+    }
+}
