@@ -48,6 +48,8 @@ public final class GatewayRuntime: Service, Sendable {
     /// Signalled when the broker accepts the connection and when a remote document arrives: the start-up wait for the
     /// retained configuration waits on it.
     let configurationProgress = WakeSignal()
+    /// Signalled when a remote document changed the configuration in force: the ticker takes new intervals at once.
+    let configurationApplied = WakeSignal()
     /// Signalled at each CONNACK under MQTT 3.1.1: the own-status echo's deadline starts (GatewayRuntime+StatusEcho).
     let statusEchoChanged = WakeSignal()
 
@@ -503,9 +505,12 @@ public final class GatewayRuntime: Service, Sendable {
         var lastHealthTime = clock.now()
         var watchdog = makeWatchdog()
         while !Task.isCancelled {
-            // Wake at least every 250 ms so a remote change of the intervals takes effect within that, not at the
-            // end of a long old interval.
-            do { try await clock.sleep(until: min(next, nextHealth, clock.now() + .milliseconds(250))) } catch { break }
+            // Until the next summary, health report or watchdog feed, or until a remote document changes the
+            // configuration in force (its intervals then take effect at once, not at the end of a long old one).
+            let due = min(next, nextHealth, watchdog?.next ?? next)
+            let before = clock.now()
+            if due > before { await configurationApplied.wait(upTo: due - before, clock: clock) }
+            if Task.isCancelled { break }
             let now = clock.now()
             let p = live.withLock { $0.configuration.publishing }
             if Duration.seconds(p.rangingIntervalSeconds) != interval {

@@ -82,6 +82,7 @@ extension GatewayRuntime {
                 return l.configuration
             }
             applyLive(from: before, to: c, start: false)
+            configurationApplied.signal()
             if before.peripherals != c.peripherals || before.connections != c.connections {
                 peripherals.update(intents: c.peripherals, connections: c.connections)
             }
