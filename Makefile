@@ -70,8 +70,8 @@ release: deps
 test: deps deps-kernel test-venv sensors-venv amqtt-venv ha-venv
 	# Package.swift lists exactly what each target imports, and docs/ARCHITECTURE.md draws that graph.
 	$(SWIFT) package dump-package | python3 Tests/tools/check_target_imports.py --graph docs/ARCHITECTURE.md
-	# The format .swift-format describes (120 columns), on the shipped code and the benchmarks.
-	$(SWIFT) format lint --strict --recursive Sources Benchmarks
+	# The format .swift-format describes (120 columns), on the shipped code, the benchmarks, the tests and the fuzzers.
+	$(SWIFT) format lint --strict --recursive Sources Benchmarks Tests Fuzz
 	$(SWIFT) build --build-tests
 	# One test at a time: side by side, the suites that start brokers, captures and Python oracles starved the MQTT
 	# tests' timeouts on two cores, and Foundation's Process crashed in waitUntilExit with many children at once.

@@ -7,7 +7,7 @@ import PackageDescription
 let package = Package(
     name: "Fuzz",
     dependencies: [
-        .package(name: "BLEGateway", path: ".."),
+        .package(name: "BLEGateway", path: "..")
     ],
     targets: [
         .target(

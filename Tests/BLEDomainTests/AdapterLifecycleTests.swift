@@ -142,8 +142,11 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
         h.advance(to: .seconds(100))
         let out = h.send(.hardwareError(code: 0x42))
         #expect(out.contains(.run(.resetController, attempt: 1, of: 2)))
-        #expect(out.contains(.publish(.resetting,
-            reason: "recovery step reset_controller (attempt 1 of 2): Hardware Error event (code 0x42)")))
+        #expect(
+            out.contains(
+                .publish(
+                    .resetting,
+                    reason: "recovery step reset_controller (attempt 1 of 2): Hardware Error event (code 0x42)")))
         #expect(out.contains(.recovered(by: .resetController, after: .zero)))
         #expect(h.machine.status == .poweredOn)
     }
@@ -192,8 +195,13 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
         var h = LifecycleHarness()
         h.world = { a in
             switch a {
-            case .open: [.transportOpened, .bringUpFailed(reason: "HCI status 0x0C Command Disallowed",
-                                                           leUnsupported: false)]
+            case .open:
+                [
+                    .transportOpened,
+                    .bringUpFailed(
+                        reason: "HCI status 0x0C Command Disallowed",
+                        leUnsupported: false),
+                ]
             case .run(let s, _, _) where s == .powerCycle:
                 [.transportOpened, .bringUpFailed(reason: "HCI status 0x0C Command Disallowed", leUnsupported: false)]
             case .run(let s, _, _): [.stepFailed(s, reason: "HCI status 0x0C Command Disallowed")]
@@ -240,7 +248,8 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
         h.advance(to: .seconds(600))
         let reasons = h.published.filter { $0.0 == .absent }.compactMap(\.1)
         // 1, 2, 4, 8, 16, then 30 s for good: each delay published once, never a stale one.
-        #expect(reasons.map { $0.components(separatedBy: "next try in ").last ?? "" }
+        #expect(
+            reasons.map { $0.components(separatedBy: "next try in ").last ?? "" }
                 == ["1 s", "2 s", "4 s", "8 s", "16 s", "30 s"])
         #expect(h.opens > 20, "retried all along")
     }
@@ -278,7 +287,10 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
     /// Shared mode: bluetoothd (or `btmgmt power off`) powers the adapter off. Nothing to recover: no step, no
     /// `resetting`, just `poweredOff`; powered on again, it is opened at once, not at the slow retry.
     @Test func anAdapterPoweredOffByItsOwnerIsPoweredOffWithoutAClimbAndOpenedAsSoonAsItIsBack() {
-        var h = LifecycleHarness { $0.allowRfkillUnblock = false; $0.allowUSBReset = false }
+        var h = LifecycleHarness {
+            $0.allowRfkillUnblock = false
+            $0.allowUSBReset = false
+        }
         h.world = healthy
         h.send(.start)
         h.advance(to: .seconds(10))
@@ -302,7 +314,10 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
     /// in either order; the state ends `blocked`, never unblocked by the gateway.
     @Test func aSharedAdapterPoweredOffByAnRfkillBlockIsBlockedWhicheverNewsComesFirst() {
         for blockFirst in [true, false] {
-            var h = LifecycleHarness { $0.allowRfkillUnblock = false; $0.allowUSBReset = false }
+            var h = LifecycleHarness {
+                $0.allowRfkillUnblock = false
+                $0.allowUSBReset = false
+            }
             h.world = healthy
             h.send(.start)
             h.world = { a in a == .open ? [.adapterPoweredOff(reason: "hci0 is powered off")] : [] }

@@ -10,7 +10,8 @@ import Testing
         #expect(roles.handle(.usable(.primary), now: .zero) == [.assign(.primary, .both)])
         // The secondary was never lost: no handback wait, it takes the connections now (taken from the primary
         // first, so no link layer is served by both).
-        #expect(roles.handle(.usable(.secondary), now: .milliseconds(200))
+        #expect(
+            roles.handle(.usable(.secondary), now: .milliseconds(200))
                 == [.assign(.primary, .scan), .assign(.secondary, .connect)])
         #expect(roles.duties == [.primary: .scan, .secondary: .connect])
     }
@@ -20,7 +21,8 @@ import Testing
         _ = roles.handle(.usable(.primary), now: .zero)
         _ = roles.handle(.usable(.secondary), now: .zero)
         let handed = roles.statistics.handovers
-        #expect(roles.handle(.unusable(.secondary), now: .seconds(5))
+        #expect(
+            roles.handle(.unusable(.secondary), now: .seconds(5))
                 == [.assign(.secondary, []), .assign(.primary, .both)])
         #expect(roles.statistics.handovers == handed + 1)
         _ = roles.handle(.unusable(.primary), now: .seconds(6))
@@ -37,7 +39,8 @@ import Testing
         #expect(roles.handle(.usable(.primary), now: .seconds(30)) == [.wait(until: .seconds(40))])
         #expect(roles.handle(.timePassed, now: .seconds(39)) == [.wait(until: .seconds(40))])
         let handed = roles.statistics.handovers
-        #expect(roles.handle(.timePassed, now: .seconds(40))
+        #expect(
+            roles.handle(.timePassed, now: .seconds(40))
                 == [.assign(.secondary, .connect), .assign(.primary, .scan)])
         #expect(roles.statistics.handovers == handed + 1)
     }
@@ -67,7 +70,8 @@ import Testing
         // The primary comes back next: the secondary keeps the scan until the primary has been back 10 s.
         #expect(roles.handle(.usable(.primary), now: .seconds(4)) == [.wait(until: .seconds(13))])
         #expect(roles.handle(.timePassed, now: .seconds(13)) == [.wait(until: .seconds(14))])
-        #expect(roles.handle(.timePassed, now: .seconds(14)) == [.assign(.secondary, .connect), .assign(.primary, .scan)])
+        #expect(
+            roles.handle(.timePassed, now: .seconds(14)) == [.assign(.secondary, .connect), .assign(.primary, .scan)])
     }
 
     @Test func repeatedReportsOfTheSameStateChangeNothing() {

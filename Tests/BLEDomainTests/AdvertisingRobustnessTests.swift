@@ -81,7 +81,8 @@ import Testing
         var rng = SplitMix64(state: 42)
         var decoded = 0
         for _ in 0..<5_000 {
-            var event = rng.next() % 2 == 0
+            var event =
+                rng.next() % 2 == 0
                 ? Vectors.legacyEvent(data: Self.vectors[Int(rng.next() % 9)])
                 : Vectors.extendedEvent(data: Self.vectors[Int(rng.next() % 9)])
             let k = Int(rng.next() % UInt64(event.count - 4)) + 4

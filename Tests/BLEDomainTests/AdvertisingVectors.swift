@@ -1,6 +1,7 @@
-@testable import BLEDomain
 import BLEHCI
 import BLETransport
+
+@testable import BLEDomain
 
 /// Test vectors: AD data from the specifications' frame layouts and documented captures, and the
 /// HCI events that carry them.

@@ -25,7 +25,8 @@ import Testing
     }
 
     @Test func printsMajorAndMinorInDecimalAndUsesOnlyTopicSafeCharacters() {
-        let b = IBeacon(proximityUUID: BluetoothUUID(high: 0xFFFF_FFFF_FFFF_FFFF, low: 0), major: 65535, minor: 0,
+        let b = IBeacon(
+            proximityUUID: BluetoothUUID(high: 0xFFFF_FFFF_FFFF_FFFF, low: 0), major: 65535, minor: 0,
             measuredPower: 0)
         let s = BeaconIdentity(beacon: .iBeacon(b), address: address).id
         #expect(s == "ibeacon-ffffffffffffffff0000000000000000-65535-0")
@@ -34,7 +35,8 @@ import Testing
 
     @Test func equalIdentitiesHashEqualWithoutBuildingStrings() {
         let a = BeaconIdentity(beacon: Advertisement(decoding: Vectors.iBeacon[...]).beacon, address: address)
-        let b = BeaconIdentity(beacon: Advertisement(decoding: Vectors.iBeacon[...]).beacon,
+        let b = BeaconIdentity(
+            beacon: Advertisement(decoding: Vectors.iBeacon[...]).beacon,
             address: BDAddress(rawValue: 1))
         #expect(a == b)
         #expect(Set([a, b]).count == 1)

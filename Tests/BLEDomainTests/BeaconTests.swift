@@ -1,5 +1,5 @@
-import BLETransport
 import BLEHCI
+import BLETransport
 import Testing
 
 @testable import BLEDomain

@@ -1,6 +1,7 @@
 import BLEHCI
 import BLESimulator
 import Testing
+
 @testable import BLEDomain
 
 /// Values laid out as the GATT Specification Supplement defines each characteristic's fields.
@@ -36,8 +37,9 @@ import Testing
     @Test func temperatureMeasurementReadsFlagsFloatTimestampAndType() {
         // Flags 0x06 (Celsius, time stamp, type) | FLOAT 0xFF00016C = 364 × 10^-1 | 2026-11-21 09:30:05 | body (2).
         let v: [UInt8] = [0x06, 0x6C, 0x01, 0x00, 0xFF, 0xEA, 0x07, 0x0B, 0x15, 0x09, 0x1E, 0x05, 0x02]
-        #expect(decode(0x2A1C, v)?.json
-            == #"{"temperature_c":36.4,"timestamp":"2026-11-21T09:30:05","temperature_type":2}"#)
+        #expect(
+            decode(0x2A1C, v)?.json
+                == #"{"temperature_c":36.4,"timestamp":"2026-11-21T09:30:05","temperature_type":2}"#)
         // Fahrenheit, nothing optional: 97.7 °F.
         #expect(decode(0x2A1C, [0x01, 0xD1, 0x03, 0x00, 0xFF])?.json == #"{"temperature_f":97.7}"#)
         // A negative mantissa and a positive exponent.
@@ -50,8 +52,9 @@ import Testing
 
     @Test func heartRateMeasurementReadsFormatContactEnergyAndRRIntervals() {
         // Flags 0x16: uint8 rate, contact supported and detected, RR present | 72 bpm | RR 800/1024 s, 1024/1024 s.
-        #expect(decode(0x2A37, [0x16, 0x48, 0x20, 0x03, 0x00, 0x04])?.json
-            == #"{"heart_rate_bpm":72,"sensor_contact":true,"rr_intervals_s":[0.78125,1]}"#)
+        #expect(
+            decode(0x2A37, [0x16, 0x48, 0x20, 0x03, 0x00, 0x04])?.json
+                == #"{"heart_rate_bpm":72,"sensor_contact":true,"rr_intervals_s":[0.78125,1]}"#)
         // Flags 0x09: uint16 rate, energy | 300 bpm | 1234 kJ; contact not supported so not reported.
         #expect(decode(0x2A37, [0x09, 0x2C, 0x01, 0xD2, 0x04])?.json == #"{"heart_rate_bpm":300,"energy_kj":1234}"#)
         #expect(decode(0x2A37, [0x04, 0x3C])?.json == #"{"heart_rate_bpm":60,"sensor_contact":false}"#)
@@ -63,8 +66,9 @@ import Testing
 
     @Test func stringsAreUTF8AndInvalidUTF8IsNil() {
         #expect(decode(0x2A00, Array("Sensor-01".utf8))?.json == #"{"device_name":"Sensor-01"}"#)
-        #expect(decode(0x2A29, Array("Nordic \"Semi\"".utf8) + [0x00])?.json
-            == #"{"manufacturer_name":"Nordic \"Semi\""}"#)
+        #expect(
+            decode(0x2A29, Array("Nordic \"Semi\"".utf8) + [0x00])?.json
+                == #"{"manufacturer_name":"Nordic \"Semi\""}"#)
         #expect(decode(0x2A24, Array("Température".utf8))?.json == #"{"model_number":"Température"}"#)
         #expect(decode(0x2A25, [0x41, 0xC3]) == nil)  // a truncated two-byte sequence
         #expect(decode(0x2A26, [0xFF]) == nil)
@@ -90,10 +94,14 @@ import Testing
     @Test func simulatedSensorValuesDecode() throws {
         let server = SimGATTServer(deviceName: "Sensor-01", phase: 0)
         // Temperature: 21.5 + 1.5·sin(0) = 21.5 °C exactly, in 0.01 °C.
-        #expect(decode(0x2A6E, server.value(of: SimGATTServer.temperatureHandle, at: 0))?.json
-            == #"{"temperature_c":21.5}"#)
+        #expect(
+            decode(0x2A6E, server.value(of: SimGATTServer.temperatureHandle, at: 0))?.json
+                == #"{"temperature_c":21.5}"#)
         let humidity = try #require(decode(0x2A6F, server.value(of: SimGATTServer.humidityHandle, at: 0)))
-        guard case .humidity(let h) = humidity else { Issue.record("not humidity: \(humidity)"); return }
+        guard case .humidity(let h) = humidity else {
+            Issue.record("not humidity: \(humidity)")
+            return
+        }
         #expect(h == GATTDecimal(4500, exponent: -2))
         #expect(decode(0x2A00, server.value(of: 0x0003, at: 0)) == .text(key: "device_name", value: "Sensor-01"))
     }

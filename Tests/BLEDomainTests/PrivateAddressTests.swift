@@ -6,7 +6,8 @@ import Testing
 @testable import BLEDomain
 
 @Suite struct PrivateAddressTests {
-    static let irk = IdentityResolvingKey(hex: "ec0234a357c8ad05341010a60a397d9b", identity: BDAddress("00:1B:DC:00:00:42")!)!
+    static let irk = IdentityResolvingKey(
+        hex: "ec0234a357c8ad05341010a60a397d9b", identity: BDAddress("00:1B:DC:00:00:42")!)!
 
     /// Core v5.4, Vol 3, Part H, Appendix D.7 "ah": IRK ec0234a3…7d9b, prand 708194 → hash 0dfbaa.
     @Test func ahMatchesTheCoreSpecificationVector() {
@@ -21,7 +22,8 @@ import Testing
         #expect(r.resolve(BDAddress("70:81:94:0D:FB:AB")!, type: .random) == nil, "wrong hash")
         #expect(r.resolve(rpa, type: .public) == nil, "a public address is never resolved")
         #expect(r.resolve(BDAddress("C0:81:94:0D:FB:AA")!, type: .random) == nil, "static random (0b11) is not an RPA")
-        let other = IdentityResolvingKey(hex: "00112233445566778899aabbccddeeff", identity: BDAddress("00:00:00:00:00:01")!)!
+        let other = IdentityResolvingKey(
+            hex: "00112233445566778899aabbccddeeff", identity: BDAddress("00:00:00:00:00:01")!)!
         var wrongKey = PrivateAddressResolver(keys: [other])
         #expect(wrongKey.resolve(rpa, type: .random) == nil)
     }
@@ -87,7 +89,9 @@ import Testing
         }
         #expect(resolver.hashComputations == 4, "four addresses, one AES each")
         #expect(ranging.trackedCount == 1)
-        #expect(updates.count >= 58 && updates.allSatisfy { $0.proximity != .unknown && $0.identity == .address(Self.irk.identity) })
+        #expect(
+            updates.count >= 58
+                && updates.allSatisfy { $0.proximity != .unknown && $0.identity == .address(Self.irk.identity) })
         #expect(events.map(\.kind) == [.determined(.inside)], "no exit across rotations")
     }
 }

@@ -23,7 +23,9 @@ import Testing
             var last: RangingUpdate?
             for i in 0..<300 {
                 let now = Duration.milliseconds(i * 100)
-                r.observe(Self.beacon, address: Self.address, rssi: Self.reading(i, distance: d), frameCalibration: -59, at: now)
+                r.observe(
+                    Self.beacon, address: Self.address, rssi: Self.reading(i, distance: d), frameCalibration: -59,
+                    at: now)
                 if let u = r.tick(at: now).last { last = u }
             }
             let u = try! #require(last)
@@ -59,7 +61,9 @@ import Testing
 
     @Test func rssiNotAvailableIsCountedButNeverBecomesANumber() {
         var r = RangingEngine()
-        for i in 0..<5 { r.observe(Self.beacon, address: Self.address, rssi: nil, frameCalibration: -59, at: .milliseconds(i * 100)) }
+        for i in 0..<5 {
+            r.observe(Self.beacon, address: Self.address, rssi: nil, frameCalibration: -59, at: .milliseconds(i * 100))
+        }
         _ = r.tick(at: .zero)
         let u = r.tick(at: .seconds(1))
         #expect(u.count == 1)
@@ -88,7 +92,9 @@ import Testing
         var r = RangingEngine(configuration: c)
         _ = r.tick(at: .zero)
         r.observe(Self.beacon, address: Self.address, rssi: -70, frameCalibration: -59, at: .milliseconds(10))
-        r.observe(.iBeacon(uuid: Self.uuid, major: 1, minor: 3), address: Self.address, rssi: -70, frameCalibration: -59, at: .milliseconds(10))
+        r.observe(
+            .iBeacon(uuid: Self.uuid, major: 1, minor: 3), address: Self.address, rssi: -70, frameCalibration: -59,
+            at: .milliseconds(10))
         let u = Dictionary(uniqueKeysWithValues: r.tick(at: .seconds(1)).map { ($0.identity, $0) })
         #expect(u[Self.beacon]?.rssiAt1m == -70 && u[Self.beacon]?.calibration == .configuration)
         #expect(u[.iBeacon(uuid: Self.uuid, major: 1, minor: 3)]?.rssiAt1m == -65)
@@ -98,7 +104,9 @@ import Testing
         var r = RangingEngine()
         _ = r.tick(at: .zero)
         r.observe(Self.beacon, address: Self.address, rssi: -60, frameCalibration: -59, at: .milliseconds(100))
-        r.observe(Self.beacon, address: BDAddress(rawValue: 0xC000_0000_0002), rssi: -62, frameCalibration: -59, at: .milliseconds(200))
+        r.observe(
+            Self.beacon, address: BDAddress(rawValue: 0xC000_0000_0002), rssi: -62, frameCalibration: -59,
+            at: .milliseconds(200))
         let u = r.tick(at: .seconds(1))
         #expect(r.trackedCount == 1 && u.count == 1)
         #expect(u[0].samples == 2 && u[0].address == BDAddress(rawValue: 0xC000_0000_0002))
@@ -141,7 +149,8 @@ import Testing
         for i in 0..<1200 {  // 60 s at 2 m, then 60 s at 6 m
             let now = Duration.milliseconds(i * 100)
             let d = i < 600 ? 2.0 : 6.0
-            r.observe(Self.beacon, address: Self.address, rssi: Self.reading(i, distance: d), frameCalibration: -59, at: now)
+            r.observe(
+                Self.beacon, address: Self.address, rssi: Self.reading(i, distance: d), frameCalibration: -59, at: now)
             if !r.tick(at: now).isEmpty { emitted.append(i / 10) }
         }
         #expect(emitted.count < 20, "not 120 updates: \(emitted)")
@@ -169,8 +178,11 @@ import Testing
         let ib = IBeacon(proximityUUID: Self.uuid, major: 1, minor: 2, measuredPower: -61).manufacturerData
         #expect(RangingEngine.frameCalibration(of: sighting([UInt8(ib.count + 3), 0xFF, 0x4C, 0x00] + ib)) == -61)
         let uid = EddystoneUID(txPowerAt0m: -20, namespaceHigh: 1, namespaceLow: 2, instance: 3).frame
-        #expect(RangingEngine.frameCalibration(of: sighting([0x03, 0x03, 0xAA, 0xFE, UInt8(uid.count + 3), 0x16, 0xAA, 0xFE] + uid)) == -61)
-        #expect(RangingEngine.frameCalibration(of: sighting([0x02, 0x0A, 0xF8])) == -49, "TX Power Level −8 dBm − 41 dB")
+        #expect(
+            RangingEngine.frameCalibration(
+                of: sighting([0x03, 0x03, 0xAA, 0xFE, UInt8(uid.count + 3), 0x16, 0xAA, 0xFE] + uid)) == -61)
+        #expect(
+            RangingEngine.frameCalibration(of: sighting([0x02, 0x0A, 0xF8])) == -49, "TX Power Level −8 dBm − 41 dB")
         #expect(RangingEngine.frameCalibration(of: sighting([0x02, 0x01, 0x06])) == nil)
     }
 }

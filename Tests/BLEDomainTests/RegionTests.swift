@@ -48,7 +48,9 @@ import Testing
     }
 
     @Test func rssiBetweenTheThresholdsNeitherEntersNorExitsAndShortDipsDoNotFlap() {
-        let r = Region(id: "r", matcher: .iBeacon(uuid: Self.uuid, major: 1, minor: 2), enterRSSI: -70, exitRSSI: -76, exitDwell: .seconds(5))
+        let r = Region(
+            id: "r", matcher: .iBeacon(uuid: Self.uuid, major: 1, minor: 2), enterRSSI: -70, exitRSSI: -76,
+            exitDwell: .seconds(5))
         var m = RegionMonitor(regions: [r], at: .zero)
         var e = Self.run(&m, 0, 20, rssi: -73)
         #expect(e.map(\.1) == [.determined(.outside)], "heard, but never strong enough to enter")
@@ -63,10 +65,11 @@ import Testing
     }
 
     @Test func afterAResetRegionsAreDeterminedAfreshWithoutFalseExits() {
-        var m = RegionMonitor(regions: [
-            Region(id: "here", matcher: .iBeacon(uuid: Self.uuid)),
-            Region(id: "gone", matcher: .address(BDAddress(rawValue: 0x1234))),
-        ], at: .zero)
+        var m = RegionMonitor(
+            regions: [
+                Region(id: "here", matcher: .iBeacon(uuid: Self.uuid)),
+                Region(id: "gone", matcher: .address(BDAddress(rawValue: 0x1234))),
+            ], at: .zero)
         _ = Self.run(&m, 0, 11, rssi: -70)
         _ = m.observe(.address(BDAddress(rawValue: 0x1234)), rssi: -70, at: .seconds(11))
         #expect(m.state(of: "here") == .inside && m.state(of: "gone") == .inside)

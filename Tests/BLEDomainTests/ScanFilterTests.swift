@@ -52,7 +52,7 @@ import Testing
         #expect(nus.matches(sighting(Vectors.nordicUART)))
     }
 
-    @Test func ORsWithinAKindAndANDsAcrossKinds() throws {
+    @Test func termsOfOneKindAreOredAndKindsAreAnded() throws {
         let f = try ScanFilter(parsing: ["uuid:FEAA", "uuid:180D", "rssi:-70"])
         #expect(f.matches(sighting(Vectors.eddystoneUID, rssi: 0xC4)))  // -60
         #expect(f.matches(sighting(Vectors.heartRate, rssi: 0xBA)))  // -70

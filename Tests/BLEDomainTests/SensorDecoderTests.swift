@@ -79,7 +79,8 @@ import Testing
     @Test func bthomeUndefinedEventCodesAreNotPublished() throws {
         let r = try #require(Self.decode(Self.serviceData(0xFCD2, "40 3A5C 3C9705 0161")))
         #expect(r.issues == .outOfRange)
-        #expect(r.value(of: .buttonEvent) == nil && r.value(of: .dimmerEvent) == nil && r.value(of: .dimmerSteps) == nil)
+        #expect(
+            r.value(of: .buttonEvent) == nil && r.value(of: .dimmerEvent) == nil && r.value(of: .dimmerSteps) == nil)
         #expect(r.value(of: .batteryPercent) == 97)
     }
 
@@ -242,12 +243,15 @@ import Testing
     /// Object 0x1001 `button | value | press type`: the same press type means a double press on the YLAI003 and a long
     /// press on the K9B switch (as xiaomi-ble reads them); on a product whose buttons the gateway does not know, or a
     /// press type that is a rotation, it is no event.
-    @Test(arguments: [
-        ("BF07", "00 00 00", 1.0), ("BF07", "00 00 01", 2.0), ("BF07", "00 00 02", 4.0), ("BF07", "01 00 03", 4.0),
-        ("6815", "00 00 00", 1.0), ("6815", "00 00 01", 4.0), ("6815", "00 00 02", 2.0),
-        ("6815", "01 00 00", nil), ("BF07", "00 05 04", nil), ("5B05", "00 00 00", nil),
-    ] as [(String, String, Double?)])
-    func miBeaconButtonPressesAreEventsAsTheProductMeansThem(_ product: String, _ button: String, _ code: Double?) throws {
+    @Test(
+        arguments: [
+            ("BF07", "00 00 00", 1.0), ("BF07", "00 00 01", 2.0), ("BF07", "00 00 02", 4.0), ("BF07", "01 00 03", 4.0),
+            ("6815", "00 00 00", 1.0), ("6815", "00 00 01", 4.0), ("6815", "00 00 02", 2.0),
+            ("6815", "01 00 00", nil), ("BF07", "00 05 04", nil), ("5B05", "00 00 00", nil),
+        ] as [(String, String, Double?)])
+    func miBeaconButtonPressesAreEventsAsTheProductMeansThem(_ product: String, _ button: String, _ code: Double?)
+        throws
+    {
         let r = try #require(Self.decode(Self.serviceData(0xFE95, "5030 \(product) 21 0C0B0A38C1A4 0110 03 \(button)")))
         #expect(r.counter == 0x21)
         #expect(r.value(of: .buttonEvent) == code)

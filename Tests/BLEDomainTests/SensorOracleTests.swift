@@ -1,6 +1,6 @@
 import BLEHCI
-import BLETransport
 import BLETestSupport
+import BLETransport
 import Foundation
 import Testing
 
@@ -195,8 +195,9 @@ struct SensorOracleTests {
                 comparedByFormat[format, default: 0] >= Self.minimumCompared[format]!,
                 "\(format): \(comparedByFormat[format, default: 0]) values compared")
         }
-        #expect(counts.keys.allSatisfy { !($0.quantity.hasSuffix("_event") && $0.kind != .flagged) },
-                "events disagree: \(counts.keys.filter { $0.quantity.hasSuffix("_event") })")
+        #expect(
+            counts.keys.allSatisfy { !($0.quantity.hasSuffix("_event") && $0.kind != .flagged) },
+            "events disagree: \(counts.keys.filter { $0.quantity.hasSuffix("_event") })")
     }
 
     /// The captures other people recorded (../shared/captures, beside the project).
@@ -211,8 +212,11 @@ struct SensorOracleTests {
     /// decoded by the reference with the advertiser's own address, against ours. Today they hold 264 Xiaomi MiBeacon
     /// frames (service data FE95), every one without an object: the reference finds no value in any, and neither
     /// must we. A value either side finds alone, or a different one, fails; so does a family with fewer frames.
-    @Test(.enabled(if: TestDependency.runs(!captures.isEmpty && FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark")),
-                   "needs ../shared/captures and tshark (make test installs it)"))
+    @Test(
+        .enabled(
+            if: TestDependency.runs(
+                !captures.isEmpty && FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark")),
+            "needs ../shared/captures and tshark (make test installs it)"))
     func realFramesFromTheCapturesAgreeWithTheReferenceParsers() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: Self.python)
@@ -248,10 +252,13 @@ struct SensorOracleTests {
                 Set(ours.keys) == Set(expected.keys)
                 && expected.allSatisfy { k, v in abs((ours[k] ?? .nan) - v) <= 0.0051 + 1e-9 * abs(v) }
             if !same {
-                disagreements.append("\(object["capture"] ?? "") \(format) \(object["data"] ?? "") ours \(ours) reference \(expected)")
+                disagreements.append(
+                    "\(object["capture"] ?? "") \(format) \(object["data"] ?? "") ours \(ours) reference \(expected)")
             }
         }
-        print("sensor oracle, captures: \(frames) frames (with values: \(withValues)), \(disagreements.count) disagreements")
+        print(
+            "sensor oracle, captures: \(frames) frames (with values: \(withValues)), \(disagreements.count) disagreements"
+        )
         #expect((frames["mibeacon"] ?? 0) >= 264, "the captures' MiBeacon frames: \(frames)")
         #expect(disagreements.isEmpty, "\(disagreements.prefix(5))")
     }

@@ -16,15 +16,16 @@ import Testing
     }
 
     @Test func encodesAnIBeaconSightingExactly() {
-        #expect(sighting(Vectors.iBeacon).jsonLine == """
-            {"ts":1700000000.25,"address":"C0:FF:EE:12:34:56","address_type":"random","rssi":-60,"tx_power":null,\
-            "connectable":false,"scan_response":false,"name":null,"kind":"ibeacon",\
-            "id":"ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-1-2",\
-            "ibeacon":{"uuid":"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0","major":1,"minor":2,"measured_power":-59},\
-            "flags":6,"appearance":null,"services":[],\
-            "manufacturer":{"company_id":76,"data":"0215e2c56db5dffb48d2b060d0f5a71096e000010002c5"},\
-            "service_data":[]}
-            """)
+        #expect(
+            sighting(Vectors.iBeacon).jsonLine == """
+                {"ts":1700000000.25,"address":"C0:FF:EE:12:34:56","address_type":"random","rssi":-60,"tx_power":null,\
+                "connectable":false,"scan_response":false,"name":null,"kind":"ibeacon",\
+                "id":"ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-1-2",\
+                "ibeacon":{"uuid":"E2C56DB5-DFFB-48D2-B060-D0F5A71096E0","major":1,"minor":2,"measured_power":-59},\
+                "flags":6,"appearance":null,"services":[],\
+                "manufacturer":{"company_id":76,"data":"0215e2c56db5dffb48d2b060d0f5a71096e000010002c5"},\
+                "service_data":[]}
+                """)
     }
 
     @Test func encodesEddystoneFramesPerKind() throws {
@@ -41,8 +42,9 @@ import Testing
         #expect(url["id"] as? String == "mac-c0ffee123456")
 
         let tlmLine = sighting(Vectors.eddystoneTLM).jsonLine
-        #expect(tlmLine.contains(
-            #""eddystone":{"version":0,"battery_mv":3000,"temperature_c":23.5,"adv_count":256,"uptime_s":100}"#))
+        #expect(
+            tlmLine.contains(
+                #""eddystone":{"version":0,"battery_mv":3000,"temperature_c":23.5,"adv_count":256,"uptime_s":100}"#))
 
         let etlm = try object(sighting(Vectors.eddystoneETLM))
         #expect((etlm["eddystone"] as? [String: Any])?["etlm"] as? String == "000102030405060708090a0b")
@@ -53,7 +55,8 @@ import Testing
     }
 
     @Test func printsNegativeAndFractionalTLMTemperaturesExactly() {
-        let t = EddystoneTLM.Plain(batteryMillivolts: 0, temperatureRaw: -0x0101, advertisingCount: 1,
+        let t = EddystoneTLM.Plain(
+            batteryMillivolts: 0, temperatureRaw: -0x0101, advertisingCount: 1,
             uptimeDeciseconds: 15)
         let s = sighting(Vectors.hex("03 03 AA FE 11 16 AA FE") + t.frame)
         // -0x0101 / 256 = -1.00390625

@@ -57,8 +57,9 @@ import Testing
                 ids += Vectors.sightings(fromH4: p.h4Bytes).map(\.identity.id)
             }
         }
-        #expect(ids == [
-            "eddystone-edd1ebeac04e5defa017-0bdb87539b67", "altbeacon-2f234454cf6d4a0fadf2f4911ba9ffa600010002",
-        ])
+        #expect(
+            ids == [
+                "eddystone-edd1ebeac04e5defa017-0bdb87539b67", "altbeacon-2f234454cf6d4a0fadf2f4911ba9ffa600010002",
+            ])
     }
 }

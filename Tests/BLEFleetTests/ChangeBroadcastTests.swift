@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLEFleet
 
 @Suite struct ChangeBroadcastTests {

@@ -1,21 +1,34 @@
 import Foundation
 import Testing
+
 @testable import BLEFleet
 
 @Suite struct FleetHistoryTests {
     func model(now: Double) -> FleetModel {
         var m = FleetModel(prefix: "demo")
         let env = #""run":"r","seq":1,"ts":5,"clock_synced":true"#
-        m.receive(topic: "demo/gw/status", payload: Array(
-            #"{\#(env),"state":"online","gateway":"gw","version":"0.1.0","started":1}"#.utf8), retained: true, now: now)
-        m.receive(topic: "demo/gw/health", payload: Array(
-            #"{\#(env),"uptime_s":5,"spool":{"depth":4,"dropped_samples":0},"publish":{"acknowledged":1,"rate_per_s":2.5,"connected":true},"scan":{"reports":10},"memory":{"rss_bytes":1000000}}"#.utf8),
+        m.receive(
+            topic: "demo/gw/status",
+            payload: Array(
+                #"{\#(env),"state":"online","gateway":"gw","version":"0.1.0","started":1}"#.utf8), retained: true,
+            now: now)
+        m.receive(
+            topic: "demo/gw/health",
+            payload: Array(
+                #"{\#(env),"uptime_s":5,"spool":{"depth":4,"dropped_samples":0},"publish":{"acknowledged":1,"rate_per_s":2.5,"connected":true},"scan":{"reports":10},"memory":{"rss_bytes":1000000}}"#
+                    .utf8),
             retained: false, now: now)
-        m.receive(topic: "demo/gw/beacons/b-1", payload: Array(
-            #"{\#(env),"id":"b-1","kind":"other","address":"C4:BB:CA:D0:7F:7D","rssi":-70,"samples":3,"interval_s":1,"distance_m":2.5}"#.utf8),
+        m.receive(
+            topic: "demo/gw/beacons/b-1",
+            payload: Array(
+                #"{\#(env),"id":"b-1","kind":"other","address":"C4:BB:CA:D0:7F:7D","rssi":-70,"samples":3,"interval_s":1,"distance_m":2.5}"#
+                    .utf8),
             retained: false, now: now)
-        m.receive(topic: "demo/gw/sensors/a4c138000002", payload: Array(
-            #"{\#(env),"address":"A4:C1:38:00:00:02","format":"pvvx","model":"PVVX","rssi":-61,"encrypted":false,"values":{"temperature_c":21.5,"humidity_pct":40}}"#.utf8),
+        m.receive(
+            topic: "demo/gw/sensors/a4c138000002",
+            payload: Array(
+                #"{\#(env),"address":"A4:C1:38:00:00:02","format":"pvvx","model":"PVVX","rssi":-61,"encrypted":false,"values":{"temperature_c":21.5,"humidity_pct":40}}"#
+                    .utf8),
             retained: false, now: now)
         return m
     }

@@ -7,7 +7,8 @@ import Testing
 /// against Foundation's JSON parser on valid payloads and thousands of damaged ones, and its typed fields against
 /// the `Decodable` forms they replace.
 @Suite struct FleetJSONTests {
-    static let beacon = Array(#"""
+    static let beacon = Array(
+        #"""
         {"run":"r1","seq":17,"ts":1795241773.25,"clock_synced":true,"id":"ibeacon-e2c56db5-1-2","kind":"ibeacon",\#
         "address":"c0:00:00:00:00:01","rssi":-67.5,"samples":9,"interval_s":1,"distance_m":2.25,"accuracy_m":0.5,\#
         "proximity":"near","name":"desk \u00e9\ud83d\ude00 \"tag\"","rssi_raw_mean":-68.1,"filter":{"name":"kalman",\#
@@ -62,8 +63,9 @@ import Testing
     ])
     func malformedDocumentsAreNotJSON(text: String) {
         #expect(throws: FleetJSON.Failure.self, "\(text.debugDescription)") { try FleetJSON(Array(text.utf8)) }
-        #expect((try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] == nil,
-                "Foundation accepts \(text.debugDescription) as an object: the list is wrong")
+        #expect(
+            (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] == nil,
+            "Foundation accepts \(text.debugDescription) as an object: the list is wrong")
     }
 
     /// RFC 8259 has no trailing commas; Foundation's parser takes them, the reader does not (no gateway writes them).
@@ -72,7 +74,9 @@ import Testing
         #expect(throws: FleetJSON.Failure.self) { try FleetJSON(Array(text.utf8)) }
     }
 
-    @Test(arguments: [[0xC3, 0x28], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0x80], [0xC3]])
+    @Test(arguments: [
+        [0xC3, 0x28], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0x80], [0xC3],
+    ])
     func malformedUTF8IsNotJSON(bad: [UInt8]) {
         let doc = Array(#"{"a":""#.utf8) + bad + Array(#""}"#.utf8)
         #expect(throws: FleetJSON.Failure.self) { try FleetJSON(doc) }
@@ -99,7 +103,9 @@ import Testing
         for b in cases {
             let ours = (try? FleetJSON(b)) != nil
             let theirs = (try? JSONSerialization.jsonObject(with: Data(b))) is [String: Any]
-            if ours != theirs && !Self.hasDuplicateKeys(b) && !Self.hasTrailingComma(b) { disagreements.append(String(decoding: b, as: UTF8.self)) }
+            if ours != theirs && !Self.hasDuplicateKeys(b) && !Self.hasTrailingComma(b) {
+                disagreements.append(String(decoding: b, as: UTF8.self))
+            }
         }
         #expect(disagreements.isEmpty, "\(disagreements.count): \(disagreements.prefix(3))")
     }
@@ -121,7 +127,9 @@ extension FleetJSONTests {
     static func hasTrailingComma(_ b: [UInt8]) -> Bool {
         var lastSignificant: UInt8 = 0
         for c in b where c != 0x20 && c != 0x0A && c != 0x0D && c != 0x09 {
-            if (c == UInt8(ascii: "}") || c == UInt8(ascii: "]")) && lastSignificant == UInt8(ascii: ",") { return true }
+            if (c == UInt8(ascii: "}") || c == UInt8(ascii: "]")) && lastSignificant == UInt8(ascii: ",") {
+                return true
+            }
             lastSignificant = c
         }
         return false

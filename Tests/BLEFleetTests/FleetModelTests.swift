@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLEFleet
 
 /// Literal payloads as docs/TOPICS.md shows them, folded into the model.
@@ -7,8 +8,10 @@ import Testing
     static func env(_ seq: Int?, ts: Double = 1795243048.062) -> String {
         #""run":"\#(run)","seq":\#(seq.map(String.init) ?? "null"),"ts":\#(ts),"clock_synced":false"#
     }
-    static let online = #"{\#(env(1)),"state":"online","gateway":"gw-lobby","version":"0.1.0","started":1795243043.041}"#
-    static let will = #"{"run":"\#(run)","seq":null,"ts":1795243043.0,"clock_synced":false,"state":"offline","gateway":"gw-lobby","version":"0.1.0","started":1795243043.041,"reason":"connection lost"}"#
+    static let online =
+        #"{\#(env(1)),"state":"online","gateway":"gw-lobby","version":"0.1.0","started":1795243043.041}"#
+    static let will =
+        #"{"run":"\#(run)","seq":null,"ts":1795243043.0,"clock_synced":false,"state":"offline","gateway":"gw-lobby","version":"0.1.0","started":1795243043.041,"reason":"connection lost"}"#
     static func adapter(_ seq: Int, _ state: String, reason: String? = nil) -> String {
         #"{\#(env(seq)),"state":"\#(state)","since":1795243043.064,"device":"unix:/tmp/gw.sock","mode":"exclusive","address":"00:1B:DC:F0:00:01","scanning":"extended"\#(reason.map { #","reason":"\#($0)""# } ?? "")}"#
     }
@@ -21,8 +24,10 @@ import Testing
     static let beaconTopic = "demo/gw-lobby/beacons/ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-2-4"
 
     /// `now`: the service's clock, by default a moment after the payloads' `ts` (a gateway whose clock is right).
-    func fold(_ m: inout FleetModel, _ topic: String, _ json: String, retained: Bool = false,
-              now: Double = 1795243048.5) {
+    func fold(
+        _ m: inout FleetModel, _ topic: String, _ json: String, retained: Bool = false,
+        now: Double = 1795243048.5
+    ) {
         m.receive(topic: topic, payload: Array(json.utf8), retained: retained, now: now)
     }
 
@@ -58,15 +63,18 @@ import Testing
         fold(&m, Self.beaconTopic, Self.beacon(3), now: t + 180.4)
         let g = try #require(m.gateways["gw-lobby"])
         #expect(try #require(g.clock.seconds).rounded() == -180)
-        #expect(g.problems.map(\.text).contains(
-            "clock 180 s behind the fleet service's (not synchronised; presence places its readings by their arrival)"))
+        #expect(
+            g.problems.map(\.text).contains(
+                "clock 180 s behind the fleet service's (not synchronised; presence places its readings by their arrival)"
+            ))
         let b = try #require(g.beacons["ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-2-4"])
         #expect(abs(b.serviceTs - (t + 180)) < 0.01, "ts less the offset (fallen by 0.4 s / 60)")
         // An outage: ten minutes later the spool replays readings made five minutes ago; the offset barely moves.
         fold(&m, "demo/gw-lobby/health", Self.health(4, ts: t + 300, depth: 9, reports: 20), now: t + 180 + 600)
         #expect(try #require(m.gateways["gw-lobby"]?.clock.seconds) > -191)
         // A new run starts the estimate again.
-        let restarted = Self.health(5, ts: t, depth: 0, reports: 1).replacingOccurrences(of: Self.run, with: "00000000feedbeef")
+        let restarted = Self.health(5, ts: t, depth: 0, reports: 1).replacingOccurrences(
+            of: Self.run, with: "00000000feedbeef")
         fold(&m, "demo/gw-lobby/health", restarted, now: t + 1)
         #expect(try #require(m.gateways["gw-lobby"]?.clock.seconds).rounded() == -1)
         #expect(m.gateways["gw-lobby"]?.problems.contains { $0.text.hasPrefix("clock") } == false)
@@ -108,9 +116,11 @@ import Testing
         var m = FleetModel(prefix: "demo")
         fold(&m, "demo/gw-lobby/status", Self.online)
         for i in 0..<4 {
-            fold(&m, "demo/gw-lobby/health",
-                 Self.health(2 + i, ts: 1000 + Double(i) * 5, depth: 100 * i, reports: 1000 * i, dropped: i == 3 ? 7 : 0),
-                 now: 1000.2 + Double(i) * 5)
+            fold(
+                &m, "demo/gw-lobby/health",
+                Self.health(
+                    2 + i, ts: 1000 + Double(i) * 5, depth: 100 * i, reports: 1000 * i, dropped: i == 3 ? 7 : 0),
+                now: 1000.2 + Double(i) * 5)
         }
         let g = m.gateways["gw-lobby"]!
         #expect(g.spoolTrendPerMin == 1200)  // 300 readings in 15 s
@@ -133,10 +143,11 @@ import Testing
         #expect(m.counters.messages == 6)  // the other prefix is not ours
         #expect(m.gateways["gw-lobby"]?.invalid == 3)
         #expect(m.gateways["gw-lobby"]?.status == "unknown")
-        #expect(m.recentBadInput.map(\.reason) == [
-            "not JSON", "missing field gateway", "wrong type at uptime_s", "not in the topic schema",
-            "gateway id outside [A-Za-z0-9._-]",
-        ])
+        #expect(
+            m.recentBadInput.map(\.reason) == [
+                "not JSON", "missing field gateway", "wrong type at uptime_s", "not in the topic schema",
+                "gateway id outside [A-Za-z0-9._-]",
+            ])
     }
 
     /// An enrolment's steps (`…/enrol/state`) take seqs like every reading: they fill the stream, no gap and no bad
@@ -156,8 +167,10 @@ import Testing
     @Test func sensorReadingsArePartOfTheStreamNotBadInput() {
         var m = FleetModel(prefix: "demo")
         fold(&m, "demo/gw-lobby/status", Self.online)
-        fold(&m, "demo/gw-lobby/sensors/a4c138000002",
-             #"{\#(Self.env(2)),"address":"A4:C1:38:00:00:02","format":"pvvx","model":"PVVX","rssi":-61,"values":{"temperature_c":21.5}}"#)
+        fold(
+            &m, "demo/gw-lobby/sensors/a4c138000002",
+            #"{\#(Self.env(2)),"address":"A4:C1:38:00:00:02","format":"pvvx","model":"PVVX","rssi":-61,"values":{"temperature_c":21.5}}"#
+        )
         fold(&m, "demo/gw-lobby/adapter", Self.adapter(3, "poweredOn"))
         #expect(m.counters.unknownTopics == 0)
         #expect(m.recentBadInput.isEmpty)
@@ -166,30 +179,42 @@ import Testing
         let s = m.gateways["gw-lobby"]?.sensors["a4c138000002"]
         #expect(s?.model == "PVVX" && s?.values == ["temperature_c": 21.5] && s?.rssi == -61)
         // A sensor payload without its values object is bad input naming the field.
-        fold(&m, "demo/gw-lobby/sensors/a4c138000002",
-             #"{\#(Self.env(4)),"address":"A4:C1:38:00:00:02","format":"pvvx","model":"PVVX","rssi":-61,"values":[1]}"#)
+        fold(
+            &m, "demo/gw-lobby/sensors/a4c138000002",
+            #"{\#(Self.env(4)),"address":"A4:C1:38:00:00:02","format":"pvvx","model":"PVVX","rssi":-61,"values":[1]}"#)
         #expect(m.recentBadInput.last?.reason == "wrong type at values")
     }
 
     @Test func peripheralsRegionsAndConfigStateAreFolded() {
         var m = FleetModel(prefix: "demo")
-        fold(&m, "demo/gw/peripherals/001bdc100001/state",
-             #"{\#(Self.env(88)),"address":"00:1B:DC:10:00:01","name":"sensor-lobby","state":"disconnected","since":1795245400.5,"attempts":2,"reason":"HCI 0x08 Connection Timeout","reason_code":8}"#)
-        fold(&m, "demo/gw/peripherals/001bdc100001/rssi", #"{\#(Self.env(89)),"address":"00:1B:DC:10:00:01","rssi":-67}"#)
-        fold(&m, "demo/gw/regions/lobby",
-             #"{\#(Self.env(90)),"region":"lobby","state":"inside","since":1795245300.120,"event":"enter","beacons":["b-1"]}"#)
-        fold(&m, "demo/gw/config/state",
-             #"{\#(Self.env(91)),"status":"rejected","hash":"sha256:\#(String(repeating: "ab", count: 32))","version":4,"errors":[{"path":"scan.window_ms","reason":"above the interval"}],"warnings":[]}"#)
+        fold(
+            &m, "demo/gw/peripherals/001bdc100001/state",
+            #"{\#(Self.env(88)),"address":"00:1B:DC:10:00:01","name":"sensor-lobby","state":"disconnected","since":1795245400.5,"attempts":2,"reason":"HCI 0x08 Connection Timeout","reason_code":8}"#
+        )
+        fold(
+            &m, "demo/gw/peripherals/001bdc100001/rssi", #"{\#(Self.env(89)),"address":"00:1B:DC:10:00:01","rssi":-67}"#
+        )
+        fold(
+            &m, "demo/gw/regions/lobby",
+            #"{\#(Self.env(90)),"region":"lobby","state":"inside","since":1795245300.120,"event":"enter","beacons":["b-1"]}"#
+        )
+        fold(
+            &m, "demo/gw/config/state",
+            #"{\#(Self.env(91)),"status":"rejected","hash":"sha256:\#(String(repeating: "ab", count: 32))","version":4,"errors":[{"path":"scan.window_ms","reason":"above the interval"}],"warnings":[]}"#
+        )
         let g = m.gateways["gw"]!
-        #expect(g.peripherals["001bdc100001"] == FleetGateway.Peripheral(
-            name: "sensor-lobby", state: "disconnected", since: 1795245400.5, attempts: 2,
-            reason: "HCI 0x08 Connection Timeout", reasonCode: 8, rssi: -67))
+        #expect(
+            g.peripherals["001bdc100001"]
+                == FleetGateway.Peripheral(
+                    name: "sensor-lobby", state: "disconnected", since: 1795245400.5, attempts: 2,
+                    reason: "HCI 0x08 Connection Timeout", reasonCode: 8, rssi: -67))
         #expect(g.regions["lobby"]?.state == "inside")
         #expect(g.config?.errors == ["scan.window_ms: above the interval"])
         #expect(g.problems.contains(.configRejected(["scan.window_ms: above the interval"])))
         // A region removed by remote configuration leaves the model.
-        fold(&m, "demo/gw/regions/lobby",
-             #"{\#(Self.env(92)),"region":"lobby","state":"removed","since":1795245300.120,"event":"removed"}"#)
+        fold(
+            &m, "demo/gw/regions/lobby",
+            #"{\#(Self.env(92)),"region":"lobby","state":"removed","since":1795245300.120,"event":"removed"}"#)
         #expect(m.gateways["gw"]?.regions.isEmpty == true)
     }
 
@@ -197,8 +222,9 @@ import Testing
         var m = FleetModel(prefix: "demo")
         fold(&m, Self.beaconTopic, Self.beacon(5))
         fold(&m, "demo/gw-lab/beacons/ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-2-4", Self.beacon(9))
-        let page = FleetViews.beacon(m, id: "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-2-4",
-                                     broker: .init(url: "mqtt://x"), now: 0)
+        let page = FleetViews.beacon(
+            m, id: "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-2-4",
+            broker: .init(url: "mqtt://x"), now: 0)
         #expect(page.heardBy.map(\.gateway) == ["gw-lab", "gw-lobby"])
         m.forgetBeacons(olderThan: 60, now: 1795243048.5 + 61)
         #expect(m.gateways.values.allSatisfy { $0.beacons.isEmpty })

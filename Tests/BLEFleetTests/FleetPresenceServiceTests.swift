@@ -3,6 +3,7 @@ import BLETestSupport
 import Foundation
 import Logging
 import Testing
+
 @testable import BLEFleet
 
 /// Presence through the broker, as a deployment runs it against a real mosquitto: gateways' beacon topics in, the
@@ -13,19 +14,26 @@ import Testing
 
     /// A gateway's beacon topic payload (docs/TOPICS.md) for the tag at (x, y).
     /// `clockOffset`: how far the gateway's clock is from the true time; `synced`: what it says of it.
-    static func beacon(_ gateway: SiteDescription.Gateway, at p: (Double, Double), seq: Int,
-                       clockOffset: Double = 0, synced: Bool = true) -> [UInt8] {
+    static func beacon(
+        _ gateway: SiteDescription.Gateway, at p: (Double, Double), seq: Int,
+        clockOffset: Double = 0, synced: Bool = true
+    ) -> [UInt8] {
         let q = gateway.position!
         let d = ((p.0 - q.x) * (p.0 - q.x) + (p.1 - q.y) * (p.1 - q.y) + (1.2 - q.z) * (1.2 - q.z)).squareRoot()
         let ts = Date().timeIntervalSince1970 + clockOffset
-        return Array((#"{"run":"r-\#(gateway.id)","seq":\#(seq),"ts":\#(ts),"clock_synced":\#(synced),"id":"\#(tag)","#
-            + #""kind":"ibeacon","address":"C4:BB:CA:D0:7F:7D","rssi":-70.5,"samples":4,"interval_s":1,"#
-            + #""distance_m":\#(d),"accuracy_m":\#(0.1 * d + 0.3),"proximity":"far"}"#).utf8)
+        return Array(
+            (#"{"run":"r-\#(gateway.id)","seq":\#(seq),"ts":\#(ts),"clock_synced":\#(synced),"id":"\#(tag)","#
+                + #""kind":"ibeacon","address":"C4:BB:CA:D0:7F:7D","rssi":-70.5,"samples":4,"interval_s":1,"#
+                + #""distance_m":\#(d),"accuracy_m":\#(0.1 * d + 0.3),"proximity":"far"}"#).utf8)
     }
 
-    func next(_ messages: AsyncStream<MQTTMessage>, _ where: (MQTTMessage, [String: Any]) -> Bool) async -> [String: Any]? {
+    func next(_ messages: AsyncStream<MQTTMessage>, _ where: (MQTTMessage, [String: Any]) -> Bool) async -> [String:
+        Any]?
+    {
         for await m in messages {
-            guard let json = try? JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any] else { continue }
+            guard let json = try? JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any] else {
+                continue
+            }
             if `where`(m, json) { return json }
         }
         return nil
@@ -38,8 +46,9 @@ import Testing
         let http = try Loopback.freePort()
         let tests = FleetServiceTests()
         let site = try SiteDescription(text: SiteDescriptionTests.office)
-        var config = FleetConfiguration(mqtt: tests.mqtt(port: broker.port, role: "presence"),
-                                        brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: "t")
+        var config = FleetConfiguration(
+            mqtt: tests.mqtt(port: broker.port, role: "presence"),
+            brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: "t")
         config.listenPort = http
         config.site = site
         config.homeAssistantDiscoveryPrefix = "ha"
@@ -62,14 +71,18 @@ import Testing
                 var seq = 1
                 while true {
                     for g in site.gateways.values {
-                        try await publisher.publish(MQTTMessage(topic: "t/\(g.id)/beacons/\(Self.tag)",
-                                                                payload: Self.beacon(g, at: (21, 3), seq: seq), qos: .atMostOnce))
+                        try await publisher.publish(
+                            MQTTMessage(
+                                topic: "t/\(g.id)/beacons/\(Self.tag)",
+                                payload: Self.beacon(g, at: (21, 3), seq: seq), qos: .atMostOnce))
                     }
                     seq += 1
                     try await Task.sleep(for: .milliseconds(500))
                 }
             }
-            let inLab = await next(presence) { m, j in m.topic == "t/fleet/presence/\(Self.tag)" && j["room"] as? String == "lab" }
+            let inLab = await next(presence) { m, j in
+                m.topic == "t/fleet/presence/\(Self.tag)" && j["room"] as? String == "lab"
+            }
             #expect(inLab?["method"] as? String == "trilateration")
             #expect((inLab?["gateways"] as? [[String: Any]])?.count == 3)
             try await offPool { try waitUntilListening(port: http, what: "the fleet service") }
@@ -78,7 +91,9 @@ import Testing
             var rooms = roomTopic.makeAsyncIterator()
             let room = await rooms.next()
             // The room's name from the site, which is what Home Assistant's tracker shows.
-            #expect(room?.topic == "t/fleet/presence/\(Self.tag)/room" && room?.payload == Array("Lab".utf8) && room?.retain == false)
+            #expect(
+                room?.topic == "t/fleet/presence/\(Self.tag)/room" && room?.payload == Array("Lab".utf8)
+                    && room?.retain == false)
 
             // Its unique id carries the site: the same beacon id in another site is another tag.
             let tracker = await next(discovery) { m, _ in m.topic.hasPrefix("ha/device_tracker/blegateway_tag_t_") }
@@ -100,7 +115,8 @@ import Testing
             #expect((labDevice?["dev"] as? [String: Any])?["suggested_area"] as? String == "Lab")
 
             // A pushed description that does not parse is refused; the configured one stays in force.
-            try await publisher.publish(MQTTMessage(topic: "t/fleet/site", payload: Array("rooms: [{id: a}]".utf8), retain: true))
+            try await publisher.publish(
+                MQTTMessage(topic: "t/fleet/site", payload: Array("rooms: [{id: a}]".utf8), retain: true))
             try await offPool { try waitUntilListening(port: http, what: "the fleet service") }
             let events = try EventStreamReader(url: "http://127.0.0.1:\(http)/events/presence")
             let refused = await events.next { v in
@@ -132,8 +148,9 @@ import Testing
         try broker.start()
         let tests = FleetServiceTests()
         let site = try SiteDescription(text: SiteDescriptionTests.office)
-        var config = FleetConfiguration(mqtt: tests.mqtt(port: broker.port, role: "presence"),
-                                        brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: "t")
+        var config = FleetConfiguration(
+            mqtt: tests.mqtt(port: broker.port, role: "presence"),
+            brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: "t")
         config.listenPort = try Loopback.freePort()
         config.site = site
         let service = try FleetService(configuration: config, logger: Logger(label: "fleet-test"))
@@ -152,10 +169,11 @@ import Testing
                 while true {
                     for g in site.gateways.values {
                         let c = clocks[g.id]!
-                        try await publisher.publish(MQTTMessage(
-                            topic: "t/\(g.id)/beacons/\(Self.tag)",
-                            payload: Self.beacon(g, at: (21, 3), seq: seq, clockOffset: c.offset, synced: c.synced),
-                            qos: .atMostOnce))
+                        try await publisher.publish(
+                            MQTTMessage(
+                                topic: "t/\(g.id)/beacons/\(Self.tag)",
+                                payload: Self.beacon(g, at: (21, 3), seq: seq, clockOffset: c.offset, synced: c.synced),
+                                qos: .atMostOnce))
                     }
                     seq += 1
                     try await Task.sleep(for: .milliseconds(500))
@@ -165,11 +183,13 @@ import Testing
             #expect(all?["room"] as? String == "lab")
             #expect(all?["method"] as? String == "trilateration")
             let problems = service.model.withLock { m in m.gateways.mapValues { $0.problems.map(\.text) } }
-            #expect(problems["gw-lobby"]?.contains {
-                $0.hasPrefix("clock 18") && $0.contains(" s behind the fleet service's (not synchronised")
-            } == true, "\(problems)")
-            #expect(problems["gw-kitchen"]?.contains { $0.hasPrefix("clock 120 s ahead of the fleet service's") } == true,
-                    "\(problems)")
+            #expect(
+                problems["gw-lobby"]?.contains {
+                    $0.hasPrefix("clock 18") && $0.contains(" s behind the fleet service's (not synchronised")
+                } == true, "\(problems)")
+            #expect(
+                problems["gw-kitchen"]?.contains { $0.hasPrefix("clock 120 s ahead of the fleet service's") } == true,
+                "\(problems)")
             #expect(problems["gw-lab"]?.contains { $0.hasPrefix("clock") } == false, "\(problems)")
             group.cancelAll()
         }

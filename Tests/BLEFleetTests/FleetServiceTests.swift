@@ -3,6 +3,7 @@ import BLETestSupport
 import Foundation
 import Logging
 import Testing
+
 @testable import BLEFleet
 
 /// The service as an operator's browser sees it, against a real mosquitto: the overview's event stream follows the
@@ -10,7 +11,8 @@ import Testing
 @Suite(.serialized) struct FleetServiceTests {
     static let env = #""run":"r1","seq":1,"ts":1795243043.0,"clock_synced":true"#
     static let online = #"{\#(env),"state":"online","gateway":"gw-a","version":"0.1.0","started":1795243043.0}"#
-    static let offline = #"{"run":"r1","seq":null,"ts":1795243043.0,"clock_synced":true,"state":"offline","#
+    static let offline =
+        #"{"run":"r1","seq":null,"ts":1795243043.0,"clock_synced":true,"state":"offline","#
         + #""gateway":"gw-a","version":"0.1.0","started":1795243043.0,"reason":"connection lost"}"#
 
     func mqtt(port: Int, role: String) -> MQTTConfiguration {
@@ -33,8 +35,9 @@ import Testing
         let broker = try Mosquitto()
         try broker.start()
         let http = try Loopback.freePort()
-        var config = FleetConfiguration(mqtt: mqtt(port: broker.port, role: "fleet"),
-                                        brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: "t")
+        var config = FleetConfiguration(
+            mqtt: mqtt(port: broker.port, role: "fleet"),
+            brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: "t")
         config.listenPort = http
         let service = try FleetService(configuration: config, logger: Logger(label: "fleet-test"))
         let publisher = MQTTClient(configuration: mqtt(port: broker.port, role: "publisher"))
@@ -45,8 +48,10 @@ import Testing
             group.addTask { try await service.run() }
             group.addTask { try await publisher.run() }
             _ = await connected.next()
-            try await publisher.publish(MQTTMessage(topic: "t/gw-a/status", payload: Array(Self.online.utf8),
-                                                    retain: true))
+            try await publisher.publish(
+                MQTTMessage(
+                    topic: "t/gw-a/status", payload: Array(Self.online.utf8),
+                    retain: true))
             try await offPool { try waitUntilListening(port: http, what: "the fleet service") }
 
             let events = try EventStreamReader(url: "http://127.0.0.1:\(http)/events/overview")
@@ -76,8 +81,9 @@ import Testing
 /// subscribes to its prefix only. Two instances on one broker each see their own site and nothing of the other.
 @Suite(.serialized) struct FleetSitesTests {
     func status(_ gw: String) -> [UInt8] {
-        Array((#"{"run":"r","seq":1,"ts":1.0,"clock_synced":true,"state":"online","gateway":"\#(gw)","#
-            + #""version":"0.1.0","started":1.0}"#).utf8)
+        Array(
+            (#"{"run":"r","seq":1,"ts":1.0,"clock_synced":true,"state":"online","gateway":"\#(gw)","#
+                + #""version":"0.1.0","started":1.0}"#).utf8)
     }
 
     func ids(_ v: [String: Any]?) -> Set<String> {
@@ -93,8 +99,9 @@ import Testing
         for site in ["acme/site-a", "acme/site-b"] {
             let http = try Loopback.freePort()
             let role = site.replacingOccurrences(of: "/", with: "-")
-            var c = FleetConfiguration(mqtt: tests.mqtt(port: broker.port, role: role),
-                                       brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: site)
+            var c = FleetConfiguration(
+                mqtt: tests.mqtt(port: broker.port, role: role),
+                brokerURL: "mqtt://127.0.0.1:\(broker.port)", prefix: site)
             c.listenPort = http
             services.append((try FleetService(configuration: c, logger: Logger(label: "fleet-test")), http))
         }
@@ -104,8 +111,10 @@ import Testing
             for (s, _) in services { group.addTask { try await s.run() } }
             group.addTask { try await publisher.run() }
             _ = await connected.next()
-            let gateways = [("acme/site-a/gw-a1", "gw-a1"), ("acme/site-a/gw-a2", "gw-a2"),
-                            ("acme/site-b/gw-b1", "gw-b1")]
+            let gateways = [
+                ("acme/site-a/gw-a1", "gw-a1"), ("acme/site-a/gw-a2", "gw-a2"),
+                ("acme/site-b/gw-b1", "gw-b1"),
+            ]
             for (topic, gw) in gateways {
                 try await publisher.publish(MQTTMessage(topic: topic + "/status", payload: status(gw), retain: true))
             }
@@ -133,8 +142,9 @@ import Testing
         try broker.start()
         let tests = FleetServiceTests()
         let http = try Loopback.freePort()
-        var c = FleetConfiguration(mqtt: tests.mqtt(port: broker.port, role: "two-sites"),
-                                   brokerURL: "mqtt://127.0.0.1:\(broker.port)", sites: ["acme/site-a", "acme/site-b"])
+        var c = FleetConfiguration(
+            mqtt: tests.mqtt(port: broker.port, role: "two-sites"),
+            brokerURL: "mqtt://127.0.0.1:\(broker.port)", sites: ["acme/site-a", "acme/site-b"])
         c.listenPort = http
         let service = try FleetService(configuration: c, logger: Logger(label: "fleet-test"))
         let publisher = MQTTClient(configuration: tests.mqtt(port: broker.port, role: "list-publisher"))
@@ -143,8 +153,10 @@ import Testing
             group.addTask { try await service.run() }
             group.addTask { try await publisher.run() }
             _ = await connected.next()
-            for (topic, gw) in [("acme/site-a/gw-a1", "gw-a1"), ("acme/site-b/gw-b1", "gw-b1"),
-                                ("acme/site-c/gw-c1", "gw-c1")] {
+            for (topic, gw) in [
+                ("acme/site-a/gw-a1", "gw-a1"), ("acme/site-b/gw-b1", "gw-b1"),
+                ("acme/site-c/gw-c1", "gw-c1"),
+            ] {
                 try await publisher.publish(MQTTMessage(topic: topic + "/status", payload: status(gw), retain: true))
             }
             try await offPool { try waitUntilListening(port: http, what: "the fleet service") }

@@ -1,18 +1,20 @@
 import Testing
+
 @testable import BLEFleet
 
 @Suite struct FleetSettingsFileTests {
     @Test func theFleetSectionWinsOverTheGatewaysMQTTSection() throws {
-        let f = try FleetSettingsFile(yaml: """
-            mqtt:
-              broker: mqtt://gateway-broker:1883
-              prefix: site-a
-            fleet:
-              broker: mqtt://fleet-broker:1883
-              listen: 0.0.0.0:9000
-              history: /tmp/h.sqlite
-              beacon_timeout_s: 60
-            """)
+        let f = try FleetSettingsFile(
+            yaml: """
+                mqtt:
+                  broker: mqtt://gateway-broker:1883
+                  prefix: site-a
+                fleet:
+                  broker: mqtt://fleet-broker:1883
+                  listen: 0.0.0.0:9000
+                  history: /tmp/h.sqlite
+                  beacon_timeout_s: 60
+                """)
         #expect(f.broker == "mqtt://fleet-broker:1883")
         #expect(f.prefix == "site-a")  // from mqtt:, the fleet section did not set it
         #expect(f.listen == "0.0.0.0:9000")
@@ -23,13 +25,14 @@ import Testing
     /// The shipped ACL lets no one in anonymously: the fleet service logs in as its own user, from files, never from
     /// the gateway's `mqtt:` credentials (a gateway's user may not write the fleet's topics).
     @Test func theFleetsBrokerUserComesFromItsOwnFiles() throws {
-        let f = try FleetSettingsFile(yaml: """
-            mqtt:
-              username_file: /etc/blegateway/credentials/username
-            fleet:
-              username_file: /etc/blegateway/fleet/username
-              password_file: /etc/blegateway/fleet/password
-            """)
+        let f = try FleetSettingsFile(
+            yaml: """
+                mqtt:
+                  username_file: /etc/blegateway/credentials/username
+                fleet:
+                  username_file: /etc/blegateway/fleet/username
+                  password_file: /etc/blegateway/fleet/password
+                """)
         #expect(f.usernameFile == "/etc/blegateway/fleet/username")
         #expect(f.passwordFile == "/etc/blegateway/fleet/password")
         let gatewaysOnly = try FleetSettingsFile(yaml: "mqtt:\n  username_file: /etc/blegateway/credentials/username\n")

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLEFleet
 
 /// `blegateway watch` draws `FleetText`: it must fit the terminal and count gaps as the dashboard does.
@@ -9,13 +10,17 @@ import Testing
         var m = FleetModel(prefix: "demo")
         for g in 0..<gateways {
             let id = "gw-\(g)"
-            m.receive(topic: "demo/\(id)/status", payload: Array(
-                #"{\#(Self.env(1)),"state":"online","gateway":"\#(id)","version":"0.1.0","started":1}"#.utf8),
+            m.receive(
+                topic: "demo/\(id)/status",
+                payload: Array(
+                    #"{\#(Self.env(1)),"state":"online","gateway":"\#(id)","version":"0.1.0","started":1}"#.utf8),
                 retained: true, now: 0)
             for b in 0..<beacons {
-                m.receive(topic: "demo/\(id)/beacons/b-\(b)", payload: Array(
-                    #"{\#(Self.env(100 + b)),"id":"b-\#(b)","kind":"other","address":"C4:BB:CA:D0:7F:7D","rssi":\#(-50 - b),"samples":3,"interval_s":1}"#
-                        .utf8), retained: false, now: 0)
+                m.receive(
+                    topic: "demo/\(id)/beacons/b-\(b)",
+                    payload: Array(
+                        #"{\#(Self.env(100 + b)),"id":"b-\#(b)","kind":"other","address":"C4:BB:CA:D0:7F:7D","rssi":\#(-50 - b),"samples":3,"interval_s":1}"#
+                            .utf8), retained: false, now: 0)
             }
         }
         return m
@@ -39,9 +44,11 @@ import Testing
 
     @Test func offlineGatewaysComeFirstAndRetainedSeqsAreNoGaps() {
         var m = fleet(gateways: 3, beacons: 0)
-        m.receive(topic: "demo/gw-2/status", payload: Array(
-            #"{"run":"r","seq":null,"ts":5,"clock_synced":true,"state":"offline","gateway":"gw-2","version":"0.1.0","started":1}"#
-                .utf8), retained: false, now: 10)
+        m.receive(
+            topic: "demo/gw-2/status",
+            payload: Array(
+                #"{"run":"r","seq":null,"ts":5,"clock_synced":true,"state":"offline","gateway":"gw-2","version":"0.1.0","started":1}"#
+                    .utf8), retained: false, now: 10)
         let lines = FleetText.render(m, rows: 20, now: 10)
         let rows = lines.filter { $0.hasPrefix("gw-") }
         #expect(rows.first?.hasPrefix("gw-2 ") == true)

@@ -1,6 +1,7 @@
 import BLESimulator
 import Foundation
 import Testing
+
 @testable import BLEFleet
 
 /// One geometry for the simulated air and for presence: the office scenario's site, as `blegateway sim` writes it,
@@ -19,7 +20,8 @@ struct OfficeSiteTests {
             #expect(placed.position == .init(g.position.x, g.position.y, g.position.z))
             // Each gateway stands in the room it is said to be in.
             let room = try #require(site.room(placed.room))
-            #expect(Geometry.contains(room.polygon, .init(g.position.x, g.position.y)), "\(g.id) is not inside \(room.id)")
+            #expect(
+                Geometry.contains(room.polygon, .init(g.position.x, g.position.y)), "\(g.id) is not inside \(room.id)")
         }
     }
 
@@ -32,6 +34,8 @@ struct OfficeSiteTests {
         let path = FileManager.default.temporaryDirectory.appendingPathComponent("site-\(UUID()).yaml").path
         try text.write(toFile: path, atomically: true, encoding: .utf8)
         defer { try? FileManager.default.removeItem(atPath: path) }
-        #expect { _ = try ScenarioLoader.load(path: path) } throws: { "\($0)".contains("site.gateways comes from the scenario") }
+        #expect { _ = try ScenarioLoader.load(path: path) } throws: {
+            "\($0)".contains("site.gateways comes from the scenario")
+        }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLEFleet
 
 /// The position fit: exact distances give the point back; one distance far off the consensus loses its pull (the
@@ -8,7 +9,9 @@ struct PositionSolverTests {
     typealias V = SiteDescription.Vec3
     static let square = [V(0, 0, 2.5), V(10, 0, 2.5), V(10, 10, 2.5), V(0, 10, 2.5)]
 
-    static func ranges(_ gateways: [V], to p: (Double, Double), z: Double = 1.2, accuracy: Double = 0.5) -> [PositionSolver.Range] {
+    static func ranges(_ gateways: [V], to p: (Double, Double), z: Double = 1.2, accuracy: Double = 0.5)
+        -> [PositionSolver.Range]
+    {
         gateways.map {
             let d = ((p.0 - $0.x) * (p.0 - $0.x) + (p.1 - $0.y) * (p.1 - $0.y) + (z - $0.z) * (z - $0.z)).squareRoot()
             return PositionSolver.Range(gateway: $0, distance: d, accuracy: accuracy)
@@ -25,7 +28,7 @@ struct PositionSolverTests {
 
     @Test func oneDistanceAtTheWrongScaleIsOutvotedByTheOthers() throws {
         var r = Self.ranges(Self.square + [V(5, 12, 2.5)], to: (3, 4))
-        r[2].distance *= 3.28   // feet, not metres
+        r[2].distance *= 3.28  // feet, not metres
         let robust = try #require(PositionSolver.solve(r, z: 1.2))
         // A plain least-squares fit is dragged metres away; the robust one stays near the truth.
         #expect(hypot(robust.x - 3, robust.y - 4) < 1.0)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLEFleet
 
 /// Room presence as a state machine, fed readings as the gateways' beacon topics carry them, on a clock the test
@@ -9,20 +10,25 @@ struct PresenceEngineTests {
     static let tag = "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-100-1"
 
     /// Each placed gateway's true distance to (x, y) at tag height, times `scale[gateway]`, plus `noise`.
-    static func readings(_ site: SiteDescription, at p: (Double, Double), ts: Double, noise: Double = 0,
-                         scale: [String: Double] = [:]) -> [PresenceEngine.Reading] {
+    static func readings(
+        _ site: SiteDescription, at p: (Double, Double), ts: Double, noise: Double = 0,
+        scale: [String: Double] = [:]
+    ) -> [PresenceEngine.Reading] {
         site.gateways.values.sorted { $0.id < $1.id }.compactMap { g in
             guard let q = g.position else { return nil }
             let d = ((p.0 - q.x) * (p.0 - q.x) + (p.1 - q.y) * (p.1 - q.y) + (1.2 - q.z) * (1.2 - q.z)).squareRoot()
-            return .init(gateway: g.id, distance: max(0.1, d * (scale[g.id] ?? 1) + noise), accuracy: 0.1 * d + 0.3,
-                         rssi: -60 - 20 * log10(d), ts: ts)
+            return .init(
+                gateway: g.id, distance: max(0.1, d * (scale[g.id] ?? 1) + noise), accuracy: 0.1 * d + 0.3,
+                rssi: -60 - 20 * log10(d), ts: ts)
         }
     }
 
     /// Runs `seconds` of one reading per gateway per second, then a tick; returns every report.
-    static func run(_ engine: inout PresenceEngine, from t0: Double, seconds: Int, tag: String = tag,
-                    at position: (Int) -> (Double, Double)?, noise: (Int) -> Double = { _ in 0 },
-                    scale: [String: Double] = [:]) -> [PresenceEngine.Report] {
+    static func run(
+        _ engine: inout PresenceEngine, from t0: Double, seconds: Int, tag: String = tag,
+        at position: (Int) -> (Double, Double)?, noise: (Int) -> Double = { _ in 0 },
+        scale: [String: Double] = [:]
+    ) -> [PresenceEngine.Report] {
         var out: [PresenceEngine.Report] = []
         for i in 0..<seconds {
             let t = t0 + Double(i)
@@ -59,7 +65,8 @@ struct PresenceEngineTests {
     @Test func aTagStandingOnADoorwayDoesNotFlap() {
         // On the lobby/corridor line (y = 9), its distances jittering ±0.8 m every second for ten minutes.
         var e = PresenceEngine(site: Self.site)
-        let reports = Self.run(&e, from: 0, seconds: 600, at: { _ in (4, 9.2) }, noise: { i in i % 2 == 0 ? 0.8 : -0.8 })
+        let reports = Self.run(
+            &e, from: 0, seconds: 600, at: { _ in (4, 9.2) }, noise: { i in i % 2 == 0 ? 0.8 : -0.8 })
         #expect(rooms(reports).count == 1, "rooms: \(rooms(reports))")
     }
 
@@ -143,9 +150,11 @@ struct PresenceEngineTests {
     @Test func aTagNoGatewayHearsIsNotHomeAfterTheTimeoutAndBackWhenHeard() throws {
         var e = PresenceEngine(site: Self.site)
         let away = Self.site.presence.awayAfterS
-        let reports = Self.run(&e, from: 0, seconds: 30 + Int(away) + 20, at: { i in
-            i < 10 || i >= 10 + Int(away) + 15 ? (5, 15) : nil
-        })
+        let reports = Self.run(
+            &e, from: 0, seconds: 30 + Int(away) + 20,
+            at: { i in
+                i < 10 || i >= 10 + Int(away) + 15 ? (5, 15) : nil
+            })
         #expect(rooms(reports) == ["kitchen", "not_home", "kitchen"])
         let left = try #require(reports.first { $0.room == nil })
         #expect(left.since >= 9 + away && left.since <= 11 + away, "not_home at \(left.since)")
@@ -158,8 +167,12 @@ struct PresenceEngineTests {
         var e = PresenceEngine(site: site)
         for t in 0..<10 {
             let ts = Double(t)
-            e.observe(beacon: Self.tag, reading: .init(gateway: "gw-lab", distance: 2, accuracy: 0.5, rssi: -65, ts: ts), now: ts)
-            e.observe(beacon: Self.tag, reading: .init(gateway: "gw-lobby", distance: 12, accuracy: 3, rssi: -85, ts: ts), now: ts)
+            e.observe(
+                beacon: Self.tag, reading: .init(gateway: "gw-lab", distance: 2, accuracy: 0.5, rssi: -65, ts: ts),
+                now: ts)
+            e.observe(
+                beacon: Self.tag, reading: .init(gateway: "gw-lobby", distance: 12, accuracy: 3, rssi: -85, ts: ts),
+                now: ts)
             _ = e.tick(now: ts)
         }
         let r = try #require(e.report(of: Self.tag))
@@ -191,8 +204,8 @@ struct PresenceEngineTests {
         for t in 0..<20 {
             let now = 10_000 + Double(t)
             for var r in Self.readings(Self.site, at: (21, 3), ts: now) {
-                if r.gateway == "gw-kitchen" { r.ts -= 3 }        // 3 s behind: tolerated
-                if r.gateway == "gw-lobby" { r.ts -= 60 }         // a minute behind: left out of the fit
+                if r.gateway == "gw-kitchen" { r.ts -= 3 }  // 3 s behind: tolerated
+                if r.gateway == "gw-lobby" { r.ts -= 60 }  // a minute behind: left out of the fit
                 e.observe(beacon: Self.tag, reading: r, now: now)
             }
             _ = e.tick(now: now)
@@ -204,7 +217,8 @@ struct PresenceEngineTests {
 
     @Test func readingsFromGatewaysTheSiteDoesNotPlaceAreCountedAndIgnored() {
         var e = PresenceEngine(site: Self.site)
-        e.observe(beacon: Self.tag, reading: .init(gateway: "gw-attic", distance: 1, accuracy: 0.3, rssi: -60, ts: 0), now: 0)
+        e.observe(
+            beacon: Self.tag, reading: .init(gateway: "gw-attic", distance: 1, accuracy: 0.3, rssi: -60, ts: 0), now: 0)
         #expect(e.tick(now: 0).isEmpty)
         #expect(e.counters.unplacedReadings == 1)
         #expect(e.unplacedGateways == ["gw-attic"])
@@ -237,7 +251,8 @@ struct PresenceEngineTests {
     @Test func theRetainedPayloadCarriesRoomSinceConfidenceAndTheGateways() throws {
         var e = PresenceEngine(site: Self.site)
         let r = try #require(Self.run(&e, from: 5, seconds: 5, at: { _ in (10, 17) }).last)
-        let json = try #require(try JSONSerialization.jsonObject(with: Data(PresencePayload.encode(r, site: Self.site))) as? [String: Any])
+        let json = try #require(
+            try JSONSerialization.jsonObject(with: Data(PresencePayload.encode(r, site: Self.site))) as? [String: Any])
         #expect(json["room"] as? String == "kitchen")
         #expect(json["room_name"] as? String == "Kitchen")
         #expect(json["floor"] as? String == "ground")

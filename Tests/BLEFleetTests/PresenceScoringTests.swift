@@ -8,17 +8,22 @@ struct PresenceScoringTests {
     @Test(.timeLimit(.minutes(5)))
     func officePresenceMeetsItsTargetsAndBeatsTheBaselineOnTheSameReadings() async throws {
         var setup = PresenceScoreSetup()
-        setup.scenarioPath = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        setup.scenarioPath =
+            URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("config/scenarios/office.yaml").path
         setup.seconds = 900
         let score = try await scorePresence(setup)
-        let ours = score.ours, base = score.baseline
-        #expect(score.staticTags >= 20 && score.walkers == 4, "scored \(score.staticTags) static tags, \(score.walkers) walkers")
+        let ours = score.ours
+        let base = score.baseline
+        #expect(
+            score.staticTags >= 20 && score.walkers == 4,
+            "scored \(score.staticTags) static tags, \(score.walkers) walkers")
         #expect(ours.staticRoomAccuracy >= 0.95, "\(score.table())")
         #expect(ours.medianError <= 1.5, "\(score.table())")
         #expect(ours.medianError <= 0.7 * base.medianError, "\(score.table())")
         #expect(ours.staticFlapsPerHour == 0, "\(score.table())")
         // The walkers' target (89.7 % over this quarter hour, 88.7 % over the benchmark's hour).
-        #expect(ours.walkerRoomAccuracy >= 0.85 && ours.walkerRoomAccuracy > base.walkerRoomAccuracy, "\(score.table())")
+        #expect(
+            ours.walkerRoomAccuracy >= 0.85 && ours.walkerRoomAccuracy > base.walkerRoomAccuracy, "\(score.table())")
     }
 }

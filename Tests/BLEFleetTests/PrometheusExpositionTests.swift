@@ -1,14 +1,21 @@
 import Testing
+
 @testable import BLEFleet
 
 @Suite struct PrometheusExpositionTests {
     @Test func gatewaysAreLabelledAndLabelValuesEscaped() {
         var m = FleetModel(prefix: "demo")
         let env = #""run":"r","seq":1,"ts":5,"clock_synced":true"#
-        m.receive(topic: "demo/gw-1/status", payload: Array(
-            #"{\#(env),"state":"online","gateway":"gw-1","version":"0.1\"\\\n","started":1}"#.utf8), retained: true, now: 0)
-        m.receive(topic: "demo/gw-2/status", payload: Array(
-            #"{\#(env),"state":"offline","gateway":"gw-2","version":"0.1.0","started":1}"#.utf8), retained: true, now: 0)
+        m.receive(
+            topic: "demo/gw-1/status",
+            payload: Array(
+                #"{\#(env),"state":"online","gateway":"gw-1","version":"0.1\"\\\n","started":1}"#.utf8), retained: true,
+            now: 0)
+        m.receive(
+            topic: "demo/gw-2/status",
+            payload: Array(
+                #"{\#(env),"state":"offline","gateway":"gw-2","version":"0.1.0","started":1}"#.utf8), retained: true,
+            now: 0)
         let text = PrometheusExposition.render(m, broker: .init(url: "mqtt://x", connected: true))
         let lines = text.split(separator: "\n").map(String.init)
         #expect(lines.contains("blegateway_gateway_up{gateway=\"gw-1\"} 1"))
@@ -24,7 +31,8 @@ import Testing
     /// not only the spool's.
     @Test func everyDropOnTheHealthTopicIsAMetricByStage() {
         var m = FleetModel(prefix: "demo")
-        let health = #"{"run":"r","seq":2,"ts":6,"clock_synced":true,"uptime_s":5,"#
+        let health =
+            #"{"run":"r","seq":2,"ts":6,"clock_synced":true,"uptime_s":5,"#
             + #""spool":{"depth":0,"dropped_samples":0},"#
             + #""publish":{"acknowledged":1,"rate_per_s":1,"connected":true,"dropped_deliveries":7},"#
             + #""scan":{"reports":10,"dropped":{"transport":1,"controller":2,"scanner":3},"#
@@ -33,9 +41,11 @@ import Testing
         m.receive(topic: "demo/gw-1/health", payload: Array(health.utf8), retained: false, now: 0)
         let lines = PrometheusExposition.render(m, broker: .init(url: "mqtt://x", connected: true))
             .split(separator: "\n").map(String.init)
-        for (stage, n) in [("transport", 1), ("controller", 2), ("scanner", 3), ("reassembly_evicted", 4),
-                           ("reassembly_expired", 5), ("reassembly_oversized", 6), ("subscriptions", 7),
-                           ("raw_rate_limited", 8), ("telemetry_discarded", 9)] {
+        for (stage, n) in [
+            ("transport", 1), ("controller", 2), ("scanner", 3), ("reassembly_evicted", 4),
+            ("reassembly_expired", 5), ("reassembly_oversized", 6), ("subscriptions", 7),
+            ("raw_rate_limited", 8), ("telemetry_discarded", 9),
+        ] {
             #expect(lines.contains(#"blegateway_dropped_total{gateway="gw-1",stage="\#(stage)"} \#(n)"#), "\(stage)")
         }
     }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLEFleet
 
 /// Who is in which room, in literal values: each report moves a tag, and only the rooms it left or entered change.
@@ -12,10 +13,15 @@ struct RoomOccupancyTests {
         #expect(o.report(beacon: "a", room: "lab") == [.init(id: "lab", tags: ["a"])])
         #expect(o.report(beacon: "a", room: "lab").isEmpty, "the same room again: nothing changed")
         #expect(o.report(beacon: "b", room: "lab") == [.init(id: "lab", tags: ["a", "b"])])
-        #expect(o.report(beacon: "a", room: "kitchen") == [.init(id: "lab", tags: ["b"]), .init(id: "kitchen", tags: ["a"])])
+        #expect(
+            o.report(beacon: "a", room: "kitchen") == [
+                .init(id: "lab", tags: ["b"]), .init(id: "kitchen", tags: ["a"]),
+            ])
         #expect(o.report(beacon: "b", room: nil) == [.init(id: "lab", tags: [])], "away: the room empties")
         #expect(o.report(beacon: "c", room: "attic").isEmpty, "a room the site does not have counts nobody")
-        #expect(RoomOccupancy.payload(o.occupancy(of: "kitchen")) == Array(#"{"occupied":true,"count":1,"tags":["a"]}"#.utf8))
+        #expect(
+            RoomOccupancy.payload(o.occupancy(of: "kitchen"))
+                == Array(#"{"occupied":true,"count":1,"tags":["a"]}"#.utf8))
     }
 
     @Test func aNewDescriptionRemovesTheRoomsItNoLongerHas() throws {
@@ -37,8 +43,9 @@ struct RoomOccupancyTests {
         let text = String(
             decoding: RoomOccupancy.document(prefix: "t", room: lab, status: FleetPresence.statusTopic("first")),
             as: UTF8.self)
-        #expect(RoomOccupancy.discoveryTopic(discoveryPrefix: "ha", prefix: "t", room: "lab")
-            == "ha/device/blegateway-fleet/blegateway_room_t_lab/config")
+        #expect(
+            RoomOccupancy.discoveryTopic(discoveryPrefix: "ha", prefix: "t", room: "lab")
+                == "ha/device/blegateway-fleet/blegateway_room_t_lab/config")
         #expect(text.contains(#""suggested_area":"Lab""#))
         #expect(text.contains(#""p":"binary_sensor","unique_id":"blegateway_room_t_lab_occupancy""#))
         #expect(text.contains(#""device_class":"occupancy","state_topic":"t/fleet/rooms/lab""#))
@@ -69,8 +76,10 @@ struct RoomOccupancyTests {
 struct GatewayAreaDiscoveryTests {
     /// The same device identifier the gateway announces its device under (HomeAssistantDiscovery.gatewayDeviceID,
     /// whose tests hold these same values), or Home Assistant would make a second device.
-    @Test(arguments: [("gw-lab", "blegateway_gw-lab"), ("gw_a", "blegateway_gw__a"), ("gw.a", "blegateway_gw_Da"),
-                      ("GW-A", "blegateway_GW-A")])
+    @Test(arguments: [
+        ("gw-lab", "blegateway_gw-lab"), ("gw_a", "blegateway_gw__a"), ("gw.a", "blegateway_gw_Da"),
+        ("GW-A", "blegateway_GW-A"),
+    ])
     func theDeviceIdentifierIsTheGatewaysOwn(_ gateway: String, _ device: String) {
         #expect(GatewayAreaDiscovery.deviceID(gateway) == device)
     }
@@ -81,10 +90,12 @@ struct GatewayAreaDiscoveryTests {
         var renamed = lab
         renamed.name = "Bob's lab"
         let text = String(
-            decoding: GatewayAreaDiscovery.document(prefix: "t", gateway: "gw-lab", room: renamed, status: "t/fleet/status"),
+            decoding: GatewayAreaDiscovery.document(
+                prefix: "t", gateway: "gw-lab", room: renamed, status: "t/fleet/status"),
             as: UTF8.self)
-        #expect(GatewayAreaDiscovery.topic(discoveryPrefix: "ha", prefix: "t", gateway: "gw-lab")
-            == "ha/device/blegateway-fleet/blegateway_gwroom_t_gw_lab/config")
+        #expect(
+            GatewayAreaDiscovery.topic(discoveryPrefix: "ha", prefix: "t", gateway: "gw-lab")
+                == "ha/device/blegateway-fleet/blegateway_gwroom_t_gw_lab/config")
         #expect(text.contains(#""dev":{"identifiers":["blegateway_gw-lab"],"suggested_area":"Bob's lab"}"#))
         #expect(text.contains(#""value_template":"{{ 'Bob\\'s lab' }}""#))
         #expect(text.contains(#""entity_category":"diagnostic","state_topic":"t/fleet/status""#))

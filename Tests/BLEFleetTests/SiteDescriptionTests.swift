@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLEFleet
 
 /// The site description is operator input: what is wrong is named by its path, and nothing half-read is used.
@@ -26,7 +27,8 @@ struct SiteDescriptionTests {
     }
 
     @Test func jsonIsReadAsWellAsYAML() throws {
-        let site = try SiteDescription(text: #"{"rooms":[{"id":"a","polygon":[[0,0],[1,0],[1,1]]}],"gateways":[{"id":"g","room":"a"}]}"#)
+        let site = try SiteDescription(
+            text: #"{"rooms":[{"id":"a","polygon":[[0,0],[1,0],[1,1]]}],"gateways":[{"id":"g","room":"a"}]}"#)
         #expect(site.floors.map(\.id) == ["ground"])
         #expect(site.gateways["g"]?.position == nil)
     }
@@ -36,17 +38,32 @@ struct SiteDescriptionTests {
         ("rooms: [{id: a, polygon: [[0, 0], [1, 1]]}]", "site.rooms[0].polygon: a room needs at least 3 corners"),
         ("rooms: [{id: a, polygon: [[0, 0], [1, 1], [2, 2]]}]", "site.rooms[0].polygon: the corners enclose no area"),
         ("rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]], colour: red}]", "site.rooms[0].colour: unknown key"),
-        ("rooms: [{id: a/b, polygon: [[0, 0], [1, 0], [1, 1]]}]", "site.rooms[0].id: \"a/b\": expected 1–64 characters"),
-        ("rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]]}, {id: a, polygon: [[0, 0], [1, 0], [1, 1]]}]",
-         "site.rooms: room \"a\" is listed twice"),
+        (
+            "rooms: [{id: a/b, polygon: [[0, 0], [1, 0], [1, 1]]}]",
+            "site.rooms[0].id: \"a/b\": expected 1–64 characters"
+        ),
+        (
+            "rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]]}, {id: a, polygon: [[0, 0], [1, 0], [1, 1]]}]",
+            "site.rooms: room \"a\" is listed twice"
+        ),
         ("rooms: [{id: a, floor: roof, polygon: [[0, 0], [1, 0], [1, 1]]}]", "site.rooms[0].floor: no floor \"roof\""),
-        ("rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]]}]\ngateways: [{id: g, room: b}]",
-         "site.gateways[0].room: no room \"b\" in rooms"),
-        ("rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]]}]\ngateways: [{id: g, position: [1, 2], room: a}]",
-         "site.gateways[0].position: expected [x, y, z] in metres"),
+        (
+            "rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]]}]\ngateways: [{id: g, room: b}]",
+            "site.gateways[0].room: no room \"b\" in rooms"
+        ),
+        (
+            "rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]]}]\ngateways: [{id: g, position: [1, 2], room: a}]",
+            "site.gateways[0].position: expected [x, y, z] in metres"
+        ),
         ("rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]]}]\ngateways: [{id: g}]", "site.gateways[0].room: missing"),
-        ("rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]]}]\npresence: {dwell_s: -1}", "site.presence.dwell_s: expected a number ≥ 0"),
-        ("rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]]}]\npresence: {away_after_s: 0}", "site.presence.away_after_s"),
+        (
+            "rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]]}]\npresence: {dwell_s: -1}",
+            "site.presence.dwell_s: expected a number ≥ 0"
+        ),
+        (
+            "rooms: [{id: a, polygon: [[0, 0], [1, 0], [1, 1]]}]\npresence: {away_after_s: 0}",
+            "site.presence.away_after_s"
+        ),
         ("[1, 2]", "site: expected a mapping"),
         ("rooms: [{id: a, polygon: [[0, 0], [1e9, 0], [1, 1]]}]", "beyond 100 km"),
     ])
@@ -59,8 +76,9 @@ struct SiteDescriptionTests {
     }
 
     @Test func aFleetConfigurationTakesTheSiteInlineOrFromAFile() throws {
-        let inline = try FleetSettingsFile(yaml: "fleet:\n  site:\n" + Self.office.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")
-                                           + "\n  homeassistant: {discovery_prefix: ha}\n")
+        let inline = try FleetSettingsFile(
+            yaml: "fleet:\n  site:\n" + Self.office.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")
+                + "\n  homeassistant: {discovery_prefix: ha}\n")
         #expect(inline.site?.rooms.count == 4)
         #expect(inline.homeAssistantDiscoveryPrefix == "ha")
         #expect(throws: (any Error).self) { try FleetSettingsFile(yaml: "fleet:\n  site: /nonexistent/site.yaml\n") }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLEFleet
 
 /// Each tag's own settings in a site description (`tags:`): read and checked by path, and what each changes in the
@@ -13,7 +14,8 @@ struct TagSettingsTests {
     }
 
     @Test func aTagsSettingsReadWithTheSitesDefaultsForWhatTheyLeaveOut() throws {
-        let s = try Self.site("""
+        let s = try Self.site(
+            """
               - {beacon: \(Self.tag), name: "Alice's badge", person: true, rssi_at_1m: -62, dwell_s: 1.5,
                  settle_s: 30, ignore_gateways: [gw-lab]}
             """)
@@ -29,13 +31,19 @@ struct TagSettingsTests {
     }
 
     @Test(arguments: [
-        ("  - {beacon: a, ignore_gateways: [gw-attic]}\n", #"site.tags[0].ignore_gateways[0]: no gateway "gw-attic" in gateways"#),
+        (
+            "  - {beacon: a, ignore_gateways: [gw-attic]}\n",
+            #"site.tags[0].ignore_gateways[0]: no gateway "gw-attic" in gateways"#
+        ),
         ("  - {beacon: a}\n  - {beacon: a}\n", #"site.tags[1].beacon: tag "a" is listed twice"#),
         ("  - {beacon: a, rssi_at_1m: 12}\n", "site.tags[0].rssi_at_1m: expected dBm from -120 to 0"),
         ("  - {beacon: a, person: maybe}\n", "site.tags[0].person: expected true or false"),
         ("  - {beacon: a, dwell_s: -1}\n", "site.tags[0].dwell_s: expected a number ≥ 0"),
-        ("  - {beacon: a, colour: red}\n", "site.tags[0].colour: unknown key; expected one of beacon, dwell_s, "
-            + "ignore_gateways, name, person, rssi_at_1m, settle_s, settled_dwell_s, still_dwell_s"),
+        (
+            "  - {beacon: a, colour: red}\n",
+            "site.tags[0].colour: unknown key; expected one of beacon, dwell_s, "
+                + "ignore_gateways, name, person, rssi_at_1m, settle_s, settled_dwell_s, still_dwell_s"
+        ),
         ("  - {name: nobody}\n", "site.tags[0].beacon: missing"),
     ])
     func badTagSettingsAreNamedByPath(_ tags: String, _ problem: String) {
@@ -61,7 +69,8 @@ struct TagSettingsTests {
     @Test func aTagsOwnCalibrationSetsItsDistancesFromTheRSSI() throws {
         var e = PresenceEngine(site: try Self.site("  - {beacon: \(Self.tag), rssi_at_1m: -70}\n"))
         // -60 - 20 log10(d) is the test readings' RSSI: at -70 dBm for 1 m, a reading at d is 10^(1/2)·d/… away.
-        e.observe(beacon: Self.tag, reading: .init(gateway: "gw-lab", distance: 4, accuracy: 1, rssi: -80, ts: 1), now: 1)
+        e.observe(
+            beacon: Self.tag, reading: .init(gateway: "gw-lab", distance: 4, accuracy: 1, rssi: -80, ts: 1), now: 1)
         _ = e.tick(now: 1)
         let d = try #require(e.report(of: Self.tag)?.gateways.first { $0.gateway == "gw-lab" }?.distance)
         #expect(abs(d - pow(10, 10.0 / 20)) < 1e-9, "10^((−70 − (−80)) / 20) m")
@@ -75,11 +84,13 @@ struct TagSettingsTests {
         for t in 0..<10 {
             for beacon in [Self.tag, Self.sensor] {
                 for r in PresenceEngineTests.readings(site, at: (21, 3), ts: Double(t)) {
-                    p.observe("t", gateway: r.gateway, beacon: beacon,
-                              reading: .init(kind: "ibeacon", address: "", name: nil, rssi: r.rssi, samples: 1,
-                                             distanceM: r.distance, accuracyM: r.accuracy, proximity: nil, ts: r.ts,
-                                             receivedAt: Double(t), serviceTs: r.ts),
-                              now: Double(t))
+                    p.observe(
+                        "t", gateway: r.gateway, beacon: beacon,
+                        reading: .init(
+                            kind: "ibeacon", address: "", name: nil, rssi: r.rssi, samples: 1,
+                            distanceM: r.distance, accuracyM: r.accuracy, proximity: nil, ts: r.ts,
+                            receivedAt: Double(t), serviceTs: r.ts),
+                        now: Double(t))
                 }
             }
             _ = p.tick(now: Double(t))
@@ -90,11 +101,14 @@ struct TagSettingsTests {
 
     /// The tracker is named as the site names the tag; renamed in a new description, its document goes again.
     @Test func aTagsTrackerCarriesItsNameAndARenameAnnouncesItAgain() throws {
-        let doc = String(decoding: PresenceDiscovery.document(prefix: "t", beacon: Self.tag, status: "t/fleet/status",
-                                                              name: "Alice\u{7}'s badge"), as: UTF8.self)
+        let doc = String(
+            decoding: PresenceDiscovery.document(
+                prefix: "t", beacon: Self.tag, status: "t/fleet/status",
+                name: "Alice\u{7}'s badge"), as: UTF8.self)
         #expect(doc.contains(#""name":"Alice's badge""#))
-        let unnamed = String(decoding: PresenceDiscovery.document(prefix: "t", beacon: Self.tag, status: "s"),
-                             as: UTF8.self)
+        let unnamed = String(
+            decoding: PresenceDiscovery.document(prefix: "t", beacon: Self.tag, status: "s"),
+            as: UTF8.self)
         #expect(unnamed.contains(#""name":"Tag \#(Self.tag)""#))
         var p = FleetPresence(sites: ["t"], configured: try Self.site("  - {beacon: \(Self.tag), name: Alice}\n"))
         let first = p.announce("t", beacon: Self.tag)

@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Logging
 import Testing
+
 @testable import BLEConfiguration
 
 extension EndToEndSuites {
@@ -81,25 +82,30 @@ extension EndToEndSuites {
         /// Runs a supervised `HCISightingSource` against the simulator with `fault` from virtual time 0 until `end`.
         static func run(_ fault: String, lifecycle: AdapterLifecycle.Configuration) async throws -> Observation {
             signal(SIGPIPE, SIG_IGN)
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("bad-\(UUID().uuidString.prefix(8))")
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "bad-\(UUID().uuidString.prefix(8))")
             defer { try? FileManager.default.removeItem(at: dir) }
             let clock = ManualClock()
             var options = SimulatorOptions(socketDirectory: dir.path)
             options.duration = end + 10
-            let simulator = try Simulator(scenario: try ScenarioLoader.parse(yaml(fault)), options: options,
-                                          clock: clock, pacing: .clock(batch: .zero))
+            let simulator = try Simulator(
+                scenario: try ScenarioLoader.parse(yaml(fault)), options: options,
+                clock: clock, pacing: .clock(batch: .zero))
             let sim = Task { try await simulator.run() }
             // The fault (at 0) is in force before the gateway's first open: the simulator applied it once it sleeps.
             var observation = Observation()
-            guard await ProcessQuiescence.onOwnThread({
-                ProcessQuiescence.wait(atMost: 60, until: { clock.nextDeadline != nil })
-            }) else {
+            guard
+                await ProcessQuiescence.onOwnThread({
+                    ProcessQuiescence.wait(atMost: 60, until: { clock.nextDeadline != nil })
+                })
+            else {
                 sim.cancel()
                 observation.stalledAt = 0
                 return observation
             }
             let source = HCISightingSource(
-                spec: .unix(path: simulator.socketPath(for: "gw-a")), mode: .exclusive, scan: GatewayConfiguration.Scan(),
+                spec: .unix(path: simulator.socketPath(for: "gw-a")), mode: .exclusive,
+                scan: GatewayConfiguration.Scan(),
                 clock: clock, logger: Self.quiet, lifecycle: lifecycle)
             let seen = Seen()
             let gateway = Task {
@@ -108,10 +114,13 @@ extension EndToEndSuites {
                     sighting: { _ in seen.lock.withLock { seen.sightings.append(clock.now().seconds) } })
             }
             let node = simulator.nodes[0]
-            let driven = await ProcessQuiescence.onOwnThread { () -> (counters: [(t: Double, stats: GatewayStats)], stalledAt: Double?) in
+            let driven = await ProcessQuiescence.onOwnThread {
+                () -> (counters: [(t: Double, stats: GatewayStats)], stalledAt: Double?) in
                 var counters: [(t: Double, stats: GatewayStats)] = []
                 while clock.now().seconds < Self.end {
-                    guard ProcessQuiescence.wait(atMost: 60, until: { true }) else { return (counters, clock.now().seconds) }
+                    guard ProcessQuiescence.wait(atMost: 60, until: { true }) else {
+                        return (counters, clock.now().seconds)
+                    }
                     let s = node.stats
                     if s != counters.last?.stats { counters.append((clock.now().seconds, s)) }
                     let next = min(clock.nextDeadline ?? .seconds(Self.end), clock.now() + .milliseconds(500))
@@ -133,13 +142,16 @@ extension EndToEndSuites {
 
         /// While the fault lasts, opens come at most about one per `maxBackoff` (after the climb's own, each
         /// `maxBackoff` or more after the previous), and they keep coming: the gateway never gives up on the adapter.
-        static func expectBoundedOpens(_ o: Observation, climbOpens: Int, lifecycle: AdapterLifecycle.Configuration,
-                                       sourceLocation: SourceLocation = #_sourceLocation) {
+        static func expectBoundedOpens(
+            _ o: Observation, climbOpens: Int, lifecycle: AdapterLifecycle.Configuration,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) {
             let period = lifecycle.maxBackoff.seconds
             let opens = o.opens.filter { $0 < faultEnd }
             let slots = Int(faultEnd / period)
-            #expect(opens.count >= slots - 1 && opens.count <= climbOpens + slots + 1,
-                    "\(opens.count) opens in \(faultEnd) s: \(opens)\n\(o.states)", sourceLocation: sourceLocation)
+            #expect(
+                opens.count >= slots - 1 && opens.count <= climbOpens + slots + 1,
+                "\(opens.count) opens in \(faultEnd) s: \(opens)\n\(o.states)", sourceLocation: sourceLocation)
             let periodic = opens.dropFirst(climbOpens)
             for (a, b) in zip(periodic, periodic.dropFirst()) {
                 #expect(b - a >= period - 0.01, "opens at \(a) and \(b): \(opens)", sourceLocation: sourceLocation)
@@ -148,24 +160,29 @@ extension EndToEndSuites {
 
         /// Once the fault is over, the next periodic open finds a good controller: poweredOn within `maxBackoff` (and
         /// the bring-up's few seconds), and sightings after it.
-        static func expectScansAgain(_ o: Observation, lifecycle: AdapterLifecycle.Configuration,
-                                     sourceLocation: SourceLocation = #_sourceLocation) {
+        static func expectScansAgain(
+            _ o: Observation, lifecycle: AdapterLifecycle.Configuration,
+            sourceLocation: SourceLocation = #_sourceLocation
+        ) {
             let by = faultEnd + lifecycle.maxBackoff.seconds + 5
             let on = o.reports.first { $0.t >= faultEnd && $0.report.state == .poweredOn }
             #expect(on != nil && on!.t <= by, "not poweredOn by \(by)\n\(o.states)", sourceLocation: sourceLocation)
-            #expect(o.sightings.contains { $0 > (on?.t ?? .infinity) && $0 <= by + 5 }, "no sighting after poweredOn",
-                    sourceLocation: sourceLocation)
+            #expect(
+                o.sightings.contains { $0 > (on?.t ?? .infinity) && $0 <= by + 5 }, "no sighting after poweredOn",
+                sourceLocation: sourceLocation)
             #expect(o.reports.last?.report.state == .poweredOn, "\(o.states)", sourceLocation: sourceLocation)
-            #expect(!o.sightings.contains { $0 < faultEnd }, "sightings while the adapter could not scan",
-                    sourceLocation: sourceLocation)
+            #expect(
+                !o.sightings.contains { $0 < faultEnd }, "sightings while the adapter could not scan",
+                sourceLocation: sourceLocation)
         }
 
         @Test func aControllerThatAnswersEveryCommandWithAnErrorIsPublishedPoweredOffAndRetriedOncePerMaxBackoff()
             async throws
         {
             let lifecycle = AdapterLifecycle.Configuration()
-            let o = try await Self.run("{at_s: 0, gateway: gw-a, type: command_errors, duration_s: \(Self.faultEnd)}",
-                                       lifecycle: lifecycle)
+            let o = try await Self.run(
+                "{at_s: 0, gateway: gw-a, type: command_errors, duration_s: \(Self.faultEnd)}",
+                lifecycle: lifecycle)
             #expect(o.stalledAt == nil, "the process never went idle at \(o.stalledAt ?? 0) s\n\(o.states)")
             let during = o.reports.filter { $0.t < Self.faultEnd }
             let refused = "Reset (0x0C03) failed: HCI status 0x03 Hardware Failure"
@@ -187,8 +204,9 @@ extension EndToEndSuites {
             // Each bring-up stops at its first refused command (HCI Reset): no command is repeated in a loop.
             let atEnd = try #require(o.stats(before: Self.faultEnd))
             let bringUps = o.opens.filter { $0 < Self.faultEnd }.count + (lifecycle.attempts[.resetController] ?? 0)
-            #expect(atEnd.commandsRefused == bringUps && atEnd.commands == bringUps,
-                    "\(atEnd.commands) commands, \(atEnd.commandsRefused) refused, \(bringUps) bring-ups")
+            #expect(
+                atEnd.commandsRefused == bringUps && atEnd.commands == bringUps,
+                "\(atEnd.commands) commands, \(atEnd.commandsRefused) refused, \(bringUps) bring-ups")
             Self.expectScansAgain(o, lifecycle: lifecycle)
             #expect(o.lifecycle?.recoveries == [.awaitAdapter: 1], "\(String(describing: o.lifecycle))")
         }
@@ -197,23 +215,27 @@ extension EndToEndSuites {
             async throws
         {
             let lifecycle = AdapterLifecycle.Configuration()
-            let o = try await Self.run("{at_s: 0, gateway: gw-a, type: le_unsupported, duration_s: \(Self.faultEnd)}",
-                                       lifecycle: lifecycle)
+            let o = try await Self.run(
+                "{at_s: 0, gateway: gw-a, type: le_unsupported, duration_s: \(Self.faultEnd)}",
+                lifecycle: lifecycle)
             #expect(o.stalledAt == nil, "the process never went idle at \(o.stalledAt ?? 0) s\n\(o.states)")
             let during = o.reports.filter { $0.t < Self.faultEnd }
             // No reset can give a controller LE: unsupported at once, no ladder, published once.
             #expect(during.count == 1 && during.first?.report.state == .unsupported, "\(o.states)")
             let reason = during.first?.report.reason ?? ""
-            #expect(reason.contains("LE Read Local Supported Features (0x2003) failed: HCI status 0x01 Unknown HCI Command")
+            #expect(
+                reason.contains("LE Read Local Supported Features (0x2003) failed: HCI status 0x01 Unknown HCI Command")
                     && reason.contains("LE is required") && reason.contains("next try in 30 s"), "\(reason)")
-            #expect(o.lifecycle?.climbs == 0 && o.lifecycle?.attempts.isEmpty == true, "\(String(describing: o.lifecycle))")
+            #expect(
+                o.lifecycle?.climbs == 0 && o.lifecycle?.attempts.isEmpty == true, "\(String(describing: o.lifecycle))")
             Self.expectBoundedOpens(o, climbOpens: 1, lifecycle: lifecycle)
             // Each bring-up stops at its first LE command, the only one refused: Reset, the version, the supported
             // commands and the LMP features are read, LE Read Local Supported Features is unknown.
             let atEnd = try #require(o.stats(before: Self.faultEnd))
             let opens = o.opens.filter { $0 < Self.faultEnd }.count
-            #expect(atEnd.commandsRefused == opens && atEnd.commands == 5 * opens,
-                    "\(atEnd.commands) commands, \(atEnd.commandsRefused) refused, \(opens) opens")
+            #expect(
+                atEnd.commandsRefused == opens && atEnd.commands == 5 * opens,
+                "\(atEnd.commands) commands, \(atEnd.commandsRefused) refused, \(opens) opens")
             Self.expectScansAgain(o, lifecycle: lifecycle)
         }
 
@@ -225,18 +247,21 @@ extension EndToEndSuites {
             let steps = o.reports.filter { $0.report.state == .resetting }
             let ladder = (lifecycle.attempts[.resetController] ?? 0) + (lifecycle.attempts[.powerCycle] ?? 0)
             #expect(steps.count == ladder, "\(o.states)")
-            #expect(steps.allSatisfy { $0.report.reason?.contains("Reset (0x0C03) got no answer") == true }, "\(o.states)")
+            #expect(
+                steps.allSatisfy { $0.report.reason?.contains("Reset (0x0C03) got no answer") == true }, "\(o.states)")
             let waiting = o.reports.filter { $0.report.state != .resetting }
             #expect(waiting.count == 1 && waiting.first?.report.state == .poweredOff, "\(o.states)")
-            #expect(waiting.first?.report.reason?.contains("recovery failed (Reset (0x0C03) got no answer") == true,
-                    "\(o.states)")
+            #expect(
+                waiting.first?.report.reason?.contains("recovery failed (Reset (0x0C03) got no answer") == true,
+                "\(o.states)")
             #expect(o.lifecycle?.climbs == 1, "\(String(describing: o.lifecycle))")
             Self.expectBoundedOpens(o, climbOpens: 1 + (lifecycle.attempts[.powerCycle] ?? 0), lifecycle: lifecycle)
             // One command per bring-up, Reset, dropped by the unpowered controller; none sent again before it times out.
             let atEnd = try #require(o.stats(before: Self.end))
             let bringUps = o.opens.count + (lifecycle.attempts[.resetController] ?? 0)
-            #expect(atEnd.commandsWhilePoweredOff == bringUps && atEnd.commands == bringUps,
-                    "\(atEnd.commands) commands, \(bringUps) bring-ups")
+            #expect(
+                atEnd.commandsWhilePoweredOff == bringUps && atEnd.commands == bringUps,
+                "\(atEnd.commands) commands, \(bringUps) bring-ups")
             #expect(o.sightings.isEmpty)
         }
     }

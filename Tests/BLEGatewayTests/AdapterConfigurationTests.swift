@@ -1,5 +1,6 @@
 import BLEDomain
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -7,7 +8,8 @@ import Testing
 @Suite struct AdapterConfigurationTests {
     @Test func theLadderPolicyAndTheSecondAdapterAreRead() throws {
         var r = YAMLConfigurationReader()
-        let c = try r.read("""
+        let c = try r.read(
+            """
             adapter:
               device: hci0
               address: "00:1b:dc:f0:00:01"

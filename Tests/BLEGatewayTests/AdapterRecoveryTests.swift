@@ -6,6 +6,7 @@ import Foundation
 import Glibc
 import Logging
 import Testing
+
 @testable import BLEConfiguration
 
 extension EndToEndSuites {
@@ -46,10 +47,11 @@ extension EndToEndSuites {
               - {name: b1, type: ibeacon, uuid: E2C56DB5-DFFB-48D2-B060-D0F5A71096E0, major: 1, minor: 1, position: [2, 0]}
             faults:
 
-            """ + faults.map {
-                "  - {at_s: \($0.at), gateway: gw-a, type: \($0.type), duration_s: \($0.duration)"
-                    + ($0.type == "hardware_error" ? ", hardware_code: 0x42}" : "}")
-            }.joined(separator: "\n") + "\n"
+            """
+                + faults.map {
+                    "  - {at_s: \($0.at), gateway: gw-a, type: \($0.type), duration_s: \($0.duration)"
+                        + ($0.type == "hardware_error" ? ", hardware_code: 0x42}" : "}")
+                }.joined(separator: "\n") + "\n"
         }
 
         /// Whether `task` ends within `seconds` of real time (it is not awaited past that).
@@ -57,10 +59,21 @@ extension EndToEndSuites {
             await withCheckedContinuation { (c: CheckedContinuation<Bool, Never>) in
                 let done = Locked(false)
                 let finish: @Sendable (Bool) -> Void = { ended in
-                    if done.withLock({ d in defer { d = true }; return !d }) { c.resume(returning: ended) }
+                    if done.withLock({ d in
+                        defer { d = true }
+                        return !d
+                    }) {
+                        c.resume(returning: ended)
+                    }
                 }
-                Task { _ = await task.result; finish(true) }
-                Task { try? await Task.sleep(for: .seconds(seconds)); finish(false) }
+                Task {
+                    _ = await task.result
+                    finish(true)
+                }
+                Task {
+                    try? await Task.sleep(for: .seconds(seconds))
+                    finish(false)
+                }
             }
         }
 
@@ -73,13 +86,15 @@ extension EndToEndSuites {
         @Test func theAdapterRecoversFromHardwareErrorStuckControllerUnplugAndSilenceAndScansAgain() async throws {
             // A write to a socket the simulator closed must be an error, not the end of the test process.
             signal(SIGPIPE, SIG_IGN)
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("lifecycle-\(UUID().uuidString.prefix(8))")
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "lifecycle-\(UUID().uuidString.prefix(8))")
             defer { try? FileManager.default.removeItem(at: dir) }
             let clock = ManualClock()
             var options = SimulatorOptions(socketDirectory: dir.path)
             options.duration = Self.end + 10
-            let simulator = try Simulator(scenario: try ScenarioLoader.parse(Self.yaml), options: options, clock: clock,
-                                          pacing: .clock(batch: .zero))
+            let simulator = try Simulator(
+                scenario: try ScenarioLoader.parse(Self.yaml), options: options, clock: clock,
+                pacing: .clock(batch: .zero))
             var lifecycle = AdapterLifecycle.Configuration()
             lifecycle.silenceTimeout = .seconds(5)
             lifecycle.stableAfter = .seconds(10)
@@ -99,14 +114,19 @@ extension EndToEndSuites {
             // process is idle only once the file is where the timeline says.
             let node = simulator.nodes[0]
             let drill = await ProcessQuiescence.onOwnThread { () -> (unanswered: [(Double, Int)], stalledAt: Double?) in
-                var unanswered: [(Double, Int)] = []  // when the simulator dropped commands sent to an unpowered controller
+                // When the simulator dropped commands sent to an unpowered controller.
+                var unanswered: [(Double, Int)] = []
                 var dropped = 0
                 while clock.now().seconds < Self.end {
                     let now = clock.now().seconds
                     let plugged = !(now >= Self.unplug.at && now < Self.unplug.end)
-                    guard ProcessQuiescence.wait(atMost: 60, until: {
-                        FileManager.default.fileExists(atPath: socketPath) == plugged
-                    }) else { return (unanswered, now) }
+                    guard
+                        ProcessQuiescence.wait(
+                            atMost: 60,
+                            until: {
+                                FileManager.default.fileExists(atPath: socketPath) == plugged
+                            })
+                    else { return (unanswered, now) }
                     let n = node.stats.commandsWhilePoweredOff
                     if n > dropped { unanswered.append((now, n - dropped)) }
                     dropped = n
@@ -131,17 +151,23 @@ extension EndToEndSuites {
             #expect(drill.stalledAt == nil, "the process never went idle at \(drill.stalledAt ?? 0) s\n\(states)")
 
             // The Hardware Error is acted on at once: the climb's first step is published at the event.
-            #expect(reports.contains { abs($0.0 - Self.hardwareError.at) < 0.01 && $0.1.state == .resetting
-                && $0.1.reason?.contains("Hardware Error event (code 0x42)") == true }, "\(states)")
+            #expect(
+                reports.contains {
+                    abs($0.0 - Self.hardwareError.at) < 0.01 && $0.1.state == .resetting
+                        && $0.1.reason?.contains("Hardware Error event (code 0x42)") == true
+                }, "\(states)")
 
             // Stuck controller: while scanning no command is due, so the silence watchdog notices it first; the step it
             // runs sends a command the unpowered controller drops, and the gateway names the unanswered command within
             // 3 s of the simulator dropping it.
             let first = unanswered.first { $0.0 >= Self.stuck.at }?.0
             #expect(first != nil && first! < Self.stuck.end, "no command went unanswered while stuck\n\(states)")
-            let detected = reports.first { $0.0 >= (first ?? .infinity) && $0.1.reason?.contains("got no answer") == true }
-            #expect(detected != nil && detected!.0 - first! <= 3,
-                    "first unanswered command at \(first ?? -1), detected at \(detected?.0 ?? -1)\n\(states)")
+            let detected = reports.first {
+                $0.0 >= (first ?? .infinity) && $0.1.reason?.contains("got no answer") == true
+            }
+            #expect(
+                detected != nil && detected!.0 - first! <= 3,
+                "first unanswered command at \(first ?? -1), detected at \(detected?.0 ?? -1)\n\(states)")
 
             // Scanning again within 5 s of the adapter being usable (the fault's end): by then poweredOn is the state
             // published last, and a sighting has come in since both the fault's end and that poweredOn.
@@ -150,8 +176,9 @@ extension EndToEndSuites {
                 let last = reports.last { $0.0 <= by }
                 #expect(last?.1.state == .poweredOn, "\(fault.type) ended at \(fault.end)\n\(states)")
                 let since = max(fault.end, last?.0 ?? .infinity)
-                #expect(sightings.contains { $0 > since && $0 <= by },
-                        "\(fault.type) ended at \(fault.end), no sighting by \(by)\n\(states)")
+                #expect(
+                    sightings.contains { $0 > since && $0 <= by },
+                    "\(fault.type) ended at \(fault.end), no sighting by \(by)\n\(states)")
             }
 
             // Each fault is one outage, noticed after it began and cured before the next.

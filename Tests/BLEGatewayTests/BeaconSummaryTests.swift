@@ -4,6 +4,7 @@ import BLEPublishing
 import BLETransport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -31,8 +32,9 @@ import Testing
     }
 
     @Test func aSummaryWithTelemetryAndTheFilterMatchesTheSchema() throws {
-        let readings = GatewayReadings(topics: try Topics(prefix: "bg", gatewayID: "gw"), run: "0123abcd",
-                                       version: "test", started: 0, sampleQoS: 1, sampleExpiry: nil)
+        let readings = GatewayReadings(
+            topics: try Topics(prefix: "bg", gatewayID: "gw"), run: "0123abcd",
+            version: "test", started: 0, sampleQoS: 1, sampleExpiry: nil)
         var ranging = GatewayConfiguration.Ranging()
         ranging.pathLossExponent = 2.2
         let filter = GatewayReadings.filterDescription(ranging)
@@ -42,15 +44,18 @@ import Testing
         engine.observe(id, address: Self.address, rssi: -66, frameCalibration: nil, at: .milliseconds(100))
         engine.observe(id, address: Self.address, rssi: -68, frameCalibration: nil, at: .milliseconds(200))
         let u = try #require(engine.tick(at: .seconds(1)).first)
-        let tlm = EddystoneTLM.Plain(batteryMillivolts: 2950, temperatureRaw: Int16(22.5 * 256), advertisingCount: 1234,
-                                     uptimeDeciseconds: 36_005)
-        let unsupported = EddystoneTLM.Plain(batteryMillivolts: 0, temperatureRaw: Int16(bitPattern: 0x8000),
-                                             advertisingCount: 1, uptimeDeciseconds: 1)
+        let tlm = EddystoneTLM.Plain(
+            batteryMillivolts: 2950, temperatureRaw: Int16(22.5 * 256), advertisingCount: 1234,
+            uptimeDeciseconds: 36_005)
+        let unsupported = EddystoneTLM.Plain(
+            batteryMillivolts: 0, temperatureRaw: Int16(bitPattern: 0x8000),
+            advertisingCount: 1, uptimeDeciseconds: 1)
         var payloads: [(topic: String, payload: String)] = []
         for (n, t) in [tlm, unsupported, nil].enumerated() {
             let reading = readings.beacon(u, interval: 1, filter: filter, telemetry: t, ts: 1_700_000_000, synced: true)
-            let full = PayloadEnvelope.render(run: "0123abcd", seq: UInt64(n + 1), ts: 1_700_000_000, clockSynced: true,
-                                              body: reading.body)
+            let full = PayloadEnvelope.render(
+                run: "0123abcd", seq: UInt64(n + 1), ts: 1_700_000_000, clockSynced: true,
+                body: reading.body)
             payloads.append((reading.topic, String(decoding: full, as: UTF8.self)))
         }
         let first = Data(payloads[0].payload.utf8)

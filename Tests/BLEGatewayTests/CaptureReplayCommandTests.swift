@@ -42,8 +42,11 @@ import Testing
         try TestDependency.require(!Self.captureFiles.isEmpty, "the real captures at ../shared/captures")
         let p = Process()
         p.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        p.arguments = [BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/compare_tshark.py").path,
-                       BuiltProducts.blegateway] + Self.captureFiles
+        p.arguments =
+            [
+                BuiltProducts.repositoryRoot.appendingPathComponent("Tests/tools/compare_tshark.py").path,
+                BuiltProducts.blegateway,
+            ] + Self.captureFiles
         let out = Pipe()
         p.standardOutput = out
         p.standardError = out
@@ -80,8 +83,9 @@ import Testing
         try TestDependency.require(!Self.captureFiles.isEmpty, "the real captures at ../shared/captures")
         let dir = try Self.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let whole = try #require(FileManager.default.contents(
-            atPath: Self.captureFiles.first { $0.hasSuffix("ec521.btsnoop") } ?? Self.captureFiles[0]))
+        let whole = try #require(
+            FileManager.default.contents(
+                atPath: Self.captureFiles.first { $0.hasSuffix("ec521.btsnoop") } ?? Self.captureFiles[0]))
         // Cut in the middle of a record.
         try whole.prefix(whole.count / 2 + 7).write(to: URL(fileURLWithPath: "\(dir)/cut.btsnoop"))
         let p = try Self.start(["scan", "--device", "file:\(dir)/cut.btsnoop", "--json"], in: dir)
@@ -96,8 +100,9 @@ import Testing
 
     /// A realtime replay stands in for a radio: the scan is stopped while it prints, and every report it counted
     /// must be in the file (stdout to a file is block-buffered; the signal must not lose the buffer).
-    @Test(.enabled(if: TestDependency.runs(!captureFiles.isEmpty), "the real captures are not at ../shared/captures"),
-          arguments: [SIGINT, SIGTERM])
+    @Test(
+        .enabled(if: TestDependency.runs(!captureFiles.isEmpty), "the real captures are not at ../shared/captures"),
+        arguments: [SIGINT, SIGTERM])
     func scanStoppedBySignalKeepsEveryLineItCounted(signal: Int32) async throws {
         try TestDependency.require(!Self.captureFiles.isEmpty, "the real captures at ../shared/captures")
         let dir = try Self.temporaryDirectory()

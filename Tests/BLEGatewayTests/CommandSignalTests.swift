@@ -10,21 +10,23 @@ import Testing
 
     /// Waits (bounded) until `path` holds at least `count` lines; false when it never does.
     static func lines(in path: String, reach count: Int, within limit: Duration = .seconds(30)) async -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if CaptureReplayCommandTests.lines(path).count >= count { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return false
+        (try? await waitUntil("\(count) lines in \(path)", limit: limit, every: .milliseconds(50)) {
+            CaptureReplayCommandTests.lines(path).count >= count
+        }) != nil
     }
 
-    @Test(.enabled(if: TestDependency.runs(!CaptureReplayCommandTests.captureFiles.isEmpty), "the real captures are not at ../shared/captures"),
-          arguments: [SIGINT, SIGTERM])
+    @Test(
+        .enabled(
+            if: TestDependency.runs(!CaptureReplayCommandTests.captureFiles.isEmpty),
+            "the real captures are not at ../shared/captures"),
+        arguments: [SIGINT, SIGTERM])
     func hciDumpStoppedBySignalKeepsEveryPacketItCounted(signal: Int32) async throws {
-        try TestDependency.require(!CaptureReplayCommandTests.captureFiles.isEmpty, "the real captures at ../shared/captures")
+        try TestDependency.require(
+            !CaptureReplayCommandTests.captureFiles.isEmpty, "the real captures at ../shared/captures")
         let dir = try CaptureReplayCommandTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let capture = CaptureReplayCommandTests.captureFiles.first { $0.hasSuffix("light.btsnoop") }
+        let capture =
+            CaptureReplayCommandTests.captureFiles.first { $0.hasSuffix("light.btsnoop") }
             ?? CaptureReplayCommandTests.captureFiles[0]
         // Paced as recorded, the capture lasts minutes: the signal comes mid-stream.
         let p = try CaptureReplayCommandTests.start(
@@ -40,7 +42,9 @@ import Testing
         #expect(printed.allSatisfy { $0.count >= 4 && $0.count % 2 == 0 && $0.allSatisfy(\.isHexDigit) })
     }
 
-    @Test(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "mosquitto is not installed"), arguments: [SIGINT, SIGTERM])
+    @Test(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "mosquitto is not installed"),
+        arguments: [SIGINT, SIGTERM])
     func watchRecordStoppedBySignalKeepsEveryMessageItCounted(signal: Int32) async throws {
         let dir = try CaptureReplayCommandTests.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
@@ -52,8 +56,10 @@ import Testing
         for i in 0..<count {
             let pub = Process()
             pub.executableURL = URL(fileURLWithPath: "/usr/bin/mosquitto_pub")
-            pub.arguments = ["-p", "\(broker.port)", "-q", "1", "-r", "-t", "sig/gw-\(i)/status",
-                             "-m", #"{"run":"r","seq":\#(i),"ts":1,"clock_synced":true,"online":true}"#]
+            pub.arguments = [
+                "-p", "\(broker.port)", "-q", "1", "-r", "-t", "sig/gw-\(i)/status",
+                "-m", #"{"run":"r","seq":\#(i),"ts":1,"clock_synced":true,"online":true}"#,
+            ]
             try pub.run()
             pub.waitUntilExit()
             #expect(pub.terminationStatus == 0)

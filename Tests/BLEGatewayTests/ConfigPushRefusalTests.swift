@@ -1,6 +1,7 @@
 import BLETestSupport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -23,16 +24,21 @@ struct ConfigPushRefusalTests {
         }
         let (ops, opsPublic) = ConfigSigning.generateKeyPair()
         let (_, otherPublic) = ConfigSigning.generateKeyPair()
-        let key = try file("ops.key", ops), pub = try file("ops.pub", opsPublic)
+        let key = try file("ops.key", ops)
+        let pub = try file("ops.pub", opsPublic)
         let other = try file("other.pub", otherPublic)
         // What a gateway with a public key reports after applying version 5.
         let v5 = #"{"version": 5, "log": {"level": "debug"}}"#
-        let state = #"{"run":"0123abcd","seq":3,"ts":1,"clock_synced":true,"status":"applied","hash":"sha256:x","#
+        let state =
+            #"{"run":"0123abcd","seq":3,"ts":1,"clock_synced":true,"status":"applied","hash":"sha256:x","#
             + #""signed_only":true,"floors":{"gateway":{"version":5,"#
             + #""sha256":"\#(ConfigSigning.digest(Array(v5.utf8)))"}},"#
             + #""errors":[],"warnings":[]}"#
-        let published = try ToolRun.run("/usr/bin/mosquitto_pub", [
-            "-h", "127.0.0.1", "-p", "\(broker.port)", "-r", "-q", "1", "-t", "site/gw-1/config/state", "-m", state])
+        let published = try ToolRun.run(
+            "/usr/bin/mosquitto_pub",
+            [
+                "-h", "127.0.0.1", "-p", "\(broker.port)", "-r", "-q", "1", "-t", "site/gw-1/config/state", "-m", state,
+            ])
         #expect(published.status == 0, "\(published.output)")
 
         let common = ["config", "push", "--gateway", "gw-1", "--prefix", "site", "--broker", broker.url, "--wait", "0"]
@@ -50,10 +56,15 @@ struct ConfigPushRefusalTests {
         #expect(emptyDelete.status == 2 && emptyDelete.output.contains("signed tombstone"), "\(emptyDelete.output)")
         // The tombstone's version is one above the floor the gateway reports.
         let tombstone = try ToolRun.run(bin, common + ["--delete", "--sign", key, "--public-key", pub])
-        #expect(tombstone.status == 0 && tombstone.output.contains("signed tombstone, version 6"),
-                "\(tombstone.output)")
-        let retained = try ToolRun.run("/usr/bin/mosquitto_sub", ["-h", "127.0.0.1", "-p", "\(broker.port)", "-C", "1",
-                                                                "-W", "3", "-t", "site/gw-1/config"])
+        #expect(
+            tombstone.status == 0 && tombstone.output.contains("signed tombstone, version 6"),
+            "\(tombstone.output)")
+        let retained = try ToolRun.run(
+            "/usr/bin/mosquitto_sub",
+            [
+                "-h", "127.0.0.1", "-p", "\(broker.port)", "-C", "1",
+                "-W", "3", "-t", "site/gw-1/config",
+            ])
         let signed = try #require(ConfigSigning.signedDocument(Array(retained.output.utf8.dropLast())))
         #expect(String(decoding: signed, as: UTF8.self) == #"{"version":6,"delete":true}"#)
         let v8 = try file("v8.json", #"{"version": 8}"#)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -48,8 +49,9 @@ import Testing
         #expect { try ConfigurationPreflight.check(c) } throws: { e in
             (e as? ConfigurationError)?.path == "remote_config.public_key_file"
         }
-        FileManager.default.createFile(atPath: dir + "/ops.pub",
-                                       contents: Data(ConfigSigning.generateKeyPair().publicKey.utf8))
+        FileManager.default.createFile(
+            atPath: dir + "/ops.pub",
+            contents: Data(ConfigSigning.generateKeyPair().publicKey.utf8))
         #expect(throws: Never.self) { try ConfigurationPreflight.check(c) }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -10,7 +11,8 @@ import Testing
     }
 
     @Test func readsTheShippedExampleWithoutWarnings() throws {
-        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../config/gateway.yaml")
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent(
+            "../../config/gateway.yaml")
         var r = YAMLConfigurationReader()
         let c = try r.read(String(contentsOf: url, encoding: .utf8))
         #expect(r.warnings.isEmpty, "\(r.warnings)")
@@ -87,13 +89,16 @@ import Testing
 
     @Test func errorsNameTheFileLineAndColumn() throws {
         let p = try write("mqtt:\n  qos: high\n")
-        #expect { try ConfigurationLoader.load(path: p) } throws: { "\($0)" == "\(p): line 2, column 8: mqtt.qos: expected a whole number, found \"high\"" }
+        #expect { try ConfigurationLoader.load(path: p) } throws: {
+            "\($0)" == "\(p): line 2, column 8: mqtt.qos: expected a whole number, found \"high\""
+        }
     }
 
     /// A '.' in the gateway id cannot be a discovery node id, so the shipped ACL's pattern would refuse every document:
     /// said at config check, not found later in the broker's log.
     @Test func aGatewayIdWithADotWarnsWhenHomeAssistantsDiscoveryIsOn() throws {
-        let on = try ConfigurationLoader.load(path: try write("gateway:\n  id: gw.a\nhomeassistant:\n  enabled: true\n"))
+        let on = try ConfigurationLoader.load(
+            path: try write("gateway:\n  id: gw.a\nhomeassistant:\n  enabled: true\n"))
         #expect(on.warnings.map(\.path) == ["gateway.id"])
         #expect(on.warnings.first.map { "\($0)".contains("homeassistant/device/%u/#") } == true)
         let off = try ConfigurationLoader.load(path: try write("gateway:\n  id: gw.a\n"))
@@ -117,6 +122,7 @@ import Testing
 
 extension BrokerAddress {
     init(host: String, port: Int, tls: Bool) {
-        self = try! BrokerAddress(parsing: "\(tls ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)")
+        self = try! BrokerAddress(
+            parsing: "\(tls ? "mqtts" : "mqtt")://\(host.contains(":") ? "[\(host)]" : host):\(port)")
     }
 }

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLEGateway
 
 /// The discovery outbox in literal values: what goes when, what is kept until acknowledged, what a refusal holds.

@@ -7,14 +7,16 @@ import BLETransport
 import Foundation
 import Logging
 import Testing
+
 @testable import BLEConfiguration
 
 extension EndToEndSuites {
     /// Two adapters through the whole gateway: two simulated controllers side by side (two H4 sockets), the primary
     /// scanning and the secondary keeping a sensor connected, against a real mosquitto. Each dongle is pulled out in
     /// turn; the other carries both duties until it is back and has stayed for the handback time. Virtual seconds.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(3)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(3)), .serialized)
     struct DualAdapterEndToEndTests {
         static let scenario = """
             name: two-dongles
@@ -38,15 +40,17 @@ extension EndToEndSuites {
 
         static let sensor = "001bdc200001"
 
-        @Test func eachAdapterCarriesBothDutiesWhileTheOtherIsUnpluggedAndGetsItsOwnBackAfterTheHandback() async throws {
+        @Test func eachAdapterCarriesBothDutiesWhileTheOtherIsUnpluggedAndGetsItsOwnBackAfterTheHandback() async throws
+        {
             signal(SIGPIPE, SIG_IGN)
             let f = try EndToEndSuites.Fixture()
             defer { f.broker.terminate() }
             let clock = ScaledClock(factor: 2)
             var options = SimulatorOptions(socketDirectory: f.directory.appendingPathComponent("sim").path)
             options.duration = 120
-            let simulator = try Simulator(scenario: try ScenarioLoader.parse(Self.scenario), options: options, clock: clock,
-                                          pacing: .clock(batch: .milliseconds(20)))
+            let simulator = try Simulator(
+                scenario: try ScenarioLoader.parse(Self.scenario), options: options, clock: clock,
+                pacing: .clock(batch: .milliseconds(20)))
             var c = f.configuration()
             c.remoteConfig.enabled = false
             c.publishing.healthIntervalSeconds = 5
@@ -55,7 +59,8 @@ extension EndToEndSuites {
             c.scan = file.scan
             c.connections = file.connections
             c.peripherals = file.peripherals
-            let one = simulator.socketPath(for: "gw-1"), two = simulator.socketPath(for: "gw-2")
+            let one = simulator.socketPath(for: "gw-1")
+            let two = simulator.socketPath(for: "gw-2")
             c.adapter.device = "unix:\(one)"
             c.adapter.secondDevice = "unix:\(two)"
             let base = "\(f.prefix)/\(f.gateway)"
@@ -70,8 +75,9 @@ extension EndToEndSuites {
             let runtime = try GatewayRuntime(
                 configuration: c,
                 makeSource: { role in
-                    DualAdapterSource(primary: .unix(path: one), secondary: .unix(path: two), scan: c.scan, clock: clock,
-                                      logger: log, lifecycle: lifecycle, role: role, handback: .seconds(5))
+                    DualAdapterSource(
+                        primary: .unix(path: one), secondary: .unix(path: two), scan: c.scan, clock: clock,
+                        logger: log, lifecycle: lifecycle, role: role, handback: .seconds(5))
                 },
                 clock: clock, logger: log, clockSynchronized: { true })
             let sim = Task { try await simulator.run() }
@@ -84,12 +90,17 @@ extension EndToEndSuites {
                 while clock.now() < .seconds(t) { try await Task.sleep(for: .milliseconds(20)) }
             }
             let origin = clock.unixTime() - clock.now().seconds
-            func linked(_ node: Int) -> Bool { simulator.nodes[node].links.contains { $0.peer.topicComponent == Self.sensor } }
+            func linked(_ node: Int) -> Bool {
+                simulator.nodes[node].links.contains { $0.peer.topicComponent == Self.sensor }
+            }
             func last(_ topic: String) -> [String: Any]? { observer.states("\(base)/\(topic)").last }
             func roles(_ slot: String) -> [String] { last("adapters/\(slot)")?["roles"] as? [String] ?? ["?"] }
             func states() -> [(t: Double, state: String, reason: String)] {
                 observer.states("\(base)/peripherals/\(Self.sensor)/state").map {
-                    (($0["since"] as? Double ?? 0) - origin, $0["state"] as? String ?? "?", $0["reason"] as? String ?? "")
+                    (
+                        ($0["since"] as? Double ?? 0) - origin, $0["state"] as? String ?? "?",
+                        $0["reason"] as? String ?? ""
+                    )
                 }
             }
             func text() -> String { states().map { "\(Int($0.t)) \($0.state) \($0.reason)" }.joined(separator: "; ") }
@@ -97,7 +108,8 @@ extension EndToEndSuites {
             func samples(_ from: Double, _ to: Double) -> Int {
                 observer.lock.withLock {
                     observer.messages.filter { $0.topic.hasPrefix("\(base)/beacons/") }
-                        .compactMap { ($0.json["ts"] as? Double).map { $0 - origin } }.filter { $0 >= from && $0 < to }.count
+                        .compactMap { ($0.json["ts"] as? Double).map { $0 - origin } }.filter { $0 >= from && $0 < to }
+                        .count
                 }
             }
 
@@ -107,8 +119,9 @@ extension EndToEndSuites {
                     && last("peripherals/\(Self.sensor)/state")?["state"] as? String == "connected"
             }
             #expect(linked(1) && !linked(0), "the link is the secondary's")
-            #expect(states().first { $0.state == "connected" }.map { $0.t < 10 } == true,
-                    "connected at the start, not only when a fault moved the duty: \(text())")
+            #expect(
+                states().first { $0.state == "connected" }.map { $0.t < 10 } == true,
+                "connected at the start, not only when a fault moved the duty: \(text())")
             #expect(last("adapter")?["slot"] as? String == "primary")
 
             // gw-2 pulled out at 20.3: the primary takes the connections; the link is made again through it.
@@ -125,13 +138,17 @@ extension EndToEndSuites {
             #expect(roles("primary") == ["scan"] && roles("secondary") == ["connect"])
             let handedBack = states().first { $0.t >= 35 && $0.reason == "handed over to the other adapter" }
             #expect(handedBack.map { $0.t < 38 } == true, "\(text())")
-            #expect(states().contains { $0.t >= (handedBack?.t ?? 99) && $0.t < 40 && $0.state == "connected" }, "\(text())")
+            #expect(
+                states().contains { $0.t >= (handedBack?.t ?? 99) && $0.t < 40 && $0.state == "connected" }, "\(text())"
+            )
             #expect(linked(1) && !linked(0), "back on the secondary")
 
             // gw-1 pulled out at 45.3: the secondary scans too; the link it holds is not touched.
             try await at(54)
             #expect(roles("secondary") == ["scan", "connect"])
-            #expect(last("adapter")?["slot"] as? String == "secondary" && last("adapter")?["state"] as? String == "poweredOn")
+            #expect(
+                last("adapter")?["slot"] as? String == "secondary"
+                    && last("adapter")?["state"] as? String == "poweredOn")
             #expect(samples(47, 54) > 0, "the secondary scans for the gateway while the primary is out")
             #expect(!states().contains { $0.t >= 45 && $0.t < 54 && $0.state != "connected" }, "\(text())")
 
@@ -146,11 +163,13 @@ extension EndToEndSuites {
                     && slots.states("\(base)/adapters/primary").count == 1
             }
             let gatewayAdapter = late.states("\(base)/adapter").last
-            #expect(gatewayAdapter?["state"] as? String == "poweredOn" && gatewayAdapter?["slot"] as? String == "primary")
+            #expect(
+                gatewayAdapter?["state"] as? String == "poweredOn" && gatewayAdapter?["slot"] as? String == "primary")
             #expect(gatewayAdapter?["roles"] as? [String] == ["scan"])
             for (slot, duty) in [("primary", "scan"), ("secondary", "connect")] {
                 let s = slots.states("\(base)/adapters/\(slot)").last
-                #expect(s?["state"] as? String == "poweredOn" && s?["roles"] as? [String] == [duty], "\(slot): \(s ?? [:])")
+                #expect(
+                    s?["state"] as? String == "poweredOn" && s?["roles"] as? [String] == [duty], "\(slot): \(s ?? [:])")
             }
             #expect(last("peripherals/\(Self.sensor)/state")?["state"] as? String == "connected")
             #expect(linked(1) && !linked(0))
@@ -162,8 +181,9 @@ extension EndToEndSuites {
             }
             let adapters = observer.states("\(base)/health").last?["adapters"] as? [String: Any]
             #expect((adapters?["handovers"] as? Int).map { $0 >= 4 } == true, "\(adapters ?? [:])")
-            let report = try SchemaValidation.problems(observer.lock.withLock { observer.messages }, prefix: f.prefix,
-                                                       directory: f.directory)
+            let report = try SchemaValidation.problems(
+                observer.lock.withLock { observer.messages }, prefix: f.prefix,
+                directory: f.directory)
             #expect(report == nil, "\(report ?? "")")
         }
     }

@@ -4,6 +4,7 @@ import BLEPublishing
 import BLETestSupport
 import BLETransport
 import Foundation
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -17,16 +18,20 @@ extension EndToEndSuites {
         var configurationAtStart: GatewayConfiguration?
         var counters: SightingSourceCounters { SightingSourceCounters() }
 
-        func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
-                 sighting: @escaping @Sendable (Sighting) -> Void) async throws {
+        func run(
+            adapter: @escaping @Sendable (AdapterReport) -> Void,
+            sighting: @escaping @Sendable (Sighting) -> Void
+        ) async throws {
             lock.withLock { configurationAtStart = runtime?.effectiveConfiguration }
             adapter(AdapterReport(state: .poweredOn, device: "test", mode: .exclusive))
             while !Task.isCancelled {
                 for (n, name) in ["A", "B"].enumerated() {
                     let ad: [UInt8] = [0x02, 0x01, 0x06, 0x02, 0x09, UInt8(ascii: name == "A" ? "A" : "B")]
-                    sighting(Sighting(address: BDAddress(rawValue: 0xC0FFEE00 + UInt64(n)), addressType: .random,
-                                      rssi: -60, txPower: nil, timestamp: 0, isConnectable: false, isScanResponse: false,
-                                      advertisement: Advertisement(decoding: ad[...])))
+                    sighting(
+                        Sighting(
+                            address: BDAddress(rawValue: 0xC0FF_EE00 + UInt64(n)), addressType: .random,
+                            rssi: -60, txPower: nil, timestamp: 0, isConnectable: false, isScanResponse: false,
+                            advertisement: Advertisement(decoding: ad[...])))
                 }
                 try await Task.sleep(for: .milliseconds(10))
             }
@@ -62,10 +67,14 @@ extension EndToEndSuites {
             }
         }
 
-        func states(_ topic: String) -> [[String: Any]] { lock.withLock { messages.filter { $0.topic == topic }.map(\.json) } }
+        func states(_ topic: String) -> [[String: Any]] {
+            lock.withLock { messages.filter { $0.topic == topic }.map(\.json) }
+        }
         var seqs: [Int] { lock.withLock { messages.compactMap { $0.json["seq"] as? Int } } }
         func beacons(after seq: Int) -> [[String: Any]] {
-            lock.withLock { messages.filter { $0.topic.contains("/beacons/") && ($0.json["seq"] as? Int ?? 0) > seq }.map(\.json) }
+            lock.withLock {
+                messages.filter { $0.topic.contains("/beacons/") && ($0.json["seq"] as? Int ?? 0) > seq }.map(\.json)
+            }
         }
 
         /// Publishes as an operator would (`blegateway config push`), once the observer is connected.
@@ -73,7 +82,8 @@ extension EndToEndSuites {
             let deadline = ContinuousClock.now + .seconds(10)
             while true {
                 do {
-                    try await client.publish(MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: true))
+                    try await client.publish(
+                        MQTTMessage(topic: topic, payload: payload, qos: .atLeastOnce, retain: true))
                     return
                 } catch let e as MQTTError where e.kind == .notConnected && ContinuousClock.now < deadline {
                     try await Task.sleep(for: .milliseconds(20))
@@ -81,7 +91,10 @@ extension EndToEndSuites {
             }
         }
 
-        func stop() { runner?.cancel(); task?.cancel() }
+        func stop() {
+            runner?.cancel()
+            task?.cancel()
+        }
     }
 
     struct Fixture {
@@ -134,11 +147,7 @@ extension EndToEndSuites {
     }
 
     static func waitFor(_ what: String, limit: Duration = .seconds(10), _ done: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + limit
-        while !done() {
-            guard ContinuousClock.now < deadline else { throw POSIXError(.ETIMEDOUT) }
-            try await Task.sleep(for: .milliseconds(10))
-        }
+        try await waitUntil(what, limit: limit) { done() }
     }
 
     /// No gaps in `seq` from the first to the last received (QoS 1 duplicates allowed).

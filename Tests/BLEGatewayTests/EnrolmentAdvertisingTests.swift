@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLEGateway
 
 /// What a phone's Bluetooth settings see while the gateway enrols, in literal bytes (Core Specification Supplement,
@@ -24,8 +25,9 @@ import Testing
     /// Shared mode: the kernel adds the Flags itself (Add Advertising's discoverable flag), and refuses data that
     /// carries them; the name keeps room for them within the 31 octets.
     @Test func withoutFlagsForTheKernelToAddThemAndTheNameStillFits() {
-        #expect(Array(Enrolment.advertisingData(name: "BLEGateway", flags: false))
-            == Array(Enrolment.advertisingData(name: "BLEGateway").dropFirst(3)))
+        #expect(
+            Array(Enrolment.advertisingData(name: "BLEGateway", flags: false))
+                == Array(Enrolment.advertisingData(name: "BLEGateway").dropFirst(3)))
         let d = Enrolment.advertisingData(name: "BLEGateway in the second-floor meeting room", flags: false)
         #expect(d.count == 28 && d[8] == 0x13 && d[9] == 0x08)
     }

@@ -9,6 +9,7 @@ import BLETransport
 import Foundation
 import Logging
 import Testing
+
 @testable import BLEConfiguration
 
 extension EndToEndSuites {
@@ -16,8 +17,9 @@ extension EndToEndSuites {
     /// the gateway's (its own AES, CMAC, f4–f6 and g2): the phone connects to the advertising gateway, pairs with LE
     /// Secure Connections, and hands over its IRK; then the phone walks, rotating its address, and the gateway
     /// follows it by identity. Both sides follow one `ScaledClock`; times are virtual seconds.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(3)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(3)), .serialized)
     struct EnrolmentEndToEndTests {
         /// Core v5.4, Vol 3, Part H, Appendix D.7's IRK, as the phone's.
         static let irk = "ec0234a357c8ad05341010a60a397d9b"
@@ -60,7 +62,11 @@ extension EndToEndSuites {
             let enrolment = Enrolment(options: o, clock: clock, logger: Logger(label: "test.enrol"))
             do {
                 let identity = try await enrolment.run(
-                    transport: transport, confirm: { d in shown.withLock { $0.append(d) }; return true },
+                    transport: transport,
+                    confirm: { d in
+                        shown.withLock { $0.append(d) }
+                        return true
+                    },
                     progress: { p in
                         if case .passkey(let passkey) = p {
                             shown.withLock { $0.append(passkey) }
@@ -89,8 +95,9 @@ extension EndToEndSuites {
             let runtime = try GatewayRuntime(
                 configuration: c,
                 makeSource: { role in
-                    HCISightingSource(spec: .unix(path: socket), mode: .exclusive, scan: scan, clock: clock,
-                                      logger: Logger(label: "test"), role: role)
+                    HCISightingSource(
+                        spec: .unix(path: socket), mode: .exclusive, scan: scan, clock: clock,
+                        logger: Logger(label: "test"), role: role)
                 },
                 clock: clock, clockSynchronized: { true })
             return Task { try await runtime.run() }
@@ -136,7 +143,9 @@ extension EndToEndSuites {
             // Numeric Comparison: the six digits the gateway asked about are the ones the phone showed.
             let phone = try #require(simulator.nodes[0].pairings.last)
             #expect(phone.outcome == .paired)
-            #expect(shown.count == 1 && shown.first == phone.digits, "gateway \(shown), phone \(String(describing: phone.digits))")
+            #expect(
+                shown.count == 1 && shown.first == phone.digits,
+                "gateway \(shown), phone \(String(describing: phone.digits))")
             // The link was ended by the gateway and advertising stopped.
             try await EndToEndSuites.waitFor("the link ended") { simulator.nodes[0].links.isEmpty }
 
@@ -168,9 +177,10 @@ extension EndToEndSuites {
             // Six periods from here: at least five changes of address while the gateway ranges.
             while clock.now().seconds < start + 6 * spec.rotation { try await Task.sleep(for: .milliseconds(50)) }
             let end = clock.now().seconds
-            let addresses = Set((spec.epoch(at: start)...spec.epoch(at: end)).map {
-                spec.address(epoch: $0, identity: Self.identity)
-            })
+            let addresses = Set(
+                (spec.epoch(at: start)...spec.epoch(at: end)).map {
+                    spec.address(epoch: $0, identity: Self.identity)
+                })
             #expect(addresses.count >= 6, "the phone took \(addresses.count) addresses")
             let topics = Set(observer.lock.withLock { observer.messages.map(\.topic) })
             #expect(topics == [identityTopic], "every sighting is the identity's: \(topics.sorted())")
@@ -192,7 +202,9 @@ extension EndToEndSuites {
             let sim = Task { try await simulator.run() }
             defer { sim.cancel() }
             let socket = simulator.socketPath(for: "gw-e")
-            try await EndToEndSuites.waitFor("the simulator's socket") { FileManager.default.fileExists(atPath: socket) }
+            try await EndToEndSuites.waitFor("the simulator's socket") {
+                FileManager.default.fileExists(atPath: socket)
+            }
             let file = f.directory.appendingPathComponent("identities.yaml").path
             let base = "\(f.prefix)/\(f.gateway)"
             let observer = try Observer(port: f.broker.port, filter: "\(base)/#")
@@ -225,7 +237,9 @@ extension EndToEndSuites {
             #expect(steps("e1").last?["awaiting_confirm"] as? Bool == true)
             try await send(#"{"id": "e1", "cancel": true}"#)
             try await EndToEndSuites.waitFor("the cancellation") { steps("e1").count == 4 }
-            #expect(steps("e1").last?["state"] as? String == "failed" && steps("e1").last?["error"] as? String == "cancelled")
+            #expect(
+                steps("e1").last?["state"] as? String == "failed"
+                    && steps("e1").last?["error"] as? String == "cancelled")
             try await EndToEndSuites.waitFor("the link ended") { simulator.nodes[0].links.isEmpty }
             #expect(!simulator.nodes[0].advertising.enabled)
             #expect(!FileManager.default.fileExists(atPath: file), "nothing kept from a cancelled enrolment")
@@ -247,15 +261,17 @@ extension EndToEndSuites {
             }
             let outcome = try #require(steps("e2").last)
             #expect(outcome["state"] as? String == "enrolled", "\(outcome)")
-            #expect(outcome["identity"] as? String == Self.identity.description && outcome["change"] as? String == "added")
+            #expect(
+                outcome["identity"] as? String == Self.identity.description && outcome["change"] as? String == "added")
             let phone = try #require(simulator.nodes[0].pairings.last)
             #expect(phone.outcome == .paired)
             #expect(digits == phone.digits.map { String(format: "%06u", $0) }, "the digits shown are the phone's")
             #expect(try IdentityKeyFile.entries(file).map(\.name) == ["alice"])
             var st = stat()
             #expect(stat(file, &st) == 0 && st.st_mode & 0o777 == 0o600)
-            #expect(!observer.lock.withLock { observer.messages.contains { "\($0.json)".lowercased().contains(Self.irk) } },
-                    "the IRK is never published")
+            #expect(
+                !observer.lock.withLock { observer.messages.contains { "\($0.json)".lowercased().contains(Self.irk) } },
+                "the IRK is never published")
 
             // Followed by its identity from now on, through rotations, by the gateway that never restarted.
             let identityTopic = "\(base)/beacons/mac-\(Self.identity.topicComponent)"
@@ -317,11 +333,15 @@ extension EndToEndSuites {
 
         @Test(arguments: [
             // Legacy pairing is refused with Authentication Requirements (0x03), by the gateway.
-            ("legacy_only", Enrolment.Failed.Reason.pairing(.refused(.authenticationRequirements)),
-             SimPhonePairing.Outcome.failed(reason: 0x03, byPhone: false)),
+            (
+                "legacy_only", Enrolment.Failed.Reason.pairing(.refused(.authenticationRequirements)),
+                SimPhonePairing.Outcome.failed(reason: 0x03, byPhone: false)
+            ),
             // The phone's user taps Cancel at the six digits: Numeric Comparison Failed (0x0C), from the phone.
-            ("declines", .pairing(.peerFailed(.numericComparisonFailed)),
-             .failed(reason: 0x0C, byPhone: true)),
+            (
+                "declines", .pairing(.peerFailed(.numericComparisonFailed)),
+                .failed(reason: 0x0C, byPhone: true)
+            ),
             // Pairs and encrypts, but keeps its identity to itself: nothing to enrol.
             ("withholds_identity", .pairing(.noIdentity), .paired),
         ])

@@ -1,10 +1,11 @@
 import BLEDomain
 import BLEHCI
 import BLEPublishing
-import BLETransport
 import BLETestSupport
+import BLETransport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -13,7 +14,10 @@ import Testing
 /// for it (Tests/tools/ha_discovery_check.py, under the Home Assistant venv make test installs). The real Home
 /// Assistant test sees only the quantities its simulator sends; this sees every one in the tables, so a volume
 /// announced as a measurement or a unit Home Assistant does not know for a class fails here.
-@Suite(.enabled(if: TestDependency.runs(HomeAssistantVenv.isAvailable), "needs \(HomeAssistantVenv.python) (make test installs it)"))
+@Suite(
+    .enabled(
+        if: TestDependency.runs(HomeAssistantVenv.isAvailable),
+        "needs \(HomeAssistantVenv.python) (make test installs it)"))
 struct HomeAssistantClassesTests {
     static let everything = """
         homeassistant:

@@ -4,6 +4,7 @@ import BLEPublishing
 import BLETransport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -39,9 +40,11 @@ import Testing
         let d = Self.discovery(c.homeAssistant)
         let gateway = d.gatewayDevice(regions: c.regions, remoteConfig: false)
         #expect(d.topic(for: gateway.objectID) == "homeassistant/device/gw-1/blegateway_gw-1/config")
-        let availability = #"[{"topic":"ble/gw-1/status","value_template":"{{ value_json.state }}","#
+        let availability =
+            #"[{"topic":"ble/gw-1/status","value_template":"{{ value_json.state }}","#
             + #""payload_available":"online","payload_not_available":"offline"}]"#
-        let expected = #"{"dev":{"identifiers":["blegateway_gw-1"],"name":"gw-1","manufacturer":"BLEGateway","#
+        let expected =
+            #"{"dev":{"identifiers":["blegateway_gw-1"],"name":"gw-1","manufacturer":"BLEGateway","#
             + #""model":"Bluetooth LE to MQTT gateway","sw_version":"0.1.0"},"#
             + #""o":{"name":"blegateway","sw":"0.1.0","url":"https://github.com/blegateway/blegateway"},"cmps":{"#
             + #""connectivity":{"p":"binary_sensor","unique_id":"blegateway_gw-1_connectivity","#
@@ -94,29 +97,35 @@ import Testing
         let d = Self.discovery(c.homeAssistant)
         let p = try #require(d.peripheralDevice(c.peripherals[0]))
         #expect(d.topic(for: p.objectID) == "homeassistant/device/gw-1/blegateway_gw-1_c0ffee000002/config")
-        #expect(Self.text(p.device) == #"{"identifiers":["blegateway_gw-1_c0ffee000002"],"#
-            + #""connections":[["bluetooth","C0:FF:EE:00:00:02"]],"name":"thermo","via_device":"blegateway_gw-1"}"#)
+        #expect(
+            Self.text(p.device) == #"{"identifiers":["blegateway_gw-1_c0ffee000002"],"#
+                + #""connections":[["bluetooth","C0:FF:EE:00:00:02"]],"name":"thermo","via_device":"blegateway_gw-1"}"#)
         #expect(p.components.map(\.id) == ["link", "rssi", "char_2a6e", "write_2a06"])
         let temperature = try #require(p.components.first { $0.id == "char_2a6e" })
-        #expect(Self.text(temperature.options)
-            == #"{"p":"sensor","unique_id":"blegateway_gw-1_c0ffee000002_char_2a6e","#
-            + #""object_id":"blegateway_gw-1_c0ffee000002_char_2a6e","name":"Temperature","#
-            + #""availability":[{"topic":"ble/gw-1/status","value_template":"{{ value_json.state }}","#
-            + #""payload_available":"online","payload_not_available":"offline"}],"device_class":"temperature","#
-            + #""state_class":"measurement","unit_of_measurement":"°C","#
-            + #""state_topic":"ble/gw-1/peripherals/c0ffee000002/char/2a6e","#
-            + #""value_template":"{{ value_json.get('value', {}).get('temperature_c') }}"}"#)
+        #expect(
+            Self.text(temperature.options)
+                == #"{"p":"sensor","unique_id":"blegateway_gw-1_c0ffee000002_char_2a6e","#
+                + #""object_id":"blegateway_gw-1_c0ffee000002_char_2a6e","name":"Temperature","#
+                + #""availability":[{"topic":"ble/gw-1/status","value_template":"{{ value_json.state }}","#
+                + #""payload_available":"online","payload_not_available":"offline"}],"device_class":"temperature","#
+                + #""state_class":"measurement","unit_of_measurement":"°C","#
+                + #""state_topic":"ble/gw-1/peripherals/c0ffee000002/char/2a6e","#
+                + #""value_template":"{{ value_json.get('value', {}).get('temperature_c') }}"}"#)
         // Alert Level is a number 0…2 sending the write command (docs/TOPICS.md) with the value as one hex byte.
         let alert = try #require(p.components.first { $0.id == "write_2a06" })
         #expect(alert.platform == "number")
         let alertText = Self.text(alert.options)
         #expect(alertText.contains(#""command_topic":"ble/gw-1/peripherals/c0ffee000002/write","#))
-        #expect(alertText.contains(#""command_template":"{\"characteristic\":\"2a06\",\"service\":\"1802\","#
-            + #"\"value\":\"{{ '%02x' % (value | int) }}\",\"id\":\"homeassistant-write_2a06\"}","min":0,"max":2,"#))
+        #expect(
+            alertText.contains(
+                #""command_template":"{\"characteristic\":\"2a06\",\"service\":\"1802\","#
+                    + #"\"value\":\"{{ '%02x' % (value | int) }}\",\"id\":\"homeassistant-write_2a06\"}","min":0,"max":2,"#
+            ))
     }
 
     @Test func onlyWritableCharacteristicsGetControlsAndConfiguredControlsChooseTheirType() throws {
-        let c = try Self.configuration("""
+        let c = try Self.configuration(
+            """
             homeassistant:
               enabled: true
               controls:
@@ -132,22 +141,26 @@ import Testing
         let d = Self.discovery(c.homeAssistant)
         let p = try #require(d.peripheralDevice(c.peripherals[0]))
         // FFF4 is not writable on this peripheral, FFF5 has no type: neither appears.
-        #expect(p.components.filter { $0.id.hasPrefix("write_") }.map { "\($0.id):\($0.platform)" }
-            == ["write_fff1:button", "write_fff2:switch", "write_fff3:number"])
+        #expect(
+            p.components.filter { $0.id.hasPrefix("write_") }.map { "\($0.id):\($0.platform)" }
+                == ["write_fff1:button", "write_fff2:switch", "write_fff3:number"])
         let number = Self.text(p.components.first { $0.id == "write_fff3" }!.options)
         #expect(number.contains(#"{{ '%02x%02x' % ((value | int) % 256, (value | int) // 256) }}"#), "\(number)")
         let button = Self.text(p.components.first { $0.id == "write_fff1" }!.options)
-        #expect(button.contains(#""payload_press":"{\"characteristic\":\"fff1\",\"value\":\"01\","#
-                                + #"\"id\":\"homeassistant-write_fff1\"}""#),
-                "\(button)")
+        #expect(
+            button.contains(
+                #""payload_press":"{\"characteristic\":\"fff1\",\"value\":\"01\","#
+                    + #"\"id\":\"homeassistant-write_fff1\"}""#),
+            "\(button)")
     }
 
     @Test func namesAreEscapedCutAndNeverShapeATopic() throws {
         #expect(HomeAssistantDiscovery.displayName("Thermo\tlobby\u{07}\u{200B}  x") == "Thermo lobby x")
         #expect(HomeAssistantDiscovery.displayName("\u{01}\u{02} ") == nil)
         #expect(HomeAssistantDiscovery.displayName(String(repeating: "é", count: 100))?.count == 64)
-        var intent = PeripheralIntent(match: .address(BDAddress("C0:FF:EE:00:00:04")!),
-                                      name: "evil/+/#\"name\"\n")
+        var intent = PeripheralIntent(
+            match: .address(BDAddress("C0:FF:EE:00:00:04")!),
+            name: "evil/+/#\"name\"\n")
         intent.subscribe = [.init(characteristic: .init(characteristic: BluetoothUUID("2A6F")!))]
         let d = Self.discovery()
         let p = try #require(d.peripheralDevice(intent))
@@ -236,7 +249,8 @@ import Testing
 
     @Test func aDeviceFoundByNameIsAnnouncedOnceWhileItsEntryStays() throws {
         var a = HomeAssistantAnnouncer(topics: Self.topics, version: "0.1.0")
-        var c = try Self.configuration("""
+        var c = try Self.configuration(
+            """
             homeassistant: {enabled: true}
             peripherals:
               - {name_prefix: "Thermo", name: thermo, subscribe: [{characteristic: "2A6E"}]}
@@ -246,8 +260,9 @@ import Testing
         let topic = "homeassistant/device/gw-1/blegateway_gw-1_c0ffee000005/config"
         let first = a.deviceFound(address, intent: c.peripherals[0])
         #expect(Self.messages(first) == ["publish \(topic)"])
-        #expect(Self.text(first[0].payload)
-            .contains(#""name":"thermo C0:FF:EE:00:00:05","via_device":"blegateway_gw-1""#))
+        #expect(
+            Self.text(first[0].payload)
+                .contains(#""name":"thermo C0:FF:EE:00:00:05","via_device":"blegateway_gw-1""#))
         #expect(a.deviceFound(address, intent: c.peripherals[0]).isEmpty)
         #expect(Self.messages(a.homeAssistantOnline()).contains("publish \(topic)"))
         c.peripherals = []
@@ -259,16 +274,20 @@ import Testing
         var c = try Self.configuration(Self.thermometer)
         _ = a.configure(c)
         c.homeAssistant.discoveryPrefix = "ha"
-        #expect(Self.messages(a.configure(c)) == [
-            "remove homeassistant/device/gw-1/blegateway_gw-1/config",
-            "remove homeassistant/device/gw-1/blegateway_gw-1_c0ffee000002/config",
-            "publish ha/device/gw-1/blegateway_gw-1/config", "publish ha/device/gw-1/blegateway_gw-1_c0ffee000002/config",
-        ])
+        #expect(
+            Self.messages(a.configure(c)) == [
+                "remove homeassistant/device/gw-1/blegateway_gw-1/config",
+                "remove homeassistant/device/gw-1/blegateway_gw-1_c0ffee000002/config",
+                "publish ha/device/gw-1/blegateway_gw-1/config",
+                "publish ha/device/gw-1/blegateway_gw-1_c0ffee000002/config",
+            ])
         #expect(a.prefix == "ha")
         c.homeAssistant.enabled = false
-        #expect(Self.messages(a.configure(c)) == [
-            "remove ha/device/gw-1/blegateway_gw-1/config", "remove ha/device/gw-1/blegateway_gw-1_c0ffee000002/config",
-        ])
+        #expect(
+            Self.messages(a.configure(c)) == [
+                "remove ha/device/gw-1/blegateway_gw-1/config",
+                "remove ha/device/gw-1/blegateway_gw-1_c0ffee000002/config",
+            ])
         #expect(a.prefix == nil && a.homeAssistantOnline().isEmpty)
     }
 
@@ -283,7 +302,8 @@ import Testing
         #expect(a.announcedDevices == 3 && a.refusedDevices == 6)
         c.homeAssistant.maxDevices = 2
         // Over the lower cap: the last one announced is taken back.
-        #expect(Self.messages(a.configure(c)) == ["remove homeassistant/device/gw-1/blegateway_gw-1_c0ffee000003/config"])
+        #expect(
+            Self.messages(a.configure(c)) == ["remove homeassistant/device/gw-1/blegateway_gw-1_c0ffee000003/config"])
         #expect(a.refusedDevices == 7)
     }
 
@@ -326,18 +346,23 @@ import Testing
         try #require(v.overlay).apply(to: &c)
         #expect(c.homeAssistant.enabled && c.homeAssistant.discoveryPrefix == "ha2")
         #expect(c.effectiveHash != GatewayConfiguration().effectiveHash)
-        #expect(Self.text(c.canonicalRemoteJSON).contains(
-            #""homeassistant":{"controls":[],"discovery_prefix":"ha2","enabled":true,"max_devices":100,"sensors":true}"#))
+        #expect(
+            Self.text(c.canonicalRemoteJSON).contains(
+                #""homeassistant":{"controls":[],"discovery_prefix":"ha2","enabled":true,"max_devices":100,"sensors":true}"#
+            ))
     }
 
     @Test func aVerbatimBodyIsPublishedWithoutTheEnvelopeAndMayBeEmpty() {
-        let empty = PayloadEnvelope.render(run: "ab", seq: 7, ts: 1, clockSynced: true,
-                                           body: PayloadEnvelope.verbatim([]))
+        let empty = PayloadEnvelope.render(
+            run: "ab", seq: 7, ts: 1, clockSynced: true,
+            body: PayloadEnvelope.verbatim([]))
         #expect(empty == [])
         let doc = Array(#"{"dev":{}}"#.utf8)
-        #expect(PayloadEnvelope.render(run: "ab", seq: 7, ts: 1, clockSynced: true, body: PayloadEnvelope.verbatim(doc))
-            == doc)
-        #expect(Self.text(PayloadEnvelope.render(run: "ab", seq: 7, ts: 1, clockSynced: true, body: doc))
-            == #"{"run":"ab","seq":7,"ts":1.000,"clock_synced":true,"dev":{}}"#)
+        #expect(
+            PayloadEnvelope.render(run: "ab", seq: 7, ts: 1, clockSynced: true, body: PayloadEnvelope.verbatim(doc))
+                == doc)
+        #expect(
+            Self.text(PayloadEnvelope.render(run: "ab", seq: 7, ts: 1, clockSynced: true, body: doc))
+                == #"{"run":"ab","seq":7,"ts":1.000,"clock_synced":true,"dev":{}}"#)
     }
 }

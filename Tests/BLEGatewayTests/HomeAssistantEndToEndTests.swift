@@ -3,6 +3,7 @@ import BLEPublishing
 import BLETestSupport
 import Foundation
 import Testing
+
 @testable import BLEGateway
 
 extension EndToEndSuites {
@@ -10,8 +11,9 @@ extension EndToEndSuites {
     /// scripted source): documents retained without the envelope, again on Home Assistant's birth message, emptied
     /// when remote configuration turns discovery off. Home Assistant itself: Tests/homeassistant (make
     /// test-homeassistant).
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(1)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(1)), .serialized)
     struct HomeAssistantEndToEndTests {
         /// Every message on a filter, payloads as they came (an empty one too), with the retain flag.
         final class Listener: @unchecked Sendable {
@@ -34,7 +36,10 @@ extension EndToEndSuites {
             }
 
             func on(_ topic: String) -> [MQTTMessage] { lock.withLock { messages.filter { $0.topic == topic } } }
-            func stop() { runner?.cancel(); task?.cancel() }
+            func stop() {
+                runner?.cancel()
+                task?.cancel()
+            }
         }
 
         @Test func discoveryIsRetainedWithoutTheEnvelopeAgainOnTheBirthMessageAndEmptiedWhenTurnedOff() async throws {
@@ -50,7 +55,11 @@ extension EndToEndSuites {
             let listener = try Listener(port: f.broker.port, filter: "\(prefix)/#")
             // Everything under the gateway's own prefix, as the fleet's seq stream reads it.
             let stream = try Listener(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
-            defer { listener.stop(); stream.stop(); task.cancel() }
+            defer {
+                listener.stop()
+                stream.stop()
+                task.cancel()
+            }
             try await EndToEndSuites.waitFor("the gateway's document") { !listener.on(topic).isEmpty }
             let document = listener.on(topic)[0].payload
             // Home Assistant's format alone: its device-discovery schema refuses unknown keys such as `run` or `seq`.
@@ -64,15 +73,18 @@ extension EndToEndSuites {
             #expect(late.on(topic)[0].retain && late.on(topic)[0].payload == document)
 
             // Home Assistant's birth message: the document again.
-            try await listener.client.publish(MQTTMessage(topic: "\(prefix)/status", payload: Array("online".utf8),
-                                                          qos: .atLeastOnce, retain: false))
+            try await listener.client.publish(
+                MQTTMessage(
+                    topic: "\(prefix)/status", payload: Array("online".utf8),
+                    qos: .atLeastOnce, retain: false))
             try await EndToEndSuites.waitFor("the document again") { listener.on(topic).count >= 2 }
             #expect(listener.on(topic)[1].payload == document)
 
             // A remote document turns discovery off: the document is emptied, which removes the device.
-            try await listener.client.publish(MQTTMessage(
-                topic: f.configTopic, payload: Array(#"{"homeassistant": {"enabled": false}}"#.utf8),
-                qos: .atLeastOnce, retain: true))
+            try await listener.client.publish(
+                MQTTMessage(
+                    topic: f.configTopic, payload: Array(#"{"homeassistant": {"enabled": false}}"#.utf8),
+                    qos: .atLeastOnce, retain: true))
             try await EndToEndSuites.waitFor("the empty document") {
                 listener.on(topic).last?.payload.isEmpty == true
             }

@@ -78,7 +78,9 @@ extension EndToEndSuites {
                 return t == ["\(f.prefix)/gw-s1/sensors/a4c138000055", "\(f.prefix)/gw-s2/sensors/a4c138000055"]
             }
             #expect(
-                streams.lock.withLock { streams.messages.allSatisfy { ($0.json["gateway"] as? String)?.hasPrefix("gw-s") == true } },
+                streams.lock.withLock {
+                    streams.messages.allSatisfy { ($0.json["gateway"] as? String)?.hasPrefix("gw-s") == true }
+                },
                 "each reading names the gateway that heard it")
             // One document for the sensor, whichever gateway sent it, and none of a gateway's own for it.
             let sensorTopics = topics().filter { $0.contains("a4c138000055") }

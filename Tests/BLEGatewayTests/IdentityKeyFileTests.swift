@@ -1,6 +1,7 @@
 import BLETransport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 
 /// The enrolled identities' file: written 0600, updated in place, refused when others may read it, and joined to
@@ -18,7 +19,8 @@ import Testing
         let d = try Self.directory()
         defer { try? FileManager.default.removeItem(at: d) }
         let path = d.appendingPathComponent("identities.yaml").path
-        try IdentityKeyFile.enrol(.init(name: "watch", irk: Self.irk, address: BDAddress("C0:00:00:00:00:07")!), at: path)
+        try IdentityKeyFile.enrol(
+            .init(name: "watch", irk: Self.irk, address: BDAddress("C0:00:00:00:00:07")!), at: path)
         #expect(try IdentityKeyFile.load(path).count == 1)
         chmod(path, 0o644)
         do {
@@ -39,11 +41,13 @@ import Testing
         let path = d.appendingPathComponent("identities.yaml").path
         for (n, hex) in ["12345678901234567890123456789012", "123e4567890123456789012345678901"].enumerated() {
             let irk = HexDigits.parseDigits(hex, count: 16)!
-            try IdentityKeyFile.enrol(.init(name: "n\(n)", irk: irk, address: BDAddress(rawValue: 0xC000_0000_0010 + UInt64(n))), at: path)
+            try IdentityKeyFile.enrol(
+                .init(name: "n\(n)", irk: irk, address: BDAddress(rawValue: 0xC000_0000_0010 + UInt64(n))), at: path)
         }
-        #expect(try IdentityKeyFile.entries(path).map { HexDigits.string($0.irk) } == [
-            "12345678901234567890123456789012", "123e4567890123456789012345678901",
-        ])
+        #expect(
+            try IdentityKeyFile.entries(path).map { HexDigits.string($0.irk) } == [
+                "12345678901234567890123456789012", "123e4567890123456789012345678901",
+            ])
         #expect(try IdentityKeyFile.load(path).count == 2)
     }
 
@@ -51,18 +55,21 @@ import Testing
         let d = try Self.directory()
         defer { try? FileManager.default.removeItem(at: d) }
         let ids = d.appendingPathComponent("identities.yaml").path
-        try IdentityKeyFile.enrol(.init(name: "Bob's \"work\" phone", irk: Self.irk, address: BDAddress("5C:F3:70:00:00:01")!), at: ids)
+        try IdentityKeyFile.enrol(
+            .init(name: "Bob's \"work\" phone", irk: Self.irk, address: BDAddress("5C:F3:70:00:00:01")!), at: ids)
         #expect(try IdentityKeyFile.entries(ids).first?.name == "Bob's \"work\" phone")
         let config = d.appendingPathComponent("gateway.yaml").path
         try """
-            identity_keys_file: \(ids)
-            identity_keys:
-              - {irk: ec0234a357c8ad05341010a60a397d9b, address: "5C:F3:70:00:00:01"}
-              - 00112233445566778899aabbccddeeff
-            """.write(toFile: config, atomically: true, encoding: .utf8)
+        identity_keys_file: \(ids)
+        identity_keys:
+          - {irk: ec0234a357c8ad05341010a60a397d9b, address: "5C:F3:70:00:00:01"}
+          - 00112233445566778899aabbccddeeff
+        """.write(toFile: config, atomically: true, encoding: .utf8)
         let c = try ConfigurationLoader.load(path: config).configuration
         #expect(c.identityKeys.count == 2)
-        try IdentityKeyFile.enrol(.init(name: "other", irk: [UInt8](repeating: 7, count: 16), address: BDAddress("5C:F3:70:00:00:02")!), at: ids)
+        try IdentityKeyFile.enrol(
+            .init(name: "other", irk: [UInt8](repeating: 7, count: 16), address: BDAddress("5C:F3:70:00:00:02")!),
+            at: ids)
         #expect(try ConfigurationLoader.load(path: config).configuration.identityKeys.count == 3)
     }
 }

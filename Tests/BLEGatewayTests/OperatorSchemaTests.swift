@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -14,28 +15,36 @@ import Testing
     }
 
     @Test func documentsTombstonesSignedFormsAndWriteCommandsTheGatewayAcceptsValidate() throws {
-        let document = #"{"version": 7, "scan": {"active": false, "filters": ["uuid:FEAA"]}, "#
+        let document =
+            #"{"version": 7, "scan": {"active": false, "filters": ["uuid:FEAA"]}, "#
             + #""log": {"level": "info"}, "#
             + #""regions": [{"id": "carts", "name_prefix": "Cart"}], "ranging": {"path_loss_exponent": 2.4}, "#
             + #""connections": {"max": 2}}"#
         #expect(RemoteConfigDocument.read(Array(document.utf8)).errors == [])
         let keys = ConfigSigning.generateKeyPair()
-        let signed = String(decoding: try ConfigSigning.sign(Array(document.utf8), privateKey: keys.privateKey,
-                                                             for: .gateway("gw")), as: UTF8.self)
-        let tombstone = String(decoding: try ConfigSigning.tombstone(version: 8, privateKey: keys.privateKey,
-                                                                     for: .fleet), as: UTF8.self)
+        let signed = String(
+            decoding: try ConfigSigning.sign(
+                Array(document.utf8), privateKey: keys.privateKey,
+                for: .gateway("gw")), as: UTF8.self)
+        let tombstone = String(
+            decoding: try ConfigSigning.tombstone(
+                version: 8, privateKey: keys.privateKey,
+                for: .fleet), as: UTF8.self)
         let report = try Self.problems([
             ("bg/gw/config", document), ("bg/gw/config", signed), ("bg/fleet/config", tombstone),
             ("bg/fleet/config", #"{"version": 9, "delete": true}"#),
-            ("bg/gw/peripherals/001bdc100001/write", #"{"characteristic": "2A06", "service": "1802", "value": "02", "#
-                + #""response": true, "id": "op-17"}"#),
+            (
+                "bg/gw/peripherals/001bdc100001/write",
+                #"{"characteristic": "2A06", "service": "1802", "value": "02", "#
+                    + #""response": true, "id": "op-17"}"#
+            ),
         ])
         #expect(report == nil, "\(report ?? "")")
     }
 
     @Test func shapesTheGatewayRefusesDoNotValidate() throws {
         let refused: [(topic: String, payload: String)] = [
-            ("bg/gw/config", #"{"version": 1, "mqtt": {"broker": "mqtt://elsewhere"}}"#),     // local only
+            ("bg/gw/config", #"{"version": 1, "mqtt": {"broker": "mqtt://elsewhere"}}"#),  // local only
             ("bg/gw/config", #"{"version": 1, "delete": true, "log": {"level": "debug"}}"#),  // not a tombstone
             ("bg/gw/config", #"{"log": {"level": "loud"}}"#),
             ("bg/gw/peripherals/001bdc100001/write", #"{"characteristic": "2A06", "value": "0"}"#),  // odd hex
@@ -53,8 +62,10 @@ import Testing
     /// Enrolment commands (schema/v1/enrol.json): what `EnrolmentCommand` takes validates, what it refuses does not.
     @Test func enrolmentCommandsTheGatewayTakesValidateAndThoseItRefusesDoNot() throws {
         let taken: [(String, EnrolmentCommand)] = [
-            (#"{"id": "e1", "name": "alice-iphone", "advertise": "Hall gateway", "timeout_s": 90, "accept": false}"#,
-             .start(.init(id: "e1", name: "alice-iphone", advertise: "Hall gateway", timeoutSeconds: 90))),
+            (
+                #"{"id": "e1", "name": "alice-iphone", "advertise": "Hall gateway", "timeout_s": 90, "accept": false}"#,
+                .start(.init(id: "e1", name: "alice-iphone", advertise: "Hall gateway", timeoutSeconds: 90))
+            ),
             (#"{"name": "watch"}"#, .start(.init(id: nil, name: "watch"))),
             (#"{"id": "e1", "confirm": true}"#, .confirm(id: "e1", true)),
             (#"{"id": "e1", "confirm": false}"#, .confirm(id: "e1", false)),

@@ -38,7 +38,10 @@ final class SimGATTBearer: ATTBearer, @unchecked Sendable {
 /// Link maker as the kernel's sockets behave, scripted: each connect takes the next outcome, a link ends with an
 /// errno reason, ids are the service's own. No RSSI.
 final class ScriptedKernelLinks: PeripheralLinkMaker, @unchecked Sendable {
-    enum Outcome { case refuse(String), succeed }
+    enum Outcome {
+        case refuse(String)
+        case succeed
+    }
     let post: @Sendable (ConnectionManager.Event) -> Void
     let ids = LinkIDs()
     private let state = Locked<(outcomes: [Outcome], links: [UInt16: SimGATTBearer], connects: Int)>(([], [:], 0))
@@ -99,8 +102,9 @@ final class ScriptedKernelLinks: PeripheralLinkMaker, @unchecked Sendable {
 
     /// Waits (a bound for a hang, not a timing claim) until `condition` holds, advertising all the while.
     static func until(_ service: PeripheralService, _ condition: () -> Bool) async -> Bool {
-        let ad = Sighting(address: address, addressType: .public, rssi: -50, txPower: nil, timestamp: 0,
-                          isConnectable: true, isScanResponse: false, advertisement: Advertisement(decoding: []))
+        let ad = Sighting(
+            address: address, addressType: .public, rssi: -50, txPower: nil, timestamp: 0,
+            isConnectable: true, isScanResponse: false, advertisement: Advertisement(decoding: []))
         for _ in 0..<1000 {
             if condition() { return true }
             service.observe(ad)
@@ -112,24 +116,33 @@ final class ScriptedKernelLinks: PeripheralLinkMaker, @unchecked Sendable {
     @Test func theServiceRunsGATTOverKernelLinksAndPublishesTheKernelsErrnoReasons() async throws {
         let seen = Locked(Seen())
         var intent = PeripheralIntent(match: .address(Self.address), name: "sensor-k", addressType: .public)
-        intent.subscribe = [.init(characteristic: .init(service: BluetoothUUID(uuid16: 0x181A),
-                                                        characteristic: BluetoothUUID(uuid16: 0x2A6E)))]
+        intent.subscribe = [
+            .init(
+                characteristic: .init(
+                    service: BluetoothUUID(uuid16: 0x181A),
+                    characteristic: BluetoothUUID(uuid16: 0x2A6E)))
+        ]
         var connections = GatewayConfiguration.Connections()
         connections.rssiIntervalSeconds = 0.05
         let service = PeripheralService(
             intents: [intent], connections: connections, clock: SystemClock(), logger: Logger(label: "test"),
-            output: .init(state: { _, _, s in seen.withLock { $0.states.append(s) } },
-                          rssi: { _, _ in seen.withLock { $0.rssi += 1 } },
-                          value: { _, _, c, v, via in seen.withLock { $0.values.append((c, v, via)) } },
-                          gatt: { _, _, _ in seen.withLock { $0.databases += 1 } }))
-        let links = ScriptedKernelLinks(outcomes: [.refuse("ECONNREFUSED, Connection refused (errno 111)"), .succeed,
-                                                   .succeed]) { [service] in service.post($0) }
+            output: .init(
+                state: { _, _, s in seen.withLock { $0.states.append(s) } },
+                rssi: { _, _ in seen.withLock { $0.rssi += 1 } },
+                value: { _, _, c, v, via in seen.withLock { $0.values.append((c, v, via)) } },
+                gatt: { _, _, _ in seen.withLock { $0.databases += 1 } }))
+        let links = ScriptedKernelLinks(outcomes: [
+            .refuse("ECONNREFUSED, Connection refused (errno 111)"), .succeed,
+            .succeed,
+        ]) { [service] in service.post($0) }
         service.announce()
         let session = Task { await service.serve(links) }
 
         // The first attempt is refused by the kernel: published with the errno's name, then tried again.
         #expect(await Self.until(service) { seen.withLock { $0.states.contains { $0.state == .connected } } })
-        let refused = seen.withLock { $0.states }.first { $0.reason == .kernel("ECONNREFUSED, Connection refused (errno 111)") }
+        let refused = seen.withLock { $0.states }.first {
+            $0.reason == .kernel("ECONNREFUSED, Connection refused (errno 111)")
+        }
         #expect(refused?.state == .disconnected)
         #expect(refused?.reason?.description == "kernel: ECONNREFUSED, Connection refused (errno 111)")
         #expect(links.connects == 2)
@@ -137,19 +150,23 @@ final class ScriptedKernelLinks: PeripheralLinkMaker, @unchecked Sendable {
         // GATT over the link's bearer: discovery, the CCCD, then notifications of Temperature.
         let first = try #require(links.live.keys.first)
         #expect(await Self.until(service) { seen.withLock { $0.databases } == 1 && service.statuses.count == 1 })
-        #expect(await Self.until(service) {
-            links.live[first]?.notify()
-            return seen.withLock { $0.values.count } >= 3
-        })
+        #expect(
+            await Self.until(service) {
+                links.live[first]?.notify()
+                return seen.withLock { $0.values.count } >= 3
+            })
         let values = seen.withLock { $0.values }
         #expect(values.allSatisfy { $0.0 == BluetoothUUID(uuid16: 0x2A6E) && $0.2 == "notification" })
 
         // The peer goes away: the socket's end reason is published, and the link is made again with a new id.
         links.end(first, .kernel("ECONNRESET, Connection reset by peer (errno 104)"))
-        #expect(seen.withLock { $0.states }.contains {
-            $0.state == .disconnected && $0.reason?.description == "kernel: ECONNRESET, Connection reset by peer (errno 104)"
-        })
-        #expect(await Self.until(service) { links.live.count == 1 && service.statuses[Self.address]?.state == .connected })
+        #expect(
+            seen.withLock { $0.states }.contains {
+                $0.state == .disconnected
+                    && $0.reason?.description == "kernel: ECONNRESET, Connection reset by peer (errno 104)"
+            })
+        #expect(
+            await Self.until(service) { links.live.count == 1 && service.statuses[Self.address]?.state == .connected })
         let second = try #require(links.live.keys.first)
         #expect(second != first)
         #expect(await Self.until(service) { seen.withLock { $0.databases } == 2 })
@@ -164,15 +181,20 @@ final class ScriptedKernelLinks: PeripheralLinkMaker, @unchecked Sendable {
     }
 
     @Test func errnoReasonsKeepTheSymbolNotTheHint() {
-        let refused = TransportError(.connectionFailed, errno: 111,
+        let refused = TransportError(
+            .connectionFailed, errno: 111,
             "connect hci0 → 00:AA:01:01:00:01 (public) on CID 0x0004: ECONNREFUSED, Connection refused (errno 111)"
-            + ": the controller would not start the connection; is LE enabled on the adapter?")
-        #expect(KernelLinkMaker.reason(refused, orderly: "-") == .kernel("ECONNREFUSED, Connection refused (errno 111)"))
-        let reset = TransportError(.connectionFailed, errno: 104,
+                + ": the controller would not start the connection; is LE enabled on the adapter?")
+        #expect(
+            KernelLinkMaker.reason(refused, orderly: "-") == .kernel("ECONNREFUSED, Connection refused (errno 111)"))
+        let reset = TransportError(
+            .connectionFailed, errno: 104,
             "link hci0 → 00:AA:01:01:00:01 (public) ended: ECONNRESET, Connection reset by peer (errno 104)")
-        #expect(KernelLinkMaker.reason(reset, orderly: "-") == .kernel("ECONNRESET, Connection reset by peer (errno 104)"))
+        #expect(
+            KernelLinkMaker.reason(reset, orderly: "-") == .kernel("ECONNRESET, Connection reset by peer (errno 104)"))
         // Our own connect deadline names ETIMEDOUT without an errno number: the whole message stands.
-        let ours = TransportError(.timedOut, errno: 110, "connect hci0 → X: no connection within 15 seconds (ETIMEDOUT)")
+        let ours = TransportError(
+            .timedOut, errno: 110, "connect hci0 → X: no connection within 15 seconds (ETIMEDOUT)")
         #expect(KernelLinkMaker.reason(ours, orderly: "-") == .kernel(ours.message))
         #expect(KernelLinkMaker.reason(nil, orderly: "the link ended") == .kernel("the link ended"))
     }

@@ -8,14 +8,16 @@ import BLETransport
 import Foundation
 import Logging
 import Testing
+
 @testable import BLEConfiguration
 
 extension EndToEndSuites {
     /// Peripheral links through the whole gateway: the simulator's controller over its H4 socket, the gateway's runtime
     /// (connection manager, ACL/L2CAP/ATT, GATT client, spool, MQTT) against a real mosquitto, and a subscriber reading
     /// what an operator would read. Both sides follow one `ScaledClock`; times below are virtual seconds.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(3)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(3)), .serialized)
     struct PeripheralLinksEndToEndTests {
         /// Five sensors near one gateway, and a fault drill: sensors that lose power and come back (supervision timeout
         /// 0x08), an adapter power toggle, an unplug, links that cannot be established (0x3E), and a sensor whose GATT
@@ -62,8 +64,9 @@ extension EndToEndSuites {
             let clock = ScaledClock(factor: 4)
             var options = SimulatorOptions(socketDirectory: dir.path)
             options.duration = 200
-            let simulator = try Simulator(scenario: try ScenarioLoader.parse(Self.scenario), options: options, clock: clock,
-                                          pacing: .clock(batch: .milliseconds(20)))
+            let simulator = try Simulator(
+                scenario: try ScenarioLoader.parse(Self.scenario), options: options, clock: clock,
+                pacing: .clock(batch: .milliseconds(20)))
             var c = f.configuration()
             c.remoteConfig.enabled = false
             var reader = YAMLConfigurationReader()
@@ -82,9 +85,10 @@ extension EndToEndSuites {
             let runtime = try GatewayRuntime(
                 configuration: c,
                 makeSource: { role in
-                    HCISightingSource(spec: .unix(path: simulator.socketPath(for: "gw-p")), mode: .exclusive,
-                                      scan: c.scan, clock: clock, logger: Logger(label: "test"), lifecycle: lifecycle,
-                                      role: role)
+                    HCISightingSource(
+                        spec: .unix(path: simulator.socketPath(for: "gw-p")), mode: .exclusive,
+                        scan: c.scan, clock: clock, logger: Logger(label: "test"), lifecycle: lifecycle,
+                        role: role)
                 },
                 clock: clock, clockSynchronized: { true })
             let sim = Task { try await simulator.run() }
@@ -99,20 +103,25 @@ extension EndToEndSuites {
             }
             /// Notifications each sim link has handed to the host, by peer.
             func sent() -> [String: Int] {
-                Dictionary(simulator.nodes[0].links.map { ($0.peer.topicComponent, $0.notificationsSent) },
-                           uniquingKeysWith: +)
+                Dictionary(
+                    simulator.nodes[0].links.map { ($0.peer.topicComponent, $0.notificationsSent) },
+                    uniquingKeysWith: +)
             }
             func published(_ address: String, via: String = "notification") -> [[String: Any]] {
                 observer.lock.withLock {
-                    observer.messages.filter { $0.topic.hasPrefix("\(base)/\(address)/char/") && $0.json["via"] as? String == via }
-                        .map(\.json)
+                    observer.messages.filter {
+                        $0.topic.hasPrefix("\(base)/\(address)/char/") && $0.json["via"] as? String == via
+                    }
+                    .map(\.json)
                 }
             }
 
             // A quiet window once all five are connected: every notification the simulator handed over reaches the
             // broker, in order.
             try await EndToEndSuites.waitFor("five links", limit: .seconds(60)) {
-                Self.addresses.allSatisfy { observer.states("\(base)/\($0)/state").last?["state"] as? String == "connected" }
+                Self.addresses.allSatisfy {
+                    observer.states("\(base)/\($0)/state").last?["state"] as? String == "connected"
+                }
                     && simulator.nodes[0].links.count == 5
             }
             try await at(clock.now().seconds + 1)
@@ -144,10 +153,15 @@ extension EndToEndSuites {
             try await at(104)
             func history(_ i: Int) -> [(t: Double, state: String, reason: String)] {
                 observer.states("\(base)/\(Self.addresses[i])/state").map {
-                    (($0["since"] as? Double ?? 0) - origin, $0["state"] as? String ?? "?", $0["reason"] as? String ?? "")
+                    (
+                        ($0["since"] as? Double ?? 0) - origin, $0["state"] as? String ?? "?",
+                        $0["reason"] as? String ?? ""
+                    )
                 }
             }
-            func text(_ i: Int) -> String { history(i).map { "\(Int($0.t)) \($0.state) \($0.reason)" }.joined(separator: "; ") }
+            func text(_ i: Int) -> String {
+                history(i).map { "\(Int($0.t)) \($0.state) \($0.reason)" }.joined(separator: "; ")
+            }
 
             // Each sensor that lost power: supervision timeout, then connected within 1 s of advertising again
             // (it advertises every 100 ms; the power comes back at the fault's end).
@@ -158,10 +172,16 @@ extension EndToEndSuites {
             }
             // The adapter's power toggle and unplug take every link with them; every one comes back.
             for i in 0..<5 {
-                #expect(history(i).contains { $0.t >= 48 && $0.t < 54 && $0.reason == "adapter lost" }, "p\(i + 1): \(text(i))")
-                #expect(history(i).contains { $0.t >= 60 && $0.t < 66 && $0.reason == "adapter lost" }, "p\(i + 1): \(text(i))")
-                #expect(history(i).contains { $0.t >= 51 && $0.t < 60 && $0.state == "connected" }, "p\(i + 1): \(text(i))")
-                #expect(history(i).contains { $0.t >= 63 && $0.t < 72 && $0.state == "connected" }, "p\(i + 1): \(text(i))")
+                #expect(
+                    history(i).contains { $0.t >= 48 && $0.t < 54 && $0.reason == "adapter lost" },
+                    "p\(i + 1): \(text(i))")
+                #expect(
+                    history(i).contains { $0.t >= 60 && $0.t < 66 && $0.reason == "adapter lost" },
+                    "p\(i + 1): \(text(i))")
+                #expect(
+                    history(i).contains { $0.t >= 51 && $0.t < 60 && $0.state == "connected" }, "p\(i + 1): \(text(i))")
+                #expect(
+                    history(i).contains { $0.t >= 63 && $0.t < 72 && $0.state == "connected" }, "p\(i + 1): \(text(i))")
             }
             // p4 goes at 69 (link lost at 74), is back at 75 and meets a controller that cannot make links until 80:
             // 0x3E, backoff, then a link.
@@ -169,7 +189,8 @@ extension EndToEndSuites {
             #expect(history(3).contains { $0.t >= 80 && $0.state == "connected" }, "p4: \(text(3))")
             // p5's GATT server goes silent at 84: its next periodic read gets no answer, the ATT timeout (4 s here)
             // drops the link, and it is made again (the server answers once more at 92).
-            #expect(history(4).contains { $0.t >= 84 && $0.reason.contains("dropped by the gateway") }, "p5: \(text(4))")
+            #expect(
+                history(4).contains { $0.t >= 84 && $0.reason.contains("dropped by the gateway") }, "p5: \(text(4))")
             #expect(history(4).contains { $0.t >= 88 && $0.state == "connected" }, "p5: \(text(4))")
             #expect(history(4).last?.state == "connected", "p5: \(text(4))")
             // The name-prefix intent took p5 and read its manufacturer name on each link.
@@ -189,19 +210,23 @@ extension EndToEndSuites {
             }
             // A write through the command topic, allowed for p1's Alert Level, refused for p2.
             for (address, id) in [(Self.addresses[0], "w1"), (Self.addresses[1], "w2")] {
-                try await observer.client.publish(MQTTMessage(
-                    topic: "\(base)/\(address)/write", payload: Array(#"{"characteristic":"2A06","value":"01","id":"\#(id)"}"#.utf8),
-                    qos: .atLeastOnce, retain: false))
+                try await observer.client.publish(
+                    MQTTMessage(
+                        topic: "\(base)/\(address)/write",
+                        payload: Array(#"{"characteristic":"2A06","value":"01","id":"\#(id)"}"#.utf8),
+                        qos: .atLeastOnce, retain: false))
             }
             try await EndToEndSuites.waitFor("write results") {
                 observer.states("\(base)/\(Self.addresses[1])/write/result").count == 1
                     && observer.states("\(base)/\(Self.addresses[0])/write/result").count == 1
             }
-            #expect(observer.states("\(base)/\(Self.addresses[0])/write/result").first?["result"] as? String == "success")
+            #expect(
+                observer.states("\(base)/\(Self.addresses[0])/write/result").first?["result"] as? String == "success")
             let refused = observer.states("\(base)/\(Self.addresses[1])/write/result").first
             #expect(refused?["result"] as? String == "error")
             #expect((refused?["error"] as? String)?.contains("not allowed") == true)
-            let written = simulator.nodes[0].links.first { $0.peer.topicComponent == Self.addresses[0] }?.gatt.writes ?? []
+            let written =
+                simulator.nodes[0].links.first { $0.peer.topicComponent == Self.addresses[0] }?.gatt.writes ?? []
             #expect(written.contains { $0.value == [0x01] }, "the peripheral saw the write: \(written)")
 
             // Every payload on the peripheral topics matches its schema (schema/v1/peripheral-*.json).

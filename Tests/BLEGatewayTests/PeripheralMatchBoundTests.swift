@@ -5,6 +5,7 @@ import BLETransport
 import Foundation
 import Logging
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -13,9 +14,10 @@ struct PeripheralMatchBoundTests {
     static func sighting(_ n: Int, name: String) -> Sighting {
         let bytes = Array(name.utf8)
         let ad: [UInt8] = [0x02, 0x01, 0x06, UInt8(bytes.count + 1), 0x09] + bytes
-        return Sighting(address: BDAddress(rawValue: 0xC0_0000_0000 + UInt64(n)), addressType: .random, rssi: -60,
-                        txPower: nil, timestamp: 0, isConnectable: false, isScanResponse: false,
-                        advertisement: Advertisement(decoding: ad[...]))
+        return Sighting(
+            address: BDAddress(rawValue: 0xC0_0000_0000 + UInt64(n)), addressType: .random, rssi: -60,
+            txPower: nil, timestamp: 0, isConnectable: false, isScanResponse: false,
+            advertisement: Advertisement(decoding: ad[...]))
     }
 
     @Test func a100000AdvertisersClaimingTheNameStayWithinTheBoundAndTheEvictionsAreCounted() {
@@ -26,8 +28,9 @@ struct PeripheralMatchBoundTests {
         let service = PeripheralService(
             intents: [PeripheralIntent(match: .namePrefix("Tag-"))], connections: connections, clock: clock,
             logger: Logger(label: "test"),
-            output: .init(state: { _, _, _ in published.withLock { $0 += 1 } }, rssi: { _, _ in },
-                          value: { _, _, _, _, _ in }, gatt: { _, _, _ in }))
+            output: .init(
+                state: { _, _, _ in published.withLock { $0 += 1 } }, rssi: { _, _ in },
+                value: { _, _, _, _, _ in }, gatt: { _, _, _ in }))
         // Addresses descending as time goes on, so that "oldest" cannot be confused with "lowest address".
         for n in 0..<100_000 {
             clock.advance(by: .milliseconds(1))

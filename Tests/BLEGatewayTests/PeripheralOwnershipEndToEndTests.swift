@@ -10,8 +10,9 @@ extension EndToEndSuites {
     /// another within the lease + 5 s; a sensor carried from the lobby into the lab moves to the lab's gateway by the
     /// margin rule within the lease + 5 s of arriving; and at no moment do two gateways hold a link to the same sensor
     /// (link intervals from every gateway's retained state stream, by their own timestamps).
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(5)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(5)), .serialized)
     struct PeripheralOwnershipEndToEndTests {
         struct StateEvent: Sendable {
             var gateway: String
@@ -40,10 +41,14 @@ extension EndToEndSuites {
                 task = Task {
                     for await m in stream {
                         let levels = m.topic.split(separator: "/")
-                        guard levels.count == 5, let json = try? JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any],
-                              let state = json["state"] as? String, let ts = json["ts"] as? Double else { continue }
+                        guard levels.count == 5,
+                            let json = try? JSONSerialization.jsonObject(with: Data(m.payload)) as? [String: Any],
+                            let state = json["state"] as? String, let ts = json["ts"] as? Double
+                        else { continue }
                         self.lock.withLock {
-                            self.events.append(StateEvent(gateway: String(levels[1]), address: String(levels[3]), state: state, ts: ts))
+                            self.events.append(
+                                StateEvent(gateway: String(levels[1]), address: String(levels[3]), state: state, ts: ts)
+                            )
                         }
                     }
                 }
@@ -95,32 +100,44 @@ extension EndToEndSuites {
         }
 
         @Test func eachSensorHasOneOwnerAndAnotherTakesOverWhenItDiesOrLosesItsAdapter() async throws {
-            let root = FileManager.default.temporaryDirectory.appendingPathComponent("ownership-\(UUID().uuidString.prefix(8))")
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "ownership-\(UUID().uuidString.prefix(8))")
             let simDir = root.appendingPathComponent("sim")
             try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
             // The office, with the lab's controller losing power for 30 s once the test has killed the kitchen, and
             // the lobby's sensor carried to the lab once the lab is back: it stands at its place until 110 s, then
             // walks 21 m at 1.4 m/s (a first leg of no length holds it there for the pause).
-            let office = try String(contentsOf: BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml"),
-                                    encoding: .utf8)
-            let standing = #"address: "00:1B:DC:10:00:01", address_type: public, interval_ms: 500, position: [1.0, 4.0, 1.0]}"#
+            let office = try String(
+                contentsOf: BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml"),
+                encoding: .utf8)
+            let standing =
+                #"address: "00:1B:DC:10:00:01", address_type: public, interval_ms: 500, position: [1.0, 4.0, 1.0]}"#
             #expect(office.contains(standing), "the office's lobby sensor moved; this test carries it from there")
-            let walking = #"address: "00:1B:DC:10:00:01", address_type: public, interval_ms: 500, speed_mps: 1.4, "#
+            let walking =
+                #"address: "00:1B:DC:10:00:01", address_type: public, interval_ms: 500, speed_mps: 1.4, "#
                 + "pause_s: \(Self.walkStart), loop: false, waypoints: [[1, 4, 1], [1, 4, 1], [22, 4, 1]]}"
             let scenario = root.appendingPathComponent("office-faults.yaml")
-            try (office.replacingOccurrences(of: standing, with: walking)
+            try
+                (office.replacingOccurrences(of: standing, with: walking)
                 + "\nfaults:\n  - {at_s: 75, gateway: gw-lab, type: power_off, duration_s: 30}\n")
                 .write(to: scenario, atomically: true, encoding: .utf8)
             let broker = try Mosquitto(directory: root, persistence: true)
             try broker.start()
             let bin = BuiltProducts.blegateway
-            let sim = try Child(bin, ["sim", "--scenario", scenario.path, "--socket-dir", simDir.path, "--speed", "1",
-                                      "--status-every", "0"], log: root.appendingPathComponent("sim.log").path)
+            let sim = try Child(
+                bin,
+                [
+                    "sim", "--scenario", scenario.path, "--socket-dir", simDir.path, "--speed", "1",
+                    "--status-every", "0",
+                ], log: root.appendingPathComponent("sim.log").path)
             defer { sim.stop() }
             let started = Date()
             // The sockets come first, then the configurations the simulator writes for each gateway (atomically).
             let written = ["gw-lobby", "gw-lab", "gw-kitchen"].flatMap {
-                [simDir.appendingPathComponent("\($0).sock").path, simDir.appendingPathComponent("\($0).gateway-config.yaml").path]
+                [
+                    simDir.appendingPathComponent("\($0).sock").path,
+                    simDir.appendingPathComponent("\($0).gateway-config.yaml").path,
+                ]
             }
             for _ in 0..<400 where !written.allSatisfy({ FileManager.default.fileExists(atPath: $0) }) {
                 try await Task.sleep(for: .milliseconds(25))
@@ -131,10 +148,14 @@ extension EndToEndSuites {
             for gw in ["gw-lobby", "gw-lab", "gw-kitchen"] {
                 let config = simDir.appendingPathComponent("\(gw).gateway-config.yaml").path
                 #expect(try String(contentsOfFile: config, encoding: .utf8).contains("owner_lease_s: 15"))
-                gateways[gw] = try Child(bin, ["run", "--gateway-id", gw, "--device", "unix:\(simDir.path)/\(gw).sock",
-                                               "--broker", broker.url, "--prefix", "own", "--config", config,
-                                               "--spool", root.appendingPathComponent("\(gw).sqlite").path],
-                                         log: root.appendingPathComponent("\(gw).log").path)
+                gateways[gw] = try Child(
+                    bin,
+                    [
+                        "run", "--gateway-id", gw, "--device", "unix:\(simDir.path)/\(gw).sock",
+                        "--broker", broker.url, "--prefix", "own", "--config", config,
+                        "--spool", root.appendingPathComponent("\(gw).sqlite").path,
+                    ],
+                    log: root.appendingPathComponent("\(gw).log").path)
             }
             defer { for g in gateways.values { _ = g.stop() } }
 
@@ -157,9 +178,13 @@ extension EndToEndSuites {
             }
             #expect(retaken, "after the kill: \(collector.holders)")
             for a in kitchenOwned {
-                let back = collector.all.filter { $0.address == a && $0.state == "connected" && $0.gateway != "gw-kitchen" && $0.ts > killed }
-                    .map(\.ts).min()
-                #expect((back ?? .infinity) - killed <= Self.lease + 5, "\(a) connected again \((back ?? .infinity) - killed) s after the kill")
+                let back = collector.all.filter {
+                    $0.address == a && $0.state == "connected" && $0.gateway != "gw-kitchen" && $0.ts > killed
+                }
+                .map(\.ts).min()
+                #expect(
+                    (back ?? .infinity) - killed <= Self.lease + 5,
+                    "\(a) connected again \((back ?? .infinity) - killed) s after the kill")
             }
 
             // 3. The lab's controller loses power (75 s into the simulation): its sensors move, within the bound.
@@ -175,9 +200,13 @@ extension EndToEndSuites {
                 }
                 #expect(moved, "after the lab's power loss: \(collector.holders)")
                 for a in labOwned {
-                    let back = collector.all.filter { $0.address == a && $0.state == "connected" && $0.gateway == "gw-lobby" && $0.ts > powerOff }
-                        .map(\.ts).min()
-                    #expect((back ?? .infinity) - powerOff <= Self.lease + 5, "\(a) connected again \((back ?? .infinity) - powerOff) s after")
+                    let back = collector.all.filter {
+                        $0.address == a && $0.state == "connected" && $0.gateway == "gw-lobby" && $0.ts > powerOff
+                    }
+                    .map(\.ts).min()
+                    #expect(
+                        (back ?? .infinity) - powerOff <= Self.lease + 5,
+                        "\(a) connected again \((back ?? .infinity) - powerOff) s after")
                 }
             }
 
@@ -192,13 +221,21 @@ extension EndToEndSuites {
                 collector.holders[Self.walker] == ["gw-lab"]
             }
             #expect(handedOver, "after the walk into the lab: \(collector.holders)")
-            let byLab = collector.all.filter { $0.address == Self.walker && $0.state == "connected" && $0.gateway == "gw-lab" && $0.ts > leaves }
-                .map(\.ts).min()
-            #expect((byLab ?? .infinity) - arrives <= Self.lease + 5, "the lab connected it \((byLab ?? .infinity) - arrives) s after it arrived")
+            let byLab = collector.all.filter {
+                $0.address == Self.walker && $0.state == "connected" && $0.gateway == "gw-lab" && $0.ts > leaves
+            }
+            .map(\.ts).min()
+            #expect(
+                (byLab ?? .infinity) - arrives <= Self.lease + 5,
+                "the lab connected it \((byLab ?? .infinity) - arrives) s after it arrived")
             // The lobby let it go just before (the new owner waits settle_s after its claim): no long gap either.
-            let letGo = collector.all.filter { $0.address == Self.walker && $0.state != "connected" && $0.gateway == "gw-lobby" && $0.ts > leaves }
-                .map(\.ts).min()
-            if let letGo, let byLab { #expect(byLab - letGo <= 5, "unconnected for \(byLab - letGo) s during the handover") }
+            let letGo = collector.all.filter {
+                $0.address == Self.walker && $0.state != "connected" && $0.gateway == "gw-lobby" && $0.ts > leaves
+            }
+            .map(\.ts).min()
+            if let letGo, let byLab {
+                #expect(byLab - letGo <= 5, "unconnected for \(byLab - letGo) s during the handover")
+            }
             try await Task.sleep(for: .seconds(5))
 
             // 5. At no moment two links to one sensor: each gateway's connected intervals, by its own timestamps.
@@ -209,7 +246,9 @@ extension EndToEndSuites {
                 var overlaps: [String] = []
                 for e in events where e.address == a {
                     if e.state == "connected" {
-                        if let other = open.keys.first(where: { $0 != e.gateway }) { overlaps.append("\(e.gateway) while \(other) at \(e.ts)") }
+                        if let other = open.keys.first(where: { $0 != e.gateway }) {
+                            overlaps.append("\(e.gateway) while \(other) at \(e.ts)")
+                        }
                         open[e.gateway] = e.ts
                     } else {
                         open[e.gateway] = nil

@@ -1,6 +1,7 @@
 import BLEHCI
 import BLETransport
 import Testing
+
 @testable import BLEGateway
 
 /// One owner per peripheral, as a state machine: several gateways' machines share a broker that delivers every
@@ -20,9 +21,14 @@ struct PeripheralOwnershipTests {
         var now = 0.0
 
         init(_ ids: [String], settings: PeripheralOwnership.Settings = .init()) {
-            machines = Dictionary(uniqueKeysWithValues: ids.map {
-                ($0, PeripheralOwnership(gateway: $0, addresses: [PeripheralOwnershipTests.sensor], settings: settings))
-            })
+            machines = Dictionary(
+                uniqueKeysWithValues: ids.map {
+                    (
+                        $0,
+                        PeripheralOwnership(
+                            gateway: $0, addresses: [PeripheralOwnershipTests.sensor], settings: settings)
+                    )
+                })
             for id in ids {
                 for other in ids { machines[id]!.status(of: other, online: true) }
                 machines[id]!.brokerConnected(now: 0)
@@ -39,7 +45,8 @@ struct PeripheralOwnershipTests {
         mutating func apply(_ id: String, _ actions: [PeripheralOwnership.Action]) {
             for a in actions {
                 switch a {
-                case .claim(_, let rssi): deliver(.init(gateway: id, rssi: rssi, leaseS: machines[id]!.settings.leaseS, receivedAt: now))
+                case .claim(_, let rssi):
+                    deliver(.init(gateway: id, rssi: rssi, leaseS: machines[id]!.settings.leaseS, receivedAt: now))
                 case .release: if retained?.gateway == id { deliver(nil) }
                 case .connect:
                     holders[id] = true
@@ -56,7 +63,9 @@ struct PeripheralOwnershipTests {
             for _ in 0..<seconds {
                 now += 1
                 for id in machines.keys.sorted() where !gone.contains(id) {
-                    if let r = rssi[id] ?? nil { machines[id]!.heard(PeripheralOwnershipTests.sensor, rssi: r, now: now) }
+                    if let r = rssi[id] ?? nil {
+                        machines[id]!.heard(PeripheralOwnershipTests.sensor, rssi: r, now: now)
+                    }
                     apply(id, machines[id]!.tick(now: now))
                 }
                 most = max(most, holders.values.filter { $0 }.count)
@@ -79,12 +88,12 @@ struct PeripheralOwnershipTests {
     @Test func nothingIsClaimedBeforeTheBrokersRetainedClaimsHaveHadTimeOrWithoutAnAdapter() {
         var m = PeripheralOwnership(gateway: "gw-a", addresses: [Self.sensor])
         m.heard(Self.sensor, rssi: -50, now: 0)
-        #expect(m.tick(now: 1).isEmpty)                       // not connected to the broker
+        #expect(m.tick(now: 1).isEmpty)  // not connected to the broker
         m.brokerConnected(now: 1)
-        #expect(m.tick(now: 10).isEmpty)                      // no adapter
+        #expect(m.tick(now: 10).isEmpty)  // no adapter
         _ = m.adapter(up: true, now: 10)
         m.heard(Self.sensor, rssi: -50, now: 10)
-        #expect(m.tick(now: 11).isEmpty)                      // −50 dBm: a 1 s claim delay
+        #expect(m.tick(now: 11).isEmpty)  // −50 dBm: a 1 s claim delay
         #expect(m.tick(now: 12).first == .claim(Self.sensor, rssi: -50))
     }
 
@@ -190,8 +199,11 @@ struct PeripheralOwnershipTests {
     @Test func aClaimBySomethingThatIsNotAGatewayOfThisFleetIsIgnoredAndCounted() {
         var f = Fleet(["gw-a"])
         _ = f.run(15, rssi: ["gw-a": -60])
-        let taken = f.machines["gw-a"]!.claimed(Self.sensor, .init(gateway: "intruder", rssi: -30, leaseS: 3600,
-                                                                       receivedAt: f.now), now: f.now)
+        let taken = f.machines["gw-a"]!.claimed(
+            Self.sensor,
+            .init(
+                gateway: "intruder", rssi: -30, leaseS: 3600,
+                receivedAt: f.now), now: f.now)
         #expect(!taken)
         #expect(f.machines["gw-a"]!.counters.foreignClaims == 1)
         _ = f.run(5, rssi: ["gw-a": -60])

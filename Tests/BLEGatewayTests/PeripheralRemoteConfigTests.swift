@@ -11,8 +11,9 @@ import Testing
 extension EndToEndSuites {
     /// Peripherals configured remotely, applied without a restart: a retained per-gateway document that names a sensor
     /// makes the gateway connect it and subscribe; a document without it lets it go.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(2)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(2)), .serialized)
     struct PeripheralRemoteConfigTests {
         static let scenario = """
             name: remote-peripherals
@@ -29,7 +30,8 @@ extension EndToEndSuites {
             let clock = ScaledClock(factor: 2)
             let simulator = try Simulator(
                 scenario: try ScenarioLoader.parse(Self.scenario),
-                options: SimulatorOptions(socketDirectory: f.directory.appendingPathComponent("sim").path), clock: clock,
+                options: SimulatorOptions(socketDirectory: f.directory.appendingPathComponent("sim").path),
+                clock: clock,
                 pacing: .clock(batch: .milliseconds(20)))
             var c = f.configuration()
             c.scan.active = true
@@ -40,8 +42,9 @@ extension EndToEndSuites {
             let runtime = try GatewayRuntime(
                 configuration: c,
                 makeSource: { role in
-                    HCISightingSource(spec: .unix(path: simulator.socketPath(for: "gw-rc")), mode: .exclusive, scan: c.scan,
-                                      clock: clock, logger: Logger(label: "test"), role: role)
+                    HCISightingSource(
+                        spec: .unix(path: simulator.socketPath(for: "gw-rc")), mode: .exclusive, scan: c.scan,
+                        clock: clock, logger: Logger(label: "test"), role: role)
                 },
                 clock: clock, clockSynchronized: { true })
             let sim = Task { try await simulator.run() }
@@ -56,7 +59,8 @@ extension EndToEndSuites {
             }
             #expect(observer.states("\(base)/state").isEmpty)
 
-            let add = #"{"version": 1, "peripherals": [{"address": "00:1B:DC:50:00:01", "name": "s", "subscribe": [{"characteristic": "2A6E"}]}]}"#
+            let add =
+                #"{"version": 1, "peripherals": [{"address": "00:1B:DC:50:00:01", "name": "s", "subscribe": [{"characteristic": "2A6E"}]}]}"#
             try await observer.publish(f.configTopic, Array(add.utf8))
             try await EndToEndSuites.waitFor("connected and notifying", limit: .seconds(20)) {
                 observer.states("\(base)/state").last?["state"] as? String == "connected"

@@ -8,8 +8,9 @@ extension EndToEndSuites {
     /// real mosquitto. A gateway killed with SIGKILL (quit by the system, a crash, a reboot: nothing but the
     /// configuration, the spool and the broker's retained messages survive) and one stopped with SIGTERM (quit by the
     /// user) both come back to every intent and subscription without an operator, and no retained state stays stale.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(3)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(3)), .serialized)
     struct PeripheralRestorationTests {
         static let scenario = """
             name: restoration
@@ -31,7 +32,8 @@ extension EndToEndSuites {
         }
 
         @Test func killedOrStoppedTheGatewayRestoresEveryLinkAndCorrectsEveryRetainedState() async throws {
-            let root = FileManager.default.temporaryDirectory.appendingPathComponent("restore-\(UUID().uuidString.prefix(8))")
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "restore-\(UUID().uuidString.prefix(8))")
             let simDir = root.appendingPathComponent("sim")
             try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: root) }
@@ -41,22 +43,33 @@ extension EndToEndSuites {
             let bin = BuiltProducts.blegateway
             let scenario = root.appendingPathComponent("scenario.yaml")
             try Self.scenario.write(to: scenario, atomically: true, encoding: .utf8)
-            let sim = try Child(bin, ["sim", "--scenario", scenario.path, "--socket-dir", simDir.path, "--speed", "1",
-                                      "--status-every", "0"], log: root.appendingPathComponent("sim.log").path)
+            let sim = try Child(
+                bin,
+                [
+                    "sim", "--scenario", scenario.path, "--socket-dir", simDir.path, "--speed", "1",
+                    "--status-every", "0",
+                ], log: root.appendingPathComponent("sim.log").path)
             defer { sim.stop() }
             let socket = simDir.appendingPathComponent("gw-r.sock").path
-            for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) { try await Task.sleep(for: .milliseconds(25)) }
+            for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) {
+                try await Task.sleep(for: .milliseconds(25))
+            }
 
             let prefix = "rs\(UInt32.random(in: 0...UInt32.max))"
             let base = "\(prefix)/gw-r/peripherals"
-            let a = "\(base)/001bdc400001/state", b = "\(base)/001bdc400002/state"
+            let a = "\(base)/001bdc400001/state"
+            let b = "\(base)/001bdc400002/state"
             func start(prefixIntent: Bool) throws -> Child {
                 let config = root.appendingPathComponent("gateway-\(prefixIntent).yaml")
                 try Self.config(prefixIntent: prefixIntent).write(to: config, atomically: true, encoding: .utf8)
-                return try Child(bin, ["run", "--gateway-id", "gw-r", "--device", "unix:\(socket)", "--broker", broker.url,
-                                       "--prefix", prefix, "--spool", root.appendingPathComponent("spool.sqlite").path,
-                                       "--config", config.path],
-                                 log: root.appendingPathComponent("gateway.log").path)
+                return try Child(
+                    bin,
+                    [
+                        "run", "--gateway-id", "gw-r", "--device", "unix:\(socket)", "--broker", broker.url,
+                        "--prefix", prefix, "--spool", root.appendingPathComponent("spool.sqlite").path,
+                        "--config", config.path,
+                    ],
+                    log: root.appendingPathComponent("gateway.log").path)
             }
             /// What a newcomer reads: the retained state of each topic.
             func retained(_ topic: String) async throws -> [String: Any] {
@@ -66,14 +79,14 @@ extension EndToEndSuites {
                 return o.states(topic)[0]
             }
             func waitUntil(_ what: String, _ check: @escaping () async throws -> Bool) async throws {
-                let deadline = ContinuousClock.now + .seconds(30)
-                while try await !check() {
-                    guard ContinuousClock.now < deadline else {
-                        let log = (try? String(contentsOfFile: root.appendingPathComponent("gateway.log").path, encoding: .utf8)) ?? ""
-                        Issue.record("timed out waiting for \(what); gateway log tail: \(log.suffix(1500))")
-                        throw POSIXError(.ETIMEDOUT)
-                    }
-                    try await Task.sleep(for: .milliseconds(100))
+                do {
+                    try await BLETestSupport.waitUntil(what, limit: .seconds(30), every: .milliseconds(100), check)
+                } catch let timedOut as WaitTimedOut {
+                    let log =
+                        (try? String(
+                            contentsOfFile: root.appendingPathComponent("gateway.log").path, encoding: .utf8)) ?? ""
+                    Issue.record("\(timedOut); gateway log tail: \(log.suffix(1500))")
+                    throw timedOut
                 }
             }
             let live = try Observer(port: broker.port, filter: "\(base)/+/state")
@@ -83,7 +96,8 @@ extension EndToEndSuites {
             // Run 1: both devices connected (b through the name-prefix intent).
             var gateway = try start(prefixIntent: true)
             try await waitUntil("run 1 connected") {
-                live.states(a).last?["state"] as? String == "connected" && live.states(b).last?["state"] as? String == "connected"
+                live.states(a).last?["state"] as? String == "connected"
+                    && live.states(b).last?["state"] as? String == "connected"
             }
             let run1 = try #require(live.states(a).last?["run"] as? String)
 
@@ -96,7 +110,8 @@ extension EndToEndSuites {
             // connected again by this run; b's stale `connected` is corrected, since this run does not know it.
             gateway = try start(prefixIntent: false)
             try await waitUntil("run 2 restored a and corrected b") {
-                let sa = try await retained(a), sb = try await retained(b)
+                let sa = try await retained(a)
+                let sb = try await retained(b)
                 return sa["run"] as? String != run1 && sa["state"] as? String == "connected"
                     && sb["run"] as? String != run1 && sb["state"] as? String == "disconnected"
             }
@@ -104,7 +119,9 @@ extension EndToEndSuites {
             #expect((corrected["reason"] as? String)?.contains("restarted") == true, "\(corrected)")
             // On the way, run 2 first said `disconnected` for a (its announcement at start), then connected.
             let run2 = try #require(try await retained(a)["run"] as? String)
-            let run2States = live.states(a).filter { $0["run"] as? String == run2 }.compactMap { $0["state"] as? String }
+            let run2States = live.states(a).filter { $0["run"] as? String == run2 }.compactMap {
+                $0["state"] as? String
+            }
             #expect(run2States.first == "disconnected" && run2States.last == "connected", "\(run2States)")
             // Subscriptions came back too: values flow on the new link.
             let valuesAfter = try Observer(port: broker.port, filter: "\(base)/001bdc400001/char/+")

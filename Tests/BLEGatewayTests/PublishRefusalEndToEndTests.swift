@@ -2,6 +2,7 @@ import BLEPublishing
 import BLETestSupport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -9,8 +10,9 @@ extension EndToEndSuites {
     /// An operator's ACL mistake, fixed with a reload, seen from the outside: under MQTT 5 the broker refuses the
     /// gateway's beacon readings (0x87 Not authorized) while it still takes its status; the status says so
     /// (`publish_refused`), and once the ACL allows them every refused reading arrives and the status says it is over.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(2)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(2)), .serialized)
     struct PublishRefusalEndToEndTests {
         @Test func theStatusSaysWhileTheBrokerRefusesAndEveryRefusedReadingArrivesAfterTheReload() async throws {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("refused-\(UUID().uuidString)")
@@ -62,7 +64,9 @@ extension EndToEndSuites {
             try "topic readwrite #\n".write(to: acl, atomically: true, encoding: .utf8)
             broker.reload()
             do {
-                try await EndToEndSuites.waitFor("beacons", limit: .seconds(90)) { observer.beacons(after: 0).count >= 20 }
+                try await EndToEndSuites.waitFor("beacons", limit: .seconds(90)) {
+                    observer.beacons(after: 0).count >= 20
+                }
             } catch {
                 let log = (try? String(contentsOf: dir.appendingPathComponent("mosquitto.log"), encoding: .utf8)) ?? ""
                 let seen = "seqs seen: \(observer.seqs.suffix(20)); statuses: \(observer.states(statusTopic).suffix(3))"
@@ -70,14 +74,17 @@ extension EndToEndSuites {
                 throw error
             }
             try await EndToEndSuites.waitFor("a status without the refusal", limit: .seconds(90)) {
-                observer.states(statusTopic).last.map { $0["publish_refused"] == nil && $0["state"] as? String == "online" }
+                observer.states(statusTopic).last.map {
+                    $0["publish_refused"] == nil && $0["state"] as? String == "online"
+                }
                     ?? false
             }
             // One episode from the first refusal to the reload: the status and health the broker took in between did
             // not end it (an ACL refuses by topic), so it neither flapped nor let its backoff reset.
-            let episodes = Set(observer.states(statusTopic).compactMap {
-                ($0["publish_refused"] as? [String: Any])?["since"] as? Double
-            })
+            let episodes = Set(
+                observer.states(statusTopic).compactMap {
+                    ($0["publish_refused"] as? [String: Any])?["since"] as? Double
+                })
             #expect(episodes.count == 1, "\(observer.states(statusTopic))")
             task.cancel()
             _ = try? await task.value
@@ -107,7 +114,8 @@ extension EndToEndSuites {
                 (observer.states(health).last?["homeassistant"] as? [String: Any])?["refused_documents"] as? Int
             }
             do {
-                try await EndToEndSuites.waitFor("a health report counting the refused documents", limit: .seconds(30)) {
+                try await EndToEndSuites.waitFor("a health report counting the refused documents", limit: .seconds(30))
+                {
                     (refusedDocuments() ?? 0) > 0 && observer.beacons(after: 0).count >= 20
                 }
             } catch {
@@ -138,7 +146,9 @@ extension EndToEndSuites {
             defer { task.cancel() }
             let health = "\(f.prefix)/\(f.gateway)/health"
             func scan() -> [String: Any]? { observer.states(health).last?["scan"] as? [String: Any] }
-            try await EndToEndSuites.waitFor("a health report counting rate-limited raw advertisements", limit: .seconds(20)) {
+            try await EndToEndSuites.waitFor(
+                "a health report counting rate-limited raw advertisements", limit: .seconds(20)
+            ) {
                 (scan()?["raw_rate_limited"] as? Int ?? 0) > 50
             }
             // The scripted source sends two sightings every 10 ms: far more held back than published.

@@ -3,6 +3,7 @@ import BLEHCI
 import BLETransport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -21,7 +22,8 @@ import Testing
     }
 
     @Test func eachIdentityKindBecomesItsMatcherWithThresholds() throws {
-        let (c, warnings) = try read("""
+        let (c, warnings) = try read(
+            """
             regions:
               - id: lobby
                 uuid: E2C56DB5-DFFB-48D2-B060-D0F5A71096E0
@@ -44,8 +46,11 @@ import Testing
         #expect(c.regions[0].matcher == .iBeacon(uuid: uuid, major: 1, minor: 7))
         #expect(c.regions[0].enterRSSI == -70 && c.regions[0].exitRSSI == -80)
         #expect(c.regions[0].exitTimeout == .milliseconds(2500))
-        #expect(c.regions[1].matcher == .eddystone(namespaceHigh: 0xedd1_ebea_c04e_5def, namespaceLow: 0xa017,
-                                                  instance: 0x0123_4567_89ab))
+        #expect(
+            c.regions[1].matcher
+                == .eddystone(
+                    namespaceHigh: 0xedd1_ebea_c04e_5def, namespaceLow: 0xa017,
+                    instance: 0x0123_4567_89ab))
         #expect(c.regions[2].matcher == .address(try #require(BDAddress("C0:FF:EE:00:00:01"))))
         #expect(c.regions[3].matcher == .namePrefix("Cart"))
         #expect(c.regions[3].exitTimeout == .seconds(10), "the default timeout")
@@ -126,7 +131,8 @@ import Testing
     }
 
     @Test func identityKeysResolveToTheGivenOrADerivedIdentity() throws {
-        let (c, warnings) = try read("""
+        let (c, warnings) = try read(
+            """
             identity_keys:
               - ec0234a357c8ad05341010a60a397d9b
               - name: badge-7
@@ -148,8 +154,9 @@ import Testing
 
     @Test func aShortOrDuplicateKeyIsRefusedAtItsValue() {
         let short = error("identity_keys:\n  - ec0234a357c8ad05\n")
-        #expect(short?.path == "identity_keys[0]" && short?.line == 2 && short?.column == 5,
-                "\(String(describing: short))")
+        #expect(
+            short?.path == "identity_keys[0]" && short?.line == 2 && short?.column == 5,
+            "\(String(describing: short))")
         let dup = error(
             "identity_keys:\n  - ec0234a357c8ad05341010a60a397d9b\n  - {irk: EC0234A357C8AD05341010A60A397D9B}\n")
         #expect(dup?.path == "identity_keys[1].irk" && dup?.line == 3, "\(String(describing: dup))")

@@ -5,14 +5,16 @@ import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
 extension EndToEndSuites {
     /// Regions through the whole gateway, against a real mosquitto: the runtime in this process over a scripted source,
     /// the retained region topic read back by a subscriber. Real time with a 1 s exit timeout; waits have wide guards.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(2)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(2)), .serialized)
     struct RegionsEndToEndTests {
         /// One iBeacon (UUID E2C56DB5-…, major 1, minor 7) and one device behind a resolvable private address
         /// (70:81:94:0D:FB:AA: prand 708194, hash 0dfbaa under the IRK of Core v5.4 Vol 3 Part H Appendix D.7), each
@@ -22,13 +24,17 @@ extension EndToEndSuites {
             var emitting = false
             var cycleAdapter = false
             var counters: SightingSourceCounters { SightingSourceCounters() }
-            static let advertisement: [UInt8] = [0x02, 0x01, 0x06, 0x1A, 0xFF, 0x4C, 0x00, 0x02, 0x15,
-                                                 0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2,
-                                                 0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0,
-                                                 0x00, 0x01, 0x00, 0x07, 0xC5]
+            static let advertisement: [UInt8] = [
+                0x02, 0x01, 0x06, 0x1A, 0xFF, 0x4C, 0x00, 0x02, 0x15,
+                0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2,
+                0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0,
+                0x00, 0x01, 0x00, 0x07, 0xC5,
+            ]
 
-            func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
-                     sighting: @escaping @Sendable (Sighting) -> Void) async throws {
+            func run(
+                adapter: @escaping @Sendable (AdapterReport) -> Void,
+                sighting: @escaping @Sendable (Sighting) -> Void
+            ) async throws {
                 adapter(AdapterReport(state: .poweredOn, device: "test", mode: .exclusive))
                 while !Task.isCancelled {
                     let (emit, cycle) = lock.withLock { () -> (Bool, Bool) in
@@ -40,13 +46,17 @@ extension EndToEndSuites {
                         adapter(AdapterReport(state: .poweredOn, device: "test", mode: .exclusive))
                     }
                     if emit {
-                        sighting(Sighting(address: BDAddress(rawValue: 0xC0FF_EE00_0001), addressType: .random, rssi: -60,
-                                          txPower: nil, timestamp: 0, isConnectable: false, isScanResponse: false,
-                                          advertisement: Advertisement(decoding: Self.advertisement[...])))
+                        sighting(
+                            Sighting(
+                                address: BDAddress(rawValue: 0xC0FF_EE00_0001), addressType: .random, rssi: -60,
+                                txPower: nil, timestamp: 0, isConnectable: false, isScanResponse: false,
+                                advertisement: Advertisement(decoding: Self.advertisement[...])))
                         let flags: [UInt8] = [0x02, 0x01, 0x06]
-                        sighting(Sighting(address: BDAddress(rawValue: 0x7081_940D_FBAA), addressType: .random, rssi: -60,
-                                          txPower: nil, timestamp: 0, isConnectable: true, isScanResponse: false,
-                                          advertisement: Advertisement(decoding: flags[...])))
+                        sighting(
+                            Sighting(
+                                address: BDAddress(rawValue: 0x7081_940D_FBAA), addressType: .random, rssi: -60,
+                                txPower: nil, timestamp: 0, isConnectable: true, isScanResponse: false,
+                                advertisement: Advertisement(decoding: flags[...])))
                     }
                     try await Task.sleep(for: .milliseconds(20))
                 }
@@ -64,7 +74,8 @@ extension EndToEndSuites {
             var c = f.configuration()
             c.remoteConfig.enabled = false
             var reader = YAMLConfigurationReader()
-            let file = try reader.read("""
+            let file = try reader.read(
+                """
                 regions:
                   - id: lobby
                     uuid: E2C56DB5-DFFB-48D2-B060-D0F5A71096E0
@@ -102,8 +113,10 @@ extension EndToEndSuites {
             try await waitFor("inside/determined")
             source.lock.withLock { source.emitting = false }
             try await waitFor("outside/exit")
-            let expected = ["unknown/determined", "outside/determined", "inside/enter", "unknown/determined",
-                            "inside/determined", "outside/exit"]
+            let expected = [
+                "unknown/determined", "outside/determined", "inside/enter", "unknown/determined",
+                "inside/determined", "outside/exit",
+            ]
             #expect(events() == expected)
             // The device is heard only at its private address: the region on its identity address follows it because
             // the address resolves.
@@ -123,10 +136,12 @@ extension EndToEndSuites {
             _ = try? await task.value
 
             // What was published matches schema/v1/region.json (and the envelope).
-            let published = observer.states(topic).map { (topic: topic, json: $0) }
+            let published =
+                observer.states(topic).map { (topic: topic, json: $0) }
                 + observer.states(badgeTopic).map { (topic: badgeTopic, json: $0) }
-            let problems = try SchemaValidation.problems(published, prefix: f.prefix, directory: f.directory,
-                                                         name: "regions.jsonl")
+            let problems = try SchemaValidation.problems(
+                published, prefix: f.prefix, directory: f.directory,
+                name: "regions.jsonl")
             #expect(problems == nil, "schema validation: \(problems ?? "")")
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -21,7 +22,8 @@ import Testing
     @Test func theGatewayDocumentOverridesTheFleetKeyByKeyOverTheLocalFile() throws {
         let rc = RemoteConfigController(local: Self.local(), directory: nil)
         _ = rc.receive(.gateway, payload: Array(#"{"publishing": {"ranging_interval_s": 2}}"#.utf8))
-        let o = rc.receive(.fleet, payload: Array(#"{"publishing": {"ranging_interval_s": 3, "health_interval_s": 9}}"#.utf8))
+        let o = rc.receive(
+            .fleet, payload: Array(#"{"publishing": {"ranging_interval_s": 3, "health_interval_s": 9}}"#.utf8))
         #expect(o?.status == .applied)
         #expect(rc.effective.publishing.rangingIntervalSeconds == 2)  // gateway over fleet
         #expect(rc.effective.publishing.healthIntervalSeconds == 9)  // fleet over local
@@ -91,7 +93,8 @@ import Testing
 
     @Test func theLocalFileReadsTheLogAndRemoteConfigKeys() throws {
         var r = YAMLConfigurationReader()
-        let c = try r.read("""
+        let c = try r.read(
+            """
             log:
               level: debug
             remote_config:

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -8,19 +9,25 @@ import Testing
 
     // FIPS 180-2 Appendix B examples (B.1 one block, B.2 two blocks) and the empty message.
     @Test func sha256MatchesTheFIPSExamples() {
-        #expect(ConfigDigest.hex(ConfigDigest.sha256(Array("abc".utf8)))
+        #expect(
+            ConfigDigest.hex(ConfigDigest.sha256(Array("abc".utf8)))
                 == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")
-        #expect(ConfigDigest.hex(ConfigDigest.sha256(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)))
+        #expect(
+            ConfigDigest.hex(
+                ConfigDigest.sha256(Array("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq".utf8)))
                 == "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1")
-        #expect(ConfigDigest.hex(ConfigDigest.sha256([]))
+        #expect(
+            ConfigDigest.hex(ConfigDigest.sha256([]))
                 == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855")
         // B.3: one million 'a', crossing many blocks.
-        #expect(ConfigDigest.hex(ConfigDigest.sha256([UInt8](repeating: 0x61, count: 1_000_000)))
+        #expect(
+            ConfigDigest.hex(ConfigDigest.sha256([UInt8](repeating: 0x61, count: 1_000_000)))
                 == "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0")
     }
 
     @Test func aFullDocumentSetsEveryRemoteKey() {
-        let v = Self.read("""
+        let v = Self.read(
+            """
             {"version": 7, "scan": {"active": true, "interval_ms": 200, "window_ms": 50.5, "filters": ["uuid:FEAA", "rssi:-80"]},
              "publishing": {"ranging_interval_s": 2, "health_interval_s": 10, "raw_advertisements": true, "raw_max_per_s": 5},
              "log": {"level": "debug"}}
@@ -78,8 +85,10 @@ import Testing
         ("control character", Array("{\"log\": {\"level\": \"a\u{01}\"}}".utf8), "$", "control character"),
         ("not UTF-8", [0x7B, 0x22, 0xC3, 0x28, 0x22, 0x3A, 0x31, 0x7D], "$", "not UTF-8"),
         ("1 MB", Array(("{\"x\": \"" + String(repeating: "a", count: 1_048_576) + "\"}").utf8), "$", "at most 65536"),
-        ("10,000 deep", Array((String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)).utf8),
-         "$", "nested deeper than 16"),
+        (
+            "10,000 deep", Array((String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)).utf8),
+            "$", "nested deeper than 16"
+        ),
         ("duplicate key", Array(#"{"scan": {"active": true, "active": false}}"#.utf8), "$", "duplicate key \"active\""),
         ("a list at the top", Array("[1, 2]".utf8), "$", "expected an object, found a list"),
         ("a string at the top", Array(#""scan""#.utf8), "$", "expected an object, found a string"),
@@ -88,21 +97,33 @@ import Testing
         ("active as a string", Array(#"{"scan": {"active": "yes"}}"#.utf8), "$.scan.active", "expected true or false"),
         ("interval too small", Array(#"{"scan": {"interval_ms": 1}}"#.utf8), "$.scan.interval_ms", "out of range"),
         ("interval negative", Array(#"{"scan": {"interval_ms": -100}}"#.utf8), "$.scan.interval_ms", "out of range"),
-        ("window over interval", Array(#"{"scan": {"interval_ms": 50, "window_ms": 60}}"#.utf8), "$.scan.window_ms",
-         "must not exceed"),
+        (
+            "window over interval", Array(#"{"scan": {"interval_ms": 50, "window_ms": 60}}"#.utf8), "$.scan.window_ms",
+            "must not exceed"
+        ),
         ("filters not a list", Array(#"{"scan": {"filters": "uuid:FEAA"}}"#.utf8), "$.scan.filters", "expected a list"),
-        ("filter not a string", Array(#"{"scan": {"filters": ["uuid:FEAA", 5]}}"#.utf8), "$.scan.filters[1]",
-         "expected a string"),
+        (
+            "filter not a string", Array(#"{"scan": {"filters": ["uuid:FEAA", 5]}}"#.utf8), "$.scan.filters[1]",
+            "expected a string"
+        ),
         ("filter unknown kind", Array(#"{"scan": {"filters": ["colour:red"]}}"#.utf8), "$.scan.filters[0]", "colour"),
         ("filter bad uuid", Array(#"{"scan": {"filters": ["uuid:XYZ"]}}"#.utf8), "$.scan.filters[0]", "uuid:XYZ"),
-        ("ranging interval zero", Array(#"{"publishing": {"ranging_interval_s": 0}}"#.utf8),
-         "$.publishing.ranging_interval_s", "out of range"),
-        ("health interval as string", Array(#"{"publishing": {"health_interval_s": "30"}}"#.utf8),
-         "$.publishing.health_interval_s", "expected a number, found a string"),
-        ("raw rate huge", Array(#"{"publishing": {"raw_max_per_s": 1e9}}"#.utf8), "$.publishing.raw_max_per_s",
-         "out of range"),
-        ("sample expiry", Array(#"{"publishing": {"sample_expiry_s": 10}}"#.utf8), "$.publishing.sample_expiry_s",
-         "local only"),
+        (
+            "ranging interval zero", Array(#"{"publishing": {"ranging_interval_s": 0}}"#.utf8),
+            "$.publishing.ranging_interval_s", "out of range"
+        ),
+        (
+            "health interval as string", Array(#"{"publishing": {"health_interval_s": "30"}}"#.utf8),
+            "$.publishing.health_interval_s", "expected a number, found a string"
+        ),
+        (
+            "raw rate huge", Array(#"{"publishing": {"raw_max_per_s": 1e9}}"#.utf8), "$.publishing.raw_max_per_s",
+            "out of range"
+        ),
+        (
+            "sample expiry", Array(#"{"publishing": {"sample_expiry_s": 10}}"#.utf8), "$.publishing.sample_expiry_s",
+            "local only"
+        ),
         ("log level unknown", Array(#"{"log": {"level": "loud"}}"#.utf8), "$.log.level", "expected one of"),
         ("log level a number", Array(#"{"log": {"level": 3}}"#.utf8), "$.log.level", "expected a string"),
         ("version fractional", Array(#"{"version": 1.5}"#.utf8), "$.version", "expected a whole number"),
@@ -112,16 +133,28 @@ import Testing
         ("gateway id", Array(#"{"gateway": {"id": "other"}}"#.utf8), "$.gateway", "local only"),
         ("spool path", Array(#"{"spool": {"path": "/tmp/x"}}"#.utf8), "$.spool", "local only"),
         ("adapter", Array(#"{"adapter": {"device": "hci1"}}"#.utf8), "$.adapter", "local only"),
-        ("a region that names no beacon", Array(#"{"regions": [{"id": "lobby", "enter_rssi": -70}]}"#.utf8),
-         "$.regions[0]", "needs one identity"),
-        ("a region id twice", Array(#"{"regions": [{"id": "a", "name_prefix": "A"}, {"id": "a", "name_prefix": "B"}]}"#.utf8),
-         "$.regions[1].id", "duplicate region id"),
-        ("a peripheral with no match", Array(#"{"peripherals": [{"name": "thermo"}]}"#.utf8), "$.peripherals[0]",
-         "needs one of address"),
-        ("ranging out of range", Array(#"{"ranging": {"path_loss_exponent": 9}}"#.utf8), "$.ranging.path_loss_exponent",
-         "out of range"),
-        ("valid keys beside one bad", Array(#"{"log": {"level": "debug"}, "scan": {"window_ms": "x"}}"#.utf8),
-         "$.scan.window_ms", "expected a number"),
+        (
+            "a region that names no beacon", Array(#"{"regions": [{"id": "lobby", "enter_rssi": -70}]}"#.utf8),
+            "$.regions[0]", "needs one identity"
+        ),
+        (
+            "a region id twice",
+            Array(#"{"regions": [{"id": "a", "name_prefix": "A"}, {"id": "a", "name_prefix": "B"}]}"#.utf8),
+            "$.regions[1].id", "duplicate region id"
+        ),
+        (
+            "a peripheral with no match", Array(#"{"peripherals": [{"name": "thermo"}]}"#.utf8), "$.peripherals[0]",
+            "needs one of address"
+        ),
+        (
+            "ranging out of range", Array(#"{"ranging": {"path_loss_exponent": 9}}"#.utf8),
+            "$.ranging.path_loss_exponent",
+            "out of range"
+        ),
+        (
+            "valid keys beside one bad", Array(#"{"log": {"level": "debug"}, "scan": {"window_ms": "x"}}"#.utf8),
+            "$.scan.window_ms", "expected a number"
+        ),
     ]
 
     @Test(arguments: malformed.indices)
@@ -133,7 +166,9 @@ import Testing
     }
 
     @Test func aDocumentFedIntoTheParserOneByteLongerAtATimeNeverCrashes() {
-        let doc = Array(#"{"version": 3, "scan": {"active": true, "filters": ["uuid:FEAA", "name:A\u00e9"]}, "log": {"level": "info"}}"#.utf8)
+        let doc = Array(
+            #"{"version": 3, "scan": {"active": true, "filters": ["uuid:FEAA", "name:A\u00e9"]}, "log": {"level": "info"}}"#
+                .utf8)
         for end in 0..<doc.count {
             let v = RemoteConfigDocument.read(Array(doc[..<end]))
             #expect(v.overlay == nil && !v.errors.isEmpty)

@@ -4,24 +4,29 @@ import BLEPublishing
 import BLETestSupport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
 extension EndToEndSuites {
     /// Remote configuration against a real mosquitto, with the gateway running in this process over a scripted source.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(3)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(3)), .serialized)
     struct RemoteConfigEndToEndTests {
         @Test func aRetainedConfigPresentAtConnectIsInForceBeforeTheFirstScan() async throws {
             let f = try Fixture()
             defer { f.broker.terminate() }
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/#")
             defer { observer.stop() }
-            try await observer.publish(f.fleetTopic, Array(#"{"version": 3, "publishing": {"ranging_interval_s": 0.3}}"#.utf8))
+            try await observer.publish(
+                f.fleetTopic, Array(#"{"version": 3, "publishing": {"ranging_interval_s": 0.3}}"#.utf8))
             try await observer.publish(f.configTopic, Array(#"{"version": 9, "scan": {"filters": ["name:A"]}}"#.utf8))
 
             let (runtime, source, task) = try f.start(f.configuration())
-            try await EndToEndSuites.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
+            try await EndToEndSuites.waitFor("first scan") {
+                source.lock.withLock { source.configurationAtStart != nil }
+            }
             let atStart = try #require(source.lock.withLock { source.configurationAtStart })
             #expect(atStart.scan.filters == ["name:A"])
             #expect(atStart.publishing.rangingIntervalSeconds == 0.3)
@@ -52,11 +57,16 @@ extension EndToEndSuites {
             try await EndToEndSuites.waitFor("readings flowing") { observer.beacons(after: 0).count >= 4 }
 
             let sent = ContinuousClock.now
-            try await observer.publish(f.configTopic, Array("""
-                {"version": 2, "publishing": {"ranging_interval_s": 0.5}, "scan": {"filters": ["name:B"]},
-                 "log": {"level": "warning"}}
-                """.utf8))
-            try await EndToEndSuites.waitFor("applied") { observer.states(f.stateTopic).contains { $0["version"] as? Int == 2 } }
+            try await observer.publish(
+                f.configTopic,
+                Array(
+                    """
+                    {"version": 2, "publishing": {"ranging_interval_s": 0.5}, "scan": {"filters": ["name:B"]},
+                     "log": {"level": "warning"}}
+                    """.utf8))
+            try await EndToEndSuites.waitFor("applied") {
+                observer.states(f.stateTopic).contains { $0["version"] as? Int == 2 }
+            }
             let latency = ContinuousClock.now - sent
             let state = try #require(observer.states(f.stateTopic).last { $0["version"] as? Int == 2 })
             #expect(state["status"] as? String == "applied")
@@ -69,9 +79,11 @@ extension EndToEndSuites {
             // for a while but no longer heard (samples 0). The first flush after the change still holds A's sightings
             // from before it; in every later one only B (address …c0ffee01) is heard.
             func flushes() -> [Double: [String]] {
-                Dictionary(grouping: observer.beacons(after: appliedSeq).filter { $0["interval_s"] as? Double == 0.5 },
-                           by: { $0["ts"] as? Double ?? 0 })
-                    .mapValues { $0.filter { ($0["samples"] as? Int ?? 0) > 0 }.compactMap { $0["id"] as? String } }
+                Dictionary(
+                    grouping: observer.beacons(after: appliedSeq).filter { $0["interval_s"] as? Double == 0.5 },
+                    by: { $0["ts"] as? Double ?? 0 }
+                )
+                .mapValues { $0.filter { ($0["samples"] as? Int ?? 0) > 0 }.compactMap { $0["id"] as? String } }
             }
             try await EndToEndSuites.waitFor("three flushes") { flushes().count >= 3 }
             let later = flushes().sorted { $0.key < $1.key }.dropFirst()
@@ -91,7 +103,9 @@ extension EndToEndSuites {
             let (runtime, _, task) = try f.start(f.configuration())
             try await EndToEndSuites.waitFor("first state") { !observer.states(f.stateTopic).isEmpty }
             try await observer.publish(f.configTopic, Array(#"{"version": 1, "log": {"level": "debug"}}"#.utf8))
-            try await EndToEndSuites.waitFor("good applied") { observer.states(f.stateTopic).contains { $0["version"] as? Int == 1 } }
+            try await EndToEndSuites.waitFor("good applied") {
+                observer.states(f.stateTopic).contains { $0["version"] as? Int == 1 }
+            }
             let good = runtime.effectiveConfiguration
 
             for (name, payload, path, reason) in RemoteConfigDocumentTests.malformed where !payload.isEmpty {
@@ -101,15 +115,19 @@ extension EndToEndSuites {
                 let s = try #require(observer.states(f.stateTopic).last)
                 #expect(s["status"] as? String == "rejected", "\(name)")
                 let errors = s["errors"] as? [[String: Any]] ?? []
-                #expect(errors.contains { $0["path"] as? String == path && ($0["reason"] as? String)?.contains(reason) == true },
-                        "\(name): \(errors)")
+                #expect(
+                    errors.contains {
+                        $0["path"] as? String == path && ($0["reason"] as? String)?.contains(reason) == true
+                    },
+                    "\(name): \(errors)")
                 #expect(s["hash"] as? String == good.effectiveHash, "\(name)")
             }
             #expect(runtime.effectiveConfiguration == good)
             // Every verdict matches schema/v1/config-state.json.
             let verdicts = observer.states(f.stateTopic)
-            let problems = try SchemaValidation.problems(verdicts.map { (topic: f.stateTopic, json: $0) },
-                                                         prefix: f.prefix, directory: f.directory, name: "states.jsonl")
+            let problems = try SchemaValidation.problems(
+                verdicts.map { (topic: f.stateTopic, json: $0) },
+                prefix: f.prefix, directory: f.directory, name: "states.jsonl")
             #expect(problems == nil, "schema validation: \(problems ?? "")")
             #expect(verdicts.count >= RemoteConfigDocumentTests.malformed.count)
             let lastSeq = observer.seqs.max() ?? 0
@@ -129,8 +147,11 @@ extension EndToEndSuites {
             c.remoteConfig.startupWaitSeconds = 0.5
             do {
                 let (_, _, task) = try f.start(c)
-                try await observer.publish(f.configTopic, Array(#"{"version": 5, "scan": {"filters": ["name:B"]}}"#.utf8))
-                try await EndToEndSuites.waitFor("applied") { observer.states(f.stateTopic).contains { $0["version"] as? Int == 5 } }
+                try await observer.publish(
+                    f.configTopic, Array(#"{"version": 5, "scan": {"filters": ["name:B"]}}"#.utf8))
+                try await EndToEndSuites.waitFor("applied") {
+                    observer.states(f.stateTopic).contains { $0["version"] as? Int == 5 }
+                }
                 task.cancel()
                 _ = try? await task.value
             }
@@ -139,21 +160,28 @@ extension EndToEndSuites {
             offline.mqtt.broker = "mqtt://127.0.0.1:\(try Loopback.freePort())"
             do {
                 let (_, source, task) = try f.start(offline)
-                try await EndToEndSuites.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
+                try await EndToEndSuites.waitFor("first scan") {
+                    source.lock.withLock { source.configurationAtStart != nil }
+                }
                 #expect(source.lock.withLock { source.configurationAtStart?.scan.filters } == ["name:B"])
                 task.cancel()
                 _ = try? await task.value
             }
             // A poison retained document (10,000 nested lists) does not stop a start: refused, the stored layer stays.
-            try await observer.publish(f.configTopic, Array((String(repeating: "[", count: 10_000)
-                                                              + String(repeating: "]", count: 10_000)).utf8))
+            try await observer.publish(
+                f.configTopic,
+                Array(
+                    (String(repeating: "[", count: 10_000)
+                        + String(repeating: "]", count: 10_000)).utf8))
             for _ in 0..<2 {
                 let before = observer.states(f.stateTopic).count
                 let (runtime, source, task) = try f.start(c)
                 try await EndToEndSuites.waitFor("poison refused") {
                     observer.states(f.stateTopic).dropFirst(before).contains { $0["status"] as? String == "rejected" }
                 }
-                try await EndToEndSuites.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
+                try await EndToEndSuites.waitFor("first scan") {
+                    source.lock.withLock { source.configurationAtStart != nil }
+                }
                 #expect(source.lock.withLock { source.configurationAtStart?.scan.filters } == ["name:B"])
                 #expect(runtime.effectiveConfiguration.scan.filters == ["name:B"])
                 task.cancel()
@@ -163,7 +191,9 @@ extension EndToEndSuites {
             try await observer.publish(f.configTopic, [])
             do {
                 let (runtime, source, task) = try f.start(c)
-                try await EndToEndSuites.waitFor("first scan") { source.lock.withLock { source.configurationAtStart != nil } }
+                try await EndToEndSuites.waitFor("first scan") {
+                    source.lock.withLock { source.configurationAtStart != nil }
+                }
                 #expect(source.lock.withLock { source.configurationAtStart?.scan.filters } == [])
                 #expect(runtime.effectiveConfiguration == c)
                 task.cancel()
@@ -187,7 +217,8 @@ extension EndToEndSuites {
             func push(_ text: String, signed: Bool) async throws -> [String: Any] {
                 let before = observer.states(f.stateTopic).count
                 let doc = Array(text.utf8)
-                let payload = signed
+                let payload =
+                    signed
                     ? try ConfigSigning.sign(doc, privateKey: privateKey, for: .gateway(f.gateway)) : doc
                 try await observer.publish(f.configTopic, payload)
                 try await EndToEndSuites.waitFor("verdict") { observer.states(f.stateTopic).count > before }
@@ -204,7 +235,9 @@ extension EndToEndSuites {
             // Anyone with publish access can clear the retained topic: that is refused, not a deletion.
             let before = observer.states(f.stateTopic).count
             try await observer.publish(f.configTopic, [])
-            try await EndToEndSuites.waitFor("verdict on the empty message") { observer.states(f.stateTopic).count > before }
+            try await EndToEndSuites.waitFor("verdict on the empty message") {
+                observer.states(f.stateTopic).count > before
+            }
             let cleared = try #require(observer.states(f.stateTopic).last)
             #expect(cleared["status"] as? String == "rejected")
             #expect(cleared["signed_only"] as? Bool == true)

@@ -7,13 +7,15 @@ import BLETransport
 import Foundation
 import Logging
 import Testing
+
 @testable import BLEGateway
 
 extension EndToEndSuites {
     /// Remote documents that change what is not read per sighting — regions, scan parameters — against a real
     /// mosquitto, with the gateway running in this process.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(3)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(3)), .serialized)
     struct RemoteConfigLiveEndToEndTests {
         static func waitFor(_ what: String, limit: Duration = .seconds(15), _ done: () -> Bool) async throws {
             try await EndToEndSuites.waitFor(what, limit: limit, done)
@@ -25,7 +27,10 @@ extension EndToEndSuites {
         static func stopping<T>(_ f: Fixture, _ body: () async throws -> T) async throws -> T {
             func stop() async {
                 await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
-                    Thread { f.broker.terminate(); done.resume() }.start()
+                    Thread {
+                        f.broker.terminate()
+                        done.resume()
+                    }.start()
                 }
             }
             do {
@@ -51,9 +56,12 @@ extension EndToEndSuites {
             try await Self.waitFor("readings flowing") { observer.beacons(after: 0).count >= 2 }
             func region(_ id: String) -> [[String: Any]] { observer.states("\(f.prefix)/\(f.gateway)/regions/\(id)") }
 
-            try await observer.publish(f.configTopic, Array("""
-                {"version": 1, "regions": [{"id": "lab", "name_prefix": "A", "exit_timeout_s": 2}]}
-                """.utf8))
+            try await observer.publish(
+                f.configTopic,
+                Array(
+                    """
+                    {"version": 1, "regions": [{"id": "lab", "name_prefix": "A", "exit_timeout_s": 2}]}
+                    """.utf8))
             try await Self.waitFor("lab determined") { region("lab").contains { $0["state"] as? String == "inside" } }
             let applied = try #require(observer.states(f.stateTopic).last { $0["version"] as? Int == 1 })
             #expect(applied["status"] as? String == "applied")
@@ -67,9 +75,12 @@ extension EndToEndSuites {
             #expect(unknownSeq < insideSeq)
 
             // Replaced whole: "lab" is removed (retained `removed`), "hall" is new.
-            try await observer.publish(f.configTopic, Array("""
-                {"version": 2, "regions": [{"id": "hall", "name_prefix": "B"}]}
-                """.utf8))
+            try await observer.publish(
+                f.configTopic,
+                Array(
+                    """
+                    {"version": 2, "regions": [{"id": "hall", "name_prefix": "B"}]}
+                    """.utf8))
             try await Self.waitFor("hall determined") { region("hall").contains { $0["state"] as? String == "inside" } }
             #expect(region("lab").last?["state"] as? String == "removed", "\(region("lab"))")
             #expect(region("lab").last?["event"] as? String == "removed")
@@ -107,29 +118,36 @@ extension EndToEndSuites {
             let sockets = f.directory.appendingPathComponent("sim")
             var options = SimulatorOptions(socketDirectory: sockets.path)
             options.duration = 300
-            let simulator = try Simulator(scenario: try ScenarioLoader.parse(RemoteConfigScanUpdateTests.yaml),
-                                          options: options, clock: ScaledClock(factor: 1),
-                                          pacing: .clock(batch: .milliseconds(20)))
+            let simulator = try Simulator(
+                scenario: try ScenarioLoader.parse(RemoteConfigScanUpdateTests.yaml),
+                options: options, clock: ScaledClock(factor: 1),
+                pacing: .clock(batch: .milliseconds(20)))
             let sim = Task { try await simulator.run() }
             defer { sim.cancel() }
             var c = f.configuration()
             c.publishing.rawAdvertisements = true
             c.publishing.rawMaxPerSecond = 50
-            let source = HCISightingSource(spec: .unix(path: simulator.socketPath(for: "gw-a")), mode: .exclusive,
-                                           scan: c.scan, clock: SystemClock(), logger: Logger(label: "test"))
+            let source = HCISightingSource(
+                spec: .unix(path: simulator.socketPath(for: "gw-a")), mode: .exclusive,
+                scan: c.scan, clock: SystemClock(), logger: Logger(label: "test"))
             let runtime = try GatewayRuntime(configuration: c, source: source, clockSynchronized: { true })
             let task = Task { try await runtime.run() }
             defer { task.cancel() }
 
-            func raws() -> [[String: Any]] { observer.lock.withLock { observer.messages.filter { $0.topic.contains("/raw/") }.map(\.json) } }
+            func raws() -> [[String: Any]] {
+                observer.lock.withLock { observer.messages.filter { $0.topic.contains("/raw/") }.map(\.json) }
+            }
             let adapterTopic = "\(f.prefix)/\(f.gateway)/adapter"
             try await Self.waitFor("passive raw advertisements") { raws().count >= 10 }
             #expect(raws().allSatisfy { $0["scan_response"] as? Bool == false })
             let adapterStates = observer.states(adapterTopic).count
 
-            try await observer.publish(f.configTopic, Array("""
-                {"version": 1, "scan": {"active": true, "interval_ms": 60, "window_ms": 30}}
-                """.utf8))
+            try await observer.publish(
+                f.configTopic,
+                Array(
+                    """
+                    {"version": 1, "scan": {"active": true, "interval_ms": 60, "window_ms": 30}}
+                    """.utf8))
             try await Self.waitFor("applied") { observer.states(f.stateTopic).contains { $0["version"] as? Int == 1 } }
             let state = try #require(observer.states(f.stateTopic).last { $0["version"] as? Int == 1 })
             #expect(state["status"] as? String == "applied")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -33,7 +34,8 @@ import Testing
     }
 
     static func signed(_ version: Int, _ level: String, for address: ConfigSigning.Address = .gateway(gatewayID))
-        throws -> [UInt8] {
+        throws -> [UInt8]
+    {
         try ConfigSigning.sign(doc(version, level), privateKey: keys.privateKey, for: address)
     }
 
@@ -66,8 +68,9 @@ import Testing
         let gatewayOnFleet = try #require(rc.receive(.fleet, payload: try Self.signed(9, "trace")))
         #expect(gatewayOnFleet.status == .rejected && gatewayOnFleet.errors.first?.path == "$.target")
         // Rewriting the target in the envelope breaks the signature: it covers the target and the layer.
-        var json = try #require(try JSONSerialization.jsonObject(
-            with: Data(try Self.signed(9, "trace", for: .gateway("gw-8")))) as? [String: String])
+        var json = try #require(
+            try JSONSerialization.jsonObject(
+                with: Data(try Self.signed(9, "trace", for: .gateway("gw-8")))) as? [String: String])
         json["target"] = Self.gatewayID
         let retargeted = [UInt8](try JSONSerialization.data(withJSONObject: json))
         #expect(rc.receive(.gateway, payload: retargeted)?.errors.first?.path == "$.signature")
@@ -84,11 +87,13 @@ import Testing
         defer { store.remove() }
         let rc = try store.controller()
         #expect(rc.receive(.gateway, payload: try Self.signed(5, "debug"))?.status == .applied)
-        let stale = try ConfigSigning.tombstone(version: 4, privateKey: Self.keys.privateKey,
-                                                for: .gateway(Self.gatewayID))
+        let stale = try ConfigSigning.tombstone(
+            version: 4, privateKey: Self.keys.privateKey,
+            for: .gateway(Self.gatewayID))
         #expect(rc.receive(.gateway, payload: stale)?.status == .rejected)
-        let tombstone = try ConfigSigning.tombstone(version: 6, privateKey: Self.keys.privateKey,
-                                                    for: .gateway(Self.gatewayID))
+        let tombstone = try ConfigSigning.tombstone(
+            version: 6, privateKey: Self.keys.privateKey,
+            for: .gateway(Self.gatewayID))
         let deleted = try #require(rc.receive(.gateway, payload: tombstone))
         #expect(deleted.status == .cleared && deleted.version == 6 && rc.layersInForce.isEmpty)
         #expect(rc.effective.log.level == GatewayConfiguration().log.level)
@@ -98,8 +103,9 @@ import Testing
         #expect(try store.controller().receive(.gateway, payload: try Self.signed(5, "debug"))?.status == .rejected)
         #expect(rc.receive(.gateway, payload: try Self.signed(7, "error"))?.status == .applied)
         // A tombstone that tries to set something as well is not a tombstone.
-        let mixed = try ConfigSigning.sign(Array(#"{"version": 8, "delete": true, "log": {"level": "trace"}}"#.utf8),
-                                           privateKey: Self.keys.privateKey, for: .gateway(Self.gatewayID))
+        let mixed = try ConfigSigning.sign(
+            Array(#"{"version": 8, "delete": true, "log": {"level": "trace"}}"#.utf8),
+            privateKey: Self.keys.privateKey, for: .gateway(Self.gatewayID))
         #expect(rc.receive(.gateway, payload: mixed)?.errors.first?.path == "$.delete")
     }
 

@@ -1,10 +1,12 @@
 import BLEDomain
 import BLEGateway
 import BLESimulator
+import BLETestSupport
 import BLETransport
 import Foundation
 import Logging
 import Testing
+
 @testable import BLEConfiguration
 
 extension EndToEndSuites {
@@ -30,15 +32,18 @@ extension EndToEndSuites {
 
         @Test func newScanParametersRestartOnlyTheScannerAndTheControllerScansWithThem() async throws {
             signal(SIGPIPE, SIG_IGN)
-            let dir = FileManager.default.temporaryDirectory.appendingPathComponent("scanupd-\(UUID().uuidString.prefix(8))")
+            let dir = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "scanupd-\(UUID().uuidString.prefix(8))")
             defer { try? FileManager.default.removeItem(at: dir) }
             let clock = ScaledClock(factor: 2)
             var options = SimulatorOptions(socketDirectory: dir.path)
             options.duration = 200
-            let simulator = try Simulator(scenario: try ScenarioLoader.parse(Self.yaml), options: options, clock: clock,
-                                          pacing: .clock(batch: .milliseconds(20)))
+            let simulator = try Simulator(
+                scenario: try ScenarioLoader.parse(Self.yaml), options: options, clock: clock,
+                pacing: .clock(batch: .milliseconds(20)))
             let source = HCISightingSource(
-                spec: .unix(path: simulator.socketPath(for: "gw-a")), mode: .exclusive, scan: GatewayConfiguration.Scan(),
+                spec: .unix(path: simulator.socketPath(for: "gw-a")), mode: .exclusive,
+                scan: GatewayConfiguration.Scan(),
                 clock: clock, logger: Logger(label: "test"))
             #expect(source.appliesScanParametersLive)
             let seen = Observed()
@@ -46,15 +51,16 @@ extension EndToEndSuites {
             let gateway = Task {
                 try await source.run(
                     adapter: { r in seen.lock.withLock { seen.reports.append(r) } },
-                    sighting: { s in seen.lock.withLock { seen.sightings.append((clock.now().seconds, s.isScanResponse)) } })
+                    sighting: { s in
+                        seen.lock.withLock { seen.sightings.append((clock.now().seconds, s.isScanResponse)) }
+                    })
             }
-            defer { gateway.cancel(); sim.cancel() }
+            defer {
+                gateway.cancel()
+                sim.cancel()
+            }
             func waitFor(_ what: String, _ done: () -> Bool) async throws {
-                let deadline = ContinuousClock.now + .seconds(20)
-                while !done() {
-                    guard ContinuousClock.now < deadline else { throw POSIXError(.ETIMEDOUT) }
-                    try await Task.sleep(for: .milliseconds(20))
-                }
+                try await waitUntil(what, limit: .seconds(20)) { done() }
             }
             try await waitFor("passive sightings") { seen.lock.withLock { seen.sightings.count >= 20 } }
             #expect(seen.lock.withLock { seen.sightings.allSatisfy { !$0.scanResponse } }, "passive: no scan responses")

@@ -1,13 +1,15 @@
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
 @Suite struct RemoteConfigSigningTests {
     static func hex(_ s: String) -> Data {
-        Data(stride(from: 0, to: s.count, by: 2).map {
-            UInt8(s[s.index(s.startIndex, offsetBy: $0)..<s.index(s.startIndex, offsetBy: $0 + 2)], radix: 16)!
-        })
+        Data(
+            stride(from: 0, to: s.count, by: 2).map {
+                UInt8(s[s.index(s.startIndex, offsetBy: $0)..<s.index(s.startIndex, offsetBy: $0 + 2)], radix: 16)!
+            })
     }
 
     // RFC 8032 §7.1, TEST 1 and TEST 2.
@@ -22,11 +24,17 @@ import Testing
 
     @Test func theVerifierAcceptsTheRFC8032VectorsAndNothingElse() throws {
         let v1 = try ConfigSigning.Verifier(publicKey: Self.public1)
-        let sig1 = [UInt8](Self.hex("e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"))
+        let sig1 = [UInt8](
+            Self.hex(
+                "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"
+            ))
         #expect(v1.isValid(sig1, for: []))
         #expect(!v1.isValid(sig1, for: [0x72]))
         let v2 = try ConfigSigning.Verifier(publicKey: Self.public2)
-        let sig2 = [UInt8](Self.hex("92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"))
+        let sig2 = [UInt8](
+            Self.hex(
+                "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"
+            ))
         #expect(v2.isValid(sig2, for: [0x72]))
         #expect(!v1.isValid(sig2, for: [0x72]))
     }

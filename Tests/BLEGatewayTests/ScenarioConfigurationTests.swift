@@ -1,6 +1,7 @@
 import BLESimulator
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -21,16 +22,20 @@ import Testing
     func eachGatewaysConfigurationFitsTheScenario(file: String) throws {
         let scenario = try ScenarioLoader.load(path: Self.directory + "/" + file)
         for gateway in scenario.gateways {
-            let yaml = try #require(scenario.gatewayConfigYAMLByGateway[gateway.id], "\(gateway.id) has no configuration")
+            let yaml = try #require(
+                scenario.gatewayConfigYAMLByGateway[gateway.id], "\(gateway.id) has no configuration")
             var reader = YAMLConfigurationReader()
             let c = try reader.read(yaml)
             #expect(reader.warnings.isEmpty, "\(gateway.id): \(reader.warnings)")
-            #expect(c.connections.max <= gateway.maxConnections,
-                    "\(gateway.id) holds \(gateway.maxConnections) links; asked: \(c.connections.max)")
-            #expect(abs(c.ranging.pathLossExponent - scenario.radio.pathLossExponent) < 1e-9,
-                    "\(gateway.id): ranging \(c.ranging.pathLossExponent) ≠ radio \(scenario.radio.pathLossExponent)")
-            #expect(abs(c.ranging.rssiOffsetDB + gateway.rxOffsetDB) < 1e-9,
-                    "\(gateway.id) receives \(gateway.rxOffsetDB) dB off; corrects \(c.ranging.rssiOffsetDB)")
+            #expect(
+                c.connections.max <= gateway.maxConnections,
+                "\(gateway.id) holds \(gateway.maxConnections) links; asked: \(c.connections.max)")
+            #expect(
+                abs(c.ranging.pathLossExponent - scenario.radio.pathLossExponent) < 1e-9,
+                "\(gateway.id): ranging \(c.ranging.pathLossExponent) ≠ radio \(scenario.radio.pathLossExponent)")
+            #expect(
+                abs(c.ranging.rssiOffsetDB + gateway.rxOffsetDB) < 1e-9,
+                "\(gateway.id) receives \(gateway.rxOffsetDB) dB off; corrects \(c.ranging.rssiOffsetDB)")
         }
     }
 

@@ -24,13 +24,16 @@ import Testing
         let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("schema-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
-        let ladder = #"{"climbs":1,"exhausted":0,"silences":1,"recoveries":{},"attempts":{},"#
+        let ladder =
+            #"{"climbs":1,"exhausted":0,"silences":1,"recoveries":{},"attempts":{},"#
             + #""total_time_to_recover_s":2.5}"#
-        let good = try SchemaValidation.problems([(topic: "bg/gw/health", payload: Self.health(adapter: ladder))],
-                                                 prefix: "bg", directory: dir, python: python)
+        let good = try SchemaValidation.problems(
+            [(topic: "bg/gw/health", payload: Self.health(adapter: ladder))],
+            prefix: "bg", directory: dir, python: python)
         #expect(good == nil, "\(python): \(good ?? "")")
-        let bad = try SchemaValidation.problems([(topic: "bg/gw/health", payload: Self.health(adapter: "{}"))],
-                                                prefix: "bg", directory: dir, python: python)
+        let bad = try SchemaValidation.problems(
+            [(topic: "bg/gw/health", payload: Self.health(adapter: "{}"))],
+            prefix: "bg", directory: dir, python: python)
         #expect(bad?.contains("'climbs' is a required property") == true, "\(python): \(bad ?? "nil")")
     }
 }

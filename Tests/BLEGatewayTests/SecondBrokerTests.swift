@@ -2,6 +2,7 @@ import BLEPublishing
 import BLETestSupport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -18,16 +19,17 @@ enum Amqtt {
     static func start(in directory: URL) async throws -> (child: Child, port: Int) {
         let port = try Loopback.freePort()
         try """
-            listeners:
-              default:
-                type: tcp
-                bind: 127.0.0.1:\(port)
-            plugins:
-              amqtt.plugins.authentication.AnonymousAuthPlugin:
-                allow_anonymous: true
-            """.write(to: directory.appendingPathComponent("amqtt.yaml"), atomically: true, encoding: .utf8)
-        let child = try Child.unmasked(executable, ["-c", directory.appendingPathComponent("amqtt.yaml").path],
-                                       log: directory.appendingPathComponent("amqtt.log").path)
+        listeners:
+          default:
+            type: tcp
+            bind: 127.0.0.1:\(port)
+        plugins:
+          amqtt.plugins.authentication.AnonymousAuthPlugin:
+            allow_anonymous: true
+        """.write(to: directory.appendingPathComponent("amqtt.yaml"), atomically: true, encoding: .utf8)
+        let child = try Child.unmasked(
+            executable, ["-c", directory.appendingPathComponent("amqtt.yaml").path],
+            log: directory.appendingPathComponent("amqtt.log").path)
         try await EndToEndSuites.waitFor("amqtt", limit: .seconds(20)) {
             Loopback.accepts(port: port)
         }
@@ -36,7 +38,9 @@ enum Amqtt {
 }
 
 extension EndToEndSuites {
-    @Suite(.enabled(if: TestDependency.runs(Amqtt.isAvailable), "needs amqtt (make amqtt-venv)"), .timeLimit(.minutes(2)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Amqtt.isAvailable), "needs amqtt (make amqtt-venv)"), .timeLimit(.minutes(2)),
+        .serialized)
     struct SecondBrokerTests {
         @Test func aRetainedConfigAppliesReportsAndIsInForceAgainAtTheNextStartUnderAmqtt() async throws {
             let dir = FileManager.default.temporaryDirectory.appendingPathComponent("amqtt-\(UUID().uuidString)")
@@ -72,8 +76,9 @@ extension EndToEndSuites {
                 try await EndToEndSuites.waitFor("readings flowing", limit: .seconds(20)) {
                     observer.beacons(after: 0).count >= 4
                 }
-                try await observer.publish("\(prefix)/gw-a/config",
-                                           Array(#"{"version": 4, "scan": {"filters": ["name:A"]}}"#.utf8))
+                try await observer.publish(
+                    "\(prefix)/gw-a/config",
+                    Array(#"{"version": 4, "scan": {"filters": ["name:A"]}}"#.utf8))
                 try await EndToEndSuites.waitFor("the verdict", limit: .seconds(20)) {
                     observer.states(stateTopic).contains {
                         $0["version"] as? Int == 4 && $0["status"] as? String == "applied"

@@ -10,10 +10,13 @@ extension EndToEndSuites {
     /// (restarts, an outage) is not run against amqtt: it loses the QoS 1 messages queued for a persistent session
     /// when it restarts, even with its session database (docs/DEPLOY.md, "Other brokers"), so a gap there would be
     /// the broker's, not the gateway's.
-    @Suite(.enabled(if: TestDependency.runs(Amqtt.isAvailable), "needs amqtt (make amqtt-venv)"), .timeLimit(.minutes(4)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Amqtt.isAvailable), "needs amqtt (make amqtt-venv)"), .timeLimit(.minutes(4)),
+        .serialized)
     struct SecondBrokerZeroLossTests {
         @Test func noDurableReadingIsLostAcrossGatewayKillsUnderAmqtt() async throws {
-            let root = FileManager.default.temporaryDirectory.appendingPathComponent("zl-amqtt-\(UUID().uuidString.prefix(8))")
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "zl-amqtt-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             let (broker, port) = try await Amqtt.start(in: root)
             defer { broker.stop(SIGTERM, limit: .seconds(5)) }
@@ -29,10 +32,14 @@ extension EndToEndSuites {
                 .write(to: config, atomically: true, encoding: .utf8)
             let gatewayLog = root.appendingPathComponent("gateway.log").path
             func startGateway() throws -> Child {
-                try Child(bin, ["run", "--gateway-id", "gw-lobby", "--device", "unix:\(socket)",
-                                "--broker", "mqtt://127.0.0.1:\(port)", "--prefix", "zla",
-                                "--spool", root.appendingPathComponent("spool.sqlite").path, "--config", config.path],
-                          log: gatewayLog)
+                try Child(
+                    bin,
+                    [
+                        "run", "--gateway-id", "gw-lobby", "--device", "unix:\(socket)",
+                        "--broker", "mqtt://127.0.0.1:\(port)", "--prefix", "zla",
+                        "--spool", root.appendingPathComponent("spool.sqlite").path, "--config", config.path,
+                    ],
+                    log: gatewayLog)
             }
             var gateway = try startGateway()
             try await Task.sleep(for: .seconds(2))
@@ -45,8 +52,10 @@ extension EndToEndSuites {
             try await Task.sleep(for: .seconds(5))
             #expect(gateway.stop(SIGTERM, limit: .seconds(20)), "the gateway stops on SIGTERM")
             try await Task.sleep(for: .seconds(2))
-            if ZeroLossTests.expectEverySeq(subscriber.messages, subscriber: subscriber, status: "zla/gw-lobby/status",
-                                            atLeast: 100) {
+            if ZeroLossTests.expectEverySeq(
+                subscriber.messages, subscriber: subscriber, status: "zla/gw-lobby/status",
+                atLeast: 100)
+            {
                 try? FileManager.default.removeItem(at: root)
             }
         }

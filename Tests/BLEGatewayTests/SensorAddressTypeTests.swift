@@ -22,8 +22,9 @@ import Testing
     }
 
     static func sighting(_ type: LEAddressType, packet: UInt8) -> Sighting {
-        Sighting(address: address, addressType: type, rssi: -60, txPower: nil, timestamp: 0, isConnectable: false,
-                 isScanResponse: false, advertisement: Advertisement(decoding: frame(packet: packet)[...]))
+        Sighting(
+            address: address, addressType: type, rssi: -60, txPower: nil, timestamp: 0, isConnectable: false,
+            isScanResponse: false, advertisement: Advertisement(decoding: frame(packet: packet)[...]))
     }
 
     @Test func aSensorThatChangesItsAddressTypeKeepsItsTopicAndItsRepeatsStayRepeats() throws {
@@ -33,14 +34,18 @@ import Testing
         c.spool.path = dir + "/spool.sqlite"
         c.remoteConfig.enabled = false
         c.sensors.minIntervalSeconds = 0
-        let runtime = try GatewayRuntime(configuration: c, source: RuntimeTraceTests.Silent(), clockSynchronized: { true })
+        let runtime = try GatewayRuntime(
+            configuration: c, source: RuntimeTraceTests.Silent(), clockSynchronized: { true })
         runtime.observe(Self.sighting(.public, packet: 7))
         runtime.observe(Self.sighting(.random, packet: 7))  // the same packet, heard with the other type
         runtime.observe(Self.sighting(.random, packet: 8))
         _ = try runtime.spool.commit()
         let sensors = try runtime.spool.pending(limit: 100).map(\.reading).filter { $0.topic.contains("/sensors/") }
-        #expect(sensors.map(\.topic) == ["blegateway/\(c.gateway.id)/sensors/a4c138000073",
-                                         "blegateway/\(c.gateway.id)/sensors/a4c138000073"])
+        #expect(
+            sensors.map(\.topic) == [
+                "blegateway/\(c.gateway.id)/sensors/a4c138000073",
+                "blegateway/\(c.gateway.id)/sensors/a4c138000073",
+            ])
         let gate = runtime.pipeline.withLock { $0.sensorGate.statistics }
         #expect(gate.published == 2)
         #expect(gate.repeats == 1, "packet 7 heard again with the other address type is a repeat")

@@ -67,8 +67,10 @@ extension EndToEndSuites {
             c.sensors.minIntervalSeconds = 0
             // The sealed sensor's key as the scenario gives it; the other's is not the one it encrypts with.
             c.sensors.bindkeys = [
-                try #require(BDAddress("A4:C1:38:00:00:0E")): Array(SimAESTestsKey.hex("231d39c1d7cc1ab1aee224cd096db932")),
-                try #require(BDAddress("A4:C1:38:00:00:0F")): Array(SimAESTestsKey.hex("ffeeddccbbaa99887766554433221100")),
+                try #require(BDAddress("A4:C1:38:00:00:0E")): Array(
+                    SimAESTestsKey.hex("231d39c1d7cc1ab1aee224cd096db932")),
+                try #require(BDAddress("A4:C1:38:00:00:0F")): Array(
+                    SimAESTestsKey.hex("ffeeddccbbaa99887766554433221100")),
             ]
             let runtime = try GatewayRuntime(
                 configuration: c, source: source, clock: clock, clockSynchronized: { true })
@@ -94,10 +96,12 @@ extension EndToEndSuites {
             #expect(!sealed.isEmpty && sealed.allSatisfy { $0.json["encrypted"] as? Bool == true })
             // With the wrong key: never a value, the reason said.
             let wrong = published().filter { $0.topic == sensorPrefix + Self.wrongKey }
-            #expect(!wrong.isEmpty && wrong.allSatisfy {
-                $0.json["undecryptable"] as? String == "authentication_failed"
-                    && ($0.json["values"] as? [String: Any])?.isEmpty == true
-            }, "\(wrong.first?.json ?? [:])")
+            #expect(
+                !wrong.isEmpty
+                    && wrong.allSatisfy {
+                        $0.json["undecryptable"] as? String == "authentication_failed"
+                            && ($0.json["values"] as? [String: Any])?.isEmpty == true
+                    }, "\(wrong.first?.json ?? [:])")
             let all = published().filter { $0.topic != sensorPrefix + Self.wrongKey }
             let emitters = Dictionary(uniqueKeysWithValues: scenario.emitters.map { ($0.address.topicComponent, $0) })
             var formats: Set<String> = []

@@ -5,18 +5,22 @@ import BLETransport
 import Foundation
 import Logging
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
 /// `blegateway explain` and `run --trace`: each stage says what it did with a report, and where it stops.
 @Suite struct SightingExplainerTests {
     static let address = BDAddress(rawValue: 0xC0FF_EE00_0001)
-    static let uuid: [UInt8] = [0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2,
-                                0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0]
+    static let uuid: [UInt8] = [
+        0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2,
+        0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0,
+    ]
 
     static func sighting(_ ad: [UInt8], rssi: Int8? = -60, connectable: Bool = false, at t: Double = 0) -> Sighting {
-        Sighting(address: address, addressType: .random, rssi: rssi, txPower: nil, timestamp: t,
-                 isConnectable: connectable, isScanResponse: false, advertisement: Advertisement(decoding: ad[...]))
+        Sighting(
+            address: address, addressType: .random, rssi: rssi, txPower: nil, timestamp: t,
+            isConnectable: connectable, isScanResponse: false, advertisement: Advertisement(decoding: ad[...]))
     }
 
     /// Flags, then Apple's iBeacon frame (major 1, minor 2, measured power −59).
@@ -25,10 +29,14 @@ import Testing
     static let named: [UInt8] = [0x02, 0x01, 0x06, 0x09, 0x09] + Array("Thermo 1".utf8)
 
     @Test func theFilterSaysWhichTermStopsAReportAndAgreesWithTheRuntimesFilter() throws {
-        let filters = [["rssi:-70"], ["name:Kitchen"], ["company:0x0059"], ["uuid:FEAA"], ["address:C0:FF:EE:00:00:02"],
-                       ["uuid:E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"], ["company:0x004C", "rssi:-90"], []]
-        let sightings = [Self.sighting(Self.iBeacon), Self.sighting(Self.iBeacon, rssi: -80), Self.sighting(Self.named),
-                         Self.sighting(Self.named, rssi: nil)]
+        let filters = [
+            ["rssi:-70"], ["name:Kitchen"], ["company:0x0059"], ["uuid:FEAA"], ["address:C0:FF:EE:00:00:02"],
+            ["uuid:E2C56DB5-DFFB-48D2-B060-D0F5A71096E0"], ["company:0x004C", "rssi:-90"], [],
+        ]
+        let sightings = [
+            Self.sighting(Self.iBeacon), Self.sighting(Self.iBeacon, rssi: -80), Self.sighting(Self.named),
+            Self.sighting(Self.named, rssi: nil),
+        ]
         for terms in filters {
             let f = try ScanFilter(parsing: terms)
             for s in sightings {
@@ -96,16 +104,24 @@ extension YAMLConfigurationReader {
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
         let scenario = BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml").path
-        let sim = try Child(BuiltProducts.blegateway, ["sim", "--scenario", scenario, "--socket-dir", dir.path,
-                                                       "--speed", "1"], log: dir.appendingPathComponent("sim.log").path)
+        let sim = try Child(
+            BuiltProducts.blegateway,
+            [
+                "sim", "--scenario", scenario, "--socket-dir", dir.path,
+                "--speed", "1",
+            ], log: dir.appendingPathComponent("sim.log").path)
         defer { sim.stop() }
         let socket = dir.appendingPathComponent("gw-lobby.sock").path
         let deadline = ContinuousClock.now + .seconds(10)
         while !FileManager.default.fileExists(atPath: socket) && ContinuousClock.now < deadline { usleep(20_000) }
         let config = dir.appendingPathComponent("gateway.yaml")
         try "scan:\n  filters: [\"rssi:-20\"]\n".write(to: config, atomically: true, encoding: .utf8)
-        let explained = try ToolRun.run(BuiltProducts.blegateway, [
-            "explain", "00:1B:DC:10:00:01", "--config", config.path, "--device", "unix:\(socket)", "--duration", "2"])
+        let explained = try ToolRun.run(
+            BuiltProducts.blegateway,
+            [
+                "explain", "00:1B:DC:10:00:01", "--config", config.path, "--device", "unix:\(socket)", "--duration",
+                "2",
+            ])
         let (status, output) = (explained.status, explained.output)
         #expect(status == 0, "\(output)")
         // The lobby sensor advertises every 500 ms: a few reports, each stopped by the RSSI floor, with its reason.
@@ -128,15 +144,19 @@ extension YAMLConfigurationReader {
             get { metadata[key] }
             set { metadata[key] = newValue }
         }
-        func log(level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
-                 file: String, function: String, line: UInt) {
+        func log(
+            level: Logger.Level, message: Logger.Message, metadata: Logger.Metadata?, source: String,
+            file: String, function: String, line: UInt
+        ) {
             lines.withLock { $0.append(message.description) }
         }
     }
 
     struct Silent: SightingSource {
-        func run(adapter: @escaping @Sendable (AdapterReport) -> Void,
-                 sighting: @escaping @Sendable (Sighting) -> Void) async throws {
+        func run(
+            adapter: @escaping @Sendable (AdapterReport) -> Void,
+            sighting: @escaping @Sendable (Sighting) -> Void
+        ) async throws {
             try await Task.sleep(for: .seconds(3600))
         }
         var counters: SightingSourceCounters { SightingSourceCounters() }
@@ -150,9 +170,10 @@ extension YAMLConfigurationReader {
         c.remoteConfig.enabled = false
         c.scan.filters = ["rssi:-70"]
         let captured = Captured()
-        let runtime = try GatewayRuntime(configuration: c, source: Silent(),
-                                         logger: Logger(label: "trace-test") { _ in captured },
-                                         clockSynchronized: { true })
+        let runtime = try GatewayRuntime(
+            configuration: c, source: Silent(),
+            logger: Logger(label: "trace-test") { _ in captured },
+            clockSynchronized: { true })
         runtime.trace(SightingExplainerTests.address)
         runtime.observe(SightingExplainerTests.sighting(SightingExplainerTests.iBeacon, rssi: -80))
         var other = SightingExplainerTests.sighting(SightingExplainerTests.iBeacon)

@@ -1,8 +1,9 @@
-@testable import BLEDomain
 import BLEHCI
 import BLETransport
 import Testing
+
 @testable import BLEConfiguration
+@testable import BLEDomain
 @testable import BLEGateway
 
 /// The pipeline alone, in literal values: sightings in at given times, what they make out. No runtime, broker,

@@ -10,7 +10,8 @@ struct SpoolDeadLettersCommandTests {
         let p = Process()
         p.executableURL = URL(fileURLWithPath: BuiltProducts.blegateway)
         p.arguments = ["spool", "dead-letters"] + arguments
-        let out = Pipe(), err = Pipe()
+        let out = Pipe()
+        let err = Pipe()
         p.standardOutput = out
         p.standardError = err
         try p.run()
@@ -28,10 +29,14 @@ struct SpoolDeadLettersCommandTests {
         var seq: UInt64 = 0
         do {
             let spool = try Spool(configuration: SpoolConfiguration(path: path))
-            _ = try spool.appendDurably(Reading(.state, topic: "p/gw/a", body: Array(#"{"n":1}"#.utf8), qos: 1, ts: 1,
-                                                clockSynchronized: true, run: "r"))
-            seq = try spool.appendDurably(Reading(.state, topic: "p/gw/config/state", body: Array(#"{"big":"x"}"#.utf8),
-                                                  qos: 1, retain: true, ts: 2, clockSynchronized: true, run: "r"))
+            _ = try spool.appendDurably(
+                Reading(
+                    .state, topic: "p/gw/a", body: Array(#"{"n":1}"#.utf8), qos: 1, ts: 1,
+                    clockSynchronized: true, run: "r"))
+            seq = try spool.appendDurably(
+                Reading(
+                    .state, topic: "p/gw/config/state", body: Array(#"{"big":"x"}"#.utf8),
+                    qos: 1, retain: true, ts: 2, clockSynchronized: true, run: "r"))
             spool.deadLetter(seq, reason: DeadLetterReason(code: 0x95, name: "Packet too large"), at: 3)
             try spool.commit()
 
@@ -44,7 +49,9 @@ struct SpoolDeadLettersCommandTests {
         let list = try Self.run(["--spool", dir])
         #expect(list.status == 0, "\(list.err)")
         #expect(list.out.contains("1 dead letter(s)"), "\(list.out)")
-        #expect(list.out.contains("seq \(seq)  p/gw/config/state") && list.out.contains("149 Packet too large"), "\(list.out)")
+        #expect(
+            list.out.contains("seq \(seq)  p/gw/config/state") && list.out.contains("149 Packet too large"),
+            "\(list.out)")
 
         let json = try Self.run(["--spool", path, "--json"])
         let line = try #require(json.out.split(separator: "\n").first)

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLEGateway
 @testable import BLEPublishing
 @testable import BLESpool
@@ -13,8 +14,10 @@ struct SpoolQuarantineHealthTests {
         let path = dir.appendingPathComponent("spool.db").path
         let spool = try Spool(configuration: SpoolConfiguration(path: path))
         for n in 1...20 {
-            spool.append(Reading(.sample, topic: "bg/gw/beacons/a", body: Array("\(n)".utf8), qos: 0, ts: 1.7e9,
-                                 clockSynchronized: true, run: "0123abcd"))
+            spool.append(
+                Reading(
+                    .sample, topic: "bg/gw/beacons/a", body: Array("\(n)".utf8), qos: 0, ts: 1.7e9,
+                    clockSynchronized: true, run: "0123abcd"))
         }
         try spool.commit()
         // Three I/O errors in a row (SQLITE_IOERR_WRITE): the file is set aside, its rows carried over.
@@ -22,11 +25,13 @@ struct SpoolQuarantineHealthTests {
         _ = spool.databaseLock.withLock { (1...3).map { _ in spool.quarantineIfNeeded(ioError) } }
         try spool.commit()
 
-        let readings = GatewayReadings(topics: try Topics(prefix: "bg", gatewayID: "gw"), run: "0123abcd",
-                                       version: "test", started: 0, sampleQoS: 1, sampleExpiry: nil)
-        let health = GatewayReadings.Health(uptime: 1, spool: spool.statistics, publish: SpoolPublisher.Statistics(),
-                                            publishRate: 0, reconnects: 0, reports: 0, malformedEvents: 0,
-                                            trackedBeacons: 0, evictedBeacons: 0, residentBytes: 1)
+        let readings = GatewayReadings(
+            topics: try Topics(prefix: "bg", gatewayID: "gw"), run: "0123abcd",
+            version: "test", started: 0, sampleQoS: 1, sampleExpiry: nil)
+        let health = GatewayReadings.Health(
+            uptime: 1, spool: spool.statistics, publish: SpoolPublisher.Statistics(),
+            publishRate: 0, reconnects: 0, reports: 0, malformedEvents: 0,
+            trackedBeacons: 0, evictedBeacons: 0, residentBytes: 1)
         let reading = readings.health(health, ts: 1.7e9, synced: true)
         // As published: the envelope (run, seq, ts) around the body.
         let message = SpoolPublisher.message(for: SpooledReading(seq: 21, reading: reading), now: 1.7e9)
@@ -34,11 +39,13 @@ struct SpoolQuarantineHealthTests {
         let json = try #require(try JSONSerialization.jsonObject(with: Data(message.payload)) as? [String: Any])
         let spoolJSON = try #require(json["spool"] as? [String: Any])
         let quarantines = try #require(spoolJSON["quarantines"] as? [String: Any], "\(payload)")
-        #expect(quarantines["count"] as? Int == 1 && quarantines["last_salvaged"] as? Int == 20
+        #expect(
+            quarantines["count"] as? Int == 1 && quarantines["last_salvaged"] as? Int == 20
                 && quarantines["last_lost"] as? Int == 0, "\(payload)")
         #expect((spoolJSON["set_aside"] as? [String: Any])?["files"] as? Int == 1, "\(payload)")
-        let problems = try SchemaValidation.problems([(topic: "bg/gw/health", payload: payload)], prefix: "bg",
-                                                     directory: dir)
+        let problems = try SchemaValidation.problems(
+            [(topic: "bg/gw/health", payload: payload)], prefix: "bg",
+            directory: dir)
         #expect(problems == nil, "\(problems ?? "")")
     }
 }

@@ -2,6 +2,7 @@ import BLEPublishing
 import BLETestSupport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -9,8 +10,9 @@ extension EndToEndSuites {
     /// MQTT 3.1.1 and an ACL that denies the gateway's status: mosquitto acknowledges each denied publish as if
     /// delivered, so nothing can keep those readings; the gateway notices that its own online status never comes back
     /// and says so on its health topic (which the ACL lets through). With the status allowed, it says nothing.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(2)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(2)), .serialized)
     struct StatusEchoEndToEndTests {
         @Test(arguments: [true, false])
         func underMQTT311AGatewayWhoseStatusIsDeniedSaysSoInItsHealth(statusDenied: Bool) async throws {
@@ -20,10 +22,12 @@ extension EndToEndSuites {
             let prefix = "echo\(UInt32.random(in: 0...UInt32.max))"
             // Anonymous clients (the gateway and the observer) read everything; the gateway may write its health
             // (and, in the control run, its status).
-            let acl = "topic read #\ntopic write \(prefix)/gw-echo/health\n"
+            let acl =
+                "topic read #\ntopic write \(prefix)/gw-echo/health\n"
                 + (statusDenied ? "" : "topic write \(prefix)/gw-echo/status\n")
             try acl.write(to: dir.appendingPathComponent("acl"), atomically: true, encoding: .utf8)
-            let broker = try Mosquitto(directory: dir, configuration: ["acl_file \(dir.appendingPathComponent("acl").path)"])
+            let broker = try Mosquitto(
+                directory: dir, configuration: ["acl_file \(dir.appendingPathComponent("acl").path)"])
             try broker.start()
             defer { broker.terminate(limit: .seconds(5)) }
             let port = broker.port

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLEGateway
 
 /// The own-status echo (MQTT 3.1.1): literal events in, what the gateway reports out.

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLEGateway
 
 @Suite struct SystemFactsTests {

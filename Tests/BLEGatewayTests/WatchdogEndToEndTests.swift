@@ -2,6 +2,7 @@ import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
+
 @testable import BLEConfiguration
 @testable import BLEGateway
 
@@ -10,8 +11,9 @@ extension EndToEndSuites {
     /// READY=1 once the gateway runs, WATCHDOG=1 while it makes progress; a broker frozen with SIGSTOP (the
     /// connection stays up, nothing is acknowledged, readings pile up) wedges the publisher and the feeding stops, so
     /// systemd would restart the gateway; once the broker answers again the feeding resumes.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(2)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(2)), .serialized)
     struct WatchdogEndToEndTests {
         /// A datagram socket bound at a path, collecting what arrives on a thread of its own until `stop()`.
         final class NotifySocket: @unchecked Sendable {
@@ -77,11 +79,14 @@ extension EndToEndSuites {
             c.spool.path = dir.appendingPathComponent("spool.sqlite").path
             c.publishing.rangingIntervalSeconds = 0.2
             c.remoteConfig.enabled = false
-            let notifier = ServiceManagerNotifier(environment: ["NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "2000000"])
+            let notifier = ServiceManagerNotifier(environment: [
+                "NOTIFY_SOCKET": socket.path, "WATCHDOG_USEC": "2000000",
+            ])
             #expect(notifier.watchdogInterval == .seconds(2))
             let source = Source()
-            let runtime = try GatewayRuntime(configuration: c, source: source, clockSynchronized: { true },
-                                             notifier: notifier)
+            let runtime = try GatewayRuntime(
+                configuration: c, source: source, clockSynchronized: { true },
+                notifier: notifier)
             source.lock.withLock { source.runtime = runtime }
             let task = Task { try await runtime.run() }
             defer { task.cancel() }

@@ -8,8 +8,9 @@ extension EndToEndSuites {
     /// The gateway's promise, end to end: a real broker, the simulator's office, and the gateway as a real process.
     /// Every reading that became durable reaches the subscriber however the broker and the gateway are treated;
     /// QoS 1 duplicates are allowed, gaps in `seq` are not.
-    @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
-           .timeLimit(.minutes(8)), .serialized)
+    @Suite(
+        .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (make test installs it)"),
+        .timeLimit(.minutes(8)), .serialized)
     struct ZeroLossTests {
         struct Received: Sendable {
             var seq: Int
@@ -63,7 +64,8 @@ extension EndToEndSuites {
         }
 
         @Test func noDurableReadingIsLostAcrossBrokerRestartsAnOutageAndGatewayKills() async throws {
-            let root = FileManager.default.temporaryDirectory.appendingPathComponent("zeroloss-\(UUID().uuidString.prefix(8))")
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "zeroloss-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
             let broker = try Mosquitto(directory: root, persistence: true)
             try broker.start()
@@ -78,12 +80,17 @@ extension EndToEndSuites {
             // The backoff is capped at 1 s so the gateway is back within the test's settle time after the outage
             // (the default cap, 60 s, is for fleets: it would make this test wait up to a minute for no reason).
             let config = root.appendingPathComponent("gateway.yaml")
-            try "mqtt:\n  reconnect_min_s: 0.2\n  reconnect_max_s: 1\n".write(to: config, atomically: true, encoding: .utf8)
+            try "mqtt:\n  reconnect_min_s: 0.2\n  reconnect_max_s: 1\n".write(
+                to: config, atomically: true, encoding: .utf8)
             func startGateway() throws -> Child {
-                try Child(bin, ["run", "--gateway-id", "gw-lobby", "--device", "unix:\(socket)", "--broker", broker.url,
-                                "--prefix", "zl", "--spool", root.appendingPathComponent("spool.sqlite").path,
-                                "--config", config.path],
-                          log: gatewayLog)
+                try Child(
+                    bin,
+                    [
+                        "run", "--gateway-id", "gw-lobby", "--device", "unix:\(socket)", "--broker", broker.url,
+                        "--prefix", "zl", "--spool", root.appendingPathComponent("spool.sqlite").path,
+                        "--config", config.path,
+                    ],
+                    log: gatewayLog)
             }
             var gateway = try startGateway()
             var rng = SystemRandomNumberGenerator()
@@ -118,7 +125,8 @@ extension EndToEndSuites {
 
             // What was published matches the published schemas.
             let published = got.map { (topic: $0.topic, payload: $0.payload) }
-            let problems = try SchemaValidation.problems(published, prefix: "zl", directory: root, name: "messages.jsonl")
+            let problems = try SchemaValidation.problems(
+                published, prefix: "zl", directory: root, name: "messages.jsonl")
             #expect(problems == nil, "schema validation: \(problems ?? "")")
             if complete && problems == nil { try? FileManager.default.removeItem(at: root) }
         }
@@ -129,9 +137,13 @@ extension EndToEndSuites {
             let simDir = root.appendingPathComponent("sim")
             try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
             let scenario = BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml").path
-            let sim = try Child(BuiltProducts.blegateway, ["sim", "--scenario", scenario, "--socket-dir", simDir.path,
-                                                           "--speed", "1", "--status-every", "0"],
-                                log: root.appendingPathComponent("sim.log").path)
+            let sim = try Child(
+                BuiltProducts.blegateway,
+                [
+                    "sim", "--scenario", scenario, "--socket-dir", simDir.path,
+                    "--speed", "1", "--status-every", "0",
+                ],
+                log: root.appendingPathComponent("sim.log").path)
             let socket = simDir.appendingPathComponent("gw-lobby.sock").path
             try await EndToEndSuites.waitFor("the simulator's socket") {
                 FileManager.default.fileExists(atPath: socket)
@@ -150,11 +162,13 @@ extension EndToEndSuites {
             #expect(top > atLeast, "the run produced a substantial stream (\(top) readings)")
             #expect(missing.isEmpty, "seq gaps: \(missing.prefix(20)) (\(missing.count) missing of \(top))")
             let last = got.filter { $0.seq == top }.first
-            #expect(last?.topic == status && last?.payload.contains("\"offline\"") == true,
-                    "the last reading is the retained offline status")
+            #expect(
+                last?.topic == status && last?.payload.contains("\"offline\"") == true,
+                "the last reading is the retained offline status")
             #expect(subscriber.willCount >= 1, "a SIGKILLed gateway's last will reached the subscriber")
             let differing = Dictionary(grouping: got, by: \.seq).filter { Set($0.value.map(\.payload)).count > 1 }
-            #expect(differing.isEmpty, "a seq delivered twice is the same reading: \(differing.keys.sorted().prefix(10))")
+            #expect(
+                differing.isEmpty, "a seq delivered twice is the same reading: \(differing.keys.sorted().prefix(10))")
             return missing.isEmpty
         }
     }

@@ -1,5 +1,6 @@
 import BLETransport
 import Testing
+
 @testable import BLEHCI
 
 @Suite struct ACLHeaderTests {

@@ -1,5 +1,6 @@
 import BLETransport
 import Testing
+
 @testable import BLEHCI
 
 /// Event packets as literal H4 bytes (indicator 0x04 first), parsed the way the controller loop parses them.
@@ -22,11 +23,16 @@ func parseEvent(_ h4: [UInt8]) -> HCIEvent? {
     }
 
     @Test func readBDADDRReturnParametersReadLeastSignificantFirst() {
-        guard case .commandComplete(let cc) = parseEvent(
-            [0x04, 0x0E, 0x0A, 0x01, 0x09, 0x10, 0x00, 0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00])
-        else { Issue.record("not a Command Complete"); return }
+        guard
+            case .commandComplete(let cc) = parseEvent(
+                [0x04, 0x0E, 0x0A, 0x01, 0x09, 0x10, 0x00, 0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00])
+        else {
+            Issue.record("not a Command Complete")
+            return
+        }
         guard case .success(let addr)? = ReadBDADDRCommand.parseResponse(cc.returnParameters) else {
-            Issue.record("no address"); return
+            Issue.record("no address")
+            return
         }
         #expect(addr == BDAddress("00:1A:7D:DA:71:13"))
     }
@@ -36,17 +42,25 @@ func parseEvent(_ h4: [UInt8]) -> HCIEvent? {
         let ev = parseEvent([0x04, 0x0E, 0x0C, 0x01, 0x01, 0x10, 0x00, 0x0D, 0x34, 0x12, 0x0D, 0x5D, 0x00, 0x78, 0x56])
         guard case .commandComplete(let cc) = ev,
             case .success(let v)? = ReadLocalVersionInformationCommand.parseResponse(cc.returnParameters)
-        else { Issue.record("did not parse"); return }
-        #expect(v == LocalVersionInformation(hciVersion: 0x0D, hciSubversion: 0x1234, lmpVersion: 0x0D,
-                                             companyIdentifier: 0x005D, lmpSubversion: 0x5678))
+        else {
+            Issue.record("did not parse")
+            return
+        }
+        #expect(
+            v
+                == LocalVersionInformation(
+                    hciVersion: 0x0D, hciSubversion: 0x1234, lmpVersion: 0x0D,
+                    companyIdentifier: 0x005D, lmpSubversion: 0x5678))
     }
 
     @Test func failedCommandCompleteYieldsTheStatus() {
         guard case .commandComplete(let cc) = parseEvent([0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, 0x0C]) else {
-            Issue.record("not a Command Complete"); return
+            Issue.record("not a Command Complete")
+            return
         }
         guard case .failure(let e)? = LESetScanEnableCommand.parseResponse(cc.returnParameters) else {
-            Issue.record("no failure"); return
+            Issue.record("no failure")
+            return
         }
         #expect(e == .commandFailed(.leSetScanEnable, .commandDisallowed))
     }
@@ -54,7 +68,8 @@ func parseEvent(_ h4: [UInt8]) -> HCIEvent? {
     @Test func shortReturnParametersAreMalformedNotATrap() {
         // LE Read Buffer Size answered with the status only.
         guard case .commandComplete(let cc) = parseEvent([0x04, 0x0E, 0x04, 0x01, 0x02, 0x20, 0x00]) else {
-            Issue.record("not a Command Complete"); return
+            Issue.record("not a Command Complete")
+            return
         }
         #expect(LEReadBufferSizeCommand.parseResponse(cc.returnParameters) == nil)
         #expect(ReadLocalVersionInformationCommand.parseResponse([][...]) == nil)
@@ -62,39 +77,50 @@ func parseEvent(_ h4: [UInt8]) -> HCIEvent? {
 
     @Test func leBufferSizeV1AndV2() {
         var c = ByteCursor([0xFB, 0x00, 0x0F])
-        #expect(LEReadBufferSizeCommand.parseReturnParameters(&c) == LEBufferSize(
-            leACLDataPacketLength: 251, totalNumLEACLDataPackets: 15))
+        #expect(
+            LEReadBufferSizeCommand.parseReturnParameters(&c)
+                == LEBufferSize(
+                    leACLDataPacketLength: 251, totalNumLEACLDataPackets: 15))
         var c2 = ByteCursor([0xFB, 0x00, 0x0F, 0x00, 0x00, 0x00])
-        #expect(LEReadBufferSizeV2Command.parseReturnParameters(&c2) == LEBufferSize(
-            leACLDataPacketLength: 251, totalNumLEACLDataPackets: 15, isoDataPacketLength: 0,
-            totalNumISODataPackets: 0))
+        #expect(
+            LEReadBufferSizeV2Command.parseReturnParameters(&c2)
+                == LEBufferSize(
+                    leACLDataPacketLength: 251, totalNumLEACLDataPackets: 15, isoDataPacketLength: 0,
+                    totalNumISODataPackets: 0))
     }
 
     @Test func commandStatusCarriesStatusCreditAndOpcode() {
         guard case .commandStatus(let cs) = parseEvent([0x04, 0x0F, 0x04, 0x00, 0x01, 0x0D, 0x20]) else {
-            Issue.record("not a Command Status"); return
+            Issue.record("not a Command Status")
+            return
         }
         #expect(cs == HCIEvent.CommandStatus(status: .success, numHCICommandPackets: 1, opcode: .leCreateConnection))
     }
 
     @Test func disconnectionCompleteCarriesHandleAndReason() {
         guard case .disconnectionComplete(let d) = parseEvent([0x04, 0x05, 0x04, 0x00, 0x40, 0x00, 0x08]) else {
-            Issue.record("not a Disconnection Complete"); return
+            Issue.record("not a Disconnection Complete")
+            return
         }
         #expect(d == HCIEvent.DisconnectionComplete(status: .success, handle: 0x0040, reason: .connectionTimeout))
     }
 
     @Test func hardwareErrorCarriesItsCode() {
         guard case .hardwareError(let code) = parseEvent([0x04, 0x10, 0x01, 0x2A]) else {
-            Issue.record("not a Hardware Error"); return
+            Issue.record("not a Hardware Error")
+            return
         }
         #expect(code == 0x2A)
     }
 
     @Test func numberOfCompletedPacketsListsHandleCountPairs() {
-        guard case .numberOfCompletedPackets(let e) = parseEvent(
-            [0x04, 0x13, 0x09, 0x02, 0x40, 0x00, 0x01, 0x00, 0x41, 0x00, 0x03, 0x00])
-        else { Issue.record("not Number Of Completed Packets"); return }
+        guard
+            case .numberOfCompletedPackets(let e) = parseEvent(
+                [0x04, 0x13, 0x09, 0x02, 0x40, 0x00, 0x01, 0x00, 0x41, 0x00, 0x03, 0x00])
+        else {
+            Issue.record("not Number Of Completed Packets")
+            return
+        }
         #expect(e == [.init(handle: 0x40, count: 1), .init(handle: 0x41, count: 3)])
         #expect(parseEvent([0x04, 0x13, 0x05, 0x02, 0x40, 0x00, 0x01, 0x00]) == nil)
     }
@@ -102,9 +128,14 @@ func parseEvent(_ h4: [UInt8]) -> HCIEvent? {
     @Test func leConnectionCompleteAsCentral() {
         // Subevent 0x01, success, handle 0x0040, central, random peer C0:11:22:33:44:55, interval 0x0028,
         // latency 0, timeout 0x01F4, clock accuracy 0.
-        let bytes: [UInt8] = [0x04, 0x3E, 0x13, 0x01, 0x00, 0x40, 0x00, 0x00, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0,
-                              0x28, 0x00, 0x00, 0x00, 0xF4, 0x01, 0x00]
-        guard case .leConnectionComplete(let c) = parseEvent(bytes) else { Issue.record("no connection"); return }
+        let bytes: [UInt8] = [
+            0x04, 0x3E, 0x13, 0x01, 0x00, 0x40, 0x00, 0x00, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0,
+            0x28, 0x00, 0x00, 0x00, 0xF4, 0x01, 0x00,
+        ]
+        guard case .leConnectionComplete(let c) = parseEvent(bytes) else {
+            Issue.record("no connection")
+            return
+        }
         #expect(c.status == .success)
         #expect(c.handle == 0x0040)
         #expect(c.role == 0)
@@ -118,25 +149,40 @@ func parseEvent(_ h4: [UInt8]) -> HCIEvent? {
     @Test func leEnhancedConnectionCompleteFailureToEstablish() {
         var bytes: [UInt8] = [0x04, 0x3E, 0x1F, 0x0A, 0x3E, 0x00, 0x00, 0x00, 0x00, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0]
         bytes += [UInt8](repeating: 0, count: 12) + [0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00]
-        guard case .leConnectionComplete(let c) = parseEvent(bytes) else { Issue.record("no connection"); return }
+        guard case .leConnectionComplete(let c) = parseEvent(bytes) else {
+            Issue.record("no connection")
+            return
+        }
         #expect(c.status == .connectionFailedToBeEstablished)
         #expect(c.subevent == .enhancedConnectionComplete)
         #expect(c.localResolvablePrivateAddress == BDAddress(rawValue: 0))
     }
 
     @Test func leConnectionUpdateComplete() {
-        guard case .leConnectionUpdateComplete(let u) = parseEvent(
-            [0x04, 0x3E, 0x0A, 0x03, 0x00, 0x40, 0x00, 0x06, 0x00, 0x00, 0x00, 0x48, 0x00])
-        else { Issue.record("no update"); return }
-        #expect(u == HCIEvent.LEConnectionUpdateComplete(
-            status: .success, handle: 0x40, connectionInterval: 6, peripheralLatency: 0, supervisionTimeout: 0x48))
+        guard
+            case .leConnectionUpdateComplete(let u) = parseEvent(
+                [0x04, 0x3E, 0x0A, 0x03, 0x00, 0x40, 0x00, 0x06, 0x00, 0x00, 0x00, 0x48, 0x00])
+        else {
+            Issue.record("no update")
+            return
+        }
+        #expect(
+            u
+                == HCIEvent.LEConnectionUpdateComplete(
+                    status: .success, handle: 0x40, connectionInterval: 6, peripheralLatency: 0,
+                    supervisionTimeout: 0x48))
     }
 
     @Test func legacyAdvertisingReportIsValidatedAndWalkedWithoutCopying() {
         // One ADV_NONCONN_IND from random C0:11:22:33:44:55 with Flags (02 01 06), RSSI -60 (0xC4).
-        let bytes: [UInt8] = [0x04, 0x3E, 0x0F, 0x02, 0x01, 0x03, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0, 0x03,
-                              0x02, 0x01, 0x06, 0xC4]
-        guard case .leAdvertisingReport(let params) = parseEvent(bytes) else { Issue.record("no report"); return }
+        let bytes: [UInt8] = [
+            0x04, 0x3E, 0x0F, 0x02, 0x01, 0x03, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0, 0x03,
+            0x02, 0x01, 0x06, 0xC4,
+        ]
+        guard case .leAdvertisingReport(let params) = parseEvent(bytes) else {
+            Issue.record("no report")
+            return
+        }
         var reports: [LEAdvertisingReport] = []
         #expect(LEAdvertisingReport.parseLegacy(params) { reports.append($0) } == 1)
         #expect(reports.first?.rssi == -60)
@@ -146,19 +192,23 @@ func parseEvent(_ h4: [UInt8]) -> HCIEvent? {
 
     @Test func advertisingReportWithDataRunningPastTheEventIsMalformed() {
         // Data_Length 0x10 but only three data octets follow.
-        let bytes: [UInt8] = [0x04, 0x3E, 0x0F, 0x02, 0x01, 0x03, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0, 0x10,
-                              0x02, 0x01, 0x06, 0xC4]
+        let bytes: [UInt8] = [
+            0x04, 0x3E, 0x0F, 0x02, 0x01, 0x03, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0, 0x10,
+            0x02, 0x01, 0x06, 0xC4,
+        ]
         #expect(parseEvent(bytes) == nil)
     }
 
     @Test func unknownEventsAndSubeventsAreKeptWithTheirBytes() {
         guard case .other(let code, let p) = parseEvent([0x04, 0x57, 0x02, 0xAA, 0xBB]) else {
-            Issue.record("not kept"); return
+            Issue.record("not kept")
+            return
         }
         #expect(code.rawValue == 0x57)
         #expect(Array(p) == [0xAA, 0xBB])
         guard case .leMeta(let sub, let q) = parseEvent([0x04, 0x3E, 0x02, 0x7F, 0x01]) else {
-            Issue.record("not kept"); return
+            Issue.record("not kept")
+            return
         }
         #expect(sub.rawValue == 0x7F)
         #expect(Array(q) == [0x01])
@@ -169,7 +219,8 @@ func parseEvent(_ h4: [UInt8]) -> HCIEvent? {
     @Test func remoteConnectionParameterRequestIsParsedWithItsRanges() {
         let bytes: [UInt8] = [0x04, 0x3E, 0x0B, 0x06, 0x40, 0x00, 0x18, 0x00, 0x28, 0x00, 0x00, 0x00, 0x90, 0x01]
         guard case .leRemoteConnectionParameterRequest(let handle, let p) = parseEvent(bytes) else {
-            Issue.record("not parsed"); return
+            Issue.record("not parsed")
+            return
         }
         #expect(handle == 0x0040)
         #expect(p == LEConnectionParameters(intervalMin: 24, intervalMax: 40, maxLatency: 0, supervisionTimeout: 400))
@@ -188,10 +239,14 @@ func parseEvent(_ h4: [UInt8]) -> HCIEvent? {
     @Test func everyPrefixOfEveryVectorParsesOrIsRejectedWithoutTrapping() {
         let vectors: [[UInt8]] = [
             [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00],
-            [0x04, 0x3E, 0x13, 0x01, 0x00, 0x40, 0x00, 0x00, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0,
-             0x28, 0x00, 0x00, 0x00, 0xF4, 0x01, 0x00],
-            [0x04, 0x3E, 0x0F, 0x02, 0x01, 0x03, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0, 0x03,
-             0x02, 0x01, 0x06, 0xC4],
+            [
+                0x04, 0x3E, 0x13, 0x01, 0x00, 0x40, 0x00, 0x00, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0,
+                0x28, 0x00, 0x00, 0x00, 0xF4, 0x01, 0x00,
+            ],
+            [
+                0x04, 0x3E, 0x0F, 0x02, 0x01, 0x03, 0x01, 0x55, 0x44, 0x33, 0x22, 0x11, 0xC0, 0x03,
+                0x02, 0x01, 0x06, 0xC4,
+            ],
             [0x04, 0x13, 0x05, 0x01, 0x40, 0x00, 0x01, 0x00],
         ]
         for v in vectors {
@@ -221,7 +276,8 @@ func parseEvent(_ h4: [UInt8]) -> HCIEvent? {
     }
 
     @Test func eventsFedOneByteAtATimeThroughTheDeframerParseTheSame() {
-        let stream: [UInt8] = [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]
+        let stream: [UInt8] =
+            [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]
             + [0x04, 0x05, 0x04, 0x00, 0x40, 0x00, 0x13]
             + [0x04, 0x10, 0x01, 0x00]
         var d = H4Deframer()

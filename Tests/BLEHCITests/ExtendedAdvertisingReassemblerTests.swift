@@ -1,5 +1,6 @@
 import BLETransport
 import Testing
+
 @testable import BLEHCI
 
 /// LE Extended Advertising Report parameters (after the subevent code) for one report (§7.7.65.13).
@@ -77,8 +78,9 @@ func firstReport(_ params: [UInt8]) -> LEAdvertisingReport? {
         var r = ExtendedAdvertisingReassembler()
         _ = r.accept(fragment(eventType: incomplete, sid: 1, data: [1]), now: .zero)
         _ = r.accept(fragment(eventType: incomplete, sid: 2, data: [9]), now: .zero)
-        let result = r.accept(fragment(eventType: 0, sid: 1, data: [2]),
-                                        now: .zero)
+        let result = r.accept(
+            fragment(eventType: 0, sid: 1, data: [2]),
+            now: .zero)
         let out = try #require(result)
         #expect(Array(out.report.data) == [1, 2])
         #expect(r.pendingEntries == 1)
@@ -87,8 +89,9 @@ func firstReport(_ params: [UInt8]) -> LEAdvertisingReport? {
     @Test func truncatedChainDeliversWhatThereIsFlagged() throws {
         var r = ExtendedAdvertisingReassembler()
         _ = r.accept(fragment(eventType: incomplete, data: [1, 2]), now: .zero)
-        let result = r.accept(fragment(eventType: truncated, data: [3]),
-                                        now: .zero)
+        let result = r.accept(
+            fragment(eventType: truncated, data: [3]),
+            now: .zero)
         let out = try #require(result)
         #expect(out.isTruncated)
         #expect(out.report.dataStatus == .truncated)
@@ -101,16 +104,18 @@ func firstReport(_ params: [UInt8]) -> LEAdvertisingReport? {
         config.maxPendingEntries = 2
         var r = ExtendedAdvertisingReassembler(configuration: config)
         for (i, addr) in ["C0:00:00:00:00:01", "C0:00:00:00:00:02", "C0:00:00:00:00:03"].enumerated() {
-            let rep = fragment(eventType: incomplete, address: BDAddress(addr)!,
-                                                              data: [UInt8(i)])
+            let rep = fragment(
+                eventType: incomplete, address: BDAddress(addr)!,
+                data: [UInt8(i)])
             let pending = r.accept(rep, now: .milliseconds(i))
-        #expect(pending == nil)
+            #expect(pending == nil)
         }
         #expect(r.pendingEntries == 2)
         #expect(r.counters.evicted == 1)
         // The first advertiser's chain was evicted: its closing fragment stands alone.
-        let end = fragment(eventType: 0, address: BDAddress("C0:00:00:00:00:01")!,
-                                                          data: [7])
+        let end = fragment(
+            eventType: 0, address: BDAddress("C0:00:00:00:00:01")!,
+            data: [7])
         let alone = r.accept(end, now: .milliseconds(4))
         #expect(alone.map { Array($0.report.data) } == [7])
     }

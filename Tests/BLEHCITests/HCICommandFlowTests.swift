@@ -1,5 +1,6 @@
 import BLETransport
 import Testing
+
 @testable import BLEHCI
 
 /// The command flow in virtual time: the state machine is fed events and times by hand.
@@ -51,13 +52,15 @@ import Testing
         #expect(f.outstandingCount == 2)
         let a = f.receive(event([0x04, 0x0E, 0x0A, 0x01, 0x09, 0x10, 0x00, 1, 2, 3, 4, 5, 6]), now: .zero)
         guard case .complete(let id, .commandComplete(let rp))? = a.first else {
-            Issue.record("no completion"); return
+            Issue.record("no completion")
+            return
         }
         #expect(id == addrID)
         #expect(Array(rp) == [0x00, 1, 2, 3, 4, 5, 6])
         let b = f.receive(event([0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, 0x0C]), now: .zero)
         guard case .complete(let id2, .commandComplete(let rp2))? = b.first else {
-            Issue.record("no completion"); return
+            Issue.record("no completion")
+            return
         }
         #expect(id2 == scanID)
         #expect(Array(rp2) == [0x0C])
@@ -68,7 +71,10 @@ import Testing
         let create = LECreateConnectionCommand(peerAddressType: .public, peerAddress: BDAddress(rawValue: 1))
         let (id, _) = submit(&f, create)
         let a = f.receive(event([0x04, 0x0F, 0x04, 0x00, 0x01, 0x0D, 0x20]), now: .zero)
-        guard case .complete(let got, .commandStatus(let s))? = a.first else { Issue.record("no status"); return }
+        guard case .complete(let got, .commandStatus(let s))? = a.first else {
+            Issue.record("no status")
+            return
+        }
         #expect(got == id)
         #expect(s == .success)
     }
@@ -77,7 +83,10 @@ import Testing
         var f = Flow()
         let (id, _) = submit(&f, LESetExtendedScanEnableCommand(enable: true))
         let a = f.receive(event([0x04, 0x0F, 0x04, 0x01, 0x01, 0x42, 0x20]), now: .zero)
-        guard case .complete(let got, .commandStatus(let s))? = a.first else { Issue.record("no status"); return }
+        guard case .complete(let got, .commandStatus(let s))? = a.first else {
+            Issue.record("no status")
+            return
+        }
         #expect(got == id)
         #expect(s == .unknownCommand)
     }
@@ -126,7 +135,10 @@ import Testing
         let a = f.receive(event([0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, 0x00]), now: .zero)
         #expect(a.isEmpty)
         let b = f.receive(event([0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, 0x00]), now: .zero)
-        guard case .complete(let id, _)? = b.first else { Issue.record("no completion"); return }
+        guard case .complete(let id, _)? = b.first else {
+            Issue.record("no completion")
+            return
+        }
         #expect(id == second)
     }
 
@@ -138,7 +150,10 @@ import Testing
         let failed = closed.compactMap { if case .fail(let id, _) = $0 { id } else { nil } }
         #expect(Set(failed) == [a, b])
         let (_, later) = submit(&f, ResetCommand())
-        guard case .fail(_, let e)? = later.first else { Issue.record("not failed"); return }
+        guard case .fail(_, let e)? = later.first else {
+            Issue.record("not failed")
+            return
+        }
         #expect(e.code == .transportClosed)
         #expect(e.opcode == .reset)
     }

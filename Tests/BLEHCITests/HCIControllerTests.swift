@@ -1,6 +1,7 @@
-import BLETransport
 import BLETestSupport
+import BLETransport
 import Testing
+
 @testable import BLEHCI
 
 @Suite struct HCIControllerTests {
@@ -8,11 +9,13 @@ import Testing
     let resetComplete: [UInt8] = [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]
 
     @Test func executeSendsTheCommandBytesAndReturnsTheParsedAnswer() async throws {
-        let t = ScriptedHCITransport(script: [
-            .init(reset, [resetComplete]),
-            .init([0x01, 0x09, 0x10, 0x00],
-              [[0x04, 0x0E, 0x0A, 0x01, 0x09, 0x10, 0x00, 0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00]]),
-        ], feedOneByteAtATime: true)
+        let t = ScriptedHCITransport(
+            script: [
+                .init(reset, [resetComplete]),
+                .init(
+                    [0x01, 0x09, 0x10, 0x00],
+                    [[0x04, 0x0E, 0x0A, 0x01, 0x09, 0x10, 0x00, 0x13, 0x71, 0xDA, 0x7D, 0x1A, 0x00]]),
+            ], feedOneByteAtATime: true)
         let controller = HCIController(transport: t, clock: ManualClock())
         let runner = Task { try await controller.run() }
         try await controller.execute(ResetCommand())
@@ -37,7 +40,7 @@ import Testing
 
     @Test func failingCommandThrowsAnErrorNamingCommandAndStatus() async throws {
         let t = ScriptedHCITransport(script: [
-            .init([0x01, 0x0C, 0x20, 0x02, 0x01, 0x00], [[0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, 0x0C]]),
+            .init([0x01, 0x0C, 0x20, 0x02, 0x01, 0x00], [[0x04, 0x0E, 0x04, 0x01, 0x0C, 0x20, 0x0C]])
         ])
         let controller = HCIController(transport: t, clock: ManualClock())
         let runner = Task { try await controller.run() }
@@ -75,7 +78,10 @@ import Testing
             }
         }
         #expect(detectedAt != nil && detectedAt! <= .seconds(3))
-        guard case .failure(let e as HCIError) = await call.result else { Issue.record("did not fail"); return }
+        guard case .failure(let e as HCIError) = await call.result else {
+            Issue.record("did not fail")
+            return
+        }
         #expect(e.code == .timedOut)
         #expect(e.opcode == .reset)
         #expect(await watcher.value == .reset)
@@ -120,7 +126,10 @@ import Testing
         #expect(await eventually { t.sent.count == 1 })
         t.end()
         try await runner.value
-        guard case .failure(let e as HCIError) = await call.result else { Issue.record("did not fail"); return }
+        guard case .failure(let e as HCIError) = await call.result else {
+            Issue.record("did not fail")
+            return
+        }
         #expect(e.code == .transportClosed)
         await #expect(throws: HCIError.self) { try await controller.execute(ResetCommand()) }
     }
@@ -148,7 +157,10 @@ import Testing
         let first = Task { try await controller.execute(ResetCommand()) }
         #expect(await eventually { t.sent.count == 1 })
         first.cancel()
-        guard case .failure(let e) = await first.result else { Issue.record("not cancelled"); return }
+        guard case .failure(let e) = await first.result else {
+            Issue.record("not cancelled")
+            return
+        }
         #expect(e is CancellationError)
         // The cancelled Reset still holds the credit until it is answered or times out.
         let second = Task { try await controller.execute(ResetCommand()) }
@@ -160,4 +172,3 @@ import Testing
         try? await runner.value
     }
 }
-

@@ -33,7 +33,8 @@ import Testing
         #expect(
             LESetExtendedAdvertisingEnableCommand(enable: true).packet.h4Bytes
                 == [0x01, 0x39, 0x20, 0x06, 0x01, 0x01, 0x00, 0x00, 0x00, 0x00])
-        #expect(LESetExtendedAdvertisingEnableCommand(enable: false).packet.h4Bytes == [0x01, 0x39, 0x20, 0x02, 0x00, 0x00])
+        #expect(
+            LESetExtendedAdvertisingEnableCommand(enable: false).packet.h4Bytes == [0x01, 0x39, 0x20, 0x02, 0x00, 0x00])
     }
 
     @Test func aControllerHasExtendedAdvertisingOnlyWithAllThreeCommands() {

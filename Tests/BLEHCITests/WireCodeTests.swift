@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLEHCI
 
 @Suite struct WireCodeTests {

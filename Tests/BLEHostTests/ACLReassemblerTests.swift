@@ -55,7 +55,14 @@ func byteByByte(_ frame: [UInt8], handle: UInt16) -> [ACLDataPacket] {
             }
         }
         #expect(frames == [L2CAPFrame(channel: .att, payload: Array(Self.readResponseFrame[4...]))])
-        #expect(r.counters == { var c = ACLReassembler.Counters(); c.frames = 1; c.continuations = 17; return c }())
+        #expect(
+            r.counters
+                == {
+                    var c = ACLReassembler.Counters()
+                    c.frames = 1
+                    c.continuations = 17
+                    return c
+                }())
     }
 
     @Test func fragmentsOfTwoLinksInterleavedAreJoinedPerHandle() {

@@ -1,5 +1,6 @@
 import BLETransport
 import Testing
+
 @testable import BLEHost
 
 /// The client state machine of Core v5.4, Vol 3, Part F, §3.3 and §3.4, in virtual time: events in, actions out.
@@ -24,8 +25,9 @@ import Testing
         _ = core.request(2, read6, now: .seconds(6))
         #expect(core.deadline == .seconds(35))
         #expect(core.tick(now: .milliseconds(34_999)) == [])
-        #expect(core.tick(now: .seconds(35))
-            == [.dropBearer, .fail(1, .timeout(.readRequest)), .fail(2, .timeout(.readRequest))])
+        #expect(
+            core.tick(now: .seconds(35))
+                == [.dropBearer, .fail(1, .timeout(.readRequest)), .fail(2, .timeout(.readRequest))])
         #expect(core.counters.timeouts == 1 && core.isClosed)
         // §3.3.3: nothing more on this bearer.
         #expect(core.request(3, read3, now: .seconds(36)) == [.fail(3, .linkClosed)])
@@ -55,8 +57,9 @@ import Testing
 
         var bad = ATTClientCore()
         _ = bad.request(1, [0x02, 0xF7, 0x00], now: .zero)
-        #expect(bad.receive([0x03, 0x10], now: .zero)
-            == [.fail(1, .malformed(.wrongLength(.exchangeMTUResponse, count: 2)))])
+        #expect(
+            bad.receive([0x03, 0x10], now: .zero)
+                == [.fail(1, .malformed(.wrongLength(.exchangeMTUResponse, count: 2)))])
         #expect(bad.mtu == 23 && bad.counters.malformedPDUs == 1)
     }
 
@@ -90,17 +93,20 @@ import Testing
     @Test func notificationsAndIndicationsAreDeliveredAndIndicationsConfirmed() {
         var core = ATTClientCore()
         _ = core.request(1, read3, now: .zero)  // they arrive while a request is outstanding, too
-        #expect(core.receive([0x1B, 0x06, 0x00, 0x34, 0x08], now: .zero)
-            == [.notification(ATTHandleValue(handle: 6, value: [0x34, 0x08]))])
-        #expect(core.receive([0x1D, 0x09, 0x00, 0x94, 0x11], now: .zero)
-            == [.indication(ATTHandleValue(handle: 9, value: [0x94, 0x11]))])
+        #expect(
+            core.receive([0x1B, 0x06, 0x00, 0x34, 0x08], now: .zero)
+                == [.notification(ATTHandleValue(handle: 6, value: [0x34, 0x08]))])
+        #expect(
+            core.receive([0x1D, 0x09, 0x00, 0x94, 0x11], now: .zero)
+                == [.indication(ATTHandleValue(handle: 9, value: [0x94, 0x11]))])
         // §3.3.2: no second indication before the confirmation; counted and ignored.
         #expect(core.receive([0x1D, 0x09, 0x00, 0x95, 0x11], now: .zero) == [])
         #expect(core.counters.indicationsWhileUnconfirmed == 1)
         #expect(core.confirmIndication() == [.send([0x1E])])
         #expect(core.confirmIndication() == [])
-        #expect(core.receive([0x1D, 0x09, 0x00, 0x96, 0x11], now: .zero)
-            == [.indication(ATTHandleValue(handle: 9, value: [0x96, 0x11]))])
+        #expect(
+            core.receive([0x1D, 0x09, 0x00, 0x96, 0x11], now: .zero)
+                == [.indication(ATTHandleValue(handle: 9, value: [0x96, 0x11]))])
         #expect(core.receive([0x1B, 0x06], now: .zero) == [])  // notification without a handle
         #expect(core.counters.malformedPDUs == 1 && core.counters.notifications == 1 && core.counters.indications == 2)
     }

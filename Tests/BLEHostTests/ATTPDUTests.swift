@@ -1,6 +1,7 @@
 import BLEHCI
 import BLETransport
 import Testing
+
 @testable import BLEHost
 
 /// Wire codes and PDU layouts of Core v5.4, Vol 3, Part F, §3.4, as literal bytes.
@@ -30,28 +31,35 @@ import Testing
     @Test func requestsEncodeToTheirByteLayouts() {
         #expect(ATTPDU.exchangeMTURequest(clientRxMTU: 247) == [0x02, 0xF7, 0x00])
         #expect(ATTPDU.findInformationRequest(start: 0x0007, end: 0x0007) == [0x04, 0x07, 0x00, 0x07, 0x00])
-        #expect(ATTPDU.readByGroupTypeRequest(start: 1, end: 0xFFFF, type: BluetoothUUID(uuid16: 0x2800))
-            == [0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28])
-        #expect(ATTPDU.readByTypeRequest(start: 4, end: 0xFFFF, type: BluetoothUUID(uuid16: 0x2803))
-            == [0x08, 0x04, 0x00, 0xFF, 0xFF, 0x03, 0x28])
+        #expect(
+            ATTPDU.readByGroupTypeRequest(start: 1, end: 0xFFFF, type: BluetoothUUID(uuid16: 0x2800))
+                == [0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28])
+        #expect(
+            ATTPDU.readByTypeRequest(start: 4, end: 0xFFFF, type: BluetoothUUID(uuid16: 0x2803))
+                == [0x08, 0x04, 0x00, 0xFF, 0xFF, 0x03, 0x28])
         let long = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
-        #expect(ATTPDU.readByTypeRequest(start: 1, end: 2, type: long)
-            == [0x08, 0x01, 0x00, 0x02, 0x00,
-                0x9E, 0xCA, 0xDC, 0x24, 0x0E, 0xE5, 0xA9, 0xE0, 0x93, 0xF3, 0xA3, 0xB5, 0x01, 0x00, 0x40, 0x6E])
+        #expect(
+            ATTPDU.readByTypeRequest(start: 1, end: 2, type: long)
+                == [
+                    0x08, 0x01, 0x00, 0x02, 0x00,
+                    0x9E, 0xCA, 0xDC, 0x24, 0x0E, 0xE5, 0xA9, 0xE0, 0x93, 0xF3, 0xA3, 0xB5, 0x01, 0x00, 0x40, 0x6E,
+                ])
         #expect(ATTPDU.readRequest(handle: 0x0003) == [0x0A, 0x03, 0x00])
         #expect(ATTPDU.readBlobRequest(handle: 0x0003, offset: 22) == [0x0C, 0x03, 0x00, 0x16, 0x00])
         #expect(ATTPDU.writeRequest(handle: 0x0007, value: [0x01, 0x00]) == [0x12, 0x07, 0x00, 0x01, 0x00])
         #expect(ATTPDU.writeCommand(handle: 0x0010, value: [0xAA]) == [0x52, 0x10, 0x00, 0xAA])
         #expect(ATTPDU.handleValueConfirmation == [0x1E])
-        #expect(ATTErrorResponse(requestOpcode: .readRequest, handle: 0x0F, code: .readNotPermitted).pdu
-            == [0x01, 0x0A, 0x0F, 0x00, 0x02])
+        #expect(
+            ATTErrorResponse(requestOpcode: .readRequest, handle: 0x0F, code: .readNotPermitted).pdu
+                == [0x01, 0x0A, 0x0F, 0x00, 0x02])
     }
 
     @Test func errorResponseDecodesAndRejectsWrongLengths() throws {
         let e = try ATTErrorResponse.decode([0x01, 0x10, 0x05, 0x00, 0x0A])
         #expect(e == ATTErrorResponse(requestOpcode: .readByGroupTypeRequest, handle: 5, code: .attributeNotFound))
-        #expect(e.description
-            == "ATT 0x0A Attribute Not Found in reply to Read By Group Type Request for handle 0x0005")
+        #expect(
+            e.description
+                == "ATT 0x0A Attribute Not Found in reply to Read By Group Type Request for handle 0x0005")
         #expect(throws: ATTPDUError.wrongLength(.errorResponse, count: 4)) {
             try ATTErrorResponse.decode([0x01, 0x10, 0x05, 0x00])
         }
@@ -112,8 +120,11 @@ import Testing
     @Test func readByGroupTypeResponseDecodesSixteenAndOneHundredTwentyEightBitServices() throws {
         let groups = try ATTPDU.decodeReadByGroupTypeResponse(
             [0x11, 0x06, 0x01, 0x00, 0x03, 0x00, 0x00, 0x18, 0x04, 0x00, 0xFF, 0xFF, 0x1A, 0x18], range: 1...0xFFFF)
-        #expect(groups == [ATTGroupValue(handle: 1, endGroupHandle: 3, value: [0x00, 0x18]),
-                           ATTGroupValue(handle: 4, endGroupHandle: 0xFFFF, value: [0x1A, 0x18])])
+        #expect(
+            groups == [
+                ATTGroupValue(handle: 1, endGroupHandle: 3, value: [0x00, 0x18]),
+                ATTGroupValue(handle: 4, endGroupHandle: 0xFFFF, value: [0x1A, 0x18]),
+            ])
         // Nothing may follow a group that ends at 0xFFFF.
         #expect(throws: ATTPDUError.self) {
             try ATTPDU.decodeReadByGroupTypeResponse(
@@ -124,8 +135,10 @@ import Testing
     @Test func findInformationDecodesBothFormatsAndRejectsOthers() throws {
         let short = try ATTPDU.decodeFindInformationResponse([0x05, 0x01, 0x07, 0x00, 0x02, 0x29], range: 7...7)
         #expect(short == [ATTHandleUUID(handle: 7, uuid: BluetoothUUID(uuid16: 0x2902))])
-        let longBytes: [UInt8] = [0x9E, 0xCA, 0xDC, 0x24, 0x0E, 0xE5, 0xA9, 0xE0,
-                                  0x93, 0xF3, 0xA3, 0xB5, 0x01, 0x00, 0x40, 0x6E]
+        let longBytes: [UInt8] = [
+            0x9E, 0xCA, 0xDC, 0x24, 0x0E, 0xE5, 0xA9, 0xE0,
+            0x93, 0xF3, 0xA3, 0xB5, 0x01, 0x00, 0x40, 0x6E,
+        ]
         let long = try ATTPDU.decodeFindInformationResponse([0x05, 0x02, 0x20, 0x00] + longBytes, range: 0x20...0x30)
         #expect(long.map(\.uuid.description) == ["6E400001-B5A3-F393-E0A9-E50E24DCCA9E"])
         #expect(throws: ATTPDUError.unknownFormat(0x03)) {
@@ -157,8 +170,10 @@ import Testing
     /// Every strict prefix of a valid response is either rejected or decodes to fewer entries: a PDU cut
     /// short never yields the whole answer or traps.
     @Test func truncatedResponsesNeverDecodeAsWhole() throws {
-        let full: [UInt8] = [0x09, 0x07, 0x02, 0x00, 0x02, 0x03, 0x00, 0x00, 0x2A,
-                             0x05, 0x00, 0x12, 0x06, 0x00, 0x6E, 0x2A]
+        let full: [UInt8] = [
+            0x09, 0x07, 0x02, 0x00, 0x02, 0x03, 0x00, 0x00, 0x2A,
+            0x05, 0x00, 0x12, 0x06, 0x00, 0x6E, 0x2A,
+        ]
         let whole = try ATTPDU.decodeReadByTypeResponse(full, range: 1...0xFFFF)
         #expect(whole.count == 2)
         for n in 0..<full.count {

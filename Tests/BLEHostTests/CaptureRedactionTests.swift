@@ -34,8 +34,9 @@ struct CaptureRedactionTests {
 
     @Test func commandsCarryingKeysLoseThemAndOthersAreUntouched() {
         // LE Long Term Key Request Reply (0x201A): handle, LTK.
-        #expect(Self.redacted(.command, [0x1A, 0x20, 0x12, 0x40, 0x00] + Self.key)
-            == [0x1A, 0x20, 0x12, 0x40, 0x00] + Self.zeros)
+        #expect(
+            Self.redacted(.command, [0x1A, 0x20, 0x12, 0x40, 0x00] + Self.key)
+                == [0x1A, 0x20, 0x12, 0x40, 0x00] + Self.zeros)
         // LE Enable Encryption (0x2019): handle, Rand (8), EDIV (2), LTK: only the LTK goes.
         let header: [UInt8] = [0x19, 0x20, 0x1C, 0x40, 0x00] + [UInt8](1...8) + [9, 10]
         #expect(Self.redacted(.command, header + Self.key) == header + Self.zeros)

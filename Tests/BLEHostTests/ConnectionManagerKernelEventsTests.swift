@@ -59,7 +59,9 @@ import Testing
 
         _ = on(.advertised(Self.a))
         _ = on(.connectionComplete(status: .success, handle: 8, peer: Self.a.address))
-        #expect(on(.drop(handle: 8, why: "ATT timeout")).contains(.disconnect(handle: 8, reason: .remoteUserTerminatedConnection)))
+        #expect(
+            on(.drop(handle: 8, why: "ATT timeout")).contains(
+                .disconnect(handle: 8, reason: .remoteUserTerminatedConnection)))
         _ = on(.linkEnded(handle: 8, .kernel("ECONNABORTED, Software caused connection abort (errno 103)")))
         #expect(m.status(of: Self.a.address)?.reason == .dropped("ATT timeout"))
     }

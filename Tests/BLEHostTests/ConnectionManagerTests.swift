@@ -88,7 +88,8 @@ import Testing
         #expect(!on(.tick, after: .seconds(1)).contains(.cancelCreateConnection), "cancelled once")
         // ... the controller ends it with 0x02, and b is tried next, while a backs off.
         _ = on(.advertised(Self.b))
-        let next = on(.connectionComplete(status: .unknownConnectionIdentifier, handle: 0, peer: BDAddress("00:00:00:00:00:00")!))
+        let next = on(
+            .connectionComplete(status: .unknownConnectionIdentifier, handle: 0, peer: BDAddress("00:00:00:00:00:00")!))
         #expect(m.status(of: Self.a.address)?.reason == .connectTimeout)
         #expect(Self.creates(next) == [Self.b.address])
         #expect(m.counters.cancelledAttempts == 1)
@@ -128,7 +129,8 @@ import Testing
         _ = on(.createStatus(.connectionLimitExceeded))
         #expect(m.status(of: Self.c.address)?.reason == .hci(.connectionLimitExceeded))
         _ = on(.disconnectionComplete(handle: 0x41, reason: .connectionTimeout), after: .seconds(20))
-        #expect(Self.creates(on(.advertised(Self.c), after: .seconds(5))) == [Self.c.address], "below the learned limit")
+        #expect(
+            Self.creates(on(.advertised(Self.c), after: .seconds(5))) == [Self.c.address], "below the learned limit")
     }
 
     @Test mutating func anAdapterLossDisconnectsEveryPeerAndTheyComeBackAfterIt() {
@@ -166,7 +168,8 @@ import Testing
         _ = on(.want(Self.a))
         _ = on(.advertised(Self.a))
         _ = on(.connectionComplete(status: .success, handle: 0x40, peer: Self.a.address))
-        #expect(on(.unwant(Self.a.address)).contains(.disconnect(handle: 0x40, reason: .remoteUserTerminatedConnection)))
+        #expect(
+            on(.unwant(Self.a.address)).contains(.disconnect(handle: 0x40, reason: .remoteUserTerminatedConnection)))
         let gone = on(.disconnectionComplete(handle: 0x40, reason: .connectionTerminatedByLocalHost))
         #expect(gone.contains { if case .publish(_, let s) = $0 { s.state == .disconnected } else { false } })
         #expect(m.status(of: Self.a.address) == nil)

@@ -1,8 +1,9 @@
 import BLEHCI
 import BLESimulator
-import BLETransport
 import BLETestSupport
+import BLETransport
 import Testing
+
 @testable import BLEHost
 
 /// An in-memory ATT bearer: records what the client sent, and lets the test (or a responder such as the
@@ -65,17 +66,23 @@ final class ATTScript: @unchecked Sendable {
 
 let nordicUART = BluetoothUUID("6E400001-B5A3-F393-E0A9-E50E24DCCA9E")!
 let nordicRX = BluetoothUUID("6E400002-B5A3-F393-E0A9-E50E24DCCA9E")!
-let nordicUARTBytes: [UInt8] = [0x9E, 0xCA, 0xDC, 0x24, 0x0E, 0xE5, 0xA9, 0xE0,
-                                0x93, 0xF3, 0xA3, 0xB5, 0x01, 0x00, 0x40, 0x6E]
-let nordicRXBytes: [UInt8] = [0x9E, 0xCA, 0xDC, 0x24, 0x0E, 0xE5, 0xA9, 0xE0,
-                              0x93, 0xF3, 0xA3, 0xB5, 0x02, 0x00, 0x40, 0x6E]
+let nordicUARTBytes: [UInt8] = [
+    0x9E, 0xCA, 0xDC, 0x24, 0x0E, 0xE5, 0xA9, 0xE0,
+    0x93, 0xF3, 0xA3, 0xB5, 0x01, 0x00, 0x40, 0x6E,
+]
+let nordicRXBytes: [UInt8] = [
+    0x9E, 0xCA, 0xDC, 0x24, 0x0E, 0xE5, 0xA9, 0xE0,
+    0x93, 0xF3, 0xA3, 0xB5, 0x02, 0x00, 0x40, 0x6E,
+]
 
 /// A peripheral with GAP (0x0001–0x0003), GATT with Service Changed (0x0006–0x0009) and a 128-bit service
 /// (0x0010–0x0013), at the default ATT_MTU of 23, as the Discover All procedures of Part G, §4.4.1, §4.6.1
 /// and §4.7.1 walk it.
 let discoveryScript: [([UInt8], [[UInt8]])] = [
-    ([0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28],
-     [[0x11, 0x06, 0x01, 0x00, 0x03, 0x00, 0x00, 0x18, 0x06, 0x00, 0x09, 0x00, 0x01, 0x18]]),
+    (
+        [0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28],
+        [[0x11, 0x06, 0x01, 0x00, 0x03, 0x00, 0x00, 0x18, 0x06, 0x00, 0x09, 0x00, 0x01, 0x18]]
+    ),
     ([0x10, 0x0A, 0x00, 0xFF, 0xFF, 0x00, 0x28], [[0x11, 0x14, 0x10, 0x00, 0x13, 0x00] + nordicUARTBytes]),
     ([0x10, 0x14, 0x00, 0xFF, 0xFF, 0x00, 0x28], [[0x01, 0x10, 0x14, 0x00, 0x0A]]),
     ([0x08, 0x01, 0x00, 0x03, 0x00, 0x03, 0x28], [[0x09, 0x07, 0x02, 0x00, 0x02, 0x03, 0x00, 0x00, 0x2A]]),
@@ -90,8 +97,10 @@ let discoveryScript: [([UInt8], [[UInt8]])] = [
 
 /// Runs `body` with a client whose `run()` is going, then ends the bearer and returns how `run()` ended.
 @discardableResult
-func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock(), eventBufferSize: Int = 256,
-                    _ body: (GATTClient) async throws -> Void) async throws -> Result<Void, any Error> {
+func withGATTClient(
+    _ bearer: TestATTBearer, clock: any BLEClock = ManualClock(), eventBufferSize: Int = 256,
+    _ body: (GATTClient) async throws -> Void
+) async throws -> Result<Void, any Error> {
     let client = GATTClient(bearer: bearer, clock: clock, eventBufferSize: eventBufferSize)
     let runner = Task { try await client.run() }
     try await body(client)
@@ -106,8 +115,9 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
         try await withGATTClient(bearer) { client in
             let db = try await client.discoverAll()
             #expect(script.remaining == 0 && script.unexpected.withLock { $0 }.isEmpty)
-            #expect(db.services.map(\.uuid)
-                == [BluetoothUUID(uuid16: 0x1800), BluetoothUUID(uuid16: 0x1801), nordicUART])
+            #expect(
+                db.services.map(\.uuid)
+                    == [BluetoothUUID(uuid16: 0x1800), BluetoothUUID(uuid16: 0x1801), nordicUART])
             #expect(db.services.map(\.endHandle) == [0x0003, 0x0009, 0x0013])
             let name = try #require(db.characteristic(BluetoothUUID(uuid16: 0x2A00)))
             #expect(name.valueHandle == 3 && name.properties == .read)
@@ -150,7 +160,9 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
             ([0x0A, 0x05, 0x00], [[0x0B, 0x01, 0x02]]),
         ])
         try await withGATTClient(TestATTBearer(respond: script.answer)) { client in
-            let three = try await client.read(3), four = try await client.read(4), five = try await client.read(5)
+            let three = try await client.read(3)
+            let four = try await client.read(4)
+            let five = try await client.read(5)
             #expect(three == long)
             #expect(four == Array(long[0..<22]))
             #expect(five == [0x01, 0x02])
@@ -175,11 +187,13 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
 
     @Test func malformedDiscoveryAnswersFailWithThePreciseReason() async throws {
         let notDividing = ATTScript([
-            ([0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28], [[0x11, 0x06, 0x01, 0x00, 0x03, 0x00, 0x00, 0x18, 0x06]]),
+            ([0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28], [[0x11, 0x06, 0x01, 0x00, 0x03, 0x00, 0x00, 0x18, 0x06]])
         ])
         try await withGATTClient(TestATTBearer(respond: notDividing.answer)) { client in
-            await #expect(throws: GATTClientError.malformedResponse(
-                .lengthNotDividing(.readByGroupTypeResponse, length: 6, dataCount: 7), request: .readByGroupTypeRequest)
+            await #expect(
+                throws: GATTClientError.malformedResponse(
+                    .lengthNotDividing(.readByGroupTypeResponse, length: 6, dataCount: 7),
+                    request: .readByGroupTypeRequest)
             ) { _ = try await client.discoverAll() }
         }
         let valueOutside = ATTScript([
@@ -188,16 +202,19 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
             ([0x08, 0x01, 0x00, 0x03, 0x00, 0x03, 0x28], [[0x09, 0x07, 0x02, 0x00, 0x02, 0x09, 0x00, 0x00, 0x2A]]),
         ])
         try await withGATTClient(TestATTBearer(respond: valueOutside.answer)) { client in
-            await #expect(throws: GATTClientError.malformedResponse(
-                .valueHandleOutsideService(declaration: 2, valueHandle: 9, service: 1...3), request: .readByTypeRequest)
+            await #expect(
+                throws: GATTClientError.malformedResponse(
+                    .valueHandleOutsideService(declaration: 2, valueHandle: 9, service: 1...3),
+                    request: .readByTypeRequest)
             ) { _ = try await client.discoverAll() }
         }
         let oddService = ATTScript([  // a service UUID of 3 octets
-            ([0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28], [[0x11, 0x07, 0x01, 0x00, 0x03, 0x00, 0x00, 0x18, 0x00]]),
+            ([0x10, 0x01, 0x00, 0xFF, 0xFF, 0x00, 0x28], [[0x11, 0x07, 0x01, 0x00, 0x03, 0x00, 0x00, 0x18, 0x00]])
         ])
         try await withGATTClient(TestATTBearer(respond: oddService.answer)) { client in
-            await #expect(throws: GATTClientError.malformedResponse(
-                .unsupportedEntryLength(.readByGroupTypeResponse, length: 7), request: .readByGroupTypeRequest)
+            await #expect(
+                throws: GATTClientError.malformedResponse(
+                    .unsupportedEntryLength(.readByGroupTypeResponse, length: 7), request: .readByGroupTypeRequest)
             ) { _ = try await client.discoverAll() }
         }
     }
@@ -277,8 +294,11 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
         #expect(client.statistics.droppedEvents == 3)
         var got: [GATTClientEvent] = []
         for await e in client.events { got.append(e) }
-        #expect(got == [.value(handle: 6, bytes: [3], indication: false),
-                        .value(handle: 6, bytes: [4], indication: false)])
+        #expect(
+            got == [
+                .value(handle: 6, bytes: [3], indication: false),
+                .value(handle: 6, bytes: [4], indication: false),
+            ])
     }
 
     @Test func writesLongerThanTheMTUAndSubscriptionsWithoutTheirPropertyAreRefused() async throws {
@@ -291,8 +311,9 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
                 try client.writeWithoutResponse(3, [UInt8](repeating: 0, count: 21))
             }
             try client.writeWithoutResponse(3, [0xAA])
-            let c = GATTCharacteristic(uuid: BluetoothUUID(uuid16: 0x2A6E), declarationHandle: 5, valueHandle: 6,
-                                       endHandle: 6, properties: [.read, .notify])
+            let c = GATTCharacteristic(
+                uuid: BluetoothUUID(uuid16: 0x2A6E), declarationHandle: 5, valueHandle: 6,
+                endHandle: 6, properties: [.read, .notify])
             await #expect(throws: GATTClientError.propertyMissing(.indicate, characteristic: 6)) {
                 try await client.subscribe(c, indicate: true)
             }
@@ -319,12 +340,15 @@ func withGATTClient(_ bearer: TestATTBearer, clock: any BLEClock = ManualClock()
 
             let db = try await client.discoverAll()
             // GAP, Environmental Sensing, GATT (Service Changed), Battery, Immediate Alert, Device Information.
-            #expect(db.services.map(\.uuid) == [0x1800, 0x181A, 0x1801, 0x180F, 0x1802, 0x180A].map {
-                BluetoothUUID(uuid16: $0)
-            })
+            #expect(
+                db.services.map(\.uuid)
+                    == [0x1800, 0x181A, 0x1801, 0x180F, 0x1802, 0x180A].map {
+                        BluetoothUUID(uuid16: $0)
+                    })
             let ess = db.services[1]
             #expect(ess.characteristics.map(\.uuid) == [BluetoothUUID(uuid16: 0x2A6E), BluetoothUUID(uuid16: 0x2A6F)])
-            let temperature = ess.characteristics[0], humidity = ess.characteristics[1]
+            let temperature = ess.characteristics[0]
+            let humidity = ess.characteristics[1]
             #expect(temperature.valueHandle == SimGATTServer.temperatureHandle && temperature.cccdHandle == 0x0007)
             #expect(humidity.valueHandle == SimGATTServer.humidityHandle && humidity.cccdHandle == 0x000A)
             #expect(temperature.properties == [.read, .notify])

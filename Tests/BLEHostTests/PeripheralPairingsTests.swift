@@ -1,6 +1,7 @@
 import BLEHCI
 import BLETransport
 import Testing
+
 @testable import BLEHost
 
 /// The table of pairings on links where we are the peripheral: who gets a responder, and the answers a controller

@@ -122,15 +122,21 @@ import Testing
             na = [UInt8](repeating: 0xA0 | UInt8(round), count: 16)
             let cai = SecurityFunctions.f4(u: S.publicAX, v: S.publicBX, x: na, z: z)
             let cbi = SecurityFunctions.f4(u: S.publicBX, v: S.publicAX, x: nonces[round], z: z)
-            #expect(Self.sent(r.handle(.received([0x03] + cai.reversed()), now: .seconds(2))) == [[0x03] + cbi.reversed()])
-            #expect(Self.sent(r.handle(.received([0x04] + na.reversed()), now: .seconds(2))) == [[0x04] + nonces[round].reversed()])
+            #expect(
+                Self.sent(r.handle(.received([0x03] + cai.reversed()), now: .seconds(2))) == [[0x03] + cbi.reversed()])
+            #expect(
+                Self.sent(r.handle(.received([0x04] + na.reversed()), now: .seconds(2))) == [
+                    [0x04] + nonces[round].reversed()
+                ])
         }
         // ra = rb = the passkey; Na and Nb are the twentieth round's.
         let (a, b) = (Self.phone.octets, Self.gateway.octets)
         let (macKey, _) = SecurityFunctions.f5(w: S.dhKey, n1: na, n2: nonces[19], a1: a, a2: b)
         let rr = [UInt8](repeating: 0, count: 13) + [0x00, 0x2B, 0x67]
-        let ea = SecurityFunctions.f6(w: macKey, n1: na, n2: nonces[19], r: rr, ioCap: [0x0D, 0x00, 0x02], a1: a, a2: b)
-        let eb = SecurityFunctions.f6(w: macKey, n1: nonces[19], n2: na, r: rr, ioCap: [0x0D, 0x00, 0x01], a1: b, a2: a)
+        let ea = SecurityFunctions.f6(
+            w: macKey, n1: na, n2: nonces[19], r: rr, ioCap: [0x0D, 0x00, 0x02], a1: a, a2: b)
+        let eb = SecurityFunctions.f6(
+            w: macKey, n1: nonces[19], n2: na, r: rr, ioCap: [0x0D, 0x00, 0x01], a1: b, a2: a)
         #expect(Self.sent(r.handle(.received([0x0D] + ea.reversed()), now: .seconds(3))) == [[0x0D] + eb.reversed()])
     }
 
@@ -146,15 +152,17 @@ import Testing
         let na = [UInt8](repeating: 0xA0, count: 16)
         let cai = SecurityFunctions.f4(u: S.publicAX, v: S.publicBX, x: na, z: 0x80)
         _ = r.handle(.received([0x03] + cai.reversed()), now: .seconds(2))
-        #expect(r.handle(.received([0x04] + na.reversed()), now: .seconds(2)) == [
-            .send([0x05, 0x04]), .failed(.refused(.confirmValueFailed)),
-        ])
+        #expect(
+            r.handle(.received([0x04] + na.reversed()), now: .seconds(2)) == [
+                .send([0x05, 0x04]), .failed(.refused(.confirmValueFailed)),
+            ])
         var plain = SMPPairingResponder(
             initiator: Self.phone, responder: Self.gateway, privateKey: S.privateB, publicKey: (S.publicBX, S.publicBY),
             nonce: S.n2, now: .zero)
-        #expect(plain.handle(.received(request), now: .seconds(1)) == [
-            .send([0x05, 0x03]), .failed(.refused(.authenticationRequirements)),
-        ])
+        #expect(
+            plain.handle(.received(request), now: .seconds(1)) == [
+                .send([0x05, 0x03]), .failed(.refused(.authenticationRequirements)),
+            ])
     }
 
     @Test mutating func theOperatorSayingNoFailsTheNumericComparison() {

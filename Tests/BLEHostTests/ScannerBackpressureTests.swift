@@ -1,8 +1,9 @@
 import BLEHCI
+import BLETestSupport
 import BLETransport
 import Foundation
-import BLETestSupport
 import Testing
+
 @testable import BLEHost
 
 /// The data path's two promises, through real H4 bytes: a source that can wait loses nothing to a slow consumer,
@@ -11,8 +12,12 @@ import Testing
     /// An LE Advertising Report (Core v5.4, Vol 4, Part E, §7.7.65.2), ADV_NONCONN_IND, empty data, RSSI -60, from
     /// a random address that carries `n`.
     static func report(_ n: Int) -> H4Packet {
-        H4Packet(type: .event, payload: [0x3E, 0x0C, 0x02, 0x01, 0x03, 0x01,
-                                         UInt8(n & 0xFF), UInt8(n >> 8 & 0xFF), 0x00, 0x00, 0x00, 0xC0, 0x00, 0xC4])
+        H4Packet(
+            type: .event,
+            payload: [
+                0x3E, 0x0C, 0x02, 0x01, 0x03, 0x01,
+                UInt8(n & 0xFF), UInt8(n >> 8 & 0xFF), 0x00, 0x00, 0x00, 0xC0, 0x00, 0xC4,
+            ])
     }
 
     /// Disconnection Complete (§7.7.5), status 0, handle `n`, reason 0x13: a state event.
@@ -40,7 +45,8 @@ import Testing
         var got: [Int] = []
         for try await r in scanner.reports {
             got.append(Self.number(of: r))
-            if got.count % 500 == 0 { try await Task.sleep(for: .milliseconds(5)) }  // a consumer that stalls now and then
+            // A consumer that stalls now and then.
+            if got.count % 500 == 0 { try await Task.sleep(for: .milliseconds(5)) }
         }
         try await scanning.value
         try await running.value

@@ -3,12 +3,14 @@ import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
+
 @testable import BLEPublishing
 
 /// A reading the broker can never take, whichever way it says so, goes to the spool's dead letters, kept whole;
 /// the readings behind it flow. Against a real mosquitto, both protocol versions, both of its limits.
-@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
-       .timeLimit(.minutes(2)), .serialized)
+@Suite(
+    .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+    .timeLimit(.minutes(2)), .serialized)
 struct DeadLetterTests {
     struct Poison: Sendable, CustomTestStringConvertible {
         var version: MQTTProtocolVersion
@@ -45,22 +47,27 @@ struct DeadLetterTests {
     }
 
     func state(_ body: String, retain: Bool = false) -> Reading {
-        Reading(.state, topic: "dead/gw/status", body: Array(body.utf8), qos: 1, retain: retain, ts: 1.7e9,
-                clockSynchronized: true, run: "00c0ffee")
+        Reading(
+            .state, topic: "dead/gw/status", body: Array(body.utf8), qos: 1, retain: retain, ts: 1.7e9,
+            clockSynchronized: true, run: "00c0ffee")
     }
 
-    func withPublisher(_ broker: Mosquitto, _ version: MQTTProtocolVersion, spool: Spool, maxPayloadBytes: Int = 0,
-                       _ body: @Sendable (MQTTClient, SpoolPublisher) async throws -> Void) async throws {
+    func withPublisher(
+        _ broker: Mosquitto, _ version: MQTTProtocolVersion, spool: Spool, maxPayloadBytes: Int = 0,
+        _ body: @Sendable (MQTTClient, SpoolPublisher) async throws -> Void
+    ) async throws {
         let client = MQTTClient(configuration: testConfiguration(broker, protocolVersion: version))
-        let publisher = SpoolPublisher(spool: spool, client: client, window: 8, clock: SystemClock(),
-                                       maxPayloadBytes: maxPayloadBytes, poisonAfterLosses: 3)
+        let publisher = SpoolPublisher(
+            spool: spool, client: client, window: 8, clock: SystemClock(),
+            maxPayloadBytes: maxPayloadBytes, poisonAfterLosses: 3)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await client.run() }
             group.addTask {
                 for await e in client.events {
                     switch e {
                     case .connected: publisher.connectionChanged(connected: true)
-                    case .disconnected, .connectionFailed, .connectionRefused: publisher.connectionChanged(connected: false)
+                    case .disconnected, .connectionFailed, .connectionRefused:
+                        publisher.connectionChanged(connected: false)
                     default: break
                     }
                 }
@@ -91,14 +98,20 @@ struct DeadLetterTests {
         let watch = Task { try await observer.run() }
         defer { watch.cancel() }
         let received = try observer.subscribe("dead/#", qos: .atLeastOnce, buffer: 64)
-        guard await connected(observer) else { Issue.record("the observer never connected"); return }
-        let big = poison.retained ? #"{"state":"online"}"# : #"{"blob":""# + String(repeating: "x", count: 4096) + #""}"#
+        guard await connected(observer) else {
+            Issue.record("the observer never connected")
+            return
+        }
+        let big =
+            poison.retained ? #"{"state":"online"}"# : #"{"blob":""# + String(repeating: "x", count: 4096) + #""}"#
         let seqs = try [#"{"n":1}"#, big, #"{"n":3}"#, #"{"n":4}"#].map {
             try spool.appendDurably(state($0, retain: poison.retained && $0 == big))
         }
-        try await withPublisher(broker, poison.version, spool: spool, maxPayloadBytes: poison.maxPayloadBytes) { _, publisher in
+        try await withPublisher(broker, poison.version, spool: spool, maxPayloadBytes: poison.maxPayloadBytes) {
+            _, publisher in
             let arrived = await collect(received, count: 3)
-            #expect(arrived.map { String(decoding: $0.payload, as: UTF8.self).contains("\"n\":") } == [true, true, true])
+            #expect(
+                arrived.map { String(decoding: $0.payload, as: UTF8.self).contains("\"n\":") } == [true, true, true])
             try await until { spool.statistics.depth == 0 && spool.statistics.deadLetters == 1 }
             #expect(spool.statistics.depth == 0, "nothing else waits behind the poison")
             let letters = try spool.deadLetters()
@@ -119,7 +132,10 @@ struct DeadLetterTests {
         let watch = Task { try await observer.run() }
         defer { watch.cancel() }
         let received = try observer.subscribe("dead/#", qos: .atLeastOnce, buffer: 64)
-        guard await connected(observer) else { Issue.record("the observer never connected"); return }
+        guard await connected(observer) else {
+            Issue.record("the observer never connected")
+            return
+        }
         for n in 1...3 { _ = try spool.appendDurably(state(#"{"n":\#(n)}"#, retain: true)) }
         try await withPublisher(broker, .v5, spool: spool) { client, publisher in
             let arrived = await collect(received, count: 3)
@@ -149,10 +165,15 @@ struct DeadLetterTests {
         let watch = Task { try await observer.run() }
         defer { watch.cancel() }
         let received = try observer.subscribe("dead/#", qos: .atLeastOnce, buffer: 8)
-        guard await connected(observer) else { Issue.record("the observer never connected"); return }
+        guard await connected(observer) else {
+            Issue.record("the observer never connected")
+            return
+        }
         try await withPublisher(lenient, .v5, spool: spool) { _, _ in
             let arrived = await collect(received, count: 1)
-            let envelope = try arrived.first.map { try JSONSerialization.jsonObject(with: Data($0.payload)) as? [String: Any] }
+            let envelope = try arrived.first.map {
+                try JSONSerialization.jsonObject(with: Data($0.payload)) as? [String: Any]
+            }
             #expect(envelope??["seq"] as? Int == Int(seq))
             try await until { spool.statistics.depth == 0 }
         }

@@ -3,8 +3,9 @@ import BLETestSupport
 import Foundation
 import Testing
 
-@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
-       .timeLimit(.minutes(1)))
+@Suite(
+    .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+    .timeLimit(.minutes(1)))
 struct MQTTPublishTests {
     @Test(arguments: [MQTTQoS.atMostOnce, .atLeastOnce, .exactlyOnce])
     func publishResumesOnAcknowledgementAndTheMessageArrives(qos: MQTTQoS) async throws {
@@ -17,8 +18,10 @@ struct MQTTPublishTests {
             let ids = try await withThrowingTaskGroup(of: MQTTPublishID.self) { group in
                 for i in 0..<count {
                     group.addTask {
-                        try await client.publish(MQTTMessage(topic: "ack/\(qos.rawValue)", payload: Array("m\(i)".utf8),
-                                                             qos: qos))
+                        try await client.publish(
+                            MQTTMessage(
+                                topic: "ack/\(qos.rawValue)", payload: Array("m\(i)".utf8),
+                                qos: qos))
                     }
                 }
                 return try await group.reduce(into: [MQTTPublishID]()) { $0.append($1) }
@@ -27,7 +30,8 @@ struct MQTTPublishTests {
             #expect(Set(ids).count == count, "in-flight publishes have distinct packet identifiers")
             let messages = await collect(received, count: count)
             #expect(messages.allSatisfy { $0.qos == qos })
-            #expect(Set(messages.map { String(decoding: $0.payload, as: UTF8.self) }) == Set((0..<count).map { "m\($0)" }))
+            #expect(
+                Set(messages.map { String(decoding: $0.payload, as: UTF8.self) }) == Set((0..<count).map { "m\($0)" }))
         }
     }
 

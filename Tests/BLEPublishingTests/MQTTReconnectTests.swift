@@ -20,9 +20,11 @@ struct MQTTReconnectTests {
                 for i in 0..<total {
                     group.addTask {
                         do {
-                            return .success(try await client.publish(
-                                MQTTMessage(topic: "restart/\(i)", payload: Array(repeating: 0x55, count: 150),
-                                            qos: .exactlyOnce)))
+                            return .success(
+                                try await client.publish(
+                                    MQTTMessage(
+                                        topic: "restart/\(i)", payload: Array(repeating: 0x55, count: 150),
+                                        qos: .exactlyOnce)))
                         } catch let error as MQTTError {
                             return .failure(error)
                         }

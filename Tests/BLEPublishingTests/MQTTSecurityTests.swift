@@ -4,8 +4,10 @@ import BLETransport
 import Foundation
 import Testing
 
-@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable && TestCertificates.isAvailable), "needs mosquitto and openssl"),
-       .timeLimit(.minutes(1)))
+@Suite(
+    .enabled(
+        if: TestDependency.runs(Mosquitto.isAvailable && TestCertificates.isAvailable), "needs mosquitto and openssl"),
+    .timeLimit(.minutes(1)))
 struct MQTTTLSTests {
     /// Mutual TLS: the broker requires a client certificate; the client verifies the broker against the test CA
     /// (hostname verification on: the server certificate names 127.0.0.1) and unlocks its encrypted key with a
@@ -13,12 +15,14 @@ struct MQTTTLSTests {
     @Test func tlsWithTheRightCAAndAClientCertificateConnectsAndPublishes() async throws {
         let broker = try Mosquitto()
         let pki = try TestCertificates(in: broker.directory)
-        broker.tls = .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, keyFile: pki.serverKey,
-                           requireClientCertificate: true)
+        broker.tls = .init(
+            caFile: pki.caFile, certificateFile: pki.serverCertificate, keyFile: pki.serverKey,
+            requireClientCertificate: true)
         try broker.start()
         var configuration = testConfiguration(broker)
-        configuration.tls = .init(caFile: pki.caFile, certificateFile: pki.clientCertificate,
-                                  keyFile: pki.clientKeyEncrypted, keyPassphraseFile: pki.clientKeyPassphraseFile)
+        configuration.tls = .init(
+            caFile: pki.caFile, certificateFile: pki.clientCertificate,
+            keyFile: pki.clientKeyEncrypted, keyPassphraseFile: pki.clientKeyPassphraseFile)
         try await withRunningClient(configuration) { client, events in
             await events.waitFor { $0.isConnected }
             let stream = try client.subscribe("tls/#")
@@ -64,8 +68,9 @@ struct MQTTTLSTests {
 @Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs mosquitto"), .timeLimit(.minutes(1)))
 struct MQTTCredentialTests {
     private func credentialFiles(_ broker: Mosquitto, password: String) throws -> MQTTConfiguration.Credentials {
-        .init(usernameFile: try broker.writeFile("user", "gateway\n"),
-              passwordFile: try broker.writeFile("password", password + "\n"))
+        .init(
+            usernameFile: try broker.writeFile("user", "gateway\n"),
+            passwordFile: try broker.writeFile("password", password + "\n"))
     }
 
     @Test func theRightPasswordFromAFileConnects() async throws {

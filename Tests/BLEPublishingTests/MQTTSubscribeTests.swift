@@ -11,7 +11,8 @@ struct MQTTSubscribeTests {
         try await withRunningClient(testConfiguration(broker, protocolVersion: version)) { client, events in
             await events.waitFor { $0.isConnected }
             let stream = try client.subscribe("gw/+/reading", qos: .atLeastOnce)
-            try await client.publish(MQTTMessage(topic: "gw/7/reading", payload: [0x00, 0xFF, 0x10], qos: .atLeastOnce))
+            try await client.publish(
+                MQTTMessage(topic: "gw/7/reading", payload: [0x00, 0xFF, 0x10], qos: .atLeastOnce))
             try await client.publish(MQTTMessage(topic: "gw/7/other", payload: [9], qos: .atLeastOnce))
             try await client.publish(MQTTMessage(topic: "gw/8/reading", payload: [0x42], qos: .exactlyOnce))
             let messages = await collect(stream, count: 2)
@@ -28,8 +29,10 @@ struct MQTTSubscribeTests {
         let configuration = testConfiguration(broker)
         try await withRunningClient(configuration) { client, events in
             await events.waitFor { $0.isConnected }
-            try await client.publish(MQTTMessage(topic: "gw/status", payload: Array("online".utf8), qos: .atLeastOnce,
-                                                 retain: true))
+            try await client.publish(
+                MQTTMessage(
+                    topic: "gw/status", payload: Array("online".utf8), qos: .atLeastOnce,
+                    retain: true))
         }
         try await withRunningClient(testConfiguration(broker)) { client, events in
             await events.waitFor { $0.isConnected }
@@ -44,8 +47,10 @@ struct MQTTSubscribeTests {
         try await withRunningClient(testConfiguration(broker)) { client, events in
             await events.waitFor { $0.isConnected }
             let stream = try client.subscribe("exp/#")
-            try await client.publish(MQTTMessage(topic: "exp/a", payload: [1], qos: .atLeastOnce,
-                                                 messageExpiryInterval: 3600))
+            try await client.publish(
+                MQTTMessage(
+                    topic: "exp/a", payload: [1], qos: .atLeastOnce,
+                    messageExpiryInterval: 3600))
             try await client.publish(MQTTMessage(topic: "exp/b", payload: [2], qos: .atLeastOnce))
             let messages = await collect(stream, count: 2)
             // The broker forwards the remaining lifetime (§3.3.2.3.3): at most what was sent, and not expired.

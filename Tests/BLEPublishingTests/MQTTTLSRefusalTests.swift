@@ -8,8 +8,10 @@ import Testing
 /// does not connect, and its failure names the cause in words an operator can act on (libmosquitto alone says
 /// "certificate verify failed" for all the certificate ones, and nothing at all for a TLS client on a plaintext
 /// port, whose connection attempt then never ended).
-@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable && TestCertificates.isAvailable), "needs mosquitto and openssl"),
-       .timeLimit(.minutes(1)))
+@Suite(
+    .enabled(
+        if: TestDependency.runs(Mosquitto.isAvailable && TestCertificates.isAvailable), "needs mosquitto and openssl"),
+    .timeLimit(.minutes(1)))
 struct MQTTTLSRefusalTests {
     enum Mistake: String, CaseIterable, Sendable {
         case serverCertificateForAnotherHost, expiredServerCertificate, clientCertificateFromAnotherCA
@@ -37,17 +39,21 @@ struct MQTTTLSRefusalTests {
         var tls: MQTTConfiguration.TLS?
         switch mistake {
         case .serverCertificateForAnotherHost:
-            broker.tls = .init(caFile: pki.caFile, certificateFile: pki.wrongHostServerCertificate,
-                               keyFile: pki.serverKey)
+            broker.tls = .init(
+                caFile: pki.caFile, certificateFile: pki.wrongHostServerCertificate,
+                keyFile: pki.serverKey)
             tls = .init(caFile: pki.caFile)
         case .expiredServerCertificate:
-            broker.tls = .init(caFile: pki.caFile, certificateFile: pki.expiredServerCertificate, keyFile: pki.serverKey)
+            broker.tls = .init(
+                caFile: pki.caFile, certificateFile: pki.expiredServerCertificate, keyFile: pki.serverKey)
             tls = .init(caFile: pki.caFile)
         case .clientCertificateFromAnotherCA:
-            broker.tls = .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, keyFile: pki.serverKey,
-                               requireClientCertificate: true)
-            tls = .init(caFile: pki.caFile, certificateFile: pki.untrustedClientCertificate,
-                        keyFile: pki.untrustedClientKey)
+            broker.tls = .init(
+                caFile: pki.caFile, certificateFile: pki.serverCertificate, keyFile: pki.serverKey,
+                requireClientCertificate: true)
+            tls = .init(
+                caFile: pki.caFile, certificateFile: pki.untrustedClientCertificate,
+                keyFile: pki.untrustedClientKey)
         case .plainMQTTToATLSPort:
             broker.tls = .init(caFile: pki.caFile, certificateFile: pki.serverCertificate, keyFile: pki.serverKey)
         case .tlsToAPlaintextPort:
@@ -77,7 +83,8 @@ struct MQTTTLSRefusalTests {
         try withUnsafeMutablePointer(to: &address) { p in
             try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { a in
                 guard bind(listener, a, length) == 0, listen(listener, 4) == 0,
-                      getsockname(listener, a, &length) == 0 else { throw POSIXError(.EADDRINUSE) }
+                    getsockname(listener, a, &length) == 0
+                else { throw POSIXError(.EADDRINUSE) }
             }
         }
         var configuration = MQTTConfiguration()
@@ -88,7 +95,8 @@ struct MQTTTLSRefusalTests {
         configuration.connectTimeout = .seconds(1)
         try await withRunningClient(configuration) { _, events in
             let failure = try #require(await events.waitFor(limit: .seconds(30)) { $0.failure != nil }.first?.failure)
-            #expect(failure.description.contains("no CONNACK within 1.0 seconds")
+            #expect(
+                failure.description.contains("no CONNACK within 1.0 seconds")
                     || failure.description.contains("no answer within 1.0 seconds"), "\(failure)")
             #expect(failure.description.contains("does not answer a TLS handshake"), "\(failure)")
         }

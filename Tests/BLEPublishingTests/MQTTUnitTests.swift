@@ -1,6 +1,7 @@
-@testable import BLEPublishing
 import BLETestSupport
 import Testing
+
+@testable import BLEPublishing
 
 /// A generator that always returns the same word, so jitter is predictable.
 struct FixedRandom: RandomNumberGenerator {
@@ -37,8 +38,9 @@ struct FixedRandom: RandomNumberGenerator {
 @Suite struct MQTTConfigurationTests {
     @Test func descriptionNamesCredentialFilesButNeverSecrets() {
         var configuration = MQTTConfiguration()
-        configuration.credentials = .init(usernameFile: "/run/credentials/gw/mqtt-user",
-                                          passwordFile: "/run/credentials/gw/mqtt-password")
+        configuration.credentials = .init(
+            usernameFile: "/run/credentials/gw/mqtt-user",
+            passwordFile: "/run/credentials/gw/mqtt-password")
         configuration.tls = .init(caFile: "/etc/ca.pem", keyPassphraseFile: "/run/credentials/gw/key-pass")
         let text = configuration.description
         #expect(text.contains("<redacted from /run/credentials/gw/mqtt-password>"))

@@ -8,8 +8,9 @@ struct MQTTWillTests {
     private func configuration(_ broker: Mosquitto, port: Int? = nil) -> MQTTConfiguration {
         var configuration = testConfiguration(broker)
         if let port { configuration.port = port }
-        configuration.will = .init(topic: "will/gateway", payload: Array("offline".utf8), qos: .atLeastOnce,
-                                   retain: false)
+        configuration.will = .init(
+            topic: "will/gateway", payload: Array("offline".utf8), qos: .atLeastOnce,
+            retain: false)
         return configuration
     }
 
@@ -38,7 +39,9 @@ struct MQTTWillTests {
     /// The gateway's connection dies without DISCONNECT — here the TCP relay it talks through is SIGKILLed, which
     /// to the broker looks exactly like the gateway process being killed — and the broker publishes the will.
     /// (kill -9 of the real gateway binary is tested end to end by the gateway's own tests.)
-    @Test(.enabled(if: TestDependency.runs(FileManager.default.isExecutableFile(atPath: "/usr/bin/socat")), "needs socat"))
+    @Test(
+        .enabled(if: TestDependency.runs(FileManager.default.isExecutableFile(atPath: "/usr/bin/socat")), "needs socat")
+    )
     func anAbruptConnectionLossPublishesTheWill() async throws {
         let broker = try startBroker()
         let relayPort = try Loopback.freePort()
@@ -46,7 +49,12 @@ struct MQTTWillTests {
         relay.executableURL = URL(fileURLWithPath: "/usr/bin/socat")
         relay.arguments = ["TCP-LISTEN:\(relayPort),bind=127.0.0.1,reuseaddr", "TCP:127.0.0.1:\(broker.port)"]
         try relay.run()
-        defer { if relay.isRunning { kill(relay.processIdentifier, SIGKILL); relay.waitUntilExit() } }
+        defer {
+            if relay.isRunning {
+                kill(relay.processIdentifier, SIGKILL)
+                relay.waitUntilExit()
+            }
+        }
         try await withRunningClient(testConfiguration(broker)) { observer, events in
             await events.waitFor { $0.isConnected }
             let stream = try observer.subscribe("will/#")

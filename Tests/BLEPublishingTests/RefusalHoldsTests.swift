@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLEPublishing
 
 /// The refusal holds in literal values: which family waits, when its probe goes, and where the spool is read again.

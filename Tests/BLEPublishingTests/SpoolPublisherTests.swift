@@ -3,10 +3,12 @@ import BLETestSupport
 import BLETransport
 import Foundation
 import Testing
+
 @testable import BLEPublishing
 
-@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
-       .timeLimit(.minutes(2)))
+@Suite(
+    .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+    .timeLimit(.minutes(2)))
 struct SpoolPublisherTests {
     func makeSpool() throws -> Spool {
         let dir = FileManager.default.temporaryDirectory.appendingPathComponent("pub-\(UUID().uuidString)")
@@ -17,27 +19,32 @@ struct SpoolPublisherTests {
     }
 
     func reading(_ i: Int, _ cls: ReadingClass = .sample) -> Reading {
-        Reading(cls, topic: "pub/gw/health", body: Array(#"{"i":\#(i)}"#.utf8), qos: 1, ts: 1_700_000_000 + Double(i),
-                clockSynchronized: true, run: "00c0ffee")
+        Reading(
+            cls, topic: "pub/gw/health", body: Array(#"{"i":\#(i)}"#.utf8), qos: 1, ts: 1_700_000_000 + Double(i),
+            clockSynchronized: true, run: "00c0ffee")
     }
 
     /// Runs client, publisher and the event bridge between them around `body`.
-    func withPublisher(_ broker: Mosquitto, spool: Spool, window: Int = 16,
-                       refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60),
-                       base: String? = nil, clock: any BLEClock = SystemClock(),
-                       _ body: @Sendable (MQTTClient, SpoolPublisher) async throws -> Void) async throws {
+    func withPublisher(
+        _ broker: Mosquitto, spool: Spool, window: Int = 16,
+        refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60),
+        base: String? = nil, clock: any BLEClock = SystemClock(),
+        _ body: @Sendable (MQTTClient, SpoolPublisher) async throws -> Void
+    ) async throws {
         var configuration = testConfiguration(broker)
         configuration.maxInFlight = window
         let client = MQTTClient(configuration: configuration)
-        let publisher = SpoolPublisher(spool: spool, client: client, window: window, clock: clock, base: base,
-                                       refusalBackoff: refusalBackoff, maxRefusalBackoff: maxRefusalBackoff)
+        let publisher = SpoolPublisher(
+            spool: spool, client: client, window: window, clock: clock, base: base,
+            refusalBackoff: refusalBackoff, maxRefusalBackoff: maxRefusalBackoff)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await client.run() }
             group.addTask {
                 for await e in client.events {
                     switch e {
                     case .connected: publisher.connectionChanged(connected: true)
-                    case .disconnected, .connectionFailed, .connectionRefused: publisher.connectionChanged(connected: false)
+                    case .disconnected, .connectionFailed, .connectionRefused:
+                        publisher.connectionChanged(connected: false)
                     default: break
                     }
                 }
@@ -52,7 +59,9 @@ struct SpoolPublisherTests {
     }
 
     func seqs(_ messages: [MQTTMessage]) -> [Int] {
-        messages.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.payload)) as? [String: Any])?["seq"] as? Int }
+        messages.compactMap {
+            (try? JSONSerialization.jsonObject(with: Data($0.payload)) as? [String: Any])?["seq"] as? Int
+        }
     }
 
     @Test func everyDurableReadingArrivesInSeqOrderWithItsEnvelopeAndLeavesTheSpool() async throws {
@@ -196,8 +205,10 @@ struct SpoolPublisherTests {
         defer { watch.cancel() }
         let received = try observer.subscribe("pub/#", qos: .atLeastOnce)
         for i in 1...20 { _ = try spool.appendDurably(reading(i, .state)) }
-        try await withPublisher(broker, spool: spool, window: 8, refusalBackoff: .milliseconds(100),
-                                maxRefusalBackoff: .milliseconds(400)) { _, publisher in
+        try await withPublisher(
+            broker, spool: spool, window: 8, refusalBackoff: .milliseconds(100),
+            maxRefusalBackoff: .milliseconds(400)
+        ) { _, publisher in
             for _ in 0..<500 where publisher.statistics.refused < 3 { try await Task.sleep(for: .milliseconds(20)) }
             let refusing = publisher.statistics
             #expect(refusing.refused >= 3, "the broker never refused")
@@ -241,14 +252,18 @@ struct SpoolPublisherTests {
         var health: [Int] = []
         for i in 1...60 {
             let topic = i % 3 == 0 ? "pub/gw/beacons/b\(i % 2)" : "pub/gw/health"
-            let seq = Int(try spool.appendDurably(
-                Reading(.state, topic: topic, body: Array(#"{"i":\#(i)}"#.utf8), qos: 1, ts: 1_700_000_000,
+            let seq = Int(
+                try spool.appendDurably(
+                    Reading(
+                        .state, topic: topic, body: Array(#"{"i":\#(i)}"#.utf8), qos: 1, ts: 1_700_000_000,
                         clockSynchronized: true, run: "00c0ffee")))
             if i % 3 == 0 { beacons.insert(seq) } else { health.append(seq) }
         }
         let (denied, allowed) = (beacons, health)
-        try await withPublisher(broker, spool: spool, window: 8, refusalBackoff: .milliseconds(100),
-                                maxRefusalBackoff: .milliseconds(400), base: "pub/gw") { _, publisher in
+        try await withPublisher(
+            broker, spool: spool, window: 8, refusalBackoff: .milliseconds(100),
+            maxRefusalBackoff: .milliseconds(400), base: "pub/gw"
+        ) { _, publisher in
             var arrived: [Int] = []
             for await m in received {
                 #expect(m.topic == "pub/gw/health", "a denied beacon was delivered: \(m.topic)")
@@ -260,8 +275,9 @@ struct SpoolPublisherTests {
             #expect(held.refusedFamilies == ["pub/gw/beacons"])
             #expect(held.refusal?.reason == .notAuthorized)
             #expect(held.rejected == 0)
-            #expect(await eventually { spool.statistics.depth == denied.count },
-                    "the refused beacons wait in the spool, none lost: \(spool.statistics.depth)")
+            #expect(
+                await eventually { spool.statistics.depth == denied.count },
+                "the refused beacons wait in the spool, none lost: \(spool.statistics.depth)")
             // The operator fixes the ACL: the beacons follow and the hold ends.
             try "topic readwrite #\n".write(toFile: acl, atomically: true, encoding: .utf8)
             broker.reload()
@@ -278,8 +294,9 @@ struct SpoolPublisherTests {
     }
 }
 
-@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
-       .timeLimit(.minutes(1)))
+@Suite(
+    .enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto (apt-get install mosquitto)"),
+    .timeLimit(.minutes(1)))
 struct OversizedPayloadTests {
     /// A broker with a message size limit refuses a reading that exceeds it. The publisher must neither wedge on
     /// it (replaying it for ever) nor lose it silently: it is counted as rejected and the readings behind it flow.
@@ -291,8 +308,9 @@ struct OversizedPayloadTests {
         sc.durability = .normal
         let spool = try Spool(configuration: sc)
         func reading(_ body: String) -> Reading {
-            Reading(.state, topic: "big/gw/status", body: Array(body.utf8), qos: 1, ts: 1.7e9, clockSynchronized: true,
-                    run: "00c0ffee")
+            Reading(
+                .state, topic: "big/gw/status", body: Array(body.utf8), qos: 1, ts: 1.7e9, clockSynchronized: true,
+                run: "00c0ffee")
         }
         _ = try spool.appendDurably(reading(#"{"n":1}"#))
         _ = try spool.appendDurably(reading(#"{"blob":""# + String(repeating: "x", count: 4096) + #""}"#))

@@ -45,7 +45,8 @@ import Testing
         await h.advance(seconds: 3)
         // The fault is over and nothing refused was done: scanning was never enabled, so new scan parameters are
         // taken (while scanning they would be Command Disallowed, §7.8.10).
-        #expect(try c.command(Bytes.leSetScanParameters(active: false, interval: 0x10, window: 0x10))
+        #expect(
+            try c.command(Bytes.leSetScanParameters(active: false, interval: 0x10, window: 0x10))
                 == [0x04, 0x0E, 0x04, 0x01, 0x0B, 0x20, 0x00])
         #expect(try c.command(Bytes.reset) == [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00])
     }
@@ -68,14 +69,19 @@ import Testing
         // The controller group works.
         #expect(try c.command(Bytes.reset) == [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00])
         // LMP_Features: octet 4 has neither bit 37 "BR/EDR Not Supported" nor bit 38 "LE Supported (Controller)".
-        #expect(try c.command(Bytes.readLocalFeatures)
+        #expect(
+            try c.command(Bytes.readLocalFeatures)
                 == [0x04, 0x0E, 0x0C, 0x01, 0x03, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00])
         // Supported_Commands: only the BR/EDR and controller-group commands the simulator implements — Disconnect
         // (octet 0 bit 5), Read Remote Version Information (2/7), Set Event Mask and Reset (5/6, 5/7), the four
         // informational reads (14/3, 14/4, 14/5, 14/7), Read BD_ADDR and Read RSSI (15/1, 15/5), Set Event Mask
         // Page 2 (22/2); no Write LE Host Support (24/6), nothing in the LE octets 25 and beyond.
         var commands = [UInt8](repeating: 0, count: 64)
-        commands[0] = 0x20; commands[2] = 0x80; commands[5] = 0xC0; commands[14] = 0xB8; commands[15] = 0x22
+        commands[0] = 0x20
+        commands[2] = 0x80
+        commands[5] = 0xC0
+        commands[14] = 0xB8
+        commands[15] = 0x22
         commands[22] = 0x04
         #expect(try c.command(Bytes.readLocalCommands) == [0x04, 0x0E, 0x44, 0x01, 0x02, 0x10, 0x00] + commands)
         // Every LE command, and Write LE Host Support, is Unknown HCI Command (0x01), in Command Status.
@@ -86,9 +92,11 @@ import Testing
         #expect(h.simulator.nodes[0].stats.commandsRefused == 4)
         await h.advance(seconds: 4)
         // An LE controller again: LE_Features bit 12 (LE Extended Advertising), LE bits in LMP_Features.
-        #expect(try c.command(Bytes.leReadLocalFeatures)
+        #expect(
+            try c.command(Bytes.leReadLocalFeatures)
                 == [0x04, 0x0E, 0x0C, 0x01, 0x03, 0x20, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00])
-        #expect(try c.command(Bytes.readLocalFeatures)
+        #expect(
+            try c.command(Bytes.readLocalFeatures)
                 == [0x04, 0x0E, 0x0C, 0x01, 0x03, 0x10, 0x00, 0x00, 0x00, 0x00, 0x00, 0x60, 0x00, 0x00, 0x00])
     }
 
@@ -106,8 +114,9 @@ import Testing
             #expect(answered == expected, "\(entry.name) answered with event \(answered.map { "\($0)" } ?? "none")")
             // The status: Command Status's first parameter, Command Complete's first return parameter.
             let status = refused.first.map { $0[expected == 0x0F ? 3 : 6] }
-            #expect(refused.count == 1 && refused.first?[1] == expected && status == 0x03,
-                    "\(entry.name) refused with \(refused)")
+            #expect(
+                refused.count == 1 && refused.first?[1] == expected && status == 0x03,
+                "\(entry.name) refused with \(refused)")
         }
     }
 

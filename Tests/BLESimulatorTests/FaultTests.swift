@@ -20,10 +20,9 @@ import Testing
           - {at_s: 20, gateway: gw-a, type: silence, duration_s: 5}
         """
 
-    /// Polls a condition that another thread makes true (bounded, so a bug fails instead of hanging).
+    /// A condition another thread makes true (bounded, so a bug fails instead of hanging).
     static func eventually(_ what: String, _ condition: () -> Bool) async {
-        for _ in 0..<5000 where !condition() { try? await Task.sleep(nanoseconds: 1_000_000) }
-        #expect(condition(), "never happened: \(what)")
+        #expect(await BLETestSupport.eventually(condition), "never happened: \(what)")
     }
 
     @Test func hardwareErrorIsSentThenCommandsGoUnansweredUntilPowerReturns() async throws {
@@ -93,7 +92,8 @@ import Testing
         var options = SimulatorOptions(socketDirectory: dir)
         options.truthPath = dir + "/truth.jsonl"
         options.duration = 12
-        let sim = try Simulator(scenario: scenario, options: options, clock: FreeRunningClock(), pacing: .clock(batch: .zero))
+        let sim = try Simulator(
+            scenario: scenario, options: options, clock: FreeRunningClock(), pacing: .clock(batch: .zero))
         try await sim.run()
         let lines = try String(contentsOfFile: dir + "/truth.jsonl", encoding: .utf8).split(separator: "\n")
         let objects = try lines.map { try JSONSerialization.jsonObject(with: Data($0.utf8)) as! [String: Any] }
@@ -103,7 +103,9 @@ import Testing
         #expect(d["gateway"] as? String == "gw-a")
         #expect(d["beacon"] as? String == "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-1-1")
         #expect(d["distance_m"] as? Double == 2)
-        let faults = objects.filter { $0["type"] as? String == "fault" }.map { "\($0["t"]!) \($0["fault"]!) \($0["phase"]!)" }
+        let faults = objects.filter { $0["type"] as? String == "fault" }.map {
+            "\($0["t"]!) \($0["fault"]!) \($0["phase"]!)"
+        }
         #expect(faults == ["2.0 hardware_error start", "5.0 hardware_error end", "10.0 unplug start"])
         #expect(!FileManager.default.fileExists(atPath: sim.socketPath(for: "gw-a")))
     }

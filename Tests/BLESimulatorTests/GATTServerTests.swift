@@ -69,8 +69,9 @@ import Testing
     @Test func alertLevelTakesWritesAndWriteCommandsChecksLengthAndRangeAndReadsBack() async throws {
         let (h, c, handle) = try await Self.connected()
         // Characteristic declaration 0x0014: read | write without response | write (0x0E), value 0x0015, UUID 0x2A06.
-        #expect(try Self.request(c, handle, [0x08, 0x13, 0x00, 0x15, 0x00, 0x03, 0x28])
-            == [0x09, 0x07, 0x14, 0x00, 0x0E, 0x15, 0x00, 0x06, 0x2A])
+        #expect(
+            try Self.request(c, handle, [0x08, 0x13, 0x00, 0x15, 0x00, 0x03, 0x28])
+                == [0x09, 0x07, 0x14, 0x00, 0x0E, 0x15, 0x00, 0x06, 0x2A])
         // Write Request 0x02 (High Alert) → Write Response; a read returns it.
         #expect(try Self.request(c, handle, [0x12, 0x15, 0x00, 0x02]) == [0x13])
         #expect(try Self.request(c, handle, [0x0A, 0x15, 0x00]) == [0x0B, 0x02])
@@ -86,9 +87,11 @@ import Testing
         #expect(try Self.request(c, handle, [0x12, 0x03, 0x00, 0x41]) == [0x01, 0x12, 0x03, 0x00, 0x03])
         // Service Changed is indicate-only: Read Not Permitted (0x02).
         #expect(try Self.request(c, handle, [0x0A, 0x0D, 0x00]) == [0x01, 0x0A, 0x0D, 0x00, 0x02])
-        #expect(h.simulator.nodes[0].link(handle)?.gatt.writes == [
-            .init(handle: 0x0015, value: [0x02], command: false), .init(handle: 0x0015, value: [0x01], command: true),
-        ])
+        #expect(
+            h.simulator.nodes[0].link(handle)?.gatt.writes == [
+                .init(handle: 0x0015, value: [0x02], command: false),
+                .init(handle: 0x0015, value: [0x01], command: true),
+            ])
     }
 
     @Test func readBlobReadsTheManufacturerNamePastTheMTU() async throws {
@@ -102,19 +105,23 @@ import Testing
         #expect(try Self.request(c, handle, [0x0C, 0x18, 0x00, 0x20, 0x00]) == [0x0D])
         #expect(try Self.request(c, handle, [0x0C, 0x18, 0x00, 0x21, 0x00]) == [0x01, 0x0C, 0x18, 0x00, 0x07])
         // Model Number 0x2A24 at 0x001A: "SIM-ENV-1".
-        #expect(try Self.request(c, handle, [0x0A, 0x1A, 0x00])
-            == [0x0B, 0x53, 0x49, 0x4D, 0x2D, 0x45, 0x4E, 0x56, 0x2D, 0x31])
+        #expect(
+            try Self.request(c, handle, [0x0A, 0x1A, 0x00])
+                == [0x0B, 0x53, 0x49, 0x4D, 0x2D, 0x45, 0x4E, 0x56, 0x2D, 0x31])
         // Read By Type of the long name is cut to ATT_MTU − 4 = 19 octets (§3.4.4.2).
-        #expect(try Self.request(c, handle, [0x08, 0x16, 0x00, 0x1A, 0x00, 0x29, 0x2A])
-            == [0x09, 0x15, 0x18, 0x00] + name[0..<19])
+        #expect(
+            try Self.request(c, handle, [0x08, 0x16, 0x00, 0x1A, 0x00, 0x29, 0x2A])
+                == [0x09, 0x15, 0x18, 0x00] + name[0..<19])
     }
 
     @Test func theDatabaseGrowsAtGattChangeAndServiceChangedIsIndicated() async throws {
-        let yaml = ConnectionTests.yaml.replacingOccurrences(of: "interval_ms: 100}", with: "interval_ms: 100, gatt_change_at_s: 4}")
+        let yaml = ConnectionTests.yaml.replacingOccurrences(
+            of: "interval_ms: 100}", with: "interval_ms: 100, gatt_change_at_s: 4}")
         let (h, c, handle) = try await Self.connected(yaml)
         // Before the change the last service is Device Information, 0x0016–0x001A.
-        #expect(try Self.request(c, handle, [0x10, 0x16, 0x00, 0xFF, 0xFF, 0x00, 0x28])
-            == [0x11, 0x06, 0x16, 0x00, 0x1A, 0x00, 0x0A, 0x18])
+        #expect(
+            try Self.request(c, handle, [0x10, 0x16, 0x00, 0xFF, 0xFF, 0x00, 0x28])
+                == [0x11, 0x06, 0x16, 0x00, 0x1A, 0x00, 0x0A, 0x18])
         // Enable Service Changed indications (CCCD 0x000E = 0x0002).
         #expect(try Self.request(c, handle, [0x12, 0x0E, 0x00, 0x02, 0x00]) == [0x13])
         await h.advance(seconds: 4)
@@ -123,14 +130,16 @@ import Testing
         #expect(ConnectionTests.attPDU(ind) == [0x1D, 0x0D, 0x00, 0x1B, 0x00, 0x1D, 0x00])
         c.send(ConnectionTests.att(handle, [0x1E]))
         // The new service: Tx Power 0x1804, 0x001B–0x001D, and its Tx Power Level (0 dBm) readable.
-        #expect(try Self.request(c, handle, [0x10, 0x16, 0x00, 0xFF, 0xFF, 0x00, 0x28])
-            == [0x11, 0x06, 0x16, 0x00, 0x1A, 0x00, 0x0A, 0x18, 0x1B, 0x00, 0x1D, 0x00, 0x04, 0x18])
+        #expect(
+            try Self.request(c, handle, [0x10, 0x16, 0x00, 0xFF, 0xFF, 0x00, 0x28])
+                == [0x11, 0x06, 0x16, 0x00, 0x1A, 0x00, 0x0A, 0x18, 0x1B, 0x00, 0x1D, 0x00, 0x04, 0x18])
         #expect(try Self.request(c, handle, [0x0A, 0x1D, 0x00]) == [0x0B, 0x00])
         #expect(h.simulator.nodes[0].link(handle)?.gatt.confirmationsReceived == 1)
     }
 
     @Test func notifyIntervalSetsTheRateAndFloodFillsEveryConnectionEvent() async throws {
-        let slow = ConnectionTests.yaml.replacingOccurrences(of: "interval_ms: 100}", with: "interval_ms: 100, notify_interval_ms: 200}")
+        let slow = ConnectionTests.yaml.replacingOccurrences(
+            of: "interval_ms: 100}", with: "interval_ms: 100, notify_interval_ms: 200}")
         let (h, c, handle) = try await Self.connected(slow)
         #expect(try Self.request(c, handle, [0x12, 0x07, 0x00, 0x01, 0x00]) == [0x13])
         _ = try Self.drain(c)
@@ -139,7 +148,8 @@ import Testing
         #expect((9...11).contains(n), "\(n) notifications in 2 s at 200 ms")
 
         // flood: 4 per connection event; the interval is 0x28 × 1.25 ms = 50 ms, so 80 a second.
-        let fast = ConnectionTests.yaml.replacingOccurrences(of: "interval_ms: 100}", with: "interval_ms: 100, flood: true}")
+        let fast = ConnectionTests.yaml.replacingOccurrences(
+            of: "interval_ms: 100}", with: "interval_ms: 100, flood: true}")
         let (h2, c2, handle2) = try await Self.connected(fast)
         #expect(try Self.request(c2, handle2, [0x12, 0x07, 0x00, 0x01, 0x00]) == [0x13])
         _ = try Self.drain(c2)

@@ -1,5 +1,6 @@
 import BLETransport
 import Testing
+
 @testable import BLESimulator
 
 /// `phones:` in a scenario: what a phone becomes, the addresses it rotates through, and where bad keys are reported.
@@ -15,7 +16,9 @@ import Testing
 
     @Test func aPhoneRotatesResolvablePrivateAddressesThatItsKeyResolves() throws {
         let s = try ScenarioLoader.parse(
-            Self.yaml("{name: p, address: \"5C:F3:70:00:00:01\", irk: ec0234a357c8ad05341010a60a397d9b, rotate_s: 10, position: [1, 0, 1]}"))
+            Self.yaml(
+                "{name: p, address: \"5C:F3:70:00:00:01\", irk: ec0234a357c8ad05341010a60a397d9b, rotate_s: 10, position: [1, 0, 1]}"
+            ))
         let e = try #require(s.emitters.first)
         #expect(e.role == .phone && e.addressType == 0)
         let phone = try #require(e.phone)
@@ -53,24 +56,31 @@ import Testing
         // Phone keys on a beacon say where they belong.
         #expect(throws: ScenarioError.self) {
             try ScenarioLoader.parse(
-                "name: b\ngateways: [{id: g, position: [0, 0, 0]}]\nbeacons:\n  - {name: b, uuid: 00112233445566778899aabbccddeeff, irk: ec0234a357c8ad05341010a60a397d9b, position: [1, 0, 0]}")
+                "name: b\ngateways: [{id: g, position: [0, 0, 0]}]\nbeacons:\n  - {name: b, uuid: 00112233445566778899aabbccddeeff, irk: ec0234a357c8ad05341010a60a397d9b, position: [1, 0, 0]}"
+            )
         }
     }
 
     /// An iPhone (`pairs_when: asked`) opens with a read, not a Pairing Request, and pairs when the read is refused
     /// for want of security or when asked with a Security Request; one already pairing ignores a Security Request.
     @Test func anIPhonePairsOnlyWhenAsked() throws {
-        let spec = try #require(try ScenarioLoader.parse(Self.yaml(
-            "{name: p, address: \"5C:F3:70:00:00:01\", irk: ec0234a357c8ad05341010a60a397d9b, pairs_when: asked, position: [1, 0, 1]}"))
+        let spec = try #require(
+            try ScenarioLoader.parse(
+                Self.yaml(
+                    "{name: p, address: \"5C:F3:70:00:00:01\", irk: ec0234a357c8ad05341010a60a397d9b, pairs_when: asked, position: [1, 0, 1]}"
+                )
+            )
             .emitters.first?.phone)
         #expect(spec.waitsToBeAsked)
         func phone() -> SimPhonePairing {
-            SimPhonePairing(spec: spec, identity: BDAddress("5C:F3:70:00:00:01")!,
-                            phoneAddress: BDAddress("4C:6B:86:AA:E9:CA")!,
-                            gateway: (0, BDAddress("00:1B:DC:F0:00:01")!), seed: [1])
+            SimPhonePairing(
+                spec: spec, identity: BDAddress("5C:F3:70:00:00:01")!,
+                phoneAddress: BDAddress("4C:6B:86:AA:E9:CA")!,
+                gateway: (0, BDAddress("00:1B:DC:F0:00:01")!), seed: [1])
         }
         var byRead = phone()
-        #expect(byRead.openingPDU.cid == SimCID.att && byRead.openingPDU.pdu == [0x08, 0x01, 0x00, 0xFF, 0xFF, 0x38, 0x2A])
+        #expect(
+            byRead.openingPDU.cid == SimCID.att && byRead.openingPDU.pdu == [0x08, 0x01, 0x00, 0xFF, 0xFF, 0x38, 0x2A])
         #expect(byRead.attReceived([0x01, 0x08, 0x08, 0x00, 0x0A]) == nil, "not found is no reason to pair")
         #expect(byRead.attReceived([0x01, 0x08, 0x08, 0x00, 0x05]) == byRead.opening)
         #expect(byRead.askedBy == .attError(0x05))
@@ -80,8 +90,10 @@ import Testing
         #expect(byRequest.askedBy == .securityRequest)
         #expect(byRequest.attReceived([0x01, 0x08, 0x08, 0x00, 0x05]) == nil, "asked once")
         do {
-            _ = try ScenarioLoader.parse(Self.yaml(
-                "{name: p, address: \"5C:F3:70:00:00:01\", irk: ec0234a357c8ad05341010a60a397d9b, pairs_when: later, position: [1, 0, 1]}"))
+            _ = try ScenarioLoader.parse(
+                Self.yaml(
+                    "{name: p, address: \"5C:F3:70:00:00:01\", irk: ec0234a357c8ad05341010a60a397d9b, pairs_when: later, position: [1, 0, 1]}"
+                ))
             Issue.record("accepted pairs_when: later")
         } catch {
             #expect("\(error)".contains("pairs_when must be connected (Android, BlueZ) or asked (iOS)"))

@@ -9,7 +9,8 @@ import Testing
 /// against the scenario's channel model (counts against the loss model, mean RSSI against the
 /// path-loss model). Virtual time is a `ManualClock`, so the tests take milliseconds.
 @Suite struct ScanningTests {
-    static func scenario(loss: Double, sigma: Double, beacons: [(minor: Int, x: Double)], interval: Int = 100) -> String {
+    static func scenario(loss: Double, sigma: Double, beacons: [(minor: Int, x: Double)], interval: Int = 100) -> String
+    {
         var y = """
             name: scan-test
             radio: {path_loss_exponent: 2.5, shadowing_sigma_db: \(sigma), loss_probability: \(loss), sensitivity_dbm: -120}

@@ -49,7 +49,8 @@ import Testing
     }
 
     @Test func anUnknownKeyIsReportedWithItsLineAndColumn() {
-        let yaml = "name: x\ngateways:\n  - {id: gw-a, position: [0, 0]}\nbeacons:\n  - {name: b, colour: red, position: [1, 1]}\n"
+        let yaml =
+            "name: x\ngateways:\n  - {id: gw-a, position: [0, 0]}\nbeacons:\n  - {name: b, colour: red, position: [1, 1]}\n"
         #expect {
             try ScenarioLoader.parse(yaml, file: "bad.yaml")
         } throws: { e in
@@ -69,7 +70,8 @@ import Testing
     }
 
     @Test func aDuplicateEmitterNameIsReportedWhereItRepeats() {
-        let yaml = "gateways: [{id: gw-a, position: [0, 0]}]\nbeacons:\n  - {name: b, position: [1, 1]}\n  - {name: b, position: [2, 2]}\n"
+        let yaml =
+            "gateways: [{id: gw-a, position: [0, 0]}]\nbeacons:\n  - {name: b, position: [1, 1]}\n  - {name: b, position: [2, 2]}\n"
         #expect {
             try ScenarioLoader.parse(yaml.replacingOccurrences(of: "{name: b,", with: "{name: b, type: named,"))
         } throws: { e in
@@ -84,9 +86,12 @@ import Testing
     }
 
     @Test func iBeaconFrameIsTheAppleLayout() {
-        let uuid: [UInt8] = [0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2, 0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0]
+        let uuid: [UInt8] = [
+            0xE2, 0xC5, 0x6D, 0xB5, 0xDF, 0xFB, 0x48, 0xD2, 0xB0, 0x60, 0xD0, 0xF5, 0xA7, 0x10, 0x96, 0xE0,
+        ]
         let f = BeaconFrame.iBeacon(uuid: uuid, major: 0x0102, minor: 0x0304, measuredPower: -59)
-        #expect(f.advertisingData() == [0x02, 0x01, 0x06, 0x1A, 0xFF, 0x4C, 0x00, 0x02, 0x15] + uuid + [1, 2, 3, 4, 0xC5])
+        #expect(
+            f.advertisingData() == [0x02, 0x01, 0x06, 0x1A, 0xFF, 0x4C, 0x00, 0x02, 0x15] + uuid + [1, 2, 3, 4, 0xC5])
         #expect(f.beaconID(address: BDAddress(rawValue: 1)) == "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-258-772")
     }
 
@@ -108,9 +113,10 @@ import Testing
         let tlm = BeaconFrame.eddystoneTLM(batteryMillivolts: 3000, temperatureC: 21.5)
         #expect(tlm.beaconID(address: BDAddress("C0:11:22:33:44:55")!) == "mac-c01122334455")
         // TLM: VBATT 3000 mV = 0x0BB8, 21.5 °C = 0x1580, ADV_CNT 7, SEC_CNT 10 s = 100.
-        #expect(Array(tlm.advertisingData(eventCount: 7, uptimeSeconds: 10)[7...]) == [
-            0x11, 0x16, 0xAA, 0xFE, 0x20, 0x00, 0x0B, 0xB8, 0x15, 0x80, 0, 0, 0, 7, 0, 0, 0, 100,
-        ])
+        #expect(
+            Array(tlm.advertisingData(eventCount: 7, uptimeSeconds: 10)[7...]) == [
+                0x11, 0x16, 0xAA, 0xFE, 0x20, 0x00, 0x0B, 0xB8, 0x15, 0x80, 0, 0, 0, 7, 0, 0, 0, 100,
+            ])
     }
 
     @Test func everyFrameFitsInALegacyAdvertisement() throws {
@@ -147,7 +153,8 @@ import Testing
         #expect(link.gattChangeAt == 12.5)
         #expect(s.faults[0].kind == .gattSilence && s.faults[0].peripheral == "p")
         // Defaults: 1 s, no flood, nothing sent on connect, no change, four links.
-        let plain = try ScenarioLoader.parse("name: x\ngateways: [{id: g, position: [0, 0]}]\nperipherals: [{name: p, position: [1, 1]}]\n")
+        let plain = try ScenarioLoader.parse(
+            "name: x\ngateways: [{id: g, position: [0, 0]}]\nperipherals: [{name: p, position: [1, 1]}]\n")
         #expect(plain.emitters[0].link == PeripheralLinkSpec() && plain.emitters[0].link.notifyInterval == 1)
         #expect(plain.gateways[0].maxConnections == 4)
 
@@ -161,7 +168,8 @@ import Testing
         let beacon = error(
             base.replacingOccurrences(of: "peripherals:", with: "beacons:")
                 .replacingOccurrences(of: "{name: p,", with: "{name: p, type: named,"))
-        #expect(beacon?.line == 5 && beacon?.message.contains("applies to peripherals only") == true,
+        #expect(
+            beacon?.line == 5 && beacon?.message.contains("applies to peripherals only") == true,
             "\(String(describing: beacon))")
         let limit = error(base.replacingOccurrences(of: "max_connections: 2", with: "max_connections: 0"))
         #expect(limit?.line == 3 && limit?.message.contains("max_connections") == true)
@@ -179,32 +187,46 @@ import Testing
     let address = BDAddress("A4:C1:38:00:00:01")!
 
     @Test func theBTHomeFrameCarriesPacketBatteryTemperatureAndHumidity() {
-        let s = SimSensor(format: .bthome, address: address, temperatureC: 25.06, humidityPercent: 50.55,
+        let s = SimSensor(
+            format: .bthome, address: address, temperatureC: 25.06, humidityPercent: 50.55,
             batteryPercent: 97, driftC: 0, packetIntervalSeconds: 10)
         // Flags, then service data 0xFCD2: device info 0x40, 0x00 packet 2 (t = 25 s), 0x01 97 %, 0x02 2506, 0x03 5055.
-        #expect(BeaconFrame.sensor(s).advertisingData(uptimeSeconds: 25)
-            == [0x02, 0x01, 0x06, 0x0E, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0x02, 0x01, 0x61, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13])
+        #expect(
+            BeaconFrame.sensor(s).advertisingData(uptimeSeconds: 25)
+                == [
+                    0x02, 0x01, 0x06, 0x0E, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0x02, 0x01, 0x61, 0x02, 0xCA, 0x09, 0x03,
+                    0xBF, 0x13,
+                ])
     }
 
     /// A button pressed every third packet: the press (0x3A, event 0x01) rides in packets 3, 6, …, after the readings,
     /// and in no other; each press is told apart from the last only by its packet id.
     @Test func aBTHomeButtonIsPressedInEveryNthPacket() {
-        let s = SimSensor(format: .bthome, address: address, temperatureC: 25.06, humidityPercent: 50.55,
+        let s = SimSensor(
+            format: .bthome, address: address, temperatureC: 25.06, humidityPercent: 50.55,
             batteryPercent: 97, driftC: 0, packetIntervalSeconds: 10, buttonEveryPackets: 3)
-        #expect(BeaconFrame.sensor(s).advertisingData(uptimeSeconds: 35)
-            == [0x02, 0x01, 0x06, 0x10, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0x03, 0x01, 0x61, 0x02, 0xCA, 0x09, 0x03, 0xBF, 0x13,
-                0x3A, 0x01])
+        #expect(
+            BeaconFrame.sensor(s).advertisingData(uptimeSeconds: 35)
+                == [
+                    0x02, 0x01, 0x06, 0x10, 0x16, 0xD2, 0xFC, 0x40, 0x00, 0x03, 0x01, 0x61, 0x02, 0xCA, 0x09, 0x03,
+                    0xBF, 0x13,
+                    0x3A, 0x01,
+                ])
         #expect(BeaconFrame.sensor(s).advertisingData(uptimeSeconds: 25).suffix(2) == [0xBF, 0x13], "packet 2: none")
         #expect((0..<10).filter(s.isPress) == [3, 6, 9])
     }
 
     @Test func theATCFrameRepeatsTheAdvertisersMACBigEndian() {
-        let s = SimSensor(format: .atc1441, address: address, temperatureC: 23.0, humidityPercent: 46,
+        let s = SimSensor(
+            format: .atc1441, address: address, temperatureC: 23.0, humidityPercent: 46,
             batteryPercent: 93, driftC: 0)
         let d = BeaconFrame.sensor(s).advertisingData(uptimeSeconds: 0)
         // MAC, 230 tenths of a degree, 46 %, 93 %, 2930 mV (the simulator's 2000 + 10 per percent), frame 0.
-        #expect(Array(d[3...]) == [0x10, 0x16, 0x1A, 0x18, 0xA4, 0xC1, 0x38, 0x00, 0x00, 0x01, 0x00, 0xE6, 0x2E, 0x5D,
-            0x0B, 0x72, 0x00])
+        #expect(
+            Array(d[3...]) == [
+                0x10, 0x16, 0x1A, 0x18, 0xA4, 0xC1, 0x38, 0x00, 0x00, 0x01, 0x00, 0xE6, 0x2E, 0x5D,
+                0x0B, 0x72, 0x00,
+            ])
     }
 
     @Test func valuesDriftAndHoldStillWithinAPacket() {

@@ -18,8 +18,9 @@ import Testing
     /// FIPS-197 Appendix C.1 (AES-128).
     @Test func aBlockEncryptsAsFIPS197AppendixC1() {
         let keys = SimAES.roundKeys(Self.hex("000102030405060708090a0b0c0d0e0f"))
-        #expect(SimAES.encrypt(Self.hex("00112233445566778899aabbccddeeff"), keys: keys)
-                    == Self.hex("69c4e0d86a7b0430d8cdb78070b4c55a"))
+        #expect(
+            SimAES.encrypt(Self.hex("00112233445566778899aabbccddeeff"), keys: keys)
+                == Self.hex("69c4e0d86a7b0430d8cdb78070b4c55a"))
     }
 
     /// RFC 3610 §8, Packet Vector #1: 8 octets of associated data, 23 of message, an 8-octet tag.

@@ -23,16 +23,20 @@ enum Bytes {
 
     /// LE Set Scan Parameters: type, interval, window (0.625 ms units), own address public, accept all.
     static func leSetScanParameters(active: Bool, interval: UInt16, window: UInt16) -> [UInt8] {
-        [0x01, 0x0B, 0x20, 0x07, active ? 1 : 0, UInt8(interval & 0xFF), UInt8(interval >> 8),
-         UInt8(window & 0xFF), UInt8(window >> 8), 0x00, 0x00]
+        [
+            0x01, 0x0B, 0x20, 0x07, active ? 1 : 0, UInt8(interval & 0xFF), UInt8(interval >> 8),
+            UInt8(window & 0xFF), UInt8(window >> 8), 0x00, 0x00,
+        ]
     }
     static func leSetScanEnable(_ on: Bool, filterDuplicates: Bool = false) -> [UInt8] {
         [0x01, 0x0C, 0x20, 0x02, on ? 1 : 0, filterDuplicates ? 1 : 0]
     }
     /// LE Set Extended Scan Parameters on LE 1M only.
     static func leSetExtendedScanParameters(active: Bool, interval: UInt16, window: UInt16) -> [UInt8] {
-        [0x01, 0x41, 0x20, 0x08, 0x00, 0x00, 0x01, active ? 1 : 0, UInt8(interval & 0xFF), UInt8(interval >> 8),
-         UInt8(window & 0xFF), UInt8(window >> 8)]
+        [
+            0x01, 0x41, 0x20, 0x08, 0x00, 0x00, 0x01, active ? 1 : 0, UInt8(interval & 0xFF), UInt8(interval >> 8),
+            UInt8(window & 0xFF), UInt8(window >> 8),
+        ]
     }
     static func leSetExtendedScanEnable(_ on: Bool, filterDuplicates: UInt8 = 0) -> [UInt8] {
         [0x01, 0x42, 0x20, 0x06, on ? 1 : 0, filterDuplicates, 0x00, 0x00, 0x00, 0x00]
@@ -84,7 +88,9 @@ final class SimHarness {
 
     /// Bring-up as a host does it, checking each Command Complete is a success.
     func bringUp(_ c: HCISocketHost, leMeta: Bool = true) throws {
-        for cmd in [Bytes.reset, Bytes.readLocalVersion, Bytes.readBDAddr] + (leMeta ? [Bytes.setEventMask, Bytes.leSetEventMask] : []) {
+        for cmd in [Bytes.reset, Bytes.readLocalVersion, Bytes.readBDAddr]
+            + (leMeta ? [Bytes.setEventMask, Bytes.leSetEventMask] : [])
+        {
             let r = try c.command(cmd)
             #expect(r[1] == 0x0E && r[6] == 0x00, "command \(cmd) → \(r)")
         }

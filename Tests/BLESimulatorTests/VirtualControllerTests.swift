@@ -11,8 +11,9 @@ import Testing
     @Test func legacyScanParametersAndEnableSetTheScanState() {
         var c = Self.controller()
         // Active, interval 0x0040 (40 ms), window 0x0020 (20 ms).
-        #expect(c.handle(command: [0x0B, 0x20, 0x07, 0x01, 0x40, 0x00, 0x20, 0x00, 0x00, 0x00], now: .zero)
-            == [[0x04, 0x0E, 0x04, 0x01, 0x0B, 0x20, 0x00]])
+        #expect(
+            c.handle(command: [0x0B, 0x20, 0x07, 0x01, 0x40, 0x00, 0x20, 0x00, 0x00, 0x00], now: .zero)
+                == [[0x04, 0x0E, 0x04, 0x01, 0x0B, 0x20, 0x00]])
         _ = c.handle(command: [0x0C, 0x20, 0x02, 0x01, 0x01], now: .seconds(5))
         #expect(c.scan.enabled && c.scan.active && c.scan.filterDuplicates == 1 && !c.scan.extendedReports)
         #expect(c.scan.interval == .milliseconds(40) && c.scan.window == .milliseconds(20))
@@ -55,11 +56,14 @@ import Testing
     @Test func extendedScanEnableChecksDuplicateFilterAndPeriodRules() {
         var c = Self.controller()
         // Filter_Duplicates 2 without a Period is invalid.
-        #expect(c.handle(command: [0x42, 0x20, 0x06, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00], now: .zero).first?.last == 0x12)
+        #expect(
+            c.handle(command: [0x42, 0x20, 0x06, 0x01, 0x02, 0x00, 0x00, 0x00, 0x00], now: .zero).first?.last == 0x12)
         // Duration 1.28 s (128) not shorter than Period 1.28 s (1) is invalid.
-        #expect(c.handle(command: [0x42, 0x20, 0x06, 0x01, 0x02, 0x80, 0x00, 0x01, 0x00], now: .zero).first?.last == 0x12)
+        #expect(
+            c.handle(command: [0x42, 0x20, 0x06, 0x01, 0x02, 0x80, 0x00, 0x01, 0x00], now: .zero).first?.last == 0x12)
         // Duration 500 ms within Period 1.28 s: accepted.
-        #expect(c.handle(command: [0x42, 0x20, 0x06, 0x01, 0x02, 0x32, 0x00, 0x01, 0x00], now: .zero).first?.last == 0x00)
+        #expect(
+            c.handle(command: [0x42, 0x20, 0x06, 0x01, 0x02, 0x32, 0x00, 0x01, 0x00], now: .zero).first?.last == 0x00)
         #expect(c.scan.extendedReports && c.scan.duration == .milliseconds(500) && c.scan.period == .milliseconds(1280))
     }
 }

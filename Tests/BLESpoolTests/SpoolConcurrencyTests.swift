@@ -1,6 +1,7 @@
 import BLETransport
 import Foundation
 import Testing
+
 @testable import BLESpool
 
 @Suite("several producers, the commit service and the publisher at once")

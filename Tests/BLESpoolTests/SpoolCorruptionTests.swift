@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLESpool
 
 @Suite("a corrupt spool file is moved aside, salvaged, and replaced")
@@ -76,8 +77,9 @@ struct SpoolCorruptionTests {
         #expect(letters.map(\.spooled.seq) == [1, UInt64(count)])
         #expect(letters.allSatisfy { $0.reason == tooLarge && $0.spooled.text == "rssi \($0.spooled.seq)" })
         #expect(letters.map(\.at) == [1_700_000_001, 1_700_000_002])
-        #expect(try spool.everything().allSatisfy { $0.seq != 1 && $0.seq != UInt64(count) },
-                "a dead letter stays out of the queue")
+        #expect(
+            try spool.everything().allSatisfy { $0.seq != 1 && $0.seq != UInt64(count) },
+            "a dead letter stays out of the queue")
         // An operator can still put them back.
         #expect(try spool.requeueDeadLetters() == 2)
         #expect(try spool.everything().first?.seq == 1)

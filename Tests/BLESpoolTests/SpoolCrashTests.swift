@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLESpool
 
 /// The crash test runs a writer in a CHILD process (this same test binary, re-executed with a filter that selects
@@ -80,14 +81,16 @@ struct SpoolCrashTests {
             let lastCommitted = try #require(committed.max())
             #expect(committed.allSatisfy(seqs.contains))
             #expect(states.allSatisfy { seqs.contains($0) })
-            #expect(rows.filter { $0.seq <= lastCommitted }.map(\.seq) == Array((previousMax + 1)...lastCommitted),
-                    "no hole below the last committed seq")
+            #expect(
+                rows.filter { $0.seq <= lastCommitted }.map(\.seq) == Array((previousMax + 1)...lastCommitted),
+                "no hole below the last committed seq")
             // 2. What survived of the samples is a prefix of what was appended, in order...
             let samples = rows.filter { $0.reading.readingClass == .sample }
             #expect(samples.map(\.text) == (0..<samples.count).map { "rssi \($0)" })
             // ...missing at most the batch whose commit was under way (and the one being appended).
-            #expect(samples.count >= batchSize * (batchesStarted - 1),
-                    "\(samples.count) samples kept of \(batchesStarted) batches started")
+            #expect(
+                samples.count >= batchSize * (batchesStarted - 1),
+                "\(samples.count) samples kept of \(batchesStarted) batches started")
             // 3. seq never goes back across crashes.
             #expect(rows.first.map { $0.seq > previousMax } ?? true)
             previousMax = spool.statistics.lastSeq

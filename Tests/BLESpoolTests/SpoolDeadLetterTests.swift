@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLESpool
 
 /// The dead-letter table: what the broker can never take is kept whole, out of the queue, bounded, across restarts,
@@ -79,7 +80,8 @@ struct SpoolDeadLetterTests {
         spool.deadLetter(seqs[0], reason: Self.tooLarge, at: 0)
         spool.deadLetter(seqs[2], reason: Self.tooLarge, at: 0)
         try spool.commit()
-        #expect(try spool.requeueDeadLetters([seqs[2], 9_999]) == 1, "an unknown seq is not an error, and moves nothing")
+        #expect(
+            try spool.requeueDeadLetters([seqs[2], 9_999]) == 1, "an unknown seq is not an error, and moves nothing")
         #expect(try spool.everything().map(\.seq) == [seqs[1], seqs[2], seqs[3]])
         #expect(try spool.requeueDeadLetters() == 1)
         #expect(try spool.everything().map(\.seq) == seqs)

@@ -1,11 +1,13 @@
 import BLETestSupport
 import Foundation
 import Testing
+
 @testable import BLESpool
 
 private func big(_ n: Int) -> Reading {
-    Reading(.sample, topic: "gw/beacon/a", body: Array(String(format: "%0200d", n).utf8), qos: 0, ts: 0,
-            clockSynchronized: true, run: "r1")
+    Reading(
+        .sample, topic: "gw/beacon/a", body: Array(String(format: "%0200d", n).utf8), qos: 0, ts: 0,
+        clockSynchronized: true, run: "r1")
 }
 
 @Suite("disk full: a clear error, nothing corrupted, bounded memory, recovery", .serialized)
@@ -19,7 +21,10 @@ struct SpoolDiskFullTests {
         var committed: [UInt64] = []
         var failure: SpoolError?
         for _ in 0..<100 {
-            for _ in 0..<100 { n += 1; spool.append(big(n)) }
+            for _ in 0..<100 {
+                n += 1
+                spool.append(big(n))
+            }
             do { committed += Array(try #require(try spool.commit())) } catch let error as SpoolError {
                 failure = error
                 break
@@ -34,7 +39,10 @@ struct SpoolDiskFullTests {
         #expect(try spool.everything().map(\.seq) == committed, "what was committed is intact")
 
         // Still full: the buffer stays within its bound by dropping its oldest samples, and counts them.
-        for _ in 0..<100 { n += 1; spool.append(big(n)) }
+        for _ in 0..<100 {
+            n += 1
+            spool.append(big(n))
+        }
         #expect(spool.statistics.buffered == 150)
         #expect(spool.statistics.drops[.sample]?.droppedInMemory == 50)
 
@@ -92,7 +100,8 @@ struct SpoolDiskFullTests {
         #expect(spool.statistics.drops[.state]?.droppedInMemory == 2)
     }
 
-    @Test(.enabled(if: TestDependency.runs(Tmpfs.canMount), "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
+    @Test(
+        .enabled(if: TestDependency.runs(Tmpfs.canMount), "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
     func aRealFullFileSystemGivesDiskFullAndCommitsOnceSpaceReturns() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
@@ -132,7 +141,8 @@ struct SpoolDiskFullTests {
 
     /// Something else filled the file system (journald, the broker's persistence): states still get in, by removing
     /// the oldest samples, which are counted; samples wait in memory; everything resumes when space returns.
-    @Test(.enabled(if: TestDependency.runs(Tmpfs.canMount), "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
+    @Test(
+        .enabled(if: TestDependency.runs(Tmpfs.canMount), "needs permission to mount a tmpfs (root or CAP_SYS_ADMIN)"))
     func aFileSystemFilledByOthersMakesRoomForStatesByDroppingTheOldestSamples() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }

@@ -1,6 +1,7 @@
 import BLETransport
 import Foundation
 import Testing
+
 @testable import BLESpool
 
 /// Corruption found while the spool runs (a card returning other bytes than it was given): the file is set aside,
@@ -15,8 +16,10 @@ struct SpoolQuarantineTests {
         var bodies: [UInt64: String] = [:]
         for n in 1...4000 {
             let body = "\(n) " + String(repeating: "x", count: 1024)
-            spool.append(Reading(.sample, topic: "gw/beacon/\(n % 7)", body: Array(body.utf8), qos: 0, ts: 1.7e9,
-                                 clockSynchronized: true, run: "run-1"))
+            spool.append(
+                Reading(
+                    .sample, topic: "gw/beacon/\(n % 7)", body: Array(body.utf8), qos: 0, ts: 1.7e9,
+                    clockSynchronized: true, run: "run-1"))
             if n % 500 == 0, let range = try spool.commit() { for seq in range { bodies[seq] = "" } }
         }
         for r in try spool.everything() { bodies[r.seq] = r.text }
@@ -95,8 +98,9 @@ struct SpoolQuarantineTests {
         let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
         for n in 1...50 { spool.append(sample(n)) }
         try spool.commit()
-        let ioError = SpoolError(.sqlite, path: dir.spoolPath, context: "commit",
-                                 sqlite: SQLiteResultCode(rawValue: 778))  // SQLITE_IOERR_WRITE
+        let ioError = SpoolError(
+            .sqlite, path: dir.spoolPath, context: "commit",
+            sqlite: SQLiteResultCode(rawValue: 778))  // SQLITE_IOERR_WRITE
         let answers = spool.databaseLock.withLock { (1...3).map { _ in spool.quarantineIfNeeded(ioError) } }
         #expect(answers == [false, false, true])
         spool.append(sample(51))
@@ -111,10 +115,12 @@ struct SpoolQuarantineTests {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
         let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
-        let ioError = SpoolError(.sqlite, path: dir.spoolPath, context: "commit",
-                                 sqlite: SQLiteResultCode(rawValue: 778))
+        let ioError = SpoolError(
+            .sqlite, path: dir.spoolPath, context: "commit",
+            sqlite: SQLiteResultCode(rawValue: 778))
         for n in 1...3 {
-            #expect(!spool.databaseLock.withLock { spool.quarantineIfNeeded(ioError) || spool.quarantineIfNeeded(ioError) })
+            #expect(
+                !spool.databaseLock.withLock { spool.quarantineIfNeeded(ioError) || spool.quarantineIfNeeded(ioError) })
             spool.append(sample(n))
             try spool.commit()
         }

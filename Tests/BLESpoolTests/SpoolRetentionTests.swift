@@ -1,16 +1,19 @@
 import Foundation
 import Testing
+
 @testable import BLESpool
 
 /// Samples of one size: 10-byte body + 4-byte topic + 2-byte run + 32 overhead = 48 bytes charged.
 private func fixed(_ n: Int, _ topic: String) -> Reading {
-    Reading(.sample, topic: topic, body: Array(String(format: "%010d", n).utf8), qos: 0, ts: 0,
-            clockSynchronized: true, run: "r1")
+    Reading(
+        .sample, topic: topic, body: Array(String(format: "%010d", n).utf8), qos: 0, ts: 0,
+        clockSynchronized: true, run: "r1")
 }
 
 private func event(_ n: Int) -> Reading {
-    Reading(.state, topic: "gw/state", body: Array(String(format: "state %03d", n).utf8), ts: 0,
-            clockSynchronized: true, run: "r1")
+    Reading(
+        .state, topic: "gw/state", body: Array(String(format: "state %03d", n).utf8), ts: 0,
+        clockSynchronized: true, run: "r1")
 }
 
 @Suite("budget: states kept, samples downsampled then dropped oldest first")
@@ -102,9 +105,10 @@ struct SpoolRetentionTests {
         #expect(removed == 9_997)
         #expect(buffer.count == 4)
         #expect(buffer.slots <= 4 + 1_025, "emptied slots are compacted away, not kept: \(buffer.slots)")
-        #expect(buffer.takeAll().map { String(decoding: $0.body, as: UTF8.self) } == [
-            "state 000", "0000009998", "0000009999", "0000010000",
-        ])
+        #expect(
+            buffer.takeAll().map { String(decoding: $0.body, as: UTF8.self) } == [
+                "state 000", "0000009998", "0000009999", "0000010000",
+            ])
     }
 
     @Test func theInMemoryBufferDropsItsOldestSamplesButKeepsStatesAndCountsEveryDrop() throws {
@@ -119,9 +123,10 @@ struct SpoolRetentionTests {
             #expect(spool.statistics.buffered == 5)
             #expect(spool.statistics.drops[.sample]?.droppedInMemory == 2)
             try spool.commit()
-            #expect(try spool.everything().map { String(decoding: $0.reading.body, as: UTF8.self) } == [
-                "state 000", "0000000003", "0000000004", "0000000005", "state 006",
-            ])
+            #expect(
+                try spool.everything().map { String(decoding: $0.reading.body, as: UTF8.self) } == [
+                    "state 000", "0000000003", "0000000004", "0000000005", "state 006",
+                ])
         }
         let reopened = try Spool(configuration: config)
         #expect(reopened.statistics.drops[.sample]?.droppedInMemory == 2)

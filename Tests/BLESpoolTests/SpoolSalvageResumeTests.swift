@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLESpool
 
 /// A salvage cut short by a crash is finished at the next start, and the files set aside stay within their bound.

@@ -1,6 +1,7 @@
 import BLETransport
 import Foundation
 import Testing
+
 @testable import BLESpool
 
 @Suite("seq, order and replay")
@@ -160,8 +161,10 @@ struct SpoolSequenceTests {
     @Test func anUrgentReadingIsCommittedWithinTheUrgentWindowWithWhatWasBufferedBeforeIt() async throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
-        let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath, commitWindow: .milliseconds(100),
-                                                                urgentCommitWindow: .milliseconds(5)))
+        let spool = try Spool(
+            configuration: SpoolConfiguration(
+                path: dir.spoolPath, commitWindow: .milliseconds(100),
+                urgentCommitWindow: .milliseconds(5)))
         let clock = ManualClock()
         let service = Task { await spool.run(clock: clock) }
         defer { service.cancel() }
@@ -183,12 +186,16 @@ struct SpoolSequenceTests {
         var committedAfter: Int?
         for ms in 51...99 {
             await step(to: ms)
-            if spool.statistics.commits > 0 { committedAfter = ms - 50; break }
+            if spool.statistics.commits > 0 {
+                committedAfter = ms - 50
+                break
+            }
         }
         // Within the urgent window (5 ms, and a step for the service to pick the urgent reading up), long before the
         // window's end.
-        #expect(committedAfter.map { $0 <= 6 } == true, "committed \(committedAfter.map { "\($0) ms" } ?? "not at all") after")
+        #expect(
+            committedAfter.map { $0 <= 6 } == true,
+            "committed \(committedAfter.map { "\($0) ms" } ?? "not at all") after")
         #expect(try spool.everything().map(\.seq) == [1, 2], "with the sample buffered before it, in order")
     }
 }
-

@@ -1,4 +1,5 @@
 import Foundation
+
 @testable import BLESpool
 
 /// A fresh directory under the system temp dir, removed by `remove()`.
@@ -16,13 +17,15 @@ struct TemporaryDirectory {
 }
 
 func sample(_ n: Int, topic: String = "gw/beacon/a", ts: Double = 1_700_000_000, run: String = "run-1") -> Reading {
-    Reading(.sample, topic: topic, body: Array("rssi \(n)".utf8), qos: 0, ts: ts, clockSynchronized: true,
-            expiry: 30, run: run)
+    Reading(
+        .sample, topic: topic, body: Array("rssi \(n)".utf8), qos: 0, ts: ts, clockSynchronized: true,
+        expiry: 30, run: run)
 }
 
 func state(_ text: String, ts: Double = 1_700_000_000, run: String = "run-1") -> Reading {
-    Reading(.state, topic: "gw/state", body: Array(text.utf8), qos: 1, retain: true, ts: ts,
-            clockSynchronized: false, run: run)
+    Reading(
+        .state, topic: "gw/state", body: Array(text.utf8), qos: 1, retain: true, ts: ts,
+        clockSynchronized: false, run: run)
 }
 
 extension Spool {

@@ -10,3 +10,24 @@ public func eventually(_ condition: () -> Bool) async -> Bool {
     }
     return condition()
 }
+
+/// A wait that `waitUntil` gave up on: what was awaited, and for how long.
+public struct WaitTimedOut: Error, CustomStringConvertible {
+    public var what: String
+    public var limit: Duration
+    public var description: String { "timed out after \(limit) waiting for \(what)" }
+}
+
+/// The tests' one bounded wait for a condition another task or thread makes true (a broker's delivery, a gateway's
+/// spool): checks it every `every` of real time and throws `WaitTimedOut` after `limit`, which is a guard against
+/// hanging, not a timing assertion. Where something announces itself (a stream, a signal), wait on that instead.
+public func waitUntil(
+    _ what: String, limit: Duration = .seconds(10), every: Duration = .milliseconds(10),
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + limit
+    while try await !condition() {
+        guard ContinuousClock.now < deadline else { throw WaitTimedOut(what: what, limit: limit) }
+        try await Task.sleep(for: every)
+    }
+}

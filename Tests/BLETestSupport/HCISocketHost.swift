@@ -98,7 +98,8 @@ public final class HCISocketHost {
             guard read(timeoutMs: timeoutMs) else {
                 if isClosed { return }
                 throw Timeout(
-                    waitedMs: timeoutMs, waitingFor: "while draining: reports the controller counted as sent never arrived")
+                    waitedMs: timeoutMs,
+                    waitingFor: "while draining: reports the controller counted as sent never arrived")
             }
         }
         while read(timeoutMs: 0) {

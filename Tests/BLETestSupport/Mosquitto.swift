@@ -138,7 +138,9 @@ public final class Mosquitto: @unchecked Sendable {
     private func launch() throws {
         // stderr: unbuffered, so "running" arrives when it is said.
         var lines = ["listener \(port) 127.0.0.1", "allow_anonymous \(allowAnonymous)", "log_dest stderr"]
-        lines += verbose ? ["log_type all"] : ["log_type error", "log_type warning", "log_type notice", "log_type information"]
+        lines +=
+            verbose
+            ? ["log_type all"] : ["log_type error", "log_type warning", "log_type notice", "log_type information"]
         if persistence {
             // A queue no test fills: a test that counts every message must not lose one to mosquitto's default of
             // 1000 queued per client. Not 0 ("no limit"): mosquitto 2.0.11 compares a client's queue against it after

@@ -24,34 +24,65 @@ public struct TestCertificates {
         func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
         let openssl = "/usr/bin/openssl"
         let ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try ToolRun.succeeding(openssl, ["req", "-x509"] + ec + ["-keyout", path("ca.key"), "-out", path("ca.crt"), "-days", "2",
-                                                   "-subj", "/CN=BLEGateway Test CA"])
-        try ToolRun.succeeding(openssl, ["req", "-x509"] + ec + ["-keyout", path("other-ca.key"), "-out", path("other-ca.crt"),
-                                                   "-days", "2", "-subj", "/CN=Untrusted CA"])
-        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(toFile: path("san.cnf"), atomically: true,
-                                                                  encoding: .utf8)
+        try ToolRun.succeeding(
+            openssl,
+            ["req", "-x509"] + ec + [
+                "-keyout", path("ca.key"), "-out", path("ca.crt"), "-days", "2",
+                "-subj", "/CN=BLEGateway Test CA",
+            ])
+        try ToolRun.succeeding(
+            openssl,
+            ["req", "-x509"] + ec + [
+                "-keyout", path("other-ca.key"), "-out", path("other-ca.crt"),
+                "-days", "2", "-subj", "/CN=Untrusted CA",
+            ])
+        try "subjectAltName=DNS:localhost,IP:127.0.0.1\n".write(
+            toFile: path("san.cnf"), atomically: true,
+            encoding: .utf8)
         for (name, subject) in [("server", "/CN=localhost"), ("client", "/CN=blegateway-test")] {
-            try ToolRun.succeeding(openssl, ["req"] + ec + ["-keyout", path("\(name).key"), "-out", path("\(name).csr"),
-                                              "-subj", subject])
-            var sign = ["x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-                        "-CAcreateserial", "-out", path("\(name).crt"), "-days", "2"]
+            try ToolRun.succeeding(
+                openssl,
+                ["req"] + ec + [
+                    "-keyout", path("\(name).key"), "-out", path("\(name).csr"),
+                    "-subj", subject,
+                ])
+            var sign = [
+                "x509", "-req", "-in", path("\(name).csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                "-CAcreateserial", "-out", path("\(name).crt"), "-days", "2",
+            ]
             if name == "server" { sign += ["-extfile", path("san.cnf")] }
             try ToolRun.succeeding(openssl, sign)
         }
         try "subjectAltName=DNS:wrong.example\n".write(toFile: path("wrong-san.cnf"), atomically: true, encoding: .utf8)
         // The same server key, certified for another name, and certified for a day that ended before it began.
         for (name, days, ext) in [("wrong-host", "2", "wrong-san.cnf"), ("expired", "-1", "san.cnf")] {
-            try ToolRun.succeeding(openssl, ["x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
-                              "-CAcreateserial", "-out", path("\(name).crt"), "-days", days, "-extfile", path(ext)])
+            try ToolRun.succeeding(
+                openssl,
+                [
+                    "x509", "-req", "-in", path("server.csr"), "-CA", path("ca.crt"), "-CAkey", path("ca.key"),
+                    "-CAcreateserial", "-out", path("\(name).crt"), "-days", days, "-extfile", path(ext),
+                ])
         }
-        try ToolRun.succeeding(openssl, ["req"] + ec + ["-keyout", path("untrusted-client.key"), "-out", path("untrusted-client.csr"),
-                                          "-subj", "/CN=intruder"])
-        try ToolRun.succeeding(openssl, ["x509", "-req", "-in", path("untrusted-client.csr"), "-CA", path("other-ca.crt"),
-                          "-CAkey", path("other-ca.key"), "-CAcreateserial", "-out", path("untrusted-client.crt"),
-                          "-days", "2"])
+        try ToolRun.succeeding(
+            openssl,
+            ["req"] + ec + [
+                "-keyout", path("untrusted-client.key"), "-out", path("untrusted-client.csr"),
+                "-subj", "/CN=intruder",
+            ])
+        try ToolRun.succeeding(
+            openssl,
+            [
+                "x509", "-req", "-in", path("untrusted-client.csr"), "-CA", path("other-ca.crt"),
+                "-CAkey", path("other-ca.key"), "-CAcreateserial", "-out", path("untrusted-client.crt"),
+                "-days", "2",
+            ])
         try "correct horse\n".write(toFile: path("client.pass"), atomically: true, encoding: .utf8)
-        try ToolRun.succeeding(openssl, ["pkey", "-in", path("client.key"), "-aes256", "-passout", "pass:correct horse",
-                          "-out", path("client.enc.key")])
+        try ToolRun.succeeding(
+            openssl,
+            [
+                "pkey", "-in", path("client.key"), "-aes256", "-passout", "pass:correct horse",
+                "-out", path("client.enc.key"),
+            ])
         caFile = path("ca.crt")
         serverCertificate = path("server.crt")
         serverKey = path("server.key")
@@ -66,4 +97,3 @@ public struct TestCertificates {
         untrustedClientKey = path("untrusted-client.key")
     }
 }
-

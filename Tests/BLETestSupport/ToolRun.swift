@@ -25,10 +25,13 @@ public struct ToolRun: Sendable {
     /// The same, for a step that must succeed: throws `ToolFailure` (the command and its output) unless it exits 0;
     /// returns its output.
     @discardableResult
-    public static func succeeding(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws -> String {
+    public static func succeeding(_ executable: String, _ arguments: [String], in directory: URL? = nil) throws
+        -> String
+    {
         let r = try run(executable, arguments, in: directory)
         guard r.status == 0 else {
-            throw ToolFailure(message: "\(executable) \(arguments.joined(separator: " ")) exited \(r.status): \(r.output)")
+            throw ToolFailure(
+                message: "\(executable) \(arguments.joined(separator: " ")) exited \(r.status): \(r.output)")
         }
         return r.output
     }

@@ -1,5 +1,5 @@
-import Testing
 import BLETransport
+import Testing
 
 /// `forEachConcurrently` keeps at most its limit of calls running, takes no element beyond that from the sequence,
 /// and carries out every element once the calls finish.

@@ -1,13 +1,18 @@
 import Foundation
 import Testing
+
 @testable import BLETransport
 
 @Suite struct CaptureReplayTests {
     let reset = H4Packet(type: .command, payload: [0x03, 0x0C, 0x00])
     let resetComplete = H4Packet(type: .event, payload: [0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00])
     // An LE Advertising Report (Core v5.4, Vol 4, Part E, §7.7.65.2) with empty data, RSSI -60.
-    let report = H4Packet(type: .event, payload: [0x3E, 0x0C, 0x02, 0x01, 0x03, 0x00,
-                                                  0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x00, 0xC4])
+    let report = H4Packet(
+        type: .event,
+        payload: [
+            0x3E, 0x0C, 0x02, 0x01, 0x03, 0x00,
+            0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x00, 0xC4,
+        ])
 
     func collect(_ t: some HCITransport) async throws -> [H4Packet] {
         var out: [H4Packet] = []
@@ -16,7 +21,8 @@ import Testing
     }
 
     @Test func btsnoopReplayYieldsOnlyControllerToHostPackets() async throws {
-        let file = Btsnoop.header() + Btsnoop.record(reset, direction: .sent, unixMicroseconds: 0)
+        let file =
+            Btsnoop.header() + Btsnoop.record(reset, direction: .sent, unixMicroseconds: 0)
             + Btsnoop.record(resetComplete, direction: .received, unixMicroseconds: 10)
             + Btsnoop.record(report, direction: .received, unixMicroseconds: 20)
         let t = try CaptureReplayTransport(name: "test", bytes: file, clock: ManualClock())
@@ -32,7 +38,8 @@ import Testing
     }
 
     @Test func truncatedFinalRecordIsCountedAndTheRestReplayed() async throws {
-        let file = Btsnoop.header() + Btsnoop.record(resetComplete, direction: .received, unixMicroseconds: 0)
+        let file =
+            Btsnoop.header() + Btsnoop.record(resetComplete, direction: .received, unixMicroseconds: 0)
             + Btsnoop.record(report, direction: .received, unixMicroseconds: 1).dropLast(4)
         let t = try CaptureReplayTransport(name: "test", bytes: file, clock: ManualClock())
         #expect(try await collect(t) == [resetComplete])
@@ -53,7 +60,8 @@ import Testing
     }
 
     @Test func recordedPacingWaitsForTheClock() async throws {
-        let file = Btsnoop.header() + Btsnoop.record(resetComplete, direction: .received, unixMicroseconds: 0)
+        let file =
+            Btsnoop.header() + Btsnoop.record(resetComplete, direction: .received, unixMicroseconds: 0)
             + Btsnoop.record(report, direction: .received, unixMicroseconds: 3_000_000)
         let clock = ManualClock()
         let t = try CaptureReplayTransport(name: "test", bytes: file, clock: clock, pacing: .recorded)
@@ -68,7 +76,8 @@ import Testing
     }
 
     @Test func closeEndsTheReplay() async throws {
-        let file = Btsnoop.header() + Btsnoop.record(resetComplete, direction: .received, unixMicroseconds: 0)
+        let file =
+            Btsnoop.header() + Btsnoop.record(resetComplete, direction: .received, unixMicroseconds: 0)
             + Btsnoop.record(report, direction: .received, unixMicroseconds: 60_000_000)
         let clock = ManualClock()
         let t = try CaptureReplayTransport(name: "test", bytes: file, clock: clock, pacing: .recorded)
@@ -90,15 +99,17 @@ import Testing
         #expect(FileManager.default.createFile(atPath: dir + "/in.btsnoop", contents: Data(source)))
         var options = TransportOptions()
         options.capturePath = dir + "/out.btsnoop"
-        let t = try openTransport(try DeviceSpec(parsing: "file:\(dir)/in.btsnoop"), clock: ManualClock(),
-                                  options: options)
+        let t = try openTransport(
+            try DeviceSpec(parsing: "file:\(dir)/in.btsnoop"), clock: ManualClock(),
+            options: options)
         #expect(t is CapturingTransport)
         var got: [H4Packet] = []
         for try await p in t.incoming { got.append(p) }
         #expect(got == [event])
         #expect((t as? any TransportStatisticsProviding)?.statistics.packetsReceived == 1)
         (t as? CapturingTransport)?.writer.close()
-        var reader = try BtsnoopReader([UInt8](try #require(FileManager.default.contents(atPath: dir + "/out.btsnoop"))))
+        var reader = try BtsnoopReader(
+            [UInt8](try #require(FileManager.default.contents(atPath: dir + "/out.btsnoop"))))
         let copied = reader.next()
         #expect(copied?.packet == event && copied?.direction == .received)
     }

@@ -1,10 +1,14 @@
 import Testing
+
 @testable import BLETransport
 
 @Suite struct ClockTests {
     @Test func manualClockWakesASleeperOnlyWhenItsDeadlinePasses() async throws {
         let clock = ManualClock()
-        let woke = Task { try await clock.sleep(for: .seconds(5)); return clock.now() }
+        let woke = Task {
+            try await clock.sleep(for: .seconds(5))
+            return clock.now()
+        }
         await clock.untilSleeping()
         clock.advance(by: .seconds(4))
         #expect(clock.sleeperCount == 1)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLETransport
 
 @Suite struct DeviceSpecTests {
@@ -24,7 +25,8 @@ import Testing
         ("unix:", "missing socket path"), ("file:", "missing capture path"),
         ("tcp:localhost", "missing :PORT"), ("tcp::4500", "missing host"), ("tcp:host:0", "port"),
         ("tcp:host:70000", "port"), ("tcp:[::1", "unclosed"),
-        ("serial:ttyUSB0", "absolute path"), ("serial:/dev/ttyUSB0@fast", "baud"), ("serial:/dev/ttyUSB0@12345", "unsupported baud"),
+        ("serial:ttyUSB0", "absolute path"), ("serial:/dev/ttyUSB0@fast", "baud"),
+        ("serial:/dev/ttyUSB0@12345", "unsupported baud"),
     ])
     func rejectsMalformedSpecsSayingWhy(text: String, why: String) {
         #expect {

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+
 @testable import BLETransport
 
 /// Literal byte exchanges over real sockets: one end is the transport, the test plays the controller.
@@ -8,8 +9,10 @@ import Testing
     let resetBytes: [UInt8] = [0x01, 0x03, 0x0C, 0x00]
     let resetComplete: [UInt8] = [0x04, 0x0E, 0x04, 0x01, 0x03, 0x0C, 0x00]
     // LE Advertising Report, one report, ADV_NONCONN_IND, public 06:05:04:03:02:01, 3 data bytes, RSSI -60.
-    let report: [UInt8] = [0x04, 0x3E, 0x0F, 0x02, 0x01, 0x03, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06,
-                           0x03, 0x02, 0x01, 0x06, 0xC4]
+    let report: [UInt8] = [
+        0x04, 0x3E, 0x0F, 0x02, 0x01, 0x03, 0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06,
+        0x03, 0x02, 0x01, 0x06, 0xC4,
+    ]
 
     func socketPair(_ type: Int32 = Int32(SOCK_STREAM.rawValue)) throws -> (Int32, Int32) {
         var fds: [Int32] = [-1, -1]
@@ -110,12 +113,17 @@ import Testing
     @Test func connectsToAListeningUnixSocketAndExchangesBytes() async throws {
         let path = NSTemporaryDirectory() + "blegw-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max)).sock"
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        defer { Glibc.close(listener); unlink(path) }
+        defer {
+            Glibc.close(listener)
+            unlink(path)
+        }
         var addr = sockaddr_un()
         addr.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &addr.sun_path) { raw in for (i, b) in path.utf8.enumerated() { raw[i] = b } }
         let bound = withUnsafePointer(to: &addr) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
+            }
         }
         #expect(bound == 0)
         #expect(listen(listener, 1) == 0)

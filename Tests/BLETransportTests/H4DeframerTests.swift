@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLETransport
 
 @Suite struct H4DeframerTests {

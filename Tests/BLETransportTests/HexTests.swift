@@ -32,7 +32,8 @@ import Testing
     }
 
     @Test func keysAndIdentifiersAreExactlyTheirDigitsAndNothingElse() {
-        #expect(HexDigits.parseDigits("231d39c1D7CC1AB1", count: 8) == [0x23, 0x1D, 0x39, 0xC1, 0xD7, 0xCC, 0x1A, 0xB1])
+        #expect(
+            HexDigits.parseDigits("231d39c1D7CC1AB1", count: 8) == [0x23, 0x1D, 0x39, 0xC1, 0xD7, 0xCC, 0x1A, 0xB1])
         #expect(HexDigits.parseDigits("231d39c1d7cc1ab1", count: 7) == nil)
         #expect(HexDigits.parseDigits("23:1d", count: 2) == nil)  // no separators in a key
         #expect(HexDigits.parseDigits("23 1d", count: 2) == nil)

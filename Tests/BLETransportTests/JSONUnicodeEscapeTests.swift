@@ -28,30 +28,42 @@ import Testing
     }
 
     @Test func halvesOfAPairAloneAreRefusedWhereTheyAre() {
-        if case .failure(let f) = Self.read(#"ab\uDD1E"#, at: 2) { #expect(f == .loneSurrogate(at: 2)) } else {
+        if case .failure(let f) = Self.read(#"ab\uDD1E"#, at: 2) {
+            #expect(f == .loneSurrogate(at: 2))
+        } else {
             Issue.record("a low surrogate alone was read")
         }
         // A high one followed by text, by an escape that is not a low half, or by the end of the text.
         for text in [#"\uD834xxxxxx"#, #"\uD834\u0041"#, #"\uD834"#] {
-            if case .failure(let f) = Self.read(text, at: 0) { #expect(f == .loneSurrogate(at: 6), "\(text)") } else {
+            if case .failure(let f) = Self.read(text, at: 0) {
+                #expect(f == .loneSurrogate(at: 6), "\(text)")
+            } else {
                 Issue.record("\(text) was read")
             }
         }
     }
 
     @Test func digitsShortOrNotHexAreRefused() {
-        if case .failure(let f) = Self.read(#"\u12"#, at: 0) { #expect(f == .short(at: 0)) } else {
+        if case .failure(let f) = Self.read(#"\u12"#, at: 0) {
+            #expect(f == .short(at: 0))
+        } else {
             Issue.record("read")
         }
-        if case .failure(let f) = Self.read(#"\u12G4"#, at: 0) { #expect(f == .badHexDigit(at: 0)) } else {
+        if case .failure(let f) = Self.read(#"\u12G4"#, at: 0) {
+            #expect(f == .badHexDigit(at: 0))
+        } else {
             Issue.record("read")
         }
         // The low half's digits: the fault is the second escape.
-        if case .failure(let f) = Self.read(#"\uD834\uDDZZ"#, at: 0) { #expect(f == .badHexDigit(at: 6)) } else {
+        if case .failure(let f) = Self.read(#"\uD834\uDDZZ"#, at: 0) {
+            #expect(f == .badHexDigit(at: 6))
+        } else {
             Issue.record("read")
         }
         // Fullwidth digits are not hex digits, whatever Character.isHexDigit says.
-        if case .failure(let f) = Self.read("\\u１２３４", at: 0) { #expect(f == .badHexDigit(at: 0)) } else {
+        if case .failure(let f) = Self.read("\\u１２３４", at: 0) {
+            #expect(f == .badHexDigit(at: 0))
+        } else {
             Issue.record("read")
         }
     }

@@ -1,19 +1,24 @@
 import Testing
+
 @testable import BLETransport
 
 @Suite struct KernelAdaptersTests {
     typealias E = KernelAdapters.Entry
     // btvirt's addresses (BlueZ emulator/btdev.c get_bdaddr: 00:AA:01:<slot>:<index hi>:<index lo>).
-    let present = [E(name: "hci0", address: "00:AA:01:00:00:00"), E(name: "hci1", address: "00:AA:01:00:00:01"),
-                   E(name: "hci2", address: "00:AA:01:01:00:02")]
+    let present = [
+        E(name: "hci0", address: "00:AA:01:00:00:00"), E(name: "hci1", address: "00:AA:01:00:00:01"),
+        E(name: "hci2", address: "00:AA:01:01:00:02"),
+    ]
 
     @Test(arguments: [("00:aa:01:00:00:01", "00:AA:01:00:00:01"), ("DE:AD:BE:EF:00:01", "DE:AD:BE:EF:00:01")])
     func addressesAreNormalisedToUpperCase(text: String, normal: String) throws {
         #expect(try KernelAdapters.normalizedAddress(text) == normal)
     }
 
-    @Test(arguments: ["", "00:AA:01:00:00", "00:AA:01:00:00:01:02", "00-AA-01-00-00-01", "0:AA:01:00:00:01",
-                      "00:AA:01:00:00:0G", "000:AA:01:00:00:1", "00:AA:01:00:00:"])
+    @Test(arguments: [
+        "", "00:AA:01:00:00", "00:AA:01:00:00:01:02", "00-AA-01-00-00-01", "0:AA:01:00:00:01",
+        "00:AA:01:00:00:0G", "000:AA:01:00:00:1", "00:AA:01:00:00:",
+    ])
     func malformedAddressesAreRejectedSayingWhatIsExpected(text: String) {
         #expect {
             try KernelAdapters.normalizedAddress(text)

@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLETransport
 
 /// The pure parts of shared mode: the monitor channel's framing and the discovery keeper.
@@ -113,7 +114,8 @@ import Testing
         #expect(k.monitorHandle == 7)
         // A restart does not register a second monitor.
         _ = k.handle(MgmtMessage(code: 0x0001, index: 0, parameters: [0x23, 0x00, 0x00, 0x06]), now: .zero)
-        #expect(k.handle(MgmtMessage(code: 0x0013, index: 0, parameters: [0x06, 0]), now: .zero).map(\.code) == [0x0023])
+        #expect(
+            k.handle(MgmtMessage(code: 0x0013, index: 0, parameters: [0x06, 0]), now: .zero).map(\.code) == [0x0023])
     }
 
     @Test func finishStopsOurDiscoveryRemovesTheMonitorAndThenStaysQuiet() {
@@ -121,8 +123,11 @@ import Testing
         _ = k.begin(now: .zero)
         _ = k.handle(MgmtMessage(code: 0x0001, index: 0, parameters: [0x52, 0x00, 0x00, 0x07, 0x00]), now: .zero)
         _ = k.handle(MgmtMessage(code: 0x0001, index: 0, parameters: [0x23, 0x00, 0x00, 0x06]), now: .zero)
-        #expect(k.finish().map(\.bytes) == [[0x24, 0x00, 0x00, 0x00, 0x01, 0x00, 0x06],
-                                            [0x53, 0x00, 0x00, 0x00, 0x02, 0x00, 0x07, 0x00]])
+        #expect(
+            k.finish().map(\.bytes) == [
+                [0x24, 0x00, 0x00, 0x00, 0x01, 0x00, 0x06],
+                [0x53, 0x00, 0x00, 0x00, 0x02, 0x00, 0x07, 0x00],
+            ])
         // The Discovering(false) that our own stop causes must not start a discovery nobody will stop.
         #expect(k.handle(MgmtMessage(code: 0x0013, index: 0, parameters: [0x06, 0]), now: .seconds(1)).isEmpty)
         #expect(k.tick(now: .seconds(60)).isEmpty)
@@ -133,12 +138,17 @@ import Testing
 @Suite struct KernelIndexEventTests {
     @Test func newDeletedOpenAndCloseIndexAreTheAdaptersArrivalRemovalPowerOnAndPowerOff() {
         // New Index on hci1 carries Type(1) Bus(1) BD_ADDR(6) Name(8).
-        let new: [UInt8] = [0x00, 0x00, 0x01, 0x00, 0x10, 0x00, 0x00, 0x01, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01]
+        let new: [UInt8] =
+            [0x00, 0x00, 0x01, 0x00, 0x10, 0x00, 0x00, 0x01, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01]
             + Array("hci1".utf8) + [0, 0, 0, 0]
         #expect(KernelIndexEvent.parse(new) == KernelIndexEvent(index: 1, change: .added))
-        #expect(KernelIndexEvent.parse([0x01, 0x00, 0x01, 0x00, 0x00, 0x00]) == KernelIndexEvent(index: 1, change: .removed))
-        #expect(KernelIndexEvent.parse([0x08, 0x00, 0x00, 0x00, 0x00, 0x00]) == KernelIndexEvent(index: 0, change: .up))
-        #expect(KernelIndexEvent.parse([0x09, 0x00, 0x00, 0x00, 0x00, 0x00]) == KernelIndexEvent(index: 0, change: .down))
+        #expect(
+            KernelIndexEvent.parse([0x01, 0x00, 0x01, 0x00, 0x00, 0x00]) == KernelIndexEvent(index: 1, change: .removed)
+        )
+        #expect(
+            KernelIndexEvent.parse([0x08, 0x00, 0x00, 0x00, 0x00, 0x00]) == KernelIndexEvent(index: 0, change: .up))
+        #expect(
+            KernelIndexEvent.parse([0x09, 0x00, 0x00, 0x00, 0x00, 0x00]) == KernelIndexEvent(index: 0, change: .down))
     }
 
     @Test func packetsNotesAndShortMessagesAreNoIndexEvents() {

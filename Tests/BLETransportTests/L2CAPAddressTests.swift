@@ -1,5 +1,6 @@
 import Glibc
 import Testing
+
 @testable import BLETransport
 
 @Suite struct L2CAPAddressTests {
@@ -11,8 +12,10 @@ import Testing
     }
 
     @Test func malformedTextIsRejected() {
-        for text in ["", "00:AA:01:02:03", "00:AA:01:02:03:04:05", "00:AA:01:02:03:G4", "0:AA:01:02:03:04",
-                     "00-AA-01:02:03:04", "00:AA:01:02:03:"] {
+        for text in [
+            "", "00:AA:01:02:03", "00:AA:01:02:03:04:05", "00:AA:01:02:03:G4", "0:AA:01:02:03:04",
+            "00-AA-01:02:03:04", "00:AA:01:02:03:",
+        ] {
             #expect(L2CAPAddress(text, type: .public) == nil, "\(text)")
         }
         // The text is read by the one address parser, `BDAddress`: the dashed form is the same address.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+
 @testable import BLETransport
 
 /// The L2CAP socket's own machinery (whole PDUs, end of link, close, the connect deadline) over AF_UNIX
@@ -98,7 +99,10 @@ import Testing
         // The read end of a pipe never becomes writable: a connect that the peer never answers.
         var p: [Int32] = [-1, -1]
         #expect(pipe(&p) == 0)
-        defer { Glibc.close(p[0]); Glibc.close(p[1]) }
+        defer {
+            Glibc.close(p[0])
+            Glibc.close(p[1])
+        }
         let clock = ManualClock()
         let readEnd = p[0]
         let waiting = Task { try await L2CAPSocket.awaitWritable(fd: readEnd, timeout: .seconds(5), clock: clock) }
@@ -111,7 +115,10 @@ import Testing
     @Test func aConnectThatCompletesReturnsBeforeTheDeadline() async throws {
         var p: [Int32] = [-1, -1]
         #expect(pipe(&p) == 0)
-        defer { Glibc.close(p[0]); Glibc.close(p[1]) }
+        defer {
+            Glibc.close(p[0])
+            Glibc.close(p[1])
+        }
         let clock = ManualClock()
         // The write end of an empty pipe is writable at once; the clock never moves.
         #expect(try await L2CAPSocket.awaitWritable(fd: p[1], timeout: .seconds(5), clock: clock) == true)
@@ -121,7 +128,10 @@ import Testing
     @Test func cancellingAConnectWaitWakesThePoll() async throws {
         var p: [Int32] = [-1, -1]
         #expect(pipe(&p) == 0)
-        defer { Glibc.close(p[0]); Glibc.close(p[1]) }
+        defer {
+            Glibc.close(p[0])
+            Glibc.close(p[1])
+        }
         let clock = ManualClock()
         let readEnd = p[0]
         let waiting = Task { try await L2CAPSocket.awaitWritable(fd: readEnd, timeout: .seconds(5), clock: clock) }

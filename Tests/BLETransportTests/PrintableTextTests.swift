@@ -1,4 +1,5 @@
 import Testing
+
 @testable import BLETransport
 
 /// A device's name on one line, with nothing a terminal would act on.

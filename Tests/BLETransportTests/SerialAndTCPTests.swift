@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Testing
+
 @testable import BLETransport
 
 /// The UART and TCP openers against real kernel objects: a pseudo-terminal stands in for the UART

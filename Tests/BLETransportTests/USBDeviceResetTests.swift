@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+
 @testable import BLETransport
 
 /// `USBDeviceNode.of` on a temporary tree laid out like sysfs: relative symlinks from /sys/class/bluetooth into

@@ -17,7 +17,10 @@ final class EventStreamReader: @unchecked Sendable {
     }
 
     deinit {
-        if process.isRunning { process.terminate(); process.waitUntilExit() }
+        if process.isRunning {
+            process.terminate()
+            process.waitUntilExit()
+        }
     }
 
     /// The next event whose decoded JSON object satisfies `predicate`, or nil when the stream ended first. The

@@ -28,7 +28,9 @@ final class Child: @unchecked Sendable {
         self.log = log
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        if !FileManager.default.fileExists(atPath: log) { _ = FileManager.default.createFile(atPath: log, contents: nil) }
+        if !FileManager.default.fileExists(atPath: log) {
+            _ = FileManager.default.createFile(atPath: log, contents: nil)
+        }
         let h = FileHandle(forWritingAtPath: log)!
         h.seekToEndOfFile()
         process.standardOutput = h
@@ -49,7 +51,8 @@ final class Child: @unchecked Sendable {
     /// The child is gone or a zombie (exited, not yet reaped).
     var exited: Bool {
         guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return true }
+            let close = stat.lastIndex(of: ")")
+        else { return true }
         return stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).hasPrefix("Z")
     }
     var pid: Int32 { process.processIdentifier }
@@ -74,7 +77,12 @@ final class Child: @unchecked Sendable {
         return true
     }
 
-    deinit { if process.isRunning && !exited { kill(process.processIdentifier, SIGKILL); process.waitUntilExit() } }
+    deinit {
+        if process.isRunning && !exited {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
 }
 
 /// Checks published payloads against schema/v1 with Tests/tools/validate_payloads.py, under the pinned venv
@@ -88,8 +96,10 @@ enum SchemaValidation {
 
     /// Writes `(topic, payload)` pairs as JSON lines under `directory` and validates them for `prefix`.
     /// Returns nil when every payload matches its topic's schema, else the validator's report.
-    static func problems(_ published: [(topic: String, json: [String: Any])], prefix: String, directory: URL,
-                         name: String = "published.jsonl") throws -> String? {
+    static func problems(
+        _ published: [(topic: String, json: [String: Any])], prefix: String, directory: URL,
+        name: String = "published.jsonl"
+    ) throws -> String? {
         let texts = try published.map { topic, json in
             (topic: topic, payload: String(decoding: try JSONSerialization.data(withJSONObject: json), as: UTF8.self))
         }
@@ -97,13 +107,16 @@ enum SchemaValidation {
     }
 
     /// The same for payloads as received, text unchanged (a payload that is not JSON is reported, not dropped).
-    static func problems(_ published: [(topic: String, payload: String)], prefix: String, directory: URL,
-                         name: String = "published.jsonl", python: String = python,
-                         operatorTopics: Bool = false) throws -> String? {
+    static func problems(
+        _ published: [(topic: String, payload: String)], prefix: String, directory: URL,
+        name: String = "published.jsonl", python: String = python,
+        operatorTopics: Bool = false
+    ) throws -> String? {
         let record = directory.appendingPathComponent(name)
         let lines = try published.map { topic, payload in
-            String(decoding: try JSONSerialization.data(withJSONObject: ["topic": topic, "payload": payload]),
-                   as: UTF8.self)
+            String(
+                decoding: try JSONSerialization.data(withJSONObject: ["topic": topic, "payload": payload]),
+                as: UTF8.self)
         }
         try (lines.joined(separator: "\n") + "\n").write(to: record, atomically: true, encoding: .utf8)
         let validator = Process()

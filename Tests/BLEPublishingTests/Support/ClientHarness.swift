@@ -13,8 +13,10 @@ actor EventRecorder {
     /// Waits until `count` events satisfy `predicate`; returns them. Gives up after `limit` of real time, which
     /// is a guard against hanging, not a timing assertion.
     @discardableResult
-    func waitFor(_ count: Int = 1, limit: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
-                 _ predicate: (MQTTEvent) -> Bool) async -> [MQTTEvent] {
+    func waitFor(
+        _ count: Int = 1, limit: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
+        _ predicate: (MQTTEvent) -> Bool
+    ) async -> [MQTTEvent] {
         let deadline = ContinuousClock.now + limit
         while ContinuousClock.now < deadline {
             let matching = events.filter(predicate)
@@ -61,8 +63,10 @@ func withRunningClient<T: Sendable>(
 }
 
 /// A configuration for the broker, with a unique client id and a short, jitter-free backoff.
-func testConfiguration(_ broker: Mosquitto, protocolVersion: MQTTProtocolVersion = .v5,
-                       id: String = #function) -> MQTTConfiguration {
+func testConfiguration(
+    _ broker: Mosquitto, protocolVersion: MQTTProtocolVersion = .v5,
+    id: String = #function
+) -> MQTTConfiguration {
     var configuration = MQTTConfiguration()
     configuration.host = "127.0.0.1"
     configuration.port = broker.port
@@ -82,8 +86,10 @@ func startBroker(_ configure: (Mosquitto) throws -> Void = { _ in }) throws -> M
 }
 
 /// The first `count` messages of `stream`, or fewer (and a recorded issue) if they do not come within `limit`.
-func collect(_ stream: AsyncStream<MQTTMessage>, count: Int, limit: Duration = .seconds(20),
-             sourceLocation: SourceLocation = #_sourceLocation) async -> [MQTTMessage] {
+func collect(
+    _ stream: AsyncStream<MQTTMessage>, count: Int, limit: Duration = .seconds(20),
+    sourceLocation: SourceLocation = #_sourceLocation
+) async -> [MQTTMessage] {
     let result = await withTaskGroup(of: [MQTTMessage]?.self) { group in
         group.addTask {
             var messages: [MQTTMessage] = []
