@@ -27,6 +27,26 @@ import Testing
                 + #""distance_m":\#(d),"accuracy_m":\#(0.1 * d + 0.3),"proximity":"far"}"#).utf8)
     }
 
+    /// Every gateway of the site ranges the tag at (21, 3) in the lab, twice a second, until cancelled; `clocks`: a
+    /// gateway's clock offset and what it says of it (default: right, and synchronised).
+    static func rangeTheTagInTheLab(
+        _ publisher: MQTTClient, site: SiteDescription, clocks: [String: (offset: Double, synced: Bool)] = [:]
+    ) async throws {
+        var seq = 1
+        while true {
+            for g in site.gateways.values {
+                let c = clocks[g.id] ?? (0, true)
+                try await publisher.publish(
+                    MQTTMessage(
+                        topic: "t/\(g.id)/beacons/\(Self.tag)",
+                        payload: Self.beacon(g, at: (21, 3), seq: seq, clockOffset: c.offset, synced: c.synced),
+                        qos: .atMostOnce))
+            }
+            seq += 1
+            try await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
     func next(_ messages: AsyncStream<MQTTMessage>, _ where: (MQTTMessage, [String: Any]) -> Bool) async -> [String:
         Any]?
     {
@@ -66,20 +86,8 @@ import Testing
             group.addTask { try await service.run() }
             group.addTask { try await publisher.run() }
             _ = await connected.next()
-            // Three gateways range the tag in the lab, once a second, as long as the test runs.
-            group.addTask {
-                var seq = 1
-                while true {
-                    for g in site.gateways.values {
-                        try await publisher.publish(
-                            MQTTMessage(
-                                topic: "t/\(g.id)/beacons/\(Self.tag)",
-                                payload: Self.beacon(g, at: (21, 3), seq: seq), qos: .atMostOnce))
-                    }
-                    seq += 1
-                    try await Task.sleep(for: .milliseconds(500))
-                }
-            }
+            // Three gateways range the tag in the lab, twice a second, as long as the test runs.
+            group.addTask { try await Self.rangeTheTagInTheLab(publisher, site: site) }
             let inLab = await next(presence) { m, j in
                 m.topic == "t/fleet/presence/\(Self.tag)" && j["room"] as? String == "lab"
             }
@@ -164,21 +172,7 @@ import Testing
             group.addTask { try await service.run() }
             group.addTask { try await publisher.run() }
             _ = await connected.next()
-            group.addTask {
-                var seq = 1
-                while true {
-                    for g in site.gateways.values {
-                        let c = clocks[g.id]!
-                        try await publisher.publish(
-                            MQTTMessage(
-                                topic: "t/\(g.id)/beacons/\(Self.tag)",
-                                payload: Self.beacon(g, at: (21, 3), seq: seq, clockOffset: c.offset, synced: c.synced),
-                                qos: .atMostOnce))
-                    }
-                    seq += 1
-                    try await Task.sleep(for: .milliseconds(500))
-                }
-            }
+            group.addTask { try await Self.rangeTheTagInTheLab(publisher, site: site, clocks: clocks) }
             let all = await next(presence) { _, j in (j["gateways"] as? [[String: Any]])?.count == 3 }
             #expect(all?["room"] as? String == "lab")
             #expect(all?["method"] as? String == "trilateration")

@@ -204,6 +204,8 @@ struct SpoolPublisherTests {
         let watch = Task { try await observer.run() }
         defer { watch.cancel() }
         let received = try observer.subscribe("pub/#", qos: .atLeastOnce)
+        // Subscribed before the publisher starts: what is published earlier is no one's to receive.
+        await observer.subscribed("pub/#")
         for i in 1...20 { _ = try spool.appendDurably(reading(i, .state)) }
         try await withPublisher(
             broker, spool: spool, window: 8, refusalBackoff: .milliseconds(100),
@@ -248,6 +250,8 @@ struct SpoolPublisherTests {
         let watch = Task { try await observer.run() }
         defer { watch.cancel() }
         let received = try observer.subscribe("pub/#", qos: .atLeastOnce)
+        // Subscribed before the publisher starts: what is published earlier is no one's to receive.
+        await observer.subscribed("pub/#")
         var beacons: Set<Int> = []
         var health: [Int] = []
         for i in 1...60 {
