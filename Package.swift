@@ -46,7 +46,7 @@ let package = Package(
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
         .target(name: "BLEDomain", dependencies: [
-            "BLETransport", "BLEHCI", "BLEHost",
+            "BLETransport", "BLEHCI",
             .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
         .target(name: "BLESpool", dependencies: ["CSQLite", "BLETransport"]),
@@ -79,7 +79,7 @@ let package = Package(
         // The virtual radio: wire formats only, never the gateway's policies.
         .target(name: "BLESimulator", dependencies: [
             "BLETransport", "BLEHCI", .product(name: "Yams", package: "Yams"),
-            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Crypto", package: "swift-crypto"), .product(name: "_CryptoExtras", package: "swift-crypto"),
         ]),
 
         // Benchmarks are an executable, run by `make bench`, never by `make test`.
@@ -88,7 +88,7 @@ let package = Package(
             "BLEConfiguration", "BLEFleet", "BLETestSupport", .product(name: "Logging", package: "swift-log"),
         ], path: "Benchmarks", exclude: ["c", "peer_bluetooth_data_tools.py"]),
 
-        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport"]),
+        .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLETestSupport"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETransport", "BLETestSupport"]),
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHCI", "BLETransport", "BLESimulator", "BLETestSupport"]),
         .testTarget(name: "BLEDomainTests", dependencies: [

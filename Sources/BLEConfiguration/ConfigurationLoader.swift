@@ -98,18 +98,12 @@ public struct FileConfigurationError: Error, CustomStringConvertible, Sendable {
     public var description: String { "\(file): \(error)" }
 }
 
-/// The same rule `Topics` applies, usable before the publishing layer is configured.
+/// The rule `Topics` applies (TopicLevel), usable before the publishing layer is configured; `fleet` is the fleet-wide
+/// config's level and no gateway's.
 enum TopicIdentifier {
     static func problem(with level: String) -> String? {
-        if level.isEmpty { return "empty topic level" }
-        if level.utf8.count > 64 { return "longer than 64 characters" }
+        if let why = TopicLevel.problem(Substring(level)) { return why }
         if level == "fleet" { return "\"fleet\" is reserved for fleet-wide config" }
-        for b in level.utf8 {
-            let ok =
-                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
-                || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".")
-            if !ok { return "only letters, digits, '-', '_' and '.' are allowed" }
-        }
         return nil
     }
 }

@@ -186,13 +186,11 @@ package struct RemoteJSONParser {
             guard i < bytes.count else { throw fail("unterminated escape") }
             let e = bytes[i]
             i += 1
+            if let c = JSONShortEscape.octet(e) {
+                out.append(c)
+                continue
+            }
             switch e {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(e)
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "t"): out.append(0x09)
             case UInt8(ascii: "u"):
                 switch JSONUnicodeEscape.read(bytes[...], digits: i) {
                 case .success(let (scalar, end)):

@@ -172,16 +172,14 @@ struct FleetJSON {
             } else if c == UInt8(ascii: "\\") {
                 escaped = true
                 guard let e = peek(i + 1) else { break }
-                switch e {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-                    UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                if JSONShortEscape.octet(e) != nil {
                     i += 2
-                case UInt8(ascii: "u"):
+                } else if e == UInt8(ascii: "u") {
                     switch JSONUnicodeEscape.read(bytes[...], digits: i + 2) {
                     case .success(let (_, end)): i = end
                     case .failure(let failure): throw .notJSON(offset: failure.at)
                     }
-                default:
+                } else {
                     throw .notJSON(offset: i)
                 }
             } else if c < 0x20 {
@@ -328,17 +326,13 @@ struct FleetJSON {
             }
             let e = s[i + 1]
             i += 2
-            switch e {
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "u"):
+            if let c = JSONShortEscape.octet(e) {
+                out.append(c)
+            } else {
+                // The grammar was checked: anything else is `\u`.
                 guard case .success(let (scalar, end)) = JSONUnicodeEscape.read(s, digits: i) else { return nil }
                 i = end
                 out.append(contentsOf: String(Character(scalar)).utf8)
-            default: out.append(e)  // \" \\ \/
             }
         }
         return String(validating: out, as: UTF8.self)

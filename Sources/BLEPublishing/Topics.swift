@@ -1,3 +1,5 @@
+import BLETransport
+
 /// The MQTT topic schema (docs/TOPICS.md). Topics are built only from identifiers the gateway
 /// formats itself — its own validated gateway id and prefix, addresses as hex, beacon ids made of
 /// `[a-z0-9-]`, UUIDs as hex — so `+`, `#`, `/`, NUL or invalid UTF-8 from the air can never shape
@@ -34,17 +36,7 @@ public struct Topics: Sendable, Hashable {
         self.gatewayID = gatewayID
     }
 
-    static func problem(with level: Substring) -> String? {
-        if level.isEmpty { return "empty topic level" }
-        if level.utf8.count > 64 { return "longer than 64 characters" }
-        for b in level.utf8 {
-            let ok =
-                (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
-                || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".")
-            if !ok { return "only letters, digits, '-', '_' and '.' are allowed" }
-        }
-        return nil
-    }
+    static func problem(with level: Substring) -> String? { TopicLevel.problem(level) }
 
     /// `<prefix>/<gateway>`: every topic the gateway publishes under its prefix begins with it.
     public var base: String { "\(prefix)/\(gatewayID)" }

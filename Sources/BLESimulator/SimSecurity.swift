@@ -1,19 +1,17 @@
 import Crypto
 
 /// The simulated phone's side of the Security Manager's cryptography (Core v5.4, Vol 3, Part H, §2.2), written
-/// here from the specification over the simulator's own AES block, apart from the gateway's: a pairing between the
-/// two succeeds only if both read the specification the same way. Only the P-256 arithmetic comes from
-/// swift-crypto. Values are most significant octet first, as the specification writes them.
+/// here from the specification apart from the gateway's: a pairing between the two succeeds only if both read the
+/// specification the same way. The AES block and the P-256 arithmetic come from swift-crypto. Values are most significant octet first, as the specification writes them.
 enum SimSecurity {
     /// AES-CMAC (RFC 4493 §2.4).
     static func cmac(key: [UInt8], _ message: [UInt8]) -> [UInt8] {
-        let keys = SimAES.roundKeys(key)
         func double(_ v: [UInt8]) -> [UInt8] {
             var out = (0..<16).map { i in v[i] << 1 | (i < 15 ? v[i + 1] >> 7 : 0) }
             if v[0] & 0x80 != 0 { out[15] ^= 0x87 }
             return out
         }
-        let k1 = double(SimAES.encrypt([UInt8](repeating: 0, count: 16), keys: keys))
+        let k1 = double(SimAES.encrypt([UInt8](repeating: 0, count: 16), key: key))
         let k2 = double(k1)
         let n = max(1, (message.count + 15) / 16)
         let complete = !message.isEmpty && message.count % 16 == 0
@@ -26,9 +24,9 @@ enum SimSecurity {
         }
         var x = [UInt8](repeating: 0, count: 16)
         for i in 0..<(n - 1) {
-            x = SimAES.encrypt(zip(x, message[(i * 16)..<(i * 16 + 16)]).map { $0 ^ $1 }, keys: keys)
+            x = SimAES.encrypt(zip(x, message[(i * 16)..<(i * 16 + 16)]).map { $0 ^ $1 }, key: key)
         }
-        return SimAES.encrypt(zip(x, last).map { $0 ^ $1 }, keys: keys)
+        return SimAES.encrypt(zip(x, last).map { $0 ^ $1 }, key: key)
     }
 
     /// f4(U, V, X, Z) = AES-CMAC_X(U || V || Z) (§2.2.6).
@@ -64,7 +62,7 @@ enum SimSecurity {
             [UInt8](repeating: 0, count: 13) + [
                 UInt8(prand >> 16 & 0xFF), UInt8(prand >> 8 & 0xFF), UInt8(prand & 0xFF),
             ]
-        let e = SimAES.encrypt(block, keys: SimAES.roundKeys(irk))
+        let e = SimAES.encrypt(block, key: irk)
         return UInt32(e[13]) << 16 | UInt32(e[14]) << 8 | UInt32(e[15])
     }
 

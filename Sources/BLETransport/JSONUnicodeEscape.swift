@@ -51,3 +51,20 @@ package enum JSONUnicodeEscape {
         return .success(UInt32(v))
     }
 }
+
+/// The two-character escapes of a JSON string (RFC 8259 §7): the one table every JSON reader in the project uses.
+package enum JSONShortEscape {
+    /// The octet `\` followed by `e` stands for: `"`, `\`, `/`, backspace, form feed, line feed, carriage return,
+    /// tab; nil for `u` (JSONUnicodeEscape reads it) and for anything the grammar does not allow.
+    @inlinable package static func octet(_ e: UInt8) -> UInt8? {
+        switch e {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): e
+        case UInt8(ascii: "b"): 0x08
+        case UInt8(ascii: "f"): 0x0C
+        case UInt8(ascii: "n"): 0x0A
+        case UInt8(ascii: "r"): 0x0D
+        case UInt8(ascii: "t"): 0x09
+        default: nil
+        }
+    }
+}

@@ -7,20 +7,15 @@ import Foundation
 
 /// Broker options shared by `config push` and `config get`.
 struct RemoteConfigBrokerOptions: ParsableArguments {
-    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT.")
-    var broker: String = "mqtt://127.0.0.1:1883"
+    @OptionGroup var connection: ToolBrokerOptions
 
     @Option(help: "The topic prefix the gateways use.")
     var prefix: String = "blegateway"
 
-    @OptionGroup var credentials: ToolCredentialOptions
-
-    @OptionGroup var tls: ToolTLSOptions
+    var broker: String { connection.url() }
 
     func client(_ role: String) throws -> MQTTClient {
-        var c = try toolClientConfiguration(broker: broker, role: "config-\(role)", tls: tls)
-        try credentials.apply(to: &c)
-        return MQTTClient(configuration: c)
+        MQTTClient(configuration: try connection.configuration(role: "config-\(role)"))
     }
 }
 

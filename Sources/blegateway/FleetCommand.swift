@@ -15,8 +15,7 @@ struct FleetCommand: AsyncParsableCommand {
     @Option(help: "A YAML file with a `fleet:` section (its `mqtt:` broker and prefix apply too).")
     var config: String?
 
-    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT (default mqtt://127.0.0.1:1883).")
-    var broker: String?
+    @OptionGroup var connection: ToolBrokerOptions
 
     @Option(
         help: "The topic prefix the gateways publish under (default blegateway). Repeat it to follow several sites.")
@@ -34,10 +33,6 @@ struct FleetCommand: AsyncParsableCommand {
     @Option(help: "Announce tracked tags to Home Assistant as device trackers under this discovery prefix.")
     var homeassistantDiscoveryPrefix: String?
 
-    @OptionGroup var credentials: ToolCredentialOptions
-
-    @OptionGroup var tls: ToolTLSOptions
-
     func run() async throws {
         var file = FleetSettingsFile()
         if let config {
@@ -48,12 +43,12 @@ struct FleetCommand: AsyncParsableCommand {
                 throw ValidationError("\(config): \(error)")
             }
         }
-        let brokerURL = broker ?? file.broker ?? "mqtt://127.0.0.1:1883"
+        let brokerURL = connection.url(file: file.broker)
         let sites = !prefix.isEmpty ? prefix : file.sites ?? [file.prefix ?? "blegateway"]
         if let problem = FleetConfiguration.problem(sites: sites) { throw ValidationError("--prefix: \(problem)") }
         let (host, port) = try FleetSettingsFile.parseListen(listen ?? file.listen ?? "127.0.0.1:8080")
-        var mqtt = try toolClientConfiguration(broker: brokerURL, role: "fleet", tls: tls)
-        try credentials.apply(to: &mqtt, usernameFile: file.usernameFile, passwordFile: file.passwordFile)
+        let mqtt = try connection.configuration(
+            role: "fleet", fileBroker: file.broker, usernameFile: file.usernameFile, passwordFile: file.passwordFile)
         var c = FleetConfiguration(mqtt: mqtt, brokerURL: brokerURL, sites: sites)
         c.listenHost = host
         c.listenPort = port

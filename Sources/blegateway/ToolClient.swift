@@ -20,6 +20,31 @@ func toolClientConfiguration(broker: String, role: String, tls: ToolTLSOptions =
     return c
 }
 
+/// The broker a tool talks to, with its user and TLS files: declared once for `watch`, `config push/get`, `site`
+/// and `fleet`. (`run --broker` overrides the gateway's own `mqtt.broker` and is the gateway's, not a tool's.)
+struct ToolBrokerOptions: ParsableArguments {
+    static let localBroker = "mqtt://127.0.0.1:1883"
+
+    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT (default \(Self.localBroker)).")
+    var broker: String?
+
+    @OptionGroup var credentials: ToolCredentialOptions
+
+    @OptionGroup var tls: ToolTLSOptions
+
+    /// The broker in force: the flag, else the one a configuration file names, else the local one.
+    func url(file: String? = nil) -> String { broker ?? file ?? Self.localBroker }
+
+    /// The tool's client configuration; the flags win over the files a configuration file names.
+    func configuration(
+        role: String, fileBroker: String? = nil, usernameFile: String? = nil, passwordFile: String? = nil
+    ) throws -> MQTTConfiguration {
+        var c = try toolClientConfiguration(broker: url(file: fileBroker), role: role, tls: tls)
+        try credentials.apply(to: &c, usernameFile: usernameFile, passwordFile: passwordFile)
+        return c
+    }
+}
+
 /// The tools' MQTT user, for a broker that lets no one in anonymously (the shipped ACL names one per role: the fleet
 /// service logs in as `blegateway-fleet`, an operator's tools as `ops`; deploy/mosquitto/blegateway.acl). Files, not
 /// values, so a password is never on a command line.

@@ -11,8 +11,7 @@ struct WatchCommand: AsyncParsableCommand {
         commandName: "watch",
         abstract: "Show live what the gateways publish: status, adapters, beacons, peripherals, regions.")
 
-    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT.")
-    var broker: String = "mqtt://127.0.0.1:1883"
+    @OptionGroup var connection: ToolBrokerOptions
 
     @Option(help: "The topic prefix the gateways publish under.")
     var prefix: String = "blegateway"
@@ -26,13 +25,8 @@ struct WatchCommand: AsyncParsableCommand {
     @Flag(help: "Print a snapshot every second instead of redrawing the screen (the default when not on a terminal).")
     var plain = false
 
-    @OptionGroup var credentials: ToolCredentialOptions
-
-    @OptionGroup var tls: ToolTLSOptions
-
     func run() async throws {
-        var configuration = try toolClientConfiguration(broker: broker, role: "watch", tls: tls)
-        try credentials.apply(to: &configuration)
+        let configuration = try connection.configuration(role: "watch")
         let client = MQTTClient(configuration: configuration)
         let messages = try client.subscribe("\(prefix)/#", qos: .atLeastOnce)
         let recorder = try record.map { path -> FileHandle in

@@ -1,6 +1,7 @@
 import BLEDomain
 import BLEGateway
 import BLESimulator
+import BLETestSupport
 import BLETransport
 import Foundation
 import Glibc

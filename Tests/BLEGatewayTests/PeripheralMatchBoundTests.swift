@@ -1,6 +1,7 @@
 import BLEDomain
 import BLEHCI
 import BLEHost
+import BLETestSupport
 import BLETransport
 import Foundation
 import Logging

@@ -1,4 +1,5 @@
 import BLEHCI
+import BLETestSupport
 import BLETransport
 import Foundation
 import Testing

@@ -1,3 +1,4 @@
+import BLETestSupport
 import Testing
 
 @testable import BLETransport

@@ -1,3 +1,4 @@
+import BLETestSupport
 import Foundation
 import Glibc
 import Testing

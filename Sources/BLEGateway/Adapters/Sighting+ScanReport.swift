@@ -1,5 +1,7 @@
+import BLEDomain
 import BLEHost
 
+// Here, where the sources turn the host's reports into sightings, so that the domain needs nothing of the host.
 extension Sighting {
     /// Decodes a report the host's scanner delivered (its data already reassembled and owned).
     @inlinable public init(scanReport r: ScanReport) {
