@@ -13,6 +13,19 @@ import Testing
 
     static func sighting(_ ad: [UInt8], rssi: Int8 = -60) -> Sighting { E.sighting(ad, rssi: rssi) }
 
+    /// What the pipeline made of `s`, its sensor reading left out.
+    static func observe(_ p: inout SightingPipeline, _ s: Sighting, at now: Duration) -> SightingPipeline.Outcome {
+        var sensor: SensorReading?
+        return p.observe(s, at: now, sensor: &sensor)
+    }
+
+    /// What the pipeline made of `s` for the sensor topic (nil: not a sensor frame, or one the gate stopped).
+    static func sensorReading(_ p: inout SightingPipeline, _ s: Sighting, at now: Duration) -> SensorReading? {
+        var sensor: SensorReading?
+        _ = p.observe(s, at: now, sensor: &sensor)
+        return sensor
+    }
+
     /// BTHome v2, unencrypted: packet id `packet`, temperature 25.00 °C.
     static func sensor(packet: UInt8) -> Sighting {
         sighting([0x09, 0x16, 0xD2, 0xFC, 0x40, 0x00, packet, 0x02, 0xC4, 0x09])
@@ -23,10 +36,11 @@ import Testing
         c.scan.filters = ["rssi:-70"]
         c.publishing.rawAdvertisements = true
         var p = SightingPipeline(c, at: .zero)
-        let out = p.observe(Self.sighting(E.iBeacon, rssi: -80), at: .seconds(1))
-        #expect(out.regionEvents.isEmpty && !out.raw && out.sensor == nil)
+        var sensor: SensorReading?
+        let out = p.observe(Self.sighting(E.iBeacon, rssi: -80), at: .seconds(1), sensor: &sensor)
+        #expect(out.regionEvents.isEmpty && !out.raw && sensor == nil)
         #expect(p.ranging.trackedCount == 0)
-        #expect(p.observe(Self.sighting(E.iBeacon, rssi: -60), at: .seconds(1)).raw)
+        #expect(Self.observe(&p, Self.sighting(E.iBeacon, rssi: -60), at: .seconds(1)).raw)
         #expect(p.ranging.trackedCount == 1)
     }
 
@@ -35,7 +49,7 @@ import Testing
         c.publishing.rangingIntervalSeconds = 1
         var p = SightingPipeline(c, at: .zero)
         #expect(p.tick(at: .zero, scanning: true).updates.isEmpty, "the first tick starts the intervals")
-        for k in 0..<5 { _ = p.observe(Self.sighting(E.iBeacon, rssi: -60), at: .milliseconds(100 * k)) }
+        for k in 0..<5 { _ = Self.observe(&p, Self.sighting(E.iBeacon, rssi: -60), at: .milliseconds(100 * k)) }
         #expect(p.tick(at: .milliseconds(500), scanning: true).updates.isEmpty, "within the interval")
         let end = p.tick(at: .seconds(1), scanning: true)
         #expect(end.updates.count == 1)
@@ -51,7 +65,7 @@ import Testing
         c.publishing.rawMaxPerSecond = 2
         var p = SightingPipeline(c, at: .zero)
         let at: [Duration] = [.seconds(10), .seconds(10), .seconds(10), .milliseconds(10_400), .milliseconds(10_500)]
-        let raw = at.map { p.observe(Self.sighting(E.named), at: $0).raw }
+        let raw = at.map { Self.observe(&p, Self.sighting(E.named), at: $0).raw }
         #expect(raw == [true, true, false, false, true])
         #expect(p.raw.limited == 2)
     }
@@ -60,15 +74,15 @@ import Testing
         var c = GatewayConfiguration()
         c.sensors.minIntervalSeconds = 0
         var p = SightingPipeline(c, at: .zero)
-        let first = try #require(p.observe(Self.sensor(packet: 7), at: .seconds(1)).sensor)
+        let first = try #require(Self.sensorReading(&p, Self.sensor(packet: 7), at: .seconds(1)))
         #expect(first.value(of: .temperature) == 25)
         #expect(first.counter == 7)
-        #expect(p.observe(Self.sensor(packet: 7), at: .seconds(2)).sensor == nil)
-        #expect(p.observe(Self.sensor(packet: 8), at: .seconds(3)).sensor?.counter == 8)
+        #expect(Self.sensorReading(&p, Self.sensor(packet: 7), at: .seconds(2)) == nil)
+        #expect(Self.sensorReading(&p, Self.sensor(packet: 8), at: .seconds(3))?.counter == 8)
         #expect(p.sensorGate.statistics.repeats == 1)
         c.sensors.enabled = false
         var off = SightingPipeline(c, at: .zero)
-        #expect(off.observe(Self.sensor(packet: 9), at: .seconds(1)).sensor == nil)
+        #expect(Self.sensorReading(&off, Self.sensor(packet: 9), at: .seconds(1)) == nil)
     }
 
     /// The region monitor's events become state changes: a `determined` with the enter or exit right after it for the
@@ -92,7 +106,7 @@ import Testing
         var c = GatewayConfiguration()
         c.regions = [Region(id: "desk", matcher: .address(E.address))]
         var p = SightingPipeline(c, at: .zero)
-        let entered = p.observe(Self.sighting(E.named), at: .seconds(1)).regionEvents
+        let entered = Self.observe(&p, Self.sighting(E.named), at: .seconds(1)).regionEvents
         #expect(entered.map(\.kind) == [.determined(.inside)])
         #expect(p.tick(at: .seconds(60), scanning: false).regionEvents.isEmpty, "an outage is not an exit")
         #expect(p.adapterScanning(at: .seconds(61)).map(\.kind) == [.determined(.unknown)])
@@ -103,12 +117,12 @@ import Testing
     @Test func aNewConfigurationRebuildsOnlyTheEnginesWhoseSettingsChanged() {
         let before = GatewayConfiguration()
         var p = SightingPipeline(before, at: .zero)
-        _ = p.observe(Self.sighting(E.iBeacon), at: .seconds(1))
+        _ = Self.observe(&p, Self.sighting(E.iBeacon), at: .seconds(1))
         var filtered = before
         filtered.scan.filters = ["rssi:-50"]
         p.reconfigure(from: before, to: filtered, at: .seconds(2))
         #expect(p.ranging.trackedCount == 1)
-        #expect(p.observe(Self.sighting(E.iBeacon, rssi: -60), at: .seconds(2)).regionEvents.isEmpty)
+        #expect(Self.observe(&p, Self.sighting(E.iBeacon, rssi: -60), at: .seconds(2)).regionEvents.isEmpty)
         #expect(p.settings.filter.matches(Self.sighting(E.iBeacon, rssi: -40)))
         #expect(!p.settings.filter.matches(Self.sighting(E.iBeacon, rssi: -60)))
         var offset = filtered

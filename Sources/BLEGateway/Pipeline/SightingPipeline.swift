@@ -27,14 +27,13 @@ struct SightingPipeline: Sendable {
         }
     }
 
-    /// What one sighting made.
+    /// What one sighting made (its sensor reading, if any, goes to the caller's storage: a `SensorReading` keeps its
+    /// values inline, and copying one out for every sighting cost 5 % of the run path; docs/BENCHMARKS.md).
     struct Outcome: Sendable {
         /// Region changes (state readings: committed before they are published).
         var regionEvents: [RegionEvent] = []
         /// It goes on the raw stream (`…/raw/<address>`).
         var raw = false
-        /// A decoded sensor frame the gate let through (repeats, replays and the minimum interval stop here).
-        var sensor: SensorReading?
     }
 
     /// What the end of a ranging interval made.
@@ -71,8 +70,9 @@ struct SightingPipeline: Sendable {
 
     // MARK: Events
 
-    /// One sighting that reached the pipeline (peripheral links and tracing saw it before).
-    mutating func observe(_ s: Sighting, at now: Duration) -> Outcome {
+    /// One sighting that reached the pipeline (peripheral links and tracing saw it before). `sensor` is set to a decoded
+    /// sensor frame the gate let through (repeats, replays and the minimum interval stop here), and left alone otherwise.
+    mutating func observe(_ s: Sighting, at now: Duration, sensor: inout SensorReading?) -> Outcome {
         guard settings.filter.matches(s) else { return Outcome() }
         var out = Outcome()
         let identity = resolver.identity(of: s)
@@ -87,17 +87,14 @@ struct SightingPipeline: Sendable {
         out.regionEvents = regions.observe(
             identity, name: regions.wantsNames ? s.advertisement.nameBytes : nil, rssi: rssi, at: now)
         if settings.rawAdvertisements { out.raw = raw.take(rate: settings.rawMaxPerSecond, at: now) }
-        out.sensor = sensor(s, at: now)
-        return out
-    }
-
-    /// A sensor's advertisement: decoded only if the one decoding pass found a sensor frame, then gated.
-    private mutating func sensor(_ s: Sighting, at now: Duration) -> SensorReading? {
-        guard settings.sensors, s.advertisement.sensorSource != nil || s.advertisement.manufacturerData != nil,
+        // A sensor's advertisement: decoded only if the one decoding pass found a sensor frame, then gated.
+        if settings.sensors, s.advertisement.sensorSource != nil || s.advertisement.manufacturerData != nil,
             let r = SensorDecoder.decode(s.advertisement, address: s.address, keys: settings.sensorKeys),
             sensorGate.admit(r, from: s.address, at: now) == .publish
-        else { return nil }
-        return r
+        {
+            sensor = r
+        }
+        return out
     }
 
     /// The ranging interval's clock: summaries when an interval ended, and region timeouts. Regions are not timed

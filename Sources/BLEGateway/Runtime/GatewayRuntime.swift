@@ -483,10 +483,11 @@ public final class GatewayRuntime: Service, Sendable {
         // Before the scan filter: a wanted peripheral need not be a beacon anyone publishes.
         peripherals.observe(s)
         let now = clock.now()
-        let out = pipeline.withLock { $0.observe(s, at: now) }
+        var sensor: SensorReading?
+        let out = pipeline.withLock { $0.observe(s, at: now, sensor: &sensor) }
         publish(out.regionEvents)
         if out.raw { _ = spool.append(readings.raw(s, synced: clockSynchronized())) }
-        if let r = out.sensor {
+        if let r = sensor {
             _ = spool.append(
                 readings.sensor(r, address: s.address, rssi: s.rssi, ts: s.timestamp, synced: clockSynchronized()))
             announceSensorToHomeAssistant(s.address, model: r.model.description, keys: GatewayReadings.valueKeys(r))
