@@ -31,11 +31,11 @@ import Testing
         sighting([0x09, 0x16, 0xD2, 0xFC, 0x40, 0x00, packet, 0x02, 0xC4, 0x09])
     }
 
-    @Test func aSightingTheFilterStopsMakesNothingAndIsNotRanged() {
+    @Test func aSightingTheFilterStopsMakesNothingAndIsNotRanged() throws {
         var c = GatewayConfiguration()
         c.scan.filters = ["rssi:-70"]
         c.publishing.rawAdvertisements = true
-        var p = SightingPipeline(c, at: .zero)
+        var p = try SightingPipeline(c, at: .zero)
         var sensor: SensorReading?
         let out = p.observe(Self.sighting(E.iBeacon, rssi: -80), at: .seconds(1), sensor: &sensor)
         #expect(out.regionEvents.isEmpty && !out.raw && sensor == nil)
@@ -47,7 +47,7 @@ import Testing
     @Test func aBeaconIsOneSummaryPerIntervalNotOneReadingPerSighting() throws {
         var c = GatewayConfiguration()
         c.publishing.rangingIntervalSeconds = 1
-        var p = SightingPipeline(c, at: .zero)
+        var p = try SightingPipeline(c, at: .zero)
         #expect(p.tick(at: .zero, scanning: true).updates.isEmpty, "the first tick starts the intervals")
         for k in 0..<5 { _ = Self.observe(&p, Self.sighting(E.iBeacon, rssi: -60), at: .milliseconds(100 * k)) }
         #expect(p.tick(at: .milliseconds(500), scanning: true).updates.isEmpty, "within the interval")
@@ -59,11 +59,11 @@ import Testing
         #expect(u.identity.id == "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-1-2")
     }
 
-    @Test func theRawStreamTakesAtMostItsRateWithABurstOfOneSecondsWorth() {
+    @Test func theRawStreamTakesAtMostItsRateWithABurstOfOneSecondsWorth() throws {
         var c = GatewayConfiguration()
         c.publishing.rawAdvertisements = true
         c.publishing.rawMaxPerSecond = 2
-        var p = SightingPipeline(c, at: .zero)
+        var p = try SightingPipeline(c, at: .zero)
         let at: [Duration] = [.seconds(10), .seconds(10), .seconds(10), .milliseconds(10_400), .milliseconds(10_500)]
         let raw = at.map { Self.observe(&p, Self.sighting(E.named), at: $0).raw }
         #expect(raw == [true, true, false, false, true])
@@ -73,7 +73,7 @@ import Testing
     @Test func aSensorPacketIsOneReadingItsRepeatsNone() throws {
         var c = GatewayConfiguration()
         c.sensors.minIntervalSeconds = 0
-        var p = SightingPipeline(c, at: .zero)
+        var p = try SightingPipeline(c, at: .zero)
         let first = try #require(Self.sensorReading(&p, Self.sensor(packet: 7), at: .seconds(1)))
         #expect(first.value(of: .temperature) == 25)
         #expect(first.counter == 7)
@@ -81,13 +81,13 @@ import Testing
         #expect(Self.sensorReading(&p, Self.sensor(packet: 8), at: .seconds(3))?.counter == 8)
         #expect(p.sensorGate.statistics.repeats == 1)
         c.sensors.enabled = false
-        var off = SightingPipeline(c, at: .zero)
+        var off = try SightingPipeline(c, at: .zero)
         #expect(Self.sensorReading(&off, Self.sensor(packet: 9), at: .seconds(1)) == nil)
     }
 
     /// The region monitor's events become state changes: a `determined` with the enter or exit right after it for the
     /// same region; a lone `determined` stays one.
-    @Test func regionEventsBecomeDeterminedEnterAndExitChanges() {
+    @Test func regionEventsBecomeDeterminedEnterAndExitChanges() throws {
         let id = BeaconIdentity.address(E.address)
         let events = [
             RegionEvent(region: "desk", kind: .determined(.inside), time: .seconds(1), identity: id),
@@ -102,10 +102,10 @@ import Testing
         #expect(changes.map(\.change) == [.enter, .determined, .exit])
     }
 
-    @Test func aRegionIsEnteredByASightingAndDeterminedAfreshWhenTheAdapterScansAgain() {
+    @Test func aRegionIsEnteredByASightingAndDeterminedAfreshWhenTheAdapterScansAgain() throws {
         var c = GatewayConfiguration()
         c.regions = [Region(id: "desk", matcher: .address(E.address))]
-        var p = SightingPipeline(c, at: .zero)
+        var p = try SightingPipeline(c, at: .zero)
         let entered = Self.observe(&p, Self.sighting(E.named), at: .seconds(1)).regionEvents
         #expect(entered.map(\.kind) == [.determined(.inside)])
         #expect(p.tick(at: .seconds(60), scanning: false).regionEvents.isEmpty, "an outage is not an exit")
@@ -113,22 +113,31 @@ import Testing
     }
 
     /// One setting, file → snapshot → engine: a new `ranging.rssi_offset_db` builds the ranging engine again (its
-    /// beacons tracked afresh); a change elsewhere keeps it and its beacons; the filter is replaced either way.
-    @Test func aNewConfigurationRebuildsOnlyTheEnginesWhoseSettingsChanged() {
-        let before = GatewayConfiguration()
-        var p = SightingPipeline(before, at: .zero)
+    /// beacons tracked afresh); a change elsewhere keeps it and its beacons; the filter is replaced either way (one
+    /// that does not parse keeps the one in force). A filter that does not parse at start is the file's error.
+    @Test func aNewConfigurationRebuildsOnlyTheEnginesWhoseSettingsChanged() throws {
+        var before = GatewayConfiguration()
+        before.publishing.rawAdvertisements = true
+        var p = try SightingPipeline(before, at: .zero)
         _ = Self.observe(&p, Self.sighting(E.iBeacon), at: .seconds(1))
         var filtered = before
         filtered.scan.filters = ["rssi:-50"]
         p.reconfigure(from: before, to: filtered, at: .seconds(2))
         #expect(p.ranging.trackedCount == 1)
-        #expect(Self.observe(&p, Self.sighting(E.iBeacon, rssi: -60), at: .seconds(2)).regionEvents.isEmpty)
-        #expect(p.settings.filter.matches(Self.sighting(E.iBeacon, rssi: -40)))
+        #expect(!Self.observe(&p, Self.sighting(E.iBeacon, rssi: -60), at: .seconds(2)).raw, "the new filter stops it")
+        #expect(Self.observe(&p, Self.sighting(E.iBeacon, rssi: -40), at: .seconds(2)).raw)
+        // A filter that does not parse keeps the one in force.
+        var broken = filtered
+        broken.scan.filters = ["rssi:loud"]
+        p.reconfigure(from: filtered, to: broken, at: .seconds(2))
         #expect(!p.settings.filter.matches(Self.sighting(E.iBeacon, rssi: -60)))
-        var offset = filtered
+        var offset = broken
         offset.ranging.rssiOffsetDB = 4
-        p.reconfigure(from: filtered, to: offset, at: .seconds(3))
+        p.reconfigure(from: broken, to: offset, at: .seconds(3))
         #expect(p.ranging.trackedCount == 0)
         #expect(p.ranging.configuration.rssiOffsetDB == 4)
+        var bad = GatewayConfiguration()
+        bad.scan.filters = ["rssi:loud"]
+        #expect(throws: (any Error).self) { try SightingPipeline(bad, at: .zero) }
     }
 }

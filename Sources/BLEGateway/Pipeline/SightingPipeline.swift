@@ -17,9 +17,17 @@ struct SightingPipeline: Sendable {
         /// `sensors.bindkeys` (local only, never logged).
         var sensorKeys: SensorKeys
 
-        /// A filter that does not parse (a remote document was validated before it got here) keeps `previous`.
-        init(_ c: GatewayConfiguration, previous: ScanFilter? = nil) {
-            filter = (try? ScanFilter(parsing: c.scan.filters)) ?? previous ?? ScanFilter()
+        /// At start: a filter that does not parse is the configuration's error, thrown.
+        init(_ c: GatewayConfiguration) throws { self.init(c, filter: try ScanFilter(parsing: c.scan.filters)) }
+
+        /// The settings of a new configuration in force; a filter that does not parse keeps the one in force (a
+        /// remote document was validated before it got here).
+        func replaced(by c: GatewayConfiguration) -> Settings {
+            Settings(c, filter: (try? ScanFilter(parsing: c.scan.filters)) ?? filter)
+        }
+
+        private init(_ c: GatewayConfiguration, filter: ScanFilter) {
+            self.filter = filter
             rawAdvertisements = c.publishing.rawAdvertisements
             rawMaxPerSecond = c.publishing.rawMaxPerSecond
             sensors = c.sensors.enabled
@@ -60,8 +68,8 @@ struct SightingPipeline: Sendable {
     static let telemetryBound = 4096
 
     /// Built once, from the configuration in force at start.
-    init(_ c: GatewayConfiguration, at now: Duration) {
-        settings = Settings(c)
+    init(_ c: GatewayConfiguration, at now: Duration) throws {
+        settings = try Settings(c)
         ranging = RangingEngine(configuration: c.rangingConfiguration)
         regions = RegionMonitor(regions: c.regions, at: now)
         resolver = PrivateAddressResolver(keys: c.identityKeys)
@@ -118,7 +126,7 @@ struct SightingPipeline: Sendable {
     /// parameters changed (its beacons are then tracked afresh), the region monitor only when the regions did
     /// (unchanged regions keep their state).
     mutating func reconfigure(from before: GatewayConfiguration, to c: GatewayConfiguration, at now: Duration) {
-        settings = Settings(c, previous: settings.filter)
+        settings = settings.replaced(by: c)
         if before.ranging != c.ranging
             || before.publishing.rangingIntervalSeconds != c.publishing.rangingIntervalSeconds
         {

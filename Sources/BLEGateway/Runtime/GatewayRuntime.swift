@@ -109,8 +109,7 @@ public final class GatewayRuntime: Service, Sendable {
         state = Locked(RuntimeState())
         // From the file: the stored remote layers over it are put in force before the first scan (applyLive), which
         // publishes what they change (regions that appear or go).
-        _ = try ScanFilter(parsing: configuration.scan.filters)
-        pipeline = Locked(SightingPipeline(configuration, at: clock.now()))
+        pipeline = Locked(try SightingPipeline(configuration, at: clock.now()))
         let topics = try Topics(prefix: configuration.mqtt.prefix, gatewayID: configuration.gateway.id)
         // A bare file name (`--spool gw.sqlite`) lives in the working directory.
         let parent = (configuration.spool.path as NSString).deletingLastPathComponent
