@@ -177,14 +177,6 @@ struct UnixListener {
         self.path = path
     }
 
-    /// Waits up to `timeoutMs` for a host; nil when none came.
-    func accept(timeoutMs: Int32) -> Int32? {
-        var p = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        guard poll(&p, 1, timeoutMs) > 0 else { return nil }
-        let c = Glibc.accept(fd, nil, nil)
-        return c >= 0 ? c : nil
-    }
-
     func close() {
         Glibc.close(fd)
         unlink(path)

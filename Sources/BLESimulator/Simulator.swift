@@ -62,9 +62,7 @@ public final class Simulator: Sendable {
         var plugs: [PlugSwitch] = []
         for node in nodes {
             let path = (options.socketDirectory as NSString).appendingPathComponent("\(node.spec.id).sock")
-            let plug = PlugSwitch(path: path, node: node)
-            try plug.bind()
-            plugs.append(plug)
+            plugs.append(try PlugSwitch(path: path, node: node))
         }
         self.plugs = plugs
         // Controllers answer commands from here on, whether or not the air is running yet: a
@@ -269,25 +267,52 @@ struct FaultTimeline {
     }
 }
 
-/// A gateway's socket as a USB plug: bound while plugged in, absent while unplugged. Its thread
-/// accepts hosts (a new host replaces the previous one) and follows the plug state.
-final class PlugSwitch: @unchecked Sendable {
+/// A gateway's socket as a USB plug: bound while plugged in, absent while unplugged. Its thread owns the listener,
+/// accepts hosts (a new host replaces the previous one) and follows the plug's position, which the fault timeline
+/// sets from the radio's loop. The thread blocks in poll(2) on the listener and a self-pipe, so a change of position
+/// wakes it at once and nothing is polled on a timer.
+final class PlugSwitch: Sendable {
+    /// Where the timeline has put the plug; the thread makes the socket match.
+    enum Position { case pluggedIn, pulledOut, stopped }
+
     let path: String
     let node: GatewayNode
-    private let lock = NSLock()
-    private var plugged = true
-    private var stopping = false
-    private var listener: UnixListener?
+    private let position = Locked(Position.pluggedIn)
+    /// Written once per change of position, read by the thread's poll; non-blocking, so changes the thread has not
+    /// read yet never stall the timeline (one unread byte is enough to wake it).
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let finished = DispatchSemaphore(value: 0)
+    /// Bound in `init` (a bad path is the simulator's error), then the thread's until it ends.
+    private let firstListener: UnixListener
 
-    init(path: String, node: GatewayNode) {
+    init(path: String, node: GatewayNode) throws {
+        var p: [Int32] = [-1, -1]
+        guard pipe(&p) == 0 else { throw TransportError.fromErrno(errno, "pipe") }
+        for fd in p {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        }
+        do {
+            firstListener = try UnixListener(path: path)
+        } catch {
+            Glibc.close(p[0])
+            Glibc.close(p[1])
+            throw error
+        }
         self.path = path
         self.node = node
+        wakeRead = p[0]
+        wakeWrite = p[1]
     }
 
-    func bind() throws { listener = try UnixListener(path: path) }
+    deinit {
+        Glibc.close(wakeRead)
+        Glibc.close(wakeWrite)
+    }
 
     func setPlugged(_ on: Bool) {
-        lock.withLock { plugged = on }
+        move(to: on ? .pluggedIn : .pulledOut)
         // A dongle pulled out loses its power with its host: its links end (the peers' supervision timeouts) and it
         // comes back from power-on defaults.
         if on {
@@ -298,43 +323,59 @@ final class PlugSwitch: @unchecked Sendable {
         }
     }
 
-    private let finished = DispatchSemaphore(value: 0)
-
-    /// Stops serving and waits (≤ one accept poll, 50 ms) until the socket is closed and removed.
+    /// Stops serving and waits until the thread has closed and removed the socket. Safe to call more than once.
     func stop() {
-        let first: Bool = lock.withLock {
-            defer { stopping = true }
-            return !stopping
-        }
-        if first { finished.wait() }
+        if move(to: .stopped) { finished.wait() }
     }
 
-    /// The accept loop; returns after `stop()`, with the socket closed and removed.
+    /// Returns false when the plug had already stopped (a stopped plug stays stopped).
+    @discardableResult
+    private func move(to p: Position) -> Bool {
+        let moved = position.withLock { current -> Bool in
+            guard current != .stopped else { return false }
+            current = p
+            return true
+        }
+        if moved {
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+        }
+        return moved
+    }
+
+    /// The accept loop, on its own thread; returns after `stop()`, with the socket closed and removed.
     func serve() {
-        while true {
-            let (on, stop) = lock.withLock { (plugged, stopping) }
-            if stop { break }
-            if !on {
-                if let l = listener {
-                    l.close()
-                    listener = nil
+        var listener: UnixListener? = firstListener
+        serving: while true {
+            switch position.withLock({ $0 }) {
+            case .stopped:
+                break serving
+            case .pulledOut:
+                listener?.close()
+                listener = nil
+            case .pluggedIn where listener == nil:
+                // The path is ours (UnixListener removes what is there); a bind that still fails leaves the plug
+                // out until the timeline moves it again, said on stderr.
+                do { listener = try UnixListener(path: path) } catch {
+                    FileHandle.standardError.write(Data("simulator: cannot plug \(path) back in: \(error)\n".utf8))
                 }
-                usleep(20_000)
-                continue
+            case .pluggedIn:
+                break
             }
-            if listener == nil {
-                listener = try? UnixListener(path: path)
-                if listener == nil {
-                    usleep(100_000)
-                    continue
-                }
+            var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            if let l = listener { fds.append(pollfd(fd: l.fd, events: Int16(POLLIN), revents: 0)) }
+            guard poll(&fds, nfds_t(fds.count), -1) > 0 else { continue }  // EINTR
+            if fds[0].revents != 0 {
+                var drain = [UInt8](repeating: 0, count: 64)
+                _ = read(wakeRead, &drain, drain.count)
+                continue  // the position first: a host that arrives as the plug is pulled is not taken
             }
-            if let fd = listener?.accept(timeoutMs: 50) {
-                if lock.withLock({ plugged }) { node.attach(fd: fd) } else { close(fd) }
+            if fds.count > 1, fds[1].revents != 0, let l = listener {
+                let fd = accept(l.fd, nil, nil)
+                if fd >= 0 { node.attach(fd: fd) }
             }
         }
         listener?.close()
-        listener = nil
         node.detach()
         finished.signal()
     }
