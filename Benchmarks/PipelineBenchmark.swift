@@ -66,12 +66,7 @@ func runPipelineBenchmark(arguments: [String]) async throws {
 
         // Replay: the backlog drains through the window.
         group.addTask { try await client.run() }
-        group.addTask {
-            for await e in client.events {
-                if case .connected = e { publisher.connectionChanged(connected: true) }
-                if case .disconnected = e { publisher.connectionChanged(connected: false) }
-            }
-        }
+        group.addTask { for await e in client.events { publisher.clientEvent(e) } }
         group.addTask { await spool.run(clock: clock) }
         group.addTask { await publisher.run() }
         let start = ContinuousClock.now

@@ -132,9 +132,8 @@ public final class SpoolPublisher: Sendable {
 
     public var statistics: Statistics { state.withLock { $0.stats } }
 
-    /// The client connected (after its CONNACK) or lost its connection: the owner of the client's event
-    /// stream reports it here.
-    public func connectionChanged(connected: Bool) {
+    /// The client connected (after its CONNACK) or lost its connection (`clientEvent`).
+    func connectionChanged(connected: Bool) {
         let poison = state.withLock { s -> SpooledReading? in
             s.stats.connected = connected
             s.generation += 1
@@ -169,6 +168,16 @@ public final class SpoolPublisher: Sendable {
         }
         wake.signal()
         progress.signal()
+    }
+
+    /// One of the client's events, as the publisher needs it. Whoever owns the client's event stream (the gateway's
+    /// runtime, a test) hands every event here, so the mapping from events to connection changes is written once.
+    public func clientEvent(_ event: MQTTEvent) {
+        switch event {
+        case .connected: connectionChanged(connected: true)
+        case .disconnected, .connectionFailed, .connectionRefused: connectionChanged(connected: false)
+        case .connecting, .unacknowledged, .backingOff: break
+        }
     }
 
     /// New durable readings exist (the committer committed a batch, or a state event was committed): publish them.

@@ -62,16 +62,7 @@ struct DeadLetterTests {
             maxPayloadBytes: maxPayloadBytes, poisonAfterLosses: 3)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await client.run() }
-            group.addTask {
-                for await e in client.events {
-                    switch e {
-                    case .connected: publisher.connectionChanged(connected: true)
-                    case .disconnected, .connectionFailed, .connectionRefused:
-                        publisher.connectionChanged(connected: false)
-                    default: break
-                    }
-                }
-            }
+            group.addTask { for await e in client.events { publisher.clientEvent(e) } }
             group.addTask { await spool.run(clock: SystemClock(), committed: publisher.readingsAvailable) }
             group.addTask { await publisher.run() }
             try await body(client, publisher)

@@ -39,16 +39,7 @@ struct SpoolPublisherTests {
             refusalBackoff: refusalBackoff, maxRefusalBackoff: maxRefusalBackoff)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await client.run() }
-            group.addTask {
-                for await e in client.events {
-                    switch e {
-                    case .connected: publisher.connectionChanged(connected: true)
-                    case .disconnected, .connectionFailed, .connectionRefused:
-                        publisher.connectionChanged(connected: false)
-                    default: break
-                    }
-                }
-            }
+            group.addTask { for await e in client.events { publisher.clientEvent(e) } }
             // As the gateway wires them: each commit wakes the publisher (it waits for events, not a timer).
             group.addTask { await spool.run(clock: clock, committed: publisher.readingsAvailable) }
             group.addTask { await publisher.run() }
@@ -323,12 +314,7 @@ struct OversizedPayloadTests {
         let publisher = SpoolPublisher(spool: spool, client: client, window: 8, clock: SystemClock())
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask { try await client.run() }
-            group.addTask {
-                for await e in client.events {
-                    if case .connected = e { publisher.connectionChanged(connected: true) }
-                    if case .disconnected = e { publisher.connectionChanged(connected: false) }
-                }
-            }
+            group.addTask { for await e in client.events { publisher.clientEvent(e) } }
             // As the gateway wires them: each commit wakes the publisher (it waits for events, not a timer).
             group.addTask { await spool.run(clock: SystemClock(), committed: publisher.readingsAvailable) }
             group.addTask { await publisher.run() }

@@ -364,7 +364,6 @@ public final class GatewayRuntime: Service, Sendable {
                     readings.status(
                         online: true, reason: first ? nil : "reconnected", ts: clock.unixTime(),
                         synced: clockSynchronized()))
-                publisher.connectionChanged(connected: true)
                 ownership?.brokerConnected()
                 configurationProgress.signal()
                 homeAssistantConnected(reconnected: !first)
@@ -372,19 +371,19 @@ public final class GatewayRuntime: Service, Sendable {
                 if let error { logger.warning("broker connection lost: \(error)") }
                 state.withLock { $0.echo.disconnected() }
                 homeAssistantDisconnected()
-                publisher.connectionChanged(connected: false)
                 ownership?.brokerLost()
             case .connectionRefused(let error):
                 logger.error("broker refused the connection: \(error)")
-                publisher.connectionChanged(connected: false)
             case .connectionFailed(let error):
                 logger.warning("cannot reach the broker: \(error)")
-                publisher.connectionChanged(connected: false)
             case .backingOff(let delay):
                 logger.debug("next broker connection attempt in \(delay)")
             default:
                 break
             }
+            // After the gateway's own steps: on a connection, the online status is in the spool before the
+            // publisher rewinds to send what the broker has not acknowledged.
+            publisher.clientEvent(event)
         }
     }
 
