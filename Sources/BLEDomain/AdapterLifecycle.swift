@@ -180,6 +180,39 @@ public struct AdapterLifecycle: Sendable {
         case scanning(since: Duration)
     }
 
+    /// The silence watchdog's view of the scan. A scan that has never had a report is not judged (a gateway started
+    /// in an empty room, or one whose other adapter scans, is quiet, not stalled); once reports came it is, from the
+    /// last report or the last (re)enable, whichever is later.
+    enum Silence: Sendable, Equatable {
+        case unarmed
+        /// `factor` multiplies the configured bound: it doubles after each silence climb that brought no report back,
+        /// so an emptied room is not reset forever at the same pace, and falls back to 1 with the next report.
+        case armed(lastReport: Duration?, factor: Int)
+    }
+
+    /// rfkill's view of this adapter's radio.
+    enum Radio: Sendable, Equatable {
+        case unblocked
+        /// A soft block that software may clear; `unblockTried` once the gateway has tried (once per block: if the
+        /// unblock does not stick, someone means it).
+        case softBlocked(unblockTried: Bool)
+        /// The switch: nothing software does can clear it, a soft block beside it included.
+        case hardBlocked
+
+        var isSoftBlocked: Bool {
+            if case .softBlocked = self { return true }
+            return false
+        }
+
+        /// The radio as rfkill now reports it; a soft block that goes on keeps what was tried on it.
+        func changed(soft: Bool, hard: Bool) -> Radio {
+            if hard { return .hardBlocked }
+            guard soft else { return .unblocked }
+            if case .softBlocked = self { return self }
+            return .softBlocked(unblockTried: false)
+        }
+    }
+
     /// A climb in progress or just finished: where it started and when.
     struct Climb: Sendable, Equatable {
         var fault: String
@@ -198,13 +231,9 @@ public struct AdapterLifecycle: Sendable {
     private var climbBackoff: Duration = .zero
     /// The highest step that cured the last fault; the next fault before the adapter is stable starts above it.
     private var escalation: Step?
-    private var lastReport: Duration?
-    private var everReported = false
-    private var silenceFactor = 1
+    private var silence = Silence.unarmed
     private var openBackoff: Duration = .zero
-    private var rfkillSoft = false
-    private var rfkillHard = false
-    private var unblockTried = false
+    private var radio = Radio.unblocked
 
     public init(configuration: Configuration = Configuration()) {
         self.configuration = configuration
@@ -214,7 +243,7 @@ public struct AdapterLifecycle: Sendable {
     public var status: Status? { published }
 
     /// Whether the radio is blocked by rfkill, as last reported.
-    public var isBlocked: Bool { rfkillSoft || rfkillHard }
+    public var isBlocked: Bool { radio != .unblocked }
 }
 
 // MARK: - Transitions
@@ -233,14 +262,10 @@ extension AdapterLifecycle {
             scanEnabled(now: now, &out)
         case .reportReceived:
             guard case .scanning(let since) = phase else { break }
-            lastReport = now
-            everReported = true
-            silenceFactor = 1
+            silence = .armed(lastReport: now, factor: 1)
             noteStable(since: since, now: now)
         case .scanDutyChanged:
-            everReported = false
-            lastReport = nil
-            silenceFactor = 1
+            silence = .unarmed
         case .transportFailed(let failure, let reason):
             openFailed(failure, reason: reason, now: now, &out)
         case .bringUpFailed(let reason, let leUnsupported):
@@ -304,10 +329,12 @@ extension AdapterLifecycle {
             if case .pending(let next, let at) = phase, at <= now { start(next, now: now, &out) }
         case .scanning(let since):
             noteStable(since: since, now: now)
-            if let deadline = silenceDeadline(since: since), deadline <= now {
+            if case .armed(let lastReport, let factor) = silence, let deadline = silenceDeadline(since: since),
+                deadline <= now
+            {
                 statistics.silences += 1
                 let quiet = now - max(lastReport ?? since, since)
-                silenceFactor = min(silenceFactor * 2, configuration.silenceTimeoutMaxFactor)
+                silence = .armed(lastReport: lastReport, factor: min(factor * 2, configuration.silenceTimeoutMaxFactor))
                 fault(
                     "no advertising reports for \(Self.format(quiet)) while scanning", cure: .reenableScan,
                     now: now, &out)
@@ -368,9 +395,9 @@ extension AdapterLifecycle {
     }
 
     private func silenceDeadline(since: Duration) -> Duration? {
-        guard everReported else { return nil }
+        guard case .armed(let lastReport, let factor) = silence else { return nil }
         // Counted from the last report, or from the (re)enable if none came since.
-        return max(lastReport ?? since, since) + configuration.silenceTimeout * silenceFactor
+        return max(lastReport ?? since, since) + configuration.silenceTimeout * factor
     }
 
     /// A fault: start a climb at `cure` (or above the step that cured the last fault, if the adapter was not
@@ -466,7 +493,8 @@ extension AdapterLifecycle {
         case .unsupported:
             settle(.unsupported, reason, retryAfter: configuration.maxBackoff, now: now, &out)
         case .blocked:
-            rfkillSoft = rfkillSoft || !rfkillHard
+            // The open says blocked before rfkill's own event has come: a soft block until rfkill says which.
+            if radio == .unblocked { radio = .softBlocked(unblockTried: false) }
             blocked(reason, now: now, &out)
         case .other:
             settle(.poweredOff, reason, retryAfter: nextOpenBackoff(), now: now, &out)
@@ -475,11 +503,9 @@ extension AdapterLifecycle {
 
     private mutating func rfkillChanged(soft: Bool, hard: Bool, now: Duration, _ out: inout [Action]) {
         let was = isBlocked
-        rfkillSoft = soft
-        rfkillHard = hard
-        if !isBlocked { unblockTried = false }
+        radio = radio.changed(soft: soft, hard: hard)
         if isBlocked, !was {
-            blocked("rfkill blocks the radio (\(hard ? "hard" : "soft"))", now: now, &out)
+            blocked("rfkill blocks the radio (\(radio == .hardBlocked ? "hard" : "soft"))", now: now, &out)
         } else if !isBlocked, was {
             // Unblocked: open now (an unblock step in flight has done its work; the open reports the rest).
             switch phase {
@@ -493,9 +519,9 @@ extension AdapterLifecycle {
 
     /// The radio is blocked: unblock it if policy allows (a bounded step), else wait for rfkill to change.
     private mutating func blocked(_ reason: String, now: Duration, _ out: inout [Action]) {
-        if configuration.allowRfkillUnblock, !rfkillHard, !unblockTried {
+        if configuration.allowRfkillUnblock, radio == .softBlocked(unblockTried: false) {
             // Once per block: if unblocking does not stick, someone means it; wait for rfkill to change.
-            unblockTried = true
+            radio = .softBlocked(unblockTried: true)
             if climb == nil {
                 climb = Climb(fault: reason, startedAt: now, from: .rfkillUnblock)
                 statistics.climbs += 1
@@ -504,7 +530,7 @@ extension AdapterLifecycle {
             return
         }
         let policy =
-            rfkillHard
+            radio == .hardBlocked
             ? "a hard block (switch) cannot be cleared by software"
             : configuration.allowRfkillUnblock ? "unblocking did not help" : "policy does not allow unblocking"
         settle(
@@ -559,7 +585,7 @@ extension AdapterLifecycle {
         var s: Step? = step
         while let c = s, c != .awaitAdapter {
             switch c {
-            case .rfkillUnblock where !(configuration.allowRfkillUnblock && rfkillSoft && !rfkillHard):
+            case .rfkillUnblock where !(configuration.allowRfkillUnblock && radio.isSoftBlocked):
                 s = Self.after(c)
             case .usbReset where !configuration.allowUSBReset: s = Self.after(c)
             default: return c

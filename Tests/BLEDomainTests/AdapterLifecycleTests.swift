@@ -389,6 +389,29 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
         #expect(h.opens < 3600 / 30 + 5)
     }
 
+    @Test func aSoftBlockThatRfkillReportsAgainIsStillUnblockedOnlyOnce() {
+        var h = LifecycleHarness { $0.allowRfkillUnblock = true }
+        h.world = healthy
+        h.send(.start)
+        h.world = { a in a == .open ? [.transportFailed(.blocked, reason: "rfkill blocks hci0")] : [] }
+        h.send(.rfkillChanged(soft: true, hard: false))
+        // Whoever blocked the radio means it: rfkill reports the same soft block again and again (as it does on
+        // every write to the device), and the gateway must not read each report as a new block to clear.
+        for minute in 1...60 {
+            h.advance(to: .seconds(60 * minute))
+            h.send(.rfkillChanged(soft: true, hard: false))
+        }
+        #expect(h.steps.filter { $0 == .rfkillUnblock }.count <= 2, "one unblock step (its two attempts) per block")
+        #expect(h.machine.status == .blocked)
+        // A new block after the radio was free is a new block: tried again.
+        h.world = healthy
+        h.send(.rfkillChanged(soft: false, hard: false))
+        #expect(h.machine.status == .poweredOn)
+        let before = h.steps.filter { $0 == .rfkillUnblock }.count
+        h.send(.rfkillChanged(soft: true, hard: false))
+        #expect(h.steps.filter { $0 == .rfkillUnblock }.count == before + 1)
+    }
+
     @Test func aHardBlockIsNeverUnblocked() {
         var h = LifecycleHarness { $0.allowRfkillUnblock = true }
         h.world = healthy
