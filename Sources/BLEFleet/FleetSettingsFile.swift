@@ -1,5 +1,4 @@
 import Foundation
-import Yams
 
 /// The `fleet:` section of a YAML file (the gateway's own file, or one of its own), in the gateway's YAML style:
 ///
@@ -48,7 +47,13 @@ public struct FleetSettingsFile: Sendable, Equatable {
     public init() {}
 
     public init(yaml text: String, file: String = "fleet configuration") throws {
-        guard let root = try Yams.load(yaml: text) as? [String: Any] else {
+        let tree: Any?
+        do {
+            tree = try YAMLTree.load(text, path: file)
+        } catch let f as YAMLTree.Failure {
+            throw Problem(path: f.path, reason: f.reason)
+        }
+        guard let root = tree as? [String: Any] else {
             throw Problem(path: file, reason: "expected a mapping at the top level")
         }
         let mqtt = root["mqtt"] as? [String: Any] ?? [:]

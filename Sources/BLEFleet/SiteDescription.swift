@@ -1,5 +1,4 @@
 import Foundation
-import Yams
 
 /// Where the gateways are (docs/PRESENCE.md): floors, rooms as polygons, and each gateway's position and room. Read
 /// from the fleet service's configuration (`fleet.site`) or pushed retained on `<prefix>/fleet/site`, as YAML or
@@ -99,9 +98,9 @@ public struct SiteDescription: Sendable, Equatable {
     public init(text: String, path: String = "site") throws {
         let root: Any?
         do {
-            root = try Yams.load(yaml: text)
-        } catch {
-            throw Problem(path: path, reason: "not YAML or JSON: \(error)")
+            root = try YAMLTree.load(text, path: path)
+        } catch let f as YAMLTree.Failure {
+            throw Problem(path: f.path, reason: f.reason)
         }
         try self.init(node: root as Any, path: path)
     }

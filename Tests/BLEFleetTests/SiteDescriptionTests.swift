@@ -26,6 +26,31 @@ struct SiteDescriptionTests {
         #expect(site.presence == PresenceSettings())
     }
 
+    /// `<prefix>/fleet/site` is written by whoever may publish there: a key that is itself a mapping or a list once
+    /// stopped the fleet service inside Yams' constructor (found by the FleetParsers fuzzer). Each is a refusal
+    /// naming where it is, as is a key given twice and a document nested past the reader's depth.
+    @Test func aKeyThatIsNotTextADuplicateKeyAndDeepNestingAreRefusalsNotACrash() {
+        let cases: [(String, String)] = [
+            (
+                "rooms:\n  - {id: a, polygon: [[0, 0], [1, 0], [1, 1]]}\ngateways:\n  - {id: g, room: a}: 1\n",
+                "site.gateways[0]"
+            ),
+            ("? [floors]\n: 1\n", "site"),
+            ("rooms: []\nrooms: []\n", "site.rooms"),
+            (String(repeating: "[", count: 200) + String(repeating: "]", count: 200), "site"),
+        ]
+        for (text, path) in cases {
+            #expect(throws: SiteDescription.Problem.self) { try SiteDescription(text: text) }
+            do {
+                _ = try SiteDescription(text: text)
+            } catch let p as SiteDescription.Problem {
+                #expect(p.path.hasPrefix(path), "\(p)")
+            } catch {
+                Issue.record("not a Problem: \(error)")
+            }
+        }
+    }
+
     @Test func jsonIsReadAsWellAsYAML() throws {
         let site = try SiteDescription(
             text: #"{"rooms":[{"id":"a","polygon":[[0,0],[1,0],[1,1]]}],"gateways":[{"id":"g","room":"a"}]}"#)
