@@ -176,12 +176,13 @@ bench: deps
 
 # libFuzzer over every parser that takes bytes from outside (Fuzz/): each harness with its committed seeds.
 # HCI: H4, advertising reports, AD structures, beacons, sensor decoders; host: ATT, L2CAP signalling, ACL
-# reassembly, GATT values; config: remote-config JSON, the YAML reader. A finding fails the run and is kept as
+# reassembly, GATT values; config: remote-config JSON, the YAML reader; fleet: every schema topic's payload as the
+# fleet service folds it, presence, and the site description on <prefix>/fleet/site. A finding fails the run and is kept as
 # Fuzz/crash-*. `make fuzz` runs each for FUZZ_SECONDS (default 600) and keeps what it learns in Fuzz/corpus-*;
 # `make test` runs each for FUZZ_SMOKE_SECONDS (default 30) from the seeds alone.
 FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_SECONDS ?= 30
-FUZZ_HARNESSES     := HCIParsers:seeds HostParsers:seeds-host ConfigParsers:seeds-config
+FUZZ_HARNESSES     := HCIParsers:seeds HostParsers:seeds-host ConfigParsers:seeds-config FleetParsers:seeds-fleet
 define fuzz_run
 	cd Fuzz && $(SWIFT) build -c debug -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
 	@bin="$$(cd Fuzz && $(SWIFT) build -c debug --show-bin-path)"; \

@@ -19,6 +19,8 @@ let package = Package(
         // The configuration readers alone, for the libFuzzer package in Fuzz/.
         .library(name: "BLEConfigurationKit", targets: ["BLEConfiguration"]),
         .library(name: "BLESimulator", targets: ["BLESimulator"]),
+        // The fleet service's model, payload reader and site description, for the libFuzzer package in Fuzz/.
+        .library(name: "BLEFleetKit", targets: ["BLEFleet"]),
         // The wire-format parsers alone, for the libFuzzer package in Fuzz/.
         .library(name: "BLEParsers", targets: ["BLETransport", "BLEHCI", "BLEHost", "BLEDomain"]),
     ],

@@ -1,6 +1,6 @@
 // swift-tools-version:5.3
 // libFuzzer harnesses for every parser that takes bytes from outside: `make fuzz FUZZ_SECONDS=60`; `make test`
-// runs the HCI and host ones for a bounded time over the seeds committed here.
+// runs each for a bounded time over the seeds committed here.
 // Built with `-sanitize=fuzzer,address -parse-as-library`; libFuzzer supplies `main`.
 import PackageDescription
 
@@ -22,6 +22,11 @@ let package = Package(
         .target(
             name: "FuzzConfigParsers",
             dependencies: [.product(name: "BLEConfigurationKit", package: "BLEGateway")]
+        ),
+        // What the broker hands the fleet service: its model, payload reader, presence and site description.
+        .target(
+            name: "FuzzFleetParsers",
+            dependencies: [.product(name: "BLEFleetKit", package: "BLEGateway")]
         ),
     ]
 )
