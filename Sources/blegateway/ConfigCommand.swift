@@ -17,6 +17,36 @@ struct ConfigCommand: AsyncParsableCommand {
         @Argument(help: "The YAML configuration file.")
         var file: String
 
+        @Option(
+            help: """
+                Judge file access as this user. Default: as root, the service's user (blegateway) when it exists, \
+                since root may read every file; otherwise the user running the check.
+                """)
+        var user: String?
+
+        /// Whose access the check judges, said on stderr when it is not the caller's own.
+        func judge() throws -> FileAccessJudge {
+            if let user {
+                guard let j = FileAccessJudge.user(named: user) else {
+                    FileHandle.standardError.write(Data("\(file): --user \(user): no such user\n".utf8))
+                    throw ExitCode(2)
+                }
+                return j
+            }
+            guard geteuid() == 0 else { return .thisProcess }
+            guard let j = FileAccessJudge.user(named: FileAccessJudge.serviceUserName) else {
+                FileHandle.standardError.write(
+                    Data(
+                        """
+                        \(file): note: run as root and there is no user \(FileAccessJudge.serviceUserName); file \
+                        access is judged as root (give --user for the user the gateway runs as)
+
+                        """.utf8))
+                return .thisProcess
+            }
+            return j
+        }
+
         func run() async throws {
             do {
                 let loaded = try ConfigurationLoader.load(path: file)
@@ -36,11 +66,24 @@ struct ConfigCommand: AsyncParsableCommand {
                 }
                 // What `run` would hit at start (paths, permissions, key files), on this machine.
                 let c: GatewayConfiguration
-                do { c = try ConfigurationPreflight.check(loaded.configuration) } catch let e as ConfigurationError {
+                let judge = try judge()
+                do {
+                    c = try ConfigurationPreflight.check(loaded.configuration, judge: judge) { key, path in
+                        FileHandle.standardError.write(
+                            Data(
+                                """
+                                \(file): note: \(key): \(path) is made by systemd (LoadCredential=) when the \
+                                service starts; not checked here
+
+                                """.utf8))
+                    }
+                } catch let e as ConfigurationError {
                     FileHandle.standardError.write(Data("\(file): \(e)\n".utf8))
                     throw ExitCode(2)
                 }
-                print("\(file): valid (gateway \(c.gateway.id), broker \(c.mqtt.broker), spool \(c.spool.path))")
+                let access = if case .user = judge { ", files as \(judge) may use them" } else { "" }
+                print(
+                    "\(file): valid (gateway \(c.gateway.id), broker \(c.mqtt.broker), spool \(c.spool.path)\(access))")
             } catch let exit as ExitCode {
                 throw exit  // said already
             } catch {

@@ -209,6 +209,39 @@ else
                     && ! echo "$out" | grep -q ': valid'
             }
             check "package: config check on an unknown key (mqtt.brokr) exits non-zero and names it" typo_config
+            # Run with sudo, as DEPLOY.md says, the check judges the service user's access, not root's: root reads
+            # everything, so a secret only root can read passed the check and then stopped the service at start.
+            printf 'secret\n' >"$CHROOT/etc/blegateway/root-only.secret"
+            chmod 600 "$CHROOT/etc/blegateway/root-only.secret"
+            printf 'gateway:\n  id: pi-01\nmqtt:\n  username_file: /etc/blegateway/root-only.secret\n' \
+                >"$CHROOT/tmp/root-only.yaml"
+            root_judges_the_service_user() {
+                local out
+                out=$(chroot "$CHROOT" /usr/bin/blegateway config check /etc/blegateway/gateway.yaml 2>&1) \
+                    || { echo "the shipped config, checked as root: $out"; return 1; }
+                echo "$out"; echo "$out" | grep -q 'files as user blegateway may use them' || return 1
+                if out=$(chroot "$CHROOT" /usr/bin/blegateway config check /tmp/root-only.yaml 2>&1); then
+                    echo "exit 0 for a secret only root can read: $out"; return 1
+                fi
+                echo "$out"
+                echo "$out" | grep -q 'mqtt.username_file: .*permission denied (user blegateway needs read access)'
+            }
+            # DEPLOY.md's recipe: the secrets come through systemd's LoadCredential=, which exists only while the
+            # service runs; the check before the first start must not refuse it.
+            credential_path_before_start() {
+                local out
+                printf 'gateway:\n  id: pi-01\nmqtt:\n  username_file: %s\n  password_file: %s\n' \
+                    /run/credentials/blegateway.service/mqtt_username \
+                    /run/credentials/blegateway.service/mqtt_password >"$CHROOT/tmp/credentials.yaml"
+                out=$(chroot "$CHROOT" /usr/bin/blegateway config check /tmp/credentials.yaml 2>&1) \
+                    || { echo "refused before start: $out"; return 1; }
+                echo "$out"; echo "$out" | grep -q 'mqtt.password_file: .* is made by systemd (LoadCredential=)'
+            }
+            check "package: config check before the first start accepts DEPLOY.md's /run/credentials paths" \
+                credential_path_before_start
+            check "package: config check run as root judges the service user's access (a root-only secret fails)" \
+                root_judges_the_service_user
+            rm -f "$CHROOT/etc/blegateway/root-only.secret"
         else
             skip "package: blegateway config check /etc/blegateway/gateway.yaml" "$config_check_reason"
         fi
