@@ -83,7 +83,7 @@ extension MQTTError {
         let text =
             Int(rc) == Int(MOSQ_ERR_ERRNO.rawValue)
             ? (errno != 0 ? String(cString: strerror(errno)).lowercased() : "the system's error was not kept")
-            : String(cString: mosquitto_strerror(rc))
+            : libraryErrorTexts[Int(rc)] ?? String(cString: mosquitto_strerror(rc))
         return MQTTError(kind: .library, code: Int(rc), name: "\(symbol) (\(text))", detail: detail)
     }
 
@@ -124,4 +124,10 @@ private let libraryErrorSymbols: [Int: String] = [
     22: "MOSQ_ERR_DUPLICATE_PROPERTY", 23: "MOSQ_ERR_TLS_HANDSHAKE", 24: "MOSQ_ERR_QOS_NOT_SUPPORTED",
     25: "MOSQ_ERR_OVERSIZE_PACKET", 26: "MOSQ_ERR_OCSP", 27: "MOSQ_ERR_TIMEOUT", 28: "MOSQ_ERR_RETAIN_NOT_SUPPORTED",
     29: "MOSQ_ERR_TOPIC_ALIAS_INVALID", 30: "MOSQ_ERR_ADMINISTRATIVE_ACTION", 31: "MOSQ_ERR_ALREADY_EXISTS",
+]
+
+/// Errors Debian 12's libmosquitto (2.0.11) has no text for: its `mosquitto_strerror` says "Unknown error." for a
+/// connection the keepalive ended, the one a stalled network gives.
+private let libraryErrorTexts: [Int: String] = [
+    19: "no packet from the broker within the keepalive period, mqtt.keepalive_s"
 ]
