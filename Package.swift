@@ -105,6 +105,7 @@ let package = Package(
             "BLEGateway", "BLEConfiguration", "BLESimulator", "BLEPublishing", "BLESpool", "BLEDomain", "BLEHost", "BLEHCI", "BLETransport",
             "BLETestSupport",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "BLEFleetTests", dependencies: [
             "BLEFleet", "BLEPublishing", "BLESimulator", "BLEDomain", "BLEHCI", "BLETransport", "BLETestSupport",

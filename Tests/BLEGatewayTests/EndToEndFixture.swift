@@ -4,6 +4,8 @@ import BLEPublishing
 import BLETestSupport
 import BLETransport
 import Foundation
+import Logging
+import ServiceLifecycle
 
 @testable import BLEConfiguration
 @testable import BLEGateway
@@ -71,6 +73,12 @@ extension EndToEndSuites {
             lock.withLock { messages.filter { $0.topic == topic }.map(\.json) }
         }
         var seqs: [Int] { lock.withLock { messages.compactMap { $0.json["seq"] as? Int } } }
+        /// The gateway's offline status of a clean stop: its last reading, published after every one before it.
+        var sawShutdown: Bool {
+            lock.withLock {
+                messages.contains { $0.topic.hasSuffix("/status") && $0.json["reason"] as? String == "shutdown" }
+            }
+        }
         func beacons(after seq: Int) -> [[String: Any]] {
             lock.withLock {
                 messages.filter { $0.topic.contains("/beacons/") && ($0.json["seq"] as? Int ?? 0) > seq }.map(\.json)
@@ -143,6 +151,34 @@ extension EndToEndSuites {
             let runtime = try GatewayRuntime(configuration: c, source: source, clockSynchronized: { true })
             source.lock.withLock { source.runtime = runtime }
             return (runtime, source, Task { try await runtime.run() })
+        }
+
+        /// `start`, under a ServiceGroup as `blegateway run` has it, so the test can stop the gateway as SIGTERM does.
+        func startStoppable(_ c: GatewayConfiguration) throws -> (GatewayRuntime, Source, GracefulRun) {
+            let source = Source()
+            let runtime = try GatewayRuntime(configuration: c, source: source, clockSynchronized: { true })
+            source.lock.withLock { source.runtime = runtime }
+            return (runtime, source, GracefulRun(runtime))
+        }
+    }
+
+    /// A gateway runtime under its service group. `stop()` is SIGTERM's path, not cancellation's: scanning stops, the
+    /// last readings flush, the spool drains to the broker and the offline status (reason "shutdown") goes last; so a
+    /// test that has seen that status has seen every reading before it, with nothing left to wait for by time.
+    struct GracefulRun {
+        let group: ServiceGroup
+        let task: Task<Void, Error>
+
+        init(_ runtime: GatewayRuntime) {
+            let group = ServiceGroup(
+                configuration: .init(services: [runtime], logger: Logger(label: "end-to-end")))
+            self.group = group
+            task = Task { try await group.run() }
+        }
+
+        func stop() async {
+            await group.triggerGracefulShutdown()
+            _ = try? await task.value
         }
     }
 

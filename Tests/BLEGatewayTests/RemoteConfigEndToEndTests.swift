@@ -53,7 +53,7 @@ extension EndToEndSuites {
             defer { f.broker.terminate() }
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
             defer { observer.stop() }
-            let (runtime, _, task) = try f.start(f.configuration())
+            let (runtime, _, run) = try f.startStoppable(f.configuration())
             try await EndToEndSuites.waitFor("readings flowing") { observer.beacons(after: 0).count >= 4 }
 
             let sent = ContinuousClock.now
@@ -88,9 +88,8 @@ extension EndToEndSuites {
             try await EndToEndSuites.waitFor("three flushes") { flushes().count >= 3 }
             let later = flushes().sorted { $0.key < $1.key }.dropFirst()
             #expect(!later.isEmpty && later.allSatisfy { $0.value == ["mac-0000c0ffee01"] }, "\(later)")
-            task.cancel()
-            _ = try? await task.value
-            try await Task.sleep(for: .milliseconds(300))
+            await run.stop()
+            try await EndToEndSuites.waitFor("the gateway's shutdown status") { observer.sawShutdown }
             #expect(EndToEndSuites.gaps(observer.seqs) == [])
             print("remote config change → config/state applied seen by a subscriber after \(latency)")
         }
@@ -100,7 +99,7 @@ extension EndToEndSuites {
             defer { f.broker.terminate() }
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
             defer { observer.stop() }
-            let (runtime, _, task) = try f.start(f.configuration())
+            let (runtime, _, run) = try f.startStoppable(f.configuration())
             try await EndToEndSuites.waitFor("first state") { !observer.states(f.stateTopic).isEmpty }
             try await observer.publish(f.configTopic, Array(#"{"version": 1, "log": {"level": "debug"}}"#.utf8))
             try await EndToEndSuites.waitFor("good applied") {
@@ -132,9 +131,8 @@ extension EndToEndSuites {
             #expect(verdicts.count >= RemoteConfigDocumentTests.malformed.count)
             let lastSeq = observer.seqs.max() ?? 0
             try await EndToEndSuites.waitFor("still publishing") { !observer.beacons(after: lastSeq).isEmpty }
-            task.cancel()
-            _ = try? await task.value
-            try await Task.sleep(for: .milliseconds(300))
+            await run.stop()
+            try await EndToEndSuites.waitFor("the gateway's shutdown status") { observer.sawShutdown }
             #expect(EndToEndSuites.gaps(observer.seqs) == [])
         }
 

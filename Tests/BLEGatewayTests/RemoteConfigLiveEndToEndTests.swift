@@ -52,7 +52,7 @@ extension EndToEndSuites {
             let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
             defer { observer.stop() }
             // The scripted source: devices named "A" and "B", each heard every 10 ms. No region in the local file.
-            let (runtime, _, task) = try f.start(f.configuration())
+            let (runtime, _, run) = try f.startStoppable(f.configuration())
             try await Self.waitFor("readings flowing") { observer.beacons(after: 0).count >= 2 }
             func region(_ id: String) -> [[String: Any]] { observer.states("\(f.prefix)/\(f.gateway)/regions/\(id)") }
 
@@ -97,9 +97,8 @@ extension EndToEndSuites {
             #expect(runtime.effectiveConfiguration.regions.map(\.id) == ["hall"])
             #expect(region("nowhere").isEmpty)
 
-            task.cancel()
-            _ = try? await task.value
-            try await Task.sleep(for: .milliseconds(300))
+            await run.stop()
+            try await EndToEndSuites.waitFor("the gateway's shutdown status") { observer.sawShutdown }
             #expect(EndToEndSuites.gaps(observer.seqs) == [])
         }
 

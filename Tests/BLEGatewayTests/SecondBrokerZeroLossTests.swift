@@ -26,7 +26,7 @@ extension EndToEndSuites {
             defer { sim.stop() }
             let subscriber = try ZeroLossTests.Subscriber(port: port, prefix: "zla", protocolVersion: .v311)
             defer { subscriber.stop() }
-            try await Task.sleep(for: .milliseconds(500))
+            await subscriber.client.subscribed("zla/#")
 
             let config = root.appendingPathComponent("gateway.yaml")
             try "mqtt:\n  protocol: 3\n  reconnect_min_s: 0.2\n  reconnect_max_s: 1\n"
@@ -81,7 +81,7 @@ extension EndToEndSuites {
             defer { sim.stop() }
             let subscriber = try ZeroLossTests.Subscriber(port: port, prefix: "zln", protocolVersion: .v311)
             defer { subscriber.stop() }
-            try await Task.sleep(for: .milliseconds(500))
+            await subscriber.client.subscribed("zln/#")
 
             let config = root.appendingPathComponent("gateway.yaml")
             try "mqtt:\n  protocol: 3\n  keepalive_s: 5\n  reconnect_min_s: 0.2\n  reconnect_max_s: 1\n"

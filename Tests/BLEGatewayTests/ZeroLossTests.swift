@@ -74,7 +74,7 @@ extension EndToEndSuites {
             defer { sim.stop() }
             let subscriber = try Subscriber(port: broker.port, prefix: "zl")
             defer { subscriber.stop() }
-            try await Task.sleep(for: .milliseconds(300))
+            await subscriber.client.subscribed("zl/#")  // its SUBACK: the session exists before the gateway publishes
 
             let gatewayLog = root.appendingPathComponent("gateway.log").path
             // The backoff is capped at 1 s so the gateway is back within the test's settle time after the outage
