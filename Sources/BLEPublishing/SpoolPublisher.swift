@@ -84,6 +84,8 @@ public final class SpoolPublisher: Sendable {
         /// or a held family's backlog is to follow its acknowledged probe.
         var rewind: UInt64?
         var holds: RefusalHolds
+        /// The reading a 3.1.1 broker keeps closing the connection on, if any.
+        var poison: PoisonWatch
         /// The client's window was full when a reading was handed over (others share the client): the next refill
         /// waits for an answer, or the retry interval, instead of spinning against it.
         var clientFull = false
@@ -95,10 +97,6 @@ public final class SpoolPublisher: Sendable {
             stats.refusedFamilies = holds.families
             stats.refusal = holds.oldest.map { Refusal(reason: $0.reason, since: $0.since) }
         }
-        /// The oldest reading that failed unacknowledged when the current connection ended.
-        var oldestLost: SpooledReading?
-        /// The reading that was the oldest unacknowledged at the last connection losses in a row, and how many.
-        var suspect: (seq: UInt64, losses: Int)?
     }
 
     /// - Parameters:
@@ -120,7 +118,10 @@ public final class SpoolPublisher: Sendable {
         self.poisonAfterLosses = max(1, poisonAfterLosses)
         self.maxPayloadBytes = maxPayloadBytes
         self.onRefusal = onRefusal
-        self.state = Locked(State(holds: RefusalHolds(initialBackoff: refusalBackoff, maxBackoff: maxRefusalBackoff)))
+        self.state = Locked(
+            State(
+                holds: RefusalHolds(initialBackoff: refusalBackoff, maxBackoff: maxRefusalBackoff),
+                poison: PoisonWatch(limit: poisonAfterLosses)))
         precondition(window > 0)
         self.spool = spool
         self.client = client
@@ -139,17 +140,8 @@ public final class SpoolPublisher: Sendable {
             s.generation += 1
             s.rewind(to: 0)
             s.holds.connectionChanged()
-            // On the next CONNACK, judge the connection that ended: was the same reading again the oldest the
-            // broker had not acknowledged? (A 3.1.1 broker closes the connection on a packet it will not take.)
-            guard connected, let lost = s.oldestLost else { return nil }
-            s.oldestLost = nil
-            let losses = s.suspect?.seq == lost.seq ? s.suspect!.losses + 1 : 1
-            guard losses >= poisonAfterLosses else {
-                s.suspect = (lost.seq, losses)
-                return nil
-            }
-            s.suspect = nil
-            return lost
+            // On the next CONNACK, judge the connection that ended (PoisonWatch).
+            return connected ? s.poison.connected() : nil
         }
         if let poison {
             // No number to give: MQTT 3.1.1 closes the connection without saying why.
@@ -321,7 +313,7 @@ public final class SpoolPublisher: Sendable {
             spool.acknowledge(CollectionOfOne(r.seq))
             let family = RefusalHolds.family(of: r.reading.topic, base: base)
             let ended = state.withLock { s -> Bool in
-                if s.suspect?.seq == r.seq { s.suspect = nil }
+                s.poison.acknowledged(r.seq)
                 guard let hold = s.holds.acknowledged(family) else { return false }
                 // The family's backlog follows, from its oldest refused reading.
                 s.rewind(to: max(hold.from, 1) - 1)
@@ -358,7 +350,7 @@ public final class SpoolPublisher: Sendable {
         case .failure(let e):
             // Not acknowledged, not connected, window full: it stays in the spool and is replayed.
             state.withLock {
-                if e.kind == .notAcknowledged, $0.oldestLost.map({ r.seq < $0.seq }) ?? true { $0.oldestLost = r }
+                if e.kind == .notAcknowledged { $0.poison.lost(r) }
                 $0.inFlight.remove(r.seq)
                 $0.stats.inFlight = $0.inFlight.count
                 $0.stats.replays += 1
