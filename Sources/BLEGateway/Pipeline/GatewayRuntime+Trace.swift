@@ -20,7 +20,7 @@ extension GatewayRuntime {
     func traceIfTraced(_ s: Sighting) {
         // The common case, untraced or another address, costs one lock and a compare.
         guard traced.withLock({ $0?.address == s.address }) else { return }
-        let c = live.withLock { $0.configuration }
+        let c = inForce.withLock { $0 }
         let now = clock.now().seconds
         let steps = traced.withLock { t -> [SightingExplainer.Step] in
             guard var state = t else { return [] }

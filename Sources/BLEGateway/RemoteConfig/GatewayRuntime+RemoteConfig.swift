@@ -77,9 +77,9 @@ extension GatewayRuntime {
         guard let outcome = remote.receive(layer, payload: payload) else { return }
         if outcome.status != .rejected {
             let c = outcome.effective
-            let before = live.withLock { l in
-                defer { l.configuration = c }
-                return l.configuration
+            let before = inForce.withLock { current in
+                defer { current = c }
+                return current
             }
             applyLive(from: before, to: c, start: false)
             configurationApplied.signal()
@@ -107,7 +107,7 @@ extension GatewayRuntime {
     /// Publishes the verdict on `config/state` through the spool (durable, in the seq stream, retained).
     func reportConfiguration(_ outcome: RemoteConfigController.Outcome) {
         guard configuration.remoteConfig.enabled else { return }
-        let effective = live.withLock { $0.configuration }
+        let effective = inForce.withLock { $0 }
         recordState(
             readings.configState(
                 outcome, hash: effective.effectiveHash, layers: remote.versions,
@@ -171,7 +171,7 @@ extension GatewayRuntime {
     }
 
     /// The configuration in force (local file with the remote layers over it).
-    public var effectiveConfiguration: GatewayConfiguration { live.withLock { $0.configuration } }
+    public var effectiveConfiguration: GatewayConfiguration { inForce.withLock { $0 } }
 }
 
 extension GatewayReadings {

@@ -23,9 +23,11 @@ public final class GatewayRuntime: Service, Sendable {
     let client: MQTTClient
     let publisher: SpoolPublisher
     let readings: GatewayReadings
-    /// Fleet and per-gateway documents over the local file (RemoteConfigController); `live` is what is in force.
+    /// Fleet and per-gateway documents over the local file (RemoteConfigController); `inForce` is their result.
     let remote: RemoteConfigController
-    let live: Locked<Live>
+    /// The configuration in force: the file with the remote layers over it, replaced whole when a remote document
+    /// applies. Everything the gateway tunes at run time reads it here.
+    let inForce: Locked<GatewayConfiguration>
     /// Held while a remote document is judged, put in force and reported (GatewayRuntime+RemoteConfig.swift).
     let applying = Locked(())
     /// The peripheral links (configured intents, their GATT work and write commands).
@@ -64,15 +66,10 @@ public final class GatewayRuntime: Service, Sendable {
         var echo = StatusEcho()
     }
 
-    /// The remotely tunable part in force: replaced whole when a remote document applies, read per tick.
-    struct Live: Sendable {
-        var configuration: GatewayConfiguration
-    }
-
     /// The logger at the level in force: the one it was given (`--log-level`), unless a remote document sets
     /// `log.level` to something other than the local file's.
     var logger: Logger {
-        let level = live.withLock { $0.configuration.log.level }
+        let level = inForce.withLock { $0.log.level }
         guard level != configuration.log.level, let l = Logger.Level(rawValue: level) else { return baseLogger }
         var logger = baseLogger
         logger.logLevel = l
@@ -120,7 +117,7 @@ public final class GatewayRuntime: Service, Sendable {
             verifier: try ConfigSigning.Verifier.configured(by: configuration))
         for problem in remote.startupProblems { logger.error("remote configuration: \(problem)") }
         let effective = remote.effective
-        live = Locked(Live(configuration: effective))
+        inForce = Locked(effective)
         if effective != configuration {
             logger.info("remote configuration from the local store in force (\(remote.layersInForce))")
         }
@@ -494,7 +491,7 @@ public final class GatewayRuntime: Service, Sendable {
 
     /// Every ranging interval: the beacons' summaries; every health interval: the health topic.
     func tick(started: Duration) async {
-        let publishing = live.withLock { $0.configuration.publishing }
+        let publishing = inForce.withLock { $0.publishing }
         var interval = Duration.seconds(publishing.rangingIntervalSeconds)
         var healthEvery = Duration.seconds(publishing.healthIntervalSeconds)
         var next = clock.now() + interval
@@ -511,7 +508,7 @@ public final class GatewayRuntime: Service, Sendable {
             if due > before { await configurationApplied.wait(upTo: due - before, clock: clock) }
             if Task.isCancelled { break }
             let now = clock.now()
-            let p = live.withLock { $0.configuration.publishing }
+            let p = inForce.withLock { $0.publishing }
             if Duration.seconds(p.rangingIntervalSeconds) != interval {
                 next = next - interval + .seconds(p.rangingIntervalSeconds)
                 interval = .seconds(p.rangingIntervalSeconds)
@@ -564,7 +561,7 @@ public final class GatewayRuntime: Service, Sendable {
                     adapter: (source as? any AdapterLifecycleReporting)?.lifecycleStatistics,
                     adapterSlots: (source as? any AdapterLifecycleReporting)?.adapterSlots,
                     peripherals: configuration.peripherals.isEmpty
-                        && live.withLock({ $0.configuration.peripherals.isEmpty })
+                        && inForce.withLock({ $0.peripherals.isEmpty })
                         ? nil : peripherals.statistics,
                     identity: identity, regions: regions, homeAssistant: homeAssistantCounts,
                     sensors: configuration.sensors.enabled ? sensors : nil)
@@ -582,9 +579,7 @@ public final class GatewayRuntime: Service, Sendable {
         let scanning = state.withLock { $0.adapter?.state == .poweredOn }
         let end = pipeline.withLock { $0.tick(at: now, scanning: scanning) }
         publish(end.regionEvents)
-        let (interval, ranging) = live.withLock {
-            ($0.configuration.publishing.rangingIntervalSeconds, $0.configuration.ranging)
-        }
+        let (interval, ranging) = inForce.withLock { ($0.publishing.rangingIntervalSeconds, $0.ranging) }
         let filter = GatewayReadings.filterDescription(ranging)
         for u in end.updates {
             _ = spool.append(
