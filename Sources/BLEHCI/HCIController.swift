@@ -27,8 +27,8 @@ public enum HCIControllerEvent: Sendable {
 /// `run()` closes the transport when it returns.
 public final class HCIController: @unchecked Sendable {
     public struct Configuration: Sendable {
-        /// Bound on the wait for Command Complete/Status (BlueZ: 2 s). A stuck controller is reported
-        /// within `commandTimeout + commandTimeout / 4`.
+        /// Bound on the wait for Command Complete/Status (BlueZ: 2 s). A stuck controller is reported at the
+        /// outstanding command's deadline.
         public var commandTimeout: Duration = .seconds(2)
         /// Advertising reports each subscriber may have waiting. Beyond it the controller waits for the subscriber
         /// when its transport can wait (a capture, a socket), and drops and counts the report when it cannot (a
@@ -59,6 +59,9 @@ public final class HCIController: @unchecked Sendable {
     private var subscribers: [Subscriber] = []
     private var ended = false
     private var stats = Statistics()
+    /// Signalled when a command goes out (the flow's `nextDeadline` may have come nearer): the timeout watcher sleeps
+    /// until that deadline, or for good while no command is outstanding, instead of ticking.
+    private let commandSent = WakeSignal()
 
     /// One `events(includingReports:)` queue. Advertising reports go only to those that asked for them.
     struct Subscriber {
@@ -173,17 +176,10 @@ public final class HCIController: @unchecked Sendable {
     /// Returns normally at end of input; throws the transport's error when it fails.
     public func run() async throws {
         defer { transport.close() }
-        let tick = configuration.commandTimeout / 4
         var failure: (any Error)?
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    while true {
-                        try await self.clock.sleep(for: tick)
-                        let resumes = self.lock.withLock { self.perform(self.flow.tick(now: self.clock.now())) }
-                        for r in resumes { r() }
-                    }
-                }
+                group.addTask { try await self.watchCommandTimeouts() }
                 group.addTask {
                     for try await packet in self.transport.incoming { await self.handle(packet) }
                 }
@@ -196,6 +192,26 @@ public final class HCIController: @unchecked Sendable {
         }
         finish(failure)
         if let failure, !(failure is CancellationError) { throw failure }
+    }
+
+    /// Fails the commands that outlive the command timeout, at their deadlines (`HCICommandFlow.nextDeadline`); with
+    /// no command outstanding it waits for one to be sent, so an idle controller costs no wake-ups.
+    private func watchCommandTimeouts() async throws {
+        while true {
+            try Task.checkCancellation()
+            let deadline = lock.withLock { flow.nextDeadline }
+            guard let deadline else {
+                await commandSent.wait()
+                continue
+            }
+            let now = clock.now()
+            if deadline > now {
+                await commandSent.wait(upTo: deadline - now, clock: clock)
+                continue
+            }
+            let resumes = lock.withLock { perform(flow.tick(now: now)) }
+            for r in resumes { r() }
+        }
     }
 
     /// One packet from the transport: a command's answer goes to the command flow; anything else to the subscribers,
@@ -272,6 +288,7 @@ public final class HCIController: @unchecked Sendable {
         for action in actions {
             switch action {
             case .send(let id, let packet):
+                commandSent.signal()
                 do {
                     try transport.send(packet)
                 } catch {

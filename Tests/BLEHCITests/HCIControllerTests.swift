@@ -54,30 +54,28 @@ import Testing
         try? await runner.value
     }
 
-    @Test func stuckControllerIsDetectedWithinThreeVirtualSeconds() async throws {
+    /// The timeout watcher sleeps until the outstanding command's deadline, not in ticks: the command fails at
+    /// exactly `commandTimeout`, and with nothing outstanding no timer is left (an idle controller costs nothing).
+    @Test func aStuckControllerIsDetectedAtTheCommandsDeadlineAndThenNoTimerRuns() async throws {
         let clock = ManualClock()
         let t = ScriptedHCITransport(script: [.init(reset, [])])  // the controller never answers
         let controller = HCIController(transport: t, clock: clock)
         let events = controller.events()
         let runner = Task { try await controller.run() }
+        #expect(await eventually { clock.sleeperCount == 0 }, "no command, no timer")
         let call = Task { try await controller.execute(ResetCommand()) }
         let watcher = Task { () -> HCIOpcode? in
             for await e in events.ignoringErrors { if case .commandTimedOut(let op, _, _) = e { return op } }
             return nil
         }
         #expect(await eventually { t.sent.count == 1 })
-        // Move virtual time in half-second steps, letting the watchdog tick between them.
-        var detectedAt: Duration?
-        for _ in 0..<6 {
-            #expect(await eventually { clock.sleeperCount == 1 })
-            clock.advance(by: .milliseconds(500))
-            #expect(await eventually { clock.sleeperCount == 1 })
-            if controller.statistics.commands.timedOut == 1 {
-                detectedAt = clock.now()
-                break
-            }
-        }
-        #expect(detectedAt != nil && detectedAt! <= .seconds(3))
+        #expect(await eventually { clock.sleeperCount == 1 }, "one wait, for the Reset's deadline")
+        clock.advance(by: .milliseconds(1999))
+        #expect(controller.statistics.commands.timedOut == 0)
+        #expect(clock.sleeperCount == 1, "a millisecond before the deadline, still waiting")
+        clock.advance(by: .milliseconds(1))
+        #expect(await eventually { controller.statistics.commands.timedOut == 1 })
+        #expect(await eventually { clock.sleeperCount == 0 }, "nothing outstanding: no timer")
         guard case .failure(let e as HCIError) = await call.result else {
             Issue.record("did not fail")
             return
