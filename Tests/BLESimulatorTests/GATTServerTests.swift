@@ -95,7 +95,10 @@ import Testing
     }
 
     @Test func readBlobReadsTheManufacturerNamePastTheMTU() async throws {
-        let (_, c, handle) = try await Self.connected()
+        let (h, c, handle) = try await Self.connected()
+        // The harness owns the simulator: released early, it would end the link under the test (it did once the
+        // simulator's plug stopped at once instead of at its next 50 ms poll).
+        defer { withExtendedLifetime(h) {} }
         // "BLEGateway Simulated Sensors Ltd" is 32 octets; at the default ATT_MTU 23 a Read returns 22.
         let name = Array("BLEGateway Simulated Sensors Ltd".utf8)
         #expect(try Self.request(c, handle, [0x0A, 0x18, 0x00]) == [0x0B] + name[0..<22])

@@ -114,7 +114,8 @@ import Testing
               - {name: sensor-1, address: "00:1B:DC:10:00:01", position: [3, 0], interval_ms: 100}
               - {name: sensor-2, address: "00:1B:DC:10:00:02", position: [4, 0], interval_ms: 100}
             """
-        let (_, c, _) = try await GATTServerTests.connected(yaml)
+        let (h, c, _) = try await GATTServerTests.connected(yaml)
+        defer { withExtendedLifetime(h) {} }  // the harness owns the simulator, and so the link
         var second = ConnectionTests.createConnection
         second[10] = 0x02  // 00:1B:DC:10:00:02
         // Command Status 0x09 Connection Limit Exceeded (Vol 1, Part F, §2.9).
