@@ -57,9 +57,6 @@ public final class SpoolPublisher: Sendable {
     let onRefusal: @Sendable (RefusalEpisode) -> Void
     /// The gateway's own `<prefix>/<gateway>`, which groups its topics into families (`RefusalHolds.family`).
     let base: String?
-    /// Connection losses in a row, each with the same reading as the oldest unacknowledged, after which that
-    /// reading is taken to be what makes the broker close the connection.
-    let poisonAfterLosses: Int
     /// The largest payload to send (0: no limit of ours); larger readings are dead letters.
     let maxPayloadBytes: Int
     let wake = WakeSignal()
@@ -115,7 +112,6 @@ public final class SpoolPublisher: Sendable {
         onRefusal: @escaping @Sendable (RefusalEpisode) -> Void = { _ in }
     ) {
         self.base = base
-        self.poisonAfterLosses = max(1, poisonAfterLosses)
         self.maxPayloadBytes = maxPayloadBytes
         self.onRefusal = onRefusal
         self.state = Locked(
@@ -135,20 +131,20 @@ public final class SpoolPublisher: Sendable {
 
     /// The client connected (after its CONNACK) or lost its connection (`clientEvent`).
     func connectionChanged(connected: Bool) {
-        let poison = state.withLock { s -> SpooledReading? in
+        let (poison, limit) = state.withLock { s -> (SpooledReading?, Int) in
             s.stats.connected = connected
             s.generation += 1
             s.rewind(to: 0)
             s.holds.connectionChanged()
             // On the next CONNACK, judge the connection that ended (PoisonWatch).
-            return connected ? s.poison.connected() : nil
+            return (connected ? s.poison.connected() : nil, s.poison.limit)
         }
         if let poison {
             // No number to give: MQTT 3.1.1 closes the connection without saying why.
             let e = MQTTError(
                 kind: .notAcknowledged, code: 0,
                 name: """
-                    the broker closed the connection \(poisonAfterLosses) times in a row with this reading the oldest \
+                    the broker closed the connection \(limit) times in a row with this reading the oldest \
                     it had not acknowledged
                     """)
             spool.deadLetter(poison.seq, reason: DeadLetterReason(code: e.code, name: e.name), at: clock.unixTime())

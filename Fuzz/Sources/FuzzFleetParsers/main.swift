@@ -4,8 +4,9 @@
 // (`SiteDescription`, YAML or JSON). Any trap or sanitizer report is a finding: each promises a count, a recorded
 // problem or a refusal, whatever the bytes.
 //
-// A record is [topic selector octet][payload length, 2 octets big-endian][payload]; the selector picks one of the
-// schema's topics below (a fuzzer mutates payloads far better than topic strings, which `FleetTopicTests` covers).
+// A record is [selector octet][payload length, 2 octets big-endian][payload]; the selector's low seven bits pick one
+// of the schema's topics below (a fuzzer mutates payloads far better than topic strings) and its top bit marks the
+// message retained.
 import BLEFleet
 
 let prefix = "fz"
@@ -26,14 +27,15 @@ public func fuzzOneInput(_ data: UnsafePointer<UInt8>, _ size: Int) -> CInt {
     var now = 1_795_243_048.5
     var i = 0
     while i + 3 <= input.count {
-        let topic = topics[Int(input[i]) % topics.count]
+        let selector = input[i]
+        let topic = topics[Int(selector & 0x7F) % topics.count]
         let length = min(Int(input[i + 1]) << 8 | Int(input[i + 2]), input.count - i - 3)
         let payload = Array(input[(i + 3)..<(i + 3 + length)])
         i += 3 + length
         now += 0.25
         // As `FleetService.ingest` does: fold, then presence for a beacon reading just folded, or the site.
         let parsed = model.receive(
-            topic: topic, payload: payload, retained: input[i - length - 3] & 0x80 != 0, now: now)
+            topic: topic, payload: payload, retained: selector & 0x80 != 0, now: now)
         switch parsed?.topic {
         case .beacon(let gateway, let beacon)?:
             if let reading = model.gateways[gateway]?.beacons[beacon], reading.receivedAt == now {
