@@ -10,18 +10,47 @@
 ENROL_IRK=00112233445566778899aabbccddeeff
 ENROL_IRK_MSB_FIRST=ffeeddccbbaa99887766554433221100
 
+# btmgmt's interactive shell on controller $1, given the command $2 (or none), output in $3: it answers "yes" once
+# the kernel's confirmation question (mgmt User Confirmation Request) is on its terminal, and quits when its output
+# matches the extended regex $4 (none: when the caller kills it), or after $5 seconds. The answer waits for the
+# question: typed before it, btmgmt reads "yes" as an unknown command and the pairing hangs unanswered, which is how
+# a fixed 5 s wait failed when TCG was slow. btmgmt takes answers only in its shell, so stdin is a FIFO kept open.
+btmgmt_confirming() {
+    fifo=/tmp/btmgmt-$1.fifo
+    rm -f $fifo && mkfifo $fifo
+    timeout $5 btmgmt -i $1 < $fifo > "$3" 2>&1 &
+    shell=$!
+    exec 8> $fifo
+    trap 'echo quit >&8; exec 8>&-; wait $shell; rm -f $fifo; exit 0' TERM
+    [ -n "$2" ] && echo "$2" >&8
+    answered=
+    end=$(($(date +%s) + $5))
+    while [ "$(date +%s)" -lt $end ] && kill -0 $shell 2> /dev/null; do
+        if [ -z "$answered" ] && grep -q "(yes/no)" "$3"; then
+            echo yes >&8
+            answered=1
+        fi
+        [ -n "$answered" ] && [ -n "$4" ] && grep -qE "$4" "$3" && break
+        sleep 0.2
+    done
+    trap - TERM
+    echo quit >&8 2> /dev/null
+    exec 8>&-
+    wait $shell
+    rm -f $fifo
+}
+
 # hci1 pairs with the address $1, its btmgmt shell's output in $2. -c 0x03 NoInputNoOutput: Just Works; -t 0x01 LE
-# public. The kernel still asks user space to confirm a Just Works pairing (mgmt User Confirmation Request), which
-# btmgmt puts to its terminal: the answer is piped in. btmgmt takes the answer only in its interactive shell, so the
-# commands go in on stdin, and the answer after the prompt has come.
+# public. The kernel still asks user space to confirm a Just Works pairing, which btmgmt puts to its terminal. Done
+# at btmgmt's "Paired with …" or "Pairing with … failed".
 pair_from_hci1() {
-    (echo "pair -c 0x03 -t 0x01 $1"; sleep 5; echo yes; sleep 20; echo quit) | timeout 40 btmgmt -i hci1 > "$2" 2>&1
+    btmgmt_confirming hci1 "pair -c 0x03 -t 0x01 $1" "$2" "Paired with|Pairing with .* failed" 40
 }
 
 # What bluetoothd's agent does in shared mode, played by btmgmt's shell on hci0: it answers the kernel's User
-# Confirmation Request for the pairing hci1 starts. Output in $1.
+# Confirmation Request for the pairing hci1 starts, until the caller kills it. Output in $1.
 agent_on_hci0() {
-    (sleep 5; echo yes; sleep 25; echo quit) | timeout 40 btmgmt -i hci0 > "$1" 2>&1
+    btmgmt_confirming hci0 "" "$1" "" 40
 }
 
 enrol_checks() {
@@ -141,7 +170,7 @@ enrol_asked_checks() {
     fi
     timeout 5 btmgmt -i hci1 unpair -t 0x01 "$gw" > /dev/null 2>&1
     log "enrol (asked): hci1 ($addr) connects to hci0 ($gw) without pairing"
-    (sleep 6; echo yes; sleep 25; echo quit) | timeout 40 btmgmt -i hci1 > "$OUT/enrol-asked-agent.txt" 2>&1 &
+    btmgmt_confirming hci1 "" "$OUT/enrol-asked-agent.txt" "" 40 &
     AGENT=$!
     sleep 1
     (echo connect; sleep 30; echo exit) | timeout 40 gatttool -i hci1 -b "$gw" -t public -I \
