@@ -52,9 +52,9 @@ public final class SpoolPublisher: Sendable {
     let clock: any BLEClock
     /// After a failed spool read, the next try (a retry delay; nothing else is waited for by time).
     let retryInterval: Duration
-    let onRejected: @Sendable (SpooledReading, MQTTError) -> Void
-    /// A family's refusal episode began (once per episode, for the log) or ended.
-    let onRefusal: @Sendable (RefusalEpisode) -> Void
+    /// What the publisher has to tell its owner, in the order it happened (`Notice`); read by one follower.
+    public let notices: AsyncStream<Notice>
+    private let noticeSink: AsyncStream<Notice>.Continuation
     /// The gateway's own `<prefix>/<gateway>`, which groups its topics into families (`RefusalHolds.family`).
     let base: String?
     /// The largest payload to send (0: no limit of ours); larger readings are dead letters.
@@ -64,6 +64,14 @@ public final class SpoolPublisher: Sendable {
     let progress = WakeSignal()
     var refillThreshold: Int { max(1, window / 4) }
     let state: Locked<State>
+
+    /// What happened that the gateway logs or reports: a reading the broker can never take (kept in the spool's dead
+    /// letters), and a family's refusal episode beginning (once per episode) or ending. Rare events, so the stream
+    /// buffers them all: none is lost while its follower is busy.
+    public enum Notice: Sendable {
+        case rejected(SpooledReading, MQTTError)
+        case refusal(RefusalEpisode)
+    }
 
     /// A family held back by a refusal, or let go again.
     public enum RefusalEpisode: Sendable {
@@ -107,13 +115,11 @@ public final class SpoolPublisher: Sendable {
         spool: Spool, client: MQTTClient, window: Int, clock: any BLEClock,
         retryInterval: Duration = .milliseconds(100),
         maxPayloadBytes: Int = 0, base: String? = nil,
-        refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60), poisonAfterLosses: Int = 5,
-        onRejected: @escaping @Sendable (SpooledReading, MQTTError) -> Void = { _, _ in },
-        onRefusal: @escaping @Sendable (RefusalEpisode) -> Void = { _ in }
+        refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60), poisonAfterLosses: Int = 5
     ) {
         self.base = base
         self.maxPayloadBytes = maxPayloadBytes
-        self.onRefusal = onRefusal
+        (notices, noticeSink) = AsyncStream.makeStream(of: Notice.self)
         self.state = Locked(
             State(
                 holds: RefusalHolds(initialBackoff: refusalBackoff, maxBackoff: maxRefusalBackoff),
@@ -124,7 +130,6 @@ public final class SpoolPublisher: Sendable {
         self.window = window
         self.clock = clock
         self.retryInterval = retryInterval
-        self.onRejected = onRejected
     }
 
     public var statistics: Statistics { state.withLock { $0.stats } }
@@ -152,7 +157,7 @@ public final class SpoolPublisher: Sendable {
                 $0.stats.rejected += 1
                 $0.stats.poisoned += 1
             }
-            onRejected(poison, e)
+            noticeSink.yield(.rejected(poison, e))
         }
         wake.signal()
         progress.signal()
@@ -262,7 +267,7 @@ public final class SpoolPublisher: Sendable {
                         if !ended.isEmpty { s.holdsChanged() }
                         return ended
                     }
-                    for family in ended { onRefusal(.ended(family: family, expired: true)) }
+                    for family in ended { noticeSink.yield(.refusal(.ended(family: family, expired: true))) }
                 } else {
                     // A batch all held back or in flight: read on, to what is behind it (or to the end).
                     readOn = handed == 0
@@ -317,7 +322,7 @@ public final class SpoolPublisher: Sendable {
                 return true
             }
             finish(r.seq) { $0.acknowledged += 1 }
-            if ended { onRefusal(.ended(family: family, expired: false)) }
+            if ended { noticeSink.yield(.refusal(.ended(family: family, expired: false))) }
         case .failure(let e)
         where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isLastingForThisMessage
             || e.isLocalRefusalOfThisMessage:
@@ -326,7 +331,7 @@ public final class SpoolPublisher: Sendable {
             spool.deadLetter(r.seq, reason: DeadLetterReason(code: e.code, name: name), at: clock.unixTime())
             finish(r.seq) { $0.rejected += 1 }
             probeLost(r.seq)
-            onRejected(r, e)
+            noticeSink.yield(.rejected(r, e))
         case .failure(let e)
         where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isFailure || e.isQoSNotSupported:
             // Refused for now: kept in the spool, its family held back and tried again after a backoff that doubles
@@ -342,7 +347,7 @@ public final class SpoolPublisher: Sendable {
                 s.holdsChanged()
                 return began
             }
-            if began { onRefusal(.began(family: family, first: r, error: e)) }
+            if began { noticeSink.yield(.refusal(.began(family: family, first: r, error: e))) }
         case .failure(let e):
             // Not acknowledged, not connected, window full: it stays in the spool and is replayed.
             state.withLock {
