@@ -9,9 +9,9 @@ extension AdapterSupervisor {
     func resolveKernelAdapter() throws -> DeviceSpec {
         let target = try KernelAdapters.resolve(spec, options: options)
         if case .kernel(let name) = target {
-            let previous = boundAdapter.withLock { b -> String? in
-                defer { b = name }
-                return b
+            let previous = shared.withLock { s -> String? in
+                defer { s.boundAdapter = name }
+                return s.boundAdapter
             }
             if name != previous, name != spec.description, let address = options.adapterAddress {
                 logger.warning("adapter \(spec): \(address) is \(name) now; opening \(name)")
@@ -26,7 +26,7 @@ extension AdapterSupervisor {
     func kernelAdapter(configured: String) -> String? {
         guard options.adapterAddress != nil else { return configured }
         if let now = try? KernelAdapters.resolve(adapter: configured, address: options.adapterAddress) { return now }
-        return boundAdapter.withLock { $0 }
+        return shared.withLock { $0.boundAdapter }
     }
 
     /// The rfkill switch of that adapter (nil: no such adapter now, or it has no switch).
@@ -64,7 +64,7 @@ extension AdapterSupervisor {
             return
         }
         logger.warning("adapter \(configured): reset \(node) of \(name); waiting for the adapter to return")
-        if rfkill.withLock({ $0 }) != nil { return }
+        if shared.withLock({ $0.rfkill }) != nil { return }
         let bound = configuration.operationTimeout / 2
         guard
             await KernelAdapters.waitForAdapter(

@@ -25,22 +25,47 @@ final class AdapterSupervisor: @unchecked Sendable {
     let logger: Logger
     let configuration: L.Configuration
     let role: (any ControllerRole)?
-    /// What this adapter carries: both duties alone; with two adapters, what `AdapterRoles` gives it (`assign`).
-    private let duties: Locked<AdapterRoles.Duties>
     /// Held while a session's scanner or role is started or stopped: a recovery step and a duty change take turns.
     private let gate = AsyncGate()
-    /// The sighting sink of the running `run`, for scanners started by a duty change.
-    private let sightingBox = Locked<(@Sendable (Sighting) -> Void)?>(nil)
-    /// Whether the lifecycle last published poweredOn.
-    private let usable = Locked(false)
-    /// When the latest open or ladder step began.
-    private let operationBegan = Locked<Duration?>(nil)
+    /// What the supervisor's tasks share (`Shared`), under one lock.
+    let shared: Locked<Shared>
+
+    /// Everything the supervisor's tasks share. One lock for all of it: a change is made and read in one step (the
+    /// live session and the counts it adds, the duties and the session they apply to), and no path takes two locks.
+    struct Shared: Sendable {
+        /// What this adapter carries: both duties alone; with two adapters, what `AdapterRoles` gives it (`assign`).
+        var duties: AdapterRoles.Duties
+        /// The scan parameters for the next scanner; `updateScan` changes them while running.
+        var parameters: ScanParameters
+        /// The sighting sink of the running `run`, for scanners started by a duty change.
+        var sighting: (@Sendable (Sighting) -> Void)?
+        /// Whether the lifecycle last published poweredOn.
+        var usable = false
+        /// When the latest open or ladder step began.
+        var operationBegan: Duration?
+        /// Asks the running scanner task to stop its scanner and start one with `parameters`.
+        var restart: AsyncStream<Void>.Continuation?
+        /// The open session, if any.
+        var session: Session?
+        var statistics = L.Statistics()
+        var tally = Tally()
+        /// When the machine last heard that reports flow (`noteReport`).
+        var lastReportForwarded: Duration?
+        /// /dev/rfkill, for a kernel adapter when it can be opened; the last rfkill index seen for our adapter.
+        var rfkill: RfkillDevice?
+        var rfkillIndex: UInt32?
+        /// The kernel adapter last resolved for opening (bound by address it may differ from the spec's; see
+        /// AdapterSupervisor+KernelAdapter.swift).
+        var boundAdapter: String?
+    }
 
     /// One open transport and what runs on it.
     final class Session: @unchecked Sendable {
         let transport: any HCITransport
         let controller: HCIController
         var info: ControllerInfo?
+        /// The running scanner, counted live by `counters`: set and cleared under `shared`'s lock, which `counters`
+        /// reads it under.
         var scanner: Scanner?
         var scannerTask: Task<Void, Never>?
         /// The controller role (peripheral links) on this controller, from bring-up to the session's end or a reset.
@@ -51,14 +76,6 @@ final class AdapterSupervisor: @unchecked Sendable {
             self.controller = controller
         }
     }
-
-    /// The scan parameters for the next scanner; `updateScan` changes them while running.
-    private let parametersBox: Locked<ScanParameters>
-    /// Asks the running scanner task to stop its scanner and start one with the parameters in `parametersBox`.
-    private let restartBox = Locked<AsyncStream<Void>.Continuation?>(nil)
-    private let sessionBox = Locked<Session?>(nil)
-    private let statisticsBox = Locked(L.Statistics())
-    private let countersBox = Locked(Tally())
 
     /// What ended sessions and scanners counted, and the scanners of torn-down sessions still winding down: those are
     /// counted live until they end, so a session's reports never drop out of view between its tear-down and the end
@@ -75,13 +92,6 @@ final class AdapterSupervisor: @unchecked Sendable {
     }
     private let inbox: AsyncStream<L.Event>
     private let inboxContinuation: AsyncStream<L.Event>.Continuation
-    private let lastReportForwarded = Locked<Duration?>(nil)
-    /// /dev/rfkill, for a kernel adapter when it can be opened; the last rfkill index seen for our adapter.
-    let rfkill = Locked<RfkillDevice?>(nil)
-    private let rfkillIndex = Locked<UInt32?>(nil)
-    /// The kernel adapter last resolved for opening (bound by address it may differ from the spec's; see
-    /// AdapterSupervisor+KernelAdapter.swift).
-    let boundAdapter = Locked<String?>(nil)
 
     init(
         spec: DeviceSpec, mode: AdapterMode, options: TransportOptions, parameters: ScanParameters,
@@ -89,46 +99,44 @@ final class AdapterSupervisor: @unchecked Sendable {
         duties: AdapterRoles.Duties = .both
     ) {
         self.role = role
-        self.duties = Locked(duties)
+        self.shared = Locked(Shared(duties: duties, parameters: parameters))
         self.spec = spec
         self.mode = mode
         self.options = options
-        self.parametersBox = Locked(parameters)
         self.clock = clock
         self.logger = logger
         self.configuration = configuration
         (inbox, inboxContinuation) = AsyncStream.makeStream(of: L.Event.self)
     }
 
-    var statistics: L.Statistics { statisticsBox.withLock { $0 } }
+    var statistics: L.Statistics { shared.withLock { $0.statistics } }
 
     /// Shared mode: the host only listens; the kernel brings the controller up and scans.
     var listensOnly: Bool { mode == .shared }
 
     /// The parameters of the running scanner, or of the next one.
-    var parameters: ScanParameters { parametersBox.withLock { $0 } }
+    var parameters: ScanParameters { shared.withLock { $0.parameters } }
 
     /// New scan parameters without a restart of the adapter: the running scanner (if any) is stopped — scanning
     /// disabled, its reports drained to the last one — and a new one started with them on the same controller, by
     /// the scanner task itself, so this never races a recovery step for the session's scanner. A recovery that
     /// starts a scanner afterwards uses them too. Safe from any thread.
     func updateScan(_ new: ScanParameters) {
-        let changed = parametersBox.withLock { p -> Bool in
-            defer { p = new }
-            return p != new
+        let restart = shared.withLock { s -> AsyncStream<Void>.Continuation? in
+            defer { s.parameters = new }
+            return s.parameters != new ? s.restart : nil
         }
-        guard changed else { return }
-        restartBox.withLock { $0 }?.yield()
+        restart?.yield()
     }
 
     var counters: SightingSourceCounters {
         // The live session: its scanner's counts, and its controller's and transport's (added to the box only when the
         // session ends, once, whatever the number of scanners it ran). Read under the box's lock, where a finished
         // scanner or session moves into the box, so nothing is counted twice or missed for a moment.
-        countersBox.withLock { box in
-            var c = box.counters
-            for scanner in box.ending { c.add(scanner: scanner) }
-            if let s = sessionBox.withLock({ $0 }) {
+        shared.withLock { box in
+            var c = box.tally.counters
+            for scanner in box.tally.ending { c.add(scanner: scanner) }
+            if let s = box.session {
                 if let scanner = s.scanner { c.add(scanner: scanner) }
                 c.add(link: s.controller)
             }
@@ -144,7 +152,7 @@ final class AdapterSupervisor: @unchecked Sendable {
     ) async {
         var machine = L(configuration: configuration)
         let device = spec.description
-        sightingBox.withLock { $0 = sighting }
+        shared.withLock { $0.sighting = sighting }
         defer { tearDown() }
         await withTaskGroup(of: Void.self) { group in
             var timer: Task<Void, Never>?
@@ -155,15 +163,17 @@ final class AdapterSupervisor: @unchecked Sendable {
             for await event in inbox {
                 if Task.isCancelled { break }
                 let actions = machine.handle(event, now: clock.now())
-                statisticsBox.withLock { $0 = machine.statistics }
+                shared.withLock { $0.statistics = machine.statistics }
                 for action in actions {
                     switch action {
                     case .publish(let status, let reason):
-                        usable.withLock { $0 = status == .poweredOn }
+                        let info = shared.withLock { s -> ControllerInfo? in
+                            s.usable = status == .poweredOn
+                            return s.usable ? s.session?.info : nil
+                        }
                         if status != .poweredOn {
                             logger.warning("adapter \(device): \(status)\(reason.map { " (\($0))" } ?? "")")
                         }
-                        let info = status == .poweredOn ? sessionBox.withLock({ $0?.info }) : nil
                         adapter(
                             AdapterReport(
                                 state: status, device: device, mode: mode,
@@ -173,10 +183,10 @@ final class AdapterSupervisor: @unchecked Sendable {
                                     ?? (listensOnly && status == .poweredOn ? .observer : .off),
                                 reason: reason))
                     case .open:
-                        operationBegan.withLock { $0 = clock.now() }
+                        shared.withLock { $0.operationBegan = clock.now() }
                         group.addTask { await self.open(sighting: sighting) }
                     case .run(let step, let attempt, let bound):
-                        operationBegan.withLock { $0 = clock.now() }
+                        shared.withLock { $0.operationBegan = clock.now() }
                         logger.warning("adapter \(device): recovery step \(step) (attempt \(attempt) of \(bound))")
                         group.addTask { await self.perform(step, sighting: sighting) }
                     case .recovered(let step, let after):
@@ -193,7 +203,7 @@ final class AdapterSupervisor: @unchecked Sendable {
                 }
             }
             group.cancelAll()
-            rfkill.withLock { $0 }?.close()
+            shared.withLock { $0.rfkill }?.close()
         }
     }
 
@@ -206,14 +216,14 @@ final class AdapterSupervisor: @unchecked Sendable {
             logger.debug("adapter \(name): no rfkill events (\(error))")
             return
         }
-        rfkill.withLock { $0 = device }
+        shared.withLock { $0.rfkill = device }
         do {
             for try await e in device.events where e.kind == .bluetooth {
                 let mine: UInt32? = rfkillSwitch(configured: name)
-                let known = rfkillIndex.withLock { $0 }
+                let known = shared.withLock { $0.rfkillIndex }
                 switch e.operation {
                 case .add where e.index == mine:
-                    rfkillIndex.withLock { $0 = e.index }
+                    shared.withLock { $0.rfkillIndex = e.index }
                     post(.rfkillChanged(soft: e.soft, hard: e.hard))
                     // The first add is the device's greeting on open; a later one is the adapter coming back.
                     if known != nil { post(.adapterAdded) }
@@ -247,7 +257,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         defer { watcher.close() }
         do {
             for try await e in watcher.events {
-                let name = boundAdapter.withLock { $0 } ?? configured
+                let name = shared.withLock { $0.boundAdapter } ?? configured
                 guard "hci\(e.index)" == name else { continue }
                 switch e.change {
                 case .up, .added:
@@ -292,7 +302,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         let listener =
             listensOnly
             ? Scanner(controller: session.controller, mode: .observer, parameters: parameters, logger: logger) : nil
-        sessionBox.withLock { $0 = session }
+        shared.withLock { $0.session = session }
         post(.transportOpened)
         watch(session)
         if let listener {
@@ -305,20 +315,20 @@ final class AdapterSupervisor: @unchecked Sendable {
     /// Shared mode: the kernel's scan, followed (the transport started our discovery when it opened), and the
     /// peripheral role through the kernel's L2CAP sockets. Usable at once: there is nothing to bring up.
     private func listen(_ session: Session, with scanner: Scanner, sighting: @escaping @Sendable (Sighting) -> Void) {
-        session.scanner = scanner
+        shared.withLock { _ in session.scanner = scanner }
         session.scannerTask = Task {
             await withTaskGroup(of: Void.self) { group in
                 group.addTask { try? await scanner.run() }
                 group.addTask { await self.deliver(scanner, to: sighting) }
                 await group.waitForAll()
             }
-            self.countersBox.withLock { c in
-                c.ended(scanner)
+            self.shared.withLock { s in
+                s.tally.ended(scanner)
                 if session.scanner === scanner { session.scanner = nil }
             }
         }
         if let role, case .kernel(let configured) = spec {
-            let name = boundAdapter.withLock { $0 } ?? configured  // the adapter `open` resolved
+            let name = shared.withLock { $0.boundAdapter } ?? configured  // the adapter `open` resolved
             session.roleTask = Task { await role.serve(kernelAdapter: name) }
         }
         post(.scanEnabled)
@@ -330,7 +340,7 @@ final class AdapterSupervisor: @unchecked Sendable {
             await open(sighting: sighting)
             return
         }
-        let session = sessionBox.withLock { $0 }
+        let session = shared.withLock { $0.session }
         switch step {
         case .reenableScan:
             guard let session, let info = session.info else {
@@ -338,7 +348,7 @@ final class AdapterSupervisor: @unchecked Sendable {
                 return
             }
             await gate.withGate {
-                guard self.duties.withLock({ $0 }).contains(.scan) else {
+                guard self.shared.withLock({ $0.duties }).contains(.scan) else {
                     self.post(.scanEnabled)  // the other adapter scans: this one is usable, nothing to re-enable
                     return
                 }
@@ -363,8 +373,8 @@ final class AdapterSupervisor: @unchecked Sendable {
             // drop. Reopening brings it up from power-on defaults.
             await open(sighting: sighting)
         case .rfkillUnblock:
-            guard case .kernel(let name) = spec, let device = rfkill.withLock({ $0 }),
-                let index = rfkillSwitch(configured: name) ?? rfkillIndex.withLock({ $0 })
+            guard case .kernel(let name) = spec, let device = shared.withLock({ $0.rfkill }),
+                let index = rfkillSwitch(configured: name) ?? shared.withLock({ $0.rfkillIndex })
             else {
                 post(.stepFailed(step, reason: "no rfkill switch to unblock for \(spec)"))
                 return
@@ -408,13 +418,13 @@ final class AdapterSupervisor: @unchecked Sendable {
     /// With two adapters: the duties this one carries from now on. On an open controller the scanner and the role
     /// are started or stopped at once; otherwise they apply at the next bring-up. Safe from any task.
     func assign(_ new: AdapterRoles.Duties) async {
-        let changed = duties.withLock { d -> Bool in
-            defer { d = new }
-            return d != new
+        let sighting = shared.withLock { s -> (@Sendable (Sighting) -> Void)? in
+            defer { s.duties = new }
+            return s.duties != new ? s.sighting : nil
         }
-        guard changed, let sighting = sightingBox.withLock({ $0 }) else { return }
+        guard let sighting else { return }
         await gate.withGate {
-            guard let session = self.sessionBox.withLock({ $0 }), let info = session.info else { return }
+            guard let session = self.shared.withLock({ $0.session }), let info = session.info else { return }
             await self.applyDuties(session, info: info, announce: false, sighting: sighting)
         }
     }
@@ -425,8 +435,8 @@ final class AdapterSupervisor: @unchecked Sendable {
         _ session: Session, info: ControllerInfo, announce: Bool,
         sighting: @escaping @Sendable (Sighting) -> Void
     ) async {
-        guard sessionBox.withLock({ $0 === session }) else { return }  // torn down meanwhile
-        let d = duties.withLock { $0 }
+        let (live, d) = shared.withLock { ($0.session === session, $0.duties) }
+        guard live else { return }  // torn down meanwhile
         if d.contains(.scan), session.scannerTask == nil {
             startScanner(session, info: info, announce: announce, sighting: sighting)
             if !announce { post(.scanDutyChanged) }
@@ -443,7 +453,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         } else if !d.contains(.connect), let role, session.roleTask != nil {
             // The links move to the other adapter: ended here first, so the peripherals advertise for it — unless
             // this adapter is failing (that is why the duty moves), when they are lost with it.
-            if usable.withLock({ $0 }) { await role.handOver() }
+            if shared.withLock({ $0.usable }) { await role.handOver() }
             await stopRole(session)
         }
     }
@@ -462,16 +472,16 @@ final class AdapterSupervisor: @unchecked Sendable {
                 // A stream per scanner (a cancelled iteration ends an AsyncStream for good), in place before the
                 // parameters are read, so a change made meanwhile is either read now or asks for the next restart.
                 let (restarts, restart) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-                restartBox.withLock { $0 = restart }
+                self.shared.withLock { $0.restart = restart }
                 defer { restart.finish() }
                 let scanner = Scanner(
                     controller: session.controller, mode: .control(info), parameters: self.parameters,
                     logger: self.logger)
-                session.scanner = scanner
+                self.shared.withLock { _ in session.scanner = scanner }
                 let again = await self.runScanner(scanner, restarts: restarts, announce: first, sighting: sighting)
                 // Its own counts now, and out of the live view in the same step, so none is counted twice.
-                self.countersBox.withLock { c in
-                    c.ended(scanner)
+                self.shared.withLock { s in
+                    s.tally.ended(scanner)
                     if session.scanner === scanner { session.scanner = nil }
                 }
                 guard again else { break }
@@ -548,7 +558,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         session.scannerTask = nil
         task?.cancel()
         await task?.value
-        session.scanner = nil
+        shared.withLock { _ in session.scanner = nil }
     }
 
     /// Every report of `scanner` to the sighting sink, until it has finished them; the machine hears that they flow.
@@ -564,9 +574,9 @@ final class AdapterSupervisor: @unchecked Sendable {
     /// The machine needs to know reports flow, not each one: at most one event a second.
     private func noteReport() {
         let now = clock.now()
-        let due = lastReportForwarded.withLock { last -> Bool in
-            guard last.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
-            last = now
+        let due = shared.withLock { s -> Bool in
+            guard s.lastReportForwarded.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
+            s.lastReportForwarded = now
             return true
         }
         if due { post(.reportReceived) }
@@ -586,7 +596,7 @@ final class AdapterSupervisor: @unchecked Sendable {
                     case .commandTimedOut(let opcode, let after, let sentAt):
                         // Sent before the latest step began (a Reset of the attempt before): that attempt's business,
                         // already settled; counting it against this one would climb the ladder for nothing.
-                        if let began = self.operationBegan.withLock({ $0 }), sentAt < began {
+                        if let began = self.shared.withLock({ $0.operationBegan }), sentAt < began {
                             self.logger.debug(
                                 "adapter \(self.spec): \(opcode) from before the current step timed out; ignored")
                             continue
@@ -596,7 +606,7 @@ final class AdapterSupervisor: @unchecked Sendable {
                         )
                     case .transportEnded(let error):
                         // Only the live session's end matters; a session torn down on purpose is not a fault.
-                        let live = self.sessionBox.withLock { $0 === session }
+                        let live = self.shared.withLock { $0.session === session }
                         guard live else { continue }
                         // A shared session ends with its adapter's removal (Delete Index); the index watcher, reading the
                         // same news in order after the adapter's Close Index, tells the machine.
@@ -611,16 +621,12 @@ final class AdapterSupervisor: @unchecked Sendable {
 
     func tearDown() {
         // Out of the live view and its controller's and transport's drops into the box in one step (see `counters`).
-        let ended = countersBox.withLock { c -> Session? in
-            let s = sessionBox.withLock { s -> Session? in
-                defer { s = nil }
-                return s
-            }
-            if let s {
-                c.counters.add(link: s.controller)
-                // Its scanner is still counting until its task ends: in view meanwhile, as an ending scanner.
-                if let scanner = s.scanner { c.ending.append(scanner) }
-            }
+        let ended = shared.withLock { box -> Session? in
+            guard let s = box.session else { return nil }
+            box.session = nil
+            box.tally.counters.add(link: s.controller)
+            // Its scanner is still counting until its task ends: in view meanwhile, as an ending scanner.
+            if let scanner = s.scanner { box.tally.ending.append(scanner) }
             return s
         }
         guard let session = ended else { return }
