@@ -104,23 +104,39 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     let clock: any BLEClock
     let logger: Logger
     /// In force now (a remote document may replace it): read when a link starts and by its RSSI loop.
-    var connections: GatewayConfiguration.Connections { connectionsBox.withLock { $0 } }
-    private let connectionsBox: Locked<GatewayConfiguration.Connections>
+    var connections: GatewayConfiguration.Connections { books.withLock { $0.connections } }
     let output: Output
-    private let manager: Locked<ConnectionManager>
-    private let intents: Locked<[PeripheralIntent]>
-    /// Devices taken by a name-prefix or service intent: address → index in `intents`.
-    private let matched = Locked<[BDAddress: Int]>([:])
-    private let session = Locked<Session?>(nil)
+    /// What the service's tasks share (`Books`), under one lock.
+    private let books: Locked<Books>
     /// Signalled after every event the manager handled: `linksEnded` waits on it rather than looking on a timer.
     private let managerChanged = WakeSignal()
+    /// Signalled after every event the manager handled too, for the one task that sleeps until the manager's next
+    /// deadline: an event may bring that deadline nearer (a WakeSignal has one waiter, hence two signals).
+    private let deadlineMayHaveMoved = WakeSignal()
     private let serving = AsyncGate()
-    private let stats = Locked(Statistics())
     /// Kernel link ids, unique for the service's life (across sessions).
     private let kernelLinkIDs = LinkIDs()
-    /// Set when peripherals have one owner across the fleet (`connections.owner_lease_s`): address intents are then
-    /// connected only when owned.
-    private let ownership = Locked<Owned?>(nil)
+
+    /// Everything a sighting, a remote update, an ownership change and the action loop share. One lock for all of
+    /// it: each sees and changes it in one step (a sighting takes it once), and no path takes two locks.
+    struct Books: Sendable {
+        var connections: GatewayConfiguration.Connections
+        var manager: ConnectionManager
+        var intents: [PeripheralIntent]
+        /// Devices taken by a name-prefix or service intent: address → index in `intents`.
+        var matched: [BDAddress: Int] = [:]
+        var session: Session?
+        var stats = Statistics()
+        /// Set when peripherals have one owner across the fleet (`connections.owner_lease_s`): address intents are
+        /// then connected only when owned.
+        var ownership: Owned?
+
+        func intent(for address: BDAddress) -> PeripheralIntent? {
+            if let i = intents.first(where: { $0.match == .address(address) }) { return i }
+            if let i = matched[address], i < intents.count { return intents[i] }
+            return nil
+        }
+    }
 
     public init(
         intents: [PeripheralIntent], connections: GatewayConfiguration.Connections, clock: any BLEClock,
@@ -128,17 +144,18 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     ) {
         self.clock = clock
         self.logger = logger
-        self.connectionsBox = Locked(connections)
         self.output = output
-        manager = Locked(ConnectionManager(configuration: Self.managerConfiguration(connections)))
-        self.intents = Locked(intents)
+        books = Locked(
+            Books(
+                connections: connections,
+                manager: ConnectionManager(configuration: Self.managerConfiguration(connections)), intents: intents))
     }
 
     /// Wants every address intent, publishing each `disconnected`: at start, this corrects whatever state an
     /// earlier run left retained. Devices matched by name or service are wanted when first heard.
     public func announce() {
-        let coordinated = ownership.withLock { $0 != nil }
-        for intent in intents.withLock({ $0 }) {
+        let (coordinated, intents) = books.withLock { ($0.ownership != nil, $0.intents) }
+        for intent in intents {
             if case .address(let a) = intent.match {
                 if coordinated {
                     // Not wanted until owned; still reported disconnected now.
@@ -153,15 +170,15 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
 
     /// One owner per peripheral: from now on address intents are connected only when `take` says so.
     public func coordinate(_ hooks: Ownership) {
-        ownership.withLock { $0 = Owned(hooks: hooks) }
+        books.withLock { $0.ownership = Owned(hooks: hooks) }
     }
 
     /// This gateway owns `address`: keep it connected.
     public func take(_ address: BDAddress) {
         guard let intent = intent(for: address) else { return }
-        ownership.withLock { o in
-            o?.owned.insert(address)
-            o?.standby[address] = nil
+        books.withLock { b in
+            b.ownership?.owned.insert(address)
+            b.ownership?.standby[address] = nil
         }
         logger.info("peripheral \(address): this gateway owns it")
         post(.want(.init(address: address, addressType: intent.addressType ?? .public)))
@@ -170,18 +187,18 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// This gateway can no longer claim `address` (its broker connection is gone): the link is ended
     /// ("no longer wanted") until it owns the device again.
     public func letGo(_ address: BDAddress) {
-        ownership.withLock { o in _ = o?.owned.remove(address) }
+        books.withLock { b in _ = b.ownership?.owned.remove(address) }
         post(.unwant(address))
     }
 
     /// Another gateway owns `address`: let it go, and report `standby` naming the owner once the link is down.
     public func standBy(_ address: BDAddress, owner: String) {
-        ownership.withLock { o in
-            o?.owned.remove(address)
-            o?.standby[address] = owner
+        let live = books.withLock { b in
+            b.ownership?.owned.remove(address)
+            b.ownership?.standby[address] = owner
+            return b.manager.status(of: address)
         }
         logger.info("peripheral \(address): owned by \(owner); standby")
-        let live = manager.withLock { $0.status(of: address) }
         post(.unwant(address))
         if live == nil || live?.state == .disconnected {
             output.standby(address, intent(for: address)?.name, owner)
@@ -189,34 +206,43 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     }
 
     public var statistics: Statistics {
-        var s = stats.withLock { $0 }
+        var (s, live) = books.withLock { b in
+            var s = b.stats
+            s.connections = b.manager.counters
+            s.connected = b.manager.statuses.values.filter { $0.state == .connected }.count
+            return (s, b.session)
+        }
         // Live links' drops: the GATT client's (its reader behind) and the bearers' (the GATT client behind).
-        if let live = session.withLock({ $0 }) {
+        if let live {
             s.droppedValues += live.gatt.withLock { $0.values.reduce(0) { $0 + $1.client.statistics.droppedEvents } }
             s.droppedValues += live.maker.droppedPDUs
         }
-        s.connections = manager.withLock { $0.counters }
-        s.connected = manager.withLock { m in m.statuses.values.filter { $0.state == .connected }.count }
         return s
     }
 
     /// Every peer's status, for tests and the health topic.
-    public var statuses: [BDAddress: ConnectionManager.Status] { manager.withLock { $0.statuses } }
+    public var statuses: [BDAddress: ConnectionManager.Status] { books.withLock { $0.manager.statuses } }
 
     // MARK: - Input
 
     /// Every sighting, before the scan filter: a connectable advertisement of a wanted device is the moment to
     /// connect; a name or service that matches an intent makes the device wanted.
     public func observe(_ s: Sighting) {
-        if let o = ownership.withLock({ $0 }), intents.withLock({ $0.contains { $0.match == .address(s.address) } }) {
+        // One look at the books: the owner's hooks for an owned-by-address device, whether the manager knows the
+        // device, and the intents to match it against when it does not.
+        let (owned, known, list) = books.withLock { b -> (Owned?, Bool, [PeripheralIntent]) in
+            let coordinated = b.ownership.flatMap { o in
+                b.intents.contains { $0.match == .address(s.address) } ? o : nil
+            }
+            return (coordinated, b.manager.status(of: s.address) != nil, b.intents)
+        }
+        if let o = owned {
             if let rssi = s.rssi { o.hooks.heard(s.address, Double(rssi)) }
             // Wanted by `take` once owned; a sighting of a device another gateway owns changes nothing here.
             guard o.owned.contains(s.address) else { return }
         }
         let peer = ConnectionManager.Peer(address: s.address, addressType: s.addressType)
-        let known = manager.withLock { $0.status(of: s.address) != nil }
         if !known {
-            let list = intents.withLock { $0 }
             guard let i = list.firstIndex(where: { $0.matches(s) }) else { return }
             if case .address = list[i].match {
             } else {
@@ -231,19 +257,19 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// matched device that has been without a link longest is let go (counted). False when every matched device is
     /// linked or being linked: the newcomer waits for a later advertisement.
     private func admitMatch(_ address: BDAddress, intent: Int) -> Bool {
-        let bound = connections.maxMatched
-        let statuses = manager.withLock { $0.statuses }
         enum Admission {
             case admitted
             case evicting(BDAddress)
             case refused
         }
-        let admission = matched.withLock { m -> Admission in
-            guard m.count >= bound else {
-                m[address] = intent
+        let admission = books.withLock { b -> Admission in
+            let bound = b.connections.maxMatched
+            let statuses = b.manager.statuses
+            guard b.matched.count >= bound else {
+                b.matched[address] = intent
                 return .admitted
             }
-            let idle = m.keys.filter { a in
+            let idle = b.matched.keys.filter { a in
                 guard let st = statuses[a] else { return true }
                 return st.state == .disconnected
             }
@@ -252,15 +278,15 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                     (statuses[$0]?.since ?? .zero, $0.rawValue) < (statuses[$1]?.since ?? .zero, $1.rawValue)
                 })
             else { return .refused }
-            m[oldest] = nil
-            m[address] = intent
+            b.matched[oldest] = nil
+            b.matched[address] = intent
+            b.stats.evictedMatches += 1
             return .evicting(oldest)
         }
         switch admission {
         case .admitted: return true
         case .refused: return false
         case .evicting(let victim):
-            stats.withLock { $0.evictedMatches += 1 }
             post(.unwant(victim))
             return true
         }
@@ -270,21 +296,20 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     public func update(
         intents newIntents: [PeripheralIntent], connections newConnections: GatewayConfiguration.Connections
     ) {
-        if newConnections != connections {
-            connectionsBox.withLock { $0 = newConnections }
-            manager.withLock { m in m.configuration = Self.managerConfiguration(newConnections) }
+        let (old, statuses, oldMatched) = books.withLock { b in
+            if newConnections != b.connections {
+                b.connections = newConnections
+                b.manager.configuration = Self.managerConfiguration(newConnections)
+            }
+            defer { b.intents = newIntents }
+            return (b.intents, b.manager.statuses, b.matched)
         }
-        let old = intents.withLock { list -> [PeripheralIntent] in
-            defer { list = newIntents }
-            return list
-        }
+        deadlineMayHaveMoved.signal()  // a new connect timeout or backoff bound
         guard old != newIntents else { return }
         let addresses = Set(
             newIntents.compactMap { i -> BDAddress? in
                 if case .address(let a) = i.match { return a } else { return nil }
             })
-        let statuses = manager.withLock { $0.statuses }
-        let oldMatched = matched.withLock { $0 }
         var newMatched: [BDAddress: Int] = [:]
         for (address, status) in statuses {
             let before: PeripheralIntent? =
@@ -307,7 +332,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                 post(.drop(handle: h, why: "configuration changed"))
             }
         }
-        matched.withLock { $0 = newMatched }
+        books.withLock { $0.matched = newMatched }
         for a in addresses {
             let type = newIntents.first { $0.match == .address(a) }?.addressType ?? .public
             post(.want(.init(address: a, addressType: type)))
@@ -323,19 +348,14 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         return c
     }
 
-    func intent(for address: BDAddress) -> PeripheralIntent? {
-        let list = intents.withLock { $0 }
-        if let i = list.first(where: { $0.match == .address(address) }) { return i }
-        if let i = matched.withLock({ $0[address] }), i < list.count { return list[i] }
-        return nil
-    }
+    func intent(for address: BDAddress) -> PeripheralIntent? { books.withLock { $0.intent(for: address) } }
 
     /// Two adapters: the links move to the other controller. Each is ended by the gateway (Disconnect 0x13) and
     /// reported `disconnected` "handed over to the other adapter"; waits up to `limit` for the controller to confirm.
     /// The next session (the other controller's `serve`) makes them again, without backoff.
     public func handOver() async {
         // Only a session that is up has links to hand over (one cancelled before it came up has none).
-        guard session.withLock({ $0 }) != nil else { return }
+        guard books.withLock({ $0.session }) != nil else { return }
         post(.handOver)
         // An attempt in flight too: its Cancel must be answered here, or the link could be made on this controller
         // after its role has stopped listening.
@@ -358,7 +378,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             ? [.connected, .disconnecting, .connecting]
             : [.connected, .disconnecting]
         while clock.now() < deadline, !Task.isCancelled,
-            manager.withLock({ m in m.statuses.values.contains { busy.contains($0.state) } })
+            books.withLock({ b in b.manager.statuses.values.contains { busy.contains($0.state) } })
         {
             await managerChanged.wait(upTo: deadline - clock.now(), clock: clock)
         }
@@ -368,14 +388,16 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
 
     func post(_ event: ConnectionManager.Event) {
         let now = clock.now()
-        let actions = manager.withLock { $0.handle(event, now: now) }
+        let (actions, current) = books.withLock { b in (b.manager.handle(event, now: now), b.session) }
         managerChanged.signal()
+        deadlineMayHaveMoved.signal()
         guard !actions.isEmpty else { return }
-        let current = session.withLock { $0 }
         for action in actions {
             if case .publish(let address, let status) = action {
-                let name = intent(for: address)?.name
-                if status.state == .disconnected, let owner = ownership.withLock({ $0?.standby[address] }) {
+                let (name, standbyFor) = books.withLock { b in
+                    (b.intent(for: address)?.name, b.ownership?.standby[address])
+                }
+                if status.state == .disconnected, let owner = standbyFor {
                     // Let go for its owner: that is what it is now.
                     output.standby(address, name, owner)
                     continue
@@ -415,7 +437,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         _ enrolment: Enrolment, confirm: @escaping @Sendable (UInt32) async -> Bool,
         progress: @escaping @Sendable (Enrolment.Progress) -> Void
     ) async throws -> SMPPairingResponder.PeerIdentity {
-        switch session.withLock({ $0?.maker }) {
+        switch books.withLock({ $0.session?.maker }) {
         case let maker as HCILinkMaker:
             return try await enrolment.run(
                 controller: maker.controller, links: maker.links, info: maker.info, confirm: confirm,
@@ -442,30 +464,42 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     private func serveSession(_ maker: any PeripheralLinkMaker) async {
         let (actions, continuation) = AsyncStream.makeStream(of: ConnectionManager.Action.self)
         let s = Session(maker: maker, actions: continuation)
-        session.withLock { $0 = s }
+        books.withLock { $0.session = s }
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await maker.run() }
             group.addTask { [self] in
                 for await action in actions { await perform(action, in: s) }
             }
             group.addTask { [self] in
+                // The manager's timers: asleep until its next deadline (a connect attempt's timeout, a backoff's end),
+                // or until an event may have brought that nearer; with no deadline, until an event.
                 while !Task.isCancelled {
-                    let next = manager.withLock { $0.nextDeadline } ?? clock.now() + .seconds(1)
-                    do { try await clock.sleep(until: min(next, clock.now() + .seconds(1))) } catch { return }
+                    let now = clock.now()
+                    guard let next = books.withLock({ $0.manager.nextDeadline }) else {
+                        await deadlineMayHaveMoved.wait()
+                        continue
+                    }
+                    if next > now {
+                        await deadlineMayHaveMoved.wait(upTo: next - now, clock: clock)
+                        if clock.now() < next { continue }
+                    }
                     post(.tick)
                 }
             }
             // The maker's listeners were subscribed when it was made (LELinks at init; the kernel maker's jobs are
             // queued until `run` takes them), so actions may be taken at once.
             post(.adapterUp)
-            ownership.withLock { $0 }?.hooks.adapter(true)
+            books.withLock { $0.ownership }?.hooks.adapter(true)
             // The first to end (the link layer's end, or cancellation by the adapter's owner) ends the session.
             await group.next()
             group.cancelAll()
         }
         continuation.finish()
-        session.withLock { $0 = nil }
-        ownership.withLock { $0 }?.hooks.adapter(false)
+        let owned = books.withLock { b -> Owned? in
+            b.session = nil
+            return b.ownership
+        }
+        owned?.hooks.adapter(false)
         for link in s.gatt.withLock({ Array($0.values) }) {
             link.task?.cancel()
             await link.task?.value
@@ -503,7 +537,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// the live links' itself.
     private func keepDrops(of link: Link) {
         let dropped = link.client.statistics.droppedEvents
-        stats.withLock { $0.droppedValues += dropped }
+        books.withLock { $0.stats.droppedValues += dropped }
     }
 
     // MARK: - One link
@@ -515,7 +549,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                     try await link.client.run()
                 } catch is CancellationError {
                 } catch {
-                    stats.withLock { $0.attTimeouts += 1 }
+                    books.withLock { $0.stats.attTimeouts += 1 }
                     post(.drop(handle: link.handle, why: "\(error)"))
                 }
             }
@@ -528,7 +562,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                         do { try await clock.sleep(for: every) } catch { return }
                         if let rssi = await maker.rssi(of: link.handle) {
                             output.rssi(link.peer.address, rssi)
-                            ownership.withLock { $0 }?.hooks.heard(link.peer.address, Double(rssi))
+                            books.withLock { $0.ownership }?.hooks.heard(link.peer.address, Double(rssi))
                         }
                     }
                 }
@@ -583,7 +617,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                         guard let (service, c) = link.database.withLock({ $0 })?.owner(ofValueHandle: handle) else {
                             continue
                         }
-                        stats.withLock { $0.values += 1 }
+                        books.withLock { $0.stats.values += 1 }
                         output.value(address, service.uuid, c.uuid, value, indicated ? "indication" : "notification")
                     case .serviceChanged:
                         return true
@@ -633,18 +667,18 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             throw WriteFailure(description: "\(address) is not a configured peripheral")
         }
         guard intent.allowsWrite(service: service, characteristic: characteristic) else {
-            stats.withLock { $0.refusedWrites += 1 }
+            books.withLock { $0.stats.refusedWrites += 1 }
             throw WriteFailure(
                 description: "writes to \(characteristic.shortDescription) are not allowed by configuration")
         }
-        let link = session.withLock { $0 }?.gatt.withLock { $0.values.first { $0.peer.address == address } }
+        let link = books.withLock { $0.session }?.gatt.withLock { $0.values.first { $0.peer.address == address } }
         guard let link, let db = link.database.withLock({ $0 }) else {
             throw WriteFailure(description: "\(address) is not connected")
         }
         guard let (_, c) = db.find(.init(service: service, characteristic: characteristic)) else {
             throw WriteFailure(description: "\(address) has no characteristic \(characteristic.shortDescription)")
         }
-        stats.withLock { $0.writes += 1 }
+        books.withLock { $0.stats.writes += 1 }
         do {
             if withResponse {
                 try await link.client.write(c.valueHandle, value)
