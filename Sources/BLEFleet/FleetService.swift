@@ -11,8 +11,13 @@ import ServiceLifecycle
 /// first, then the HTTP server, then the subscription, the history and the broker connection (DISCONNECT).
 public final class FleetService: Service, Sendable {
     public let configuration: FleetConfiguration
-    let model: Locked<FleetModel>
-    let broker: Locked<FleetViews.BrokerState>
+    /// The model the broker's messages build, and the service's own connection to the broker as the pages show it,
+    /// under one lock: a page is drawn from one moment of both.
+    let books: Locked<Books>
+    struct Books: Sendable {
+        var model: FleetModel
+        var broker: FleetViews.BrokerState
+    }
     let changes = ChangeBroadcast()
     let history: FleetHistory?
     let clock: any BLEClock
@@ -28,8 +33,10 @@ public final class FleetService: Service, Sendable {
         onListening: @escaping @Sendable (Int) async -> Void = { _ in }
     ) throws {
         self.configuration = configuration
-        self.model = Locked(FleetModel(sites: configuration.sites))
-        self.broker = Locked(FleetViews.BrokerState(url: configuration.brokerURL))
+        self.books = Locked(
+            Books(
+                model: FleetModel(sites: configuration.sites),
+                broker: FleetViews.BrokerState(url: configuration.brokerURL)))
         self.history = try configuration.historyPath.map { try FleetHistory(path: $0) }
         self.clock = clock
         self.logger = logger
@@ -92,11 +99,13 @@ public final class FleetService: Service, Sendable {
         let ownStatus = FleetPresence.statusTopic(configuration.prefix)
         for await m in messages where m.topic != ownStatus {  // its own status, echoed: nothing to fold
             let now = clock.unixTime()
-            let (parsed, beacon) = model.withLock {
-                model -> ((site: String, topic: FleetTopic)?, FleetGateway.Beacon?) in
-                let parsed = model.receive(topic: m.topic, payload: m.payload, retained: m.retain, now: now)
+            let (parsed, beacon) = books.withLock {
+                books -> ((site: String, topic: FleetTopic)?, FleetGateway.Beacon?) in
+                // In place: a copy of the model would copy its tables at every message.
+                let parsed = books.model.receive(topic: m.topic, payload: m.payload, retained: m.retain, now: now)
                 // The reading just folded (not an older one left by a payload that did not parse).
-                guard case .beacon(let gw, let id)? = parsed?.topic, let g = model.gateways[gw], g.site == parsed?.site,
+                guard case .beacon(let gw, let id)? = parsed?.topic, let g = books.model.gateways[gw],
+                    g.site == parsed?.site,
                     let b = g.beacons[id], b.receivedAt == now
                 else { return (parsed, nil) }
                 return (parsed, b)
@@ -115,7 +124,9 @@ public final class FleetService: Service, Sendable {
     func follow(_ events: AsyncStream<MQTTEvent>) async {
         var everConnected = false
         for await e in events {
-            broker.withLock { b in
+            books.withLock { books in
+                var b = books.broker
+                defer { books.broker = b }
                 switch e {
                 case .connected:
                     if everConnected { b.reconnects += 1 }
@@ -156,9 +167,9 @@ public final class FleetService: Service, Sendable {
         while true {
             try await clock.sleep(for: .seconds(FleetHistory.resolution))
             let now = clock.unixTime()
-            let snapshot = model.withLock { m in
-                m.forgetBeacons(olderThan: configuration.beaconTimeoutS, now: now)
-                return m
+            let snapshot = books.withLock { b in
+                b.model.forgetBeacons(olderThan: configuration.beaconTimeoutS, now: now)
+                return b.model
             }
             do {
                 try history?.record(snapshot, now: now)
@@ -314,7 +325,7 @@ public final class FleetService: Service, Sendable {
 
     /// The broker connection as the pages show it, with the service's own losses.
     func brokerState() -> FleetViews.BrokerState {
-        var b = broker.withLock { $0 }
+        var b = books.withLock { $0.broker }
         b.droppedMessages = client.droppedDeliveries
         return b
     }
@@ -323,37 +334,37 @@ public final class FleetService: Service, Sendable {
     func overview() -> FleetViews.Overview {
         let b = brokerState()
         let now = clock.unixTime()
-        return model.withLock { FleetViews.overview($0, broker: b, now: now) }
+        return books.withLock { FleetViews.overview($0.model, broker: b, now: now) }
     }
 
     func gatewayPage(_ id: String) -> FleetViews.GatewayPage {
         let b = brokerState()
         let now = clock.unixTime()
-        return model.withLock { FleetViews.gateway($0, id: id, broker: b, now: now) }
+        return books.withLock { FleetViews.gateway($0.model, id: id, broker: b, now: now) }
     }
 
     func beaconPage(_ id: String) -> FleetViews.BeaconPage {
         let b = brokerState()
         let now = clock.unixTime()
-        return model.withLock { FleetViews.beacon($0, id: id, broker: b, now: now) }
+        return books.withLock { FleetViews.beacon($0.model, id: id, broker: b, now: now) }
     }
 
     func sensorPage(_ id: String) -> FleetViews.SensorPage {
         let b = brokerState()
         let now = clock.unixTime()
-        return model.withLock { FleetViews.sensor($0, id: id, broker: b, now: now) }
+        return books.withLock { FleetViews.sensor($0.model, id: id, broker: b, now: now) }
     }
 
     func presencePage() -> FleetViews.PresencePage {
         let b = brokerState()
         let now = clock.unixTime()
         let p = presence.withLock { $0 }
-        return model.withLock { FleetViews.presence(p, model: $0, broker: b, now: now) }
+        return books.withLock { FleetViews.presence(p, model: $0.model, broker: b, now: now) }
     }
 
     func metrics() -> String {
         let b = brokerState()
         let p = presence.withLock { $0 }
-        return model.withLock { PrometheusExposition.render($0, broker: b, presence: p) }
+        return books.withLock { PrometheusExposition.render($0.model, broker: b, presence: p) }
     }
 }

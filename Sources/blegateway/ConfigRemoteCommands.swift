@@ -26,15 +26,17 @@ func collectRetained(
     limit: Duration = .seconds(5)
 ) async throws -> [String: [UInt8]] {
     let streams = try filters.map { try client.subscribe($0, qos: .atLeastOnce) }
-    let box = Locked<[String: [UInt8]]>([:])
-    let last = Locked<ContinuousClock.Instant?>(nil)
+    // The retained payloads by topic and when the last one came, under one lock.
+    let box = Locked((retained: [String: [UInt8]](), last: ContinuousClock.Instant?.none))
     return try await withThrowingTaskGroup(of: Void.self) { group in
         group.addTask { try await client.run() }
         for stream in streams {
             group.addTask {
                 for await m in stream where m.retain {
-                    box.withLock { $0[m.topic] = m.payload }
-                    last.withLock { $0 = .now }
+                    box.withLock {
+                        $0.retained[m.topic] = m.payload
+                        $0.last = .now
+                    }
                 }
             }
         }
@@ -43,9 +45,9 @@ func collectRetained(
         if connected {
             // Retained messages follow SUBACK at once: wait until `quiet` has passed since the last one (or the
             // limit), sleeping to each deadline rather than polling: a new message only moves the deadline on.
-            last.withLock { $0 = .now }
+            box.withLock { $0.last = .now }
             while true {
-                let lastSeen = last.withLock { $0 } ?? start
+                let lastSeen = box.withLock { $0.last } ?? start
                 let deadline = min(lastSeen + quiet, start + limit)
                 if ContinuousClock.now >= deadline { break }
                 try await Task.sleep(until: deadline, clock: .continuous)
@@ -53,7 +55,7 @@ func collectRetained(
         }
         group.cancelAll()
         guard connected else { throw ValidationError("cannot reach the broker within \(limit)") }
-        return box.withLock { $0 }
+        return box.withLock { $0.retained }
     }
 }
 

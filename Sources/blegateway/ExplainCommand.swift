@@ -48,8 +48,9 @@ struct ExplainCommand: AsyncParsableCommand {
         if let mode { c.adapter.mode = mode }
         var logger = Logger(label: "blegateway.explain")
         logger.logLevel = .warning
-        let explainer = Locked(try SightingExplainer(configuration: c))
-        let counts = Locked((target: 0, others: Set<BDAddress>()))
+        // The explainer and what was heard (the target's reports, the other addresses), under one lock.
+        let explained = Locked(
+            (explainer: try SightingExplainer(configuration: c), target: 0, others: Set<BDAddress>()))
         // A line at a time, written at once: nothing is lost when the command is stopped.
         @Sendable func say(_ text: String) { FileHandle.standardOutput.write(Data((text + "\n").utf8)) }
         say(
@@ -66,12 +67,12 @@ struct ExplainCommand: AsyncParsableCommand {
                     },
                     sighting: { s in
                         guard s.address == target else {
-                            counts.withLock { _ = $0.others.insert(s.address) }
+                            explained.withLock { _ = $0.others.insert(s.address) }
                             return
                         }
-                        counts.withLock { $0.target += 1 }
+                        explained.withLock { $0.target += 1 }
                         let at = (ContinuousClock.now - start).seconds
-                        let steps = explainer.withLock { $0.explain(s, at: at) }
+                        let steps = explained.withLock { $0.explainer.explain(s, at: at) }
                         let lines = steps.map(\.description).joined(separator: "\n            ")
                         say(String(format: "%8.3f s", at) + "  " + lines)
                     })
@@ -80,7 +81,7 @@ struct ExplainCommand: AsyncParsableCommand {
             _ = try await group.next()
             group.cancelAll()
         }
-        let (heard, others) = counts.withLock { ($0.target, $0.others.count) }
+        let (heard, others) = explained.withLock { ($0.target, $0.others.count) }
         if heard == 0 {
             say(
                 "no report from \(target) in \(duration) s (\(others) other devices heard): it is not advertising, "

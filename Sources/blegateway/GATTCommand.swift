@@ -4,6 +4,7 @@ import BLEHost
 import BLESimulator
 import BLETransport
 import Foundation
+import Synchronization
 
 /// `blegateway gatt`: connects to a peripheral through the kernel (an L2CAP socket on the ATT fixed channel,
 /// shared mode) and runs ATT over it, printing one line per thing done. A tool for bring-up and for the
@@ -75,21 +76,19 @@ struct GATTCommand: AsyncParsableCommand {
         let client = GATTClient(bearer: bearer, clock: clock)
         // A signal ends the session as the end of its work does: the link is dropped, and the summary's count is
         // what stdout holds (every line went out with write(2) as it was made).
-        let result = Locked<Result<Void, any Error>>(.success(()))
-        let signalled = try await cancellingOnSignals { [self] in
-            let outcome = await withTaskCancellationHandler {
+        let result = try await untilSignalled { [self] in
+            await withTaskCancellationHandler {
                 await self.converse(client, bearer: bearer, reads: reads, subscription: subscription, clock: clock)
             } onCancel: {
                 bearer.drop()
             }
-            result.withLock { $0 = outcome }
         }
-        if signalled {
+        guard let result else {
             FileHandle.standardError.write(
-                Data("gatt: \(printedLines.withLock { $0 }) lines, stopped by signal\n".utf8))
+                Data("gatt: \(printedLines.load(ordering: .relaxed)) lines, stopped by signal\n".utf8))
             return
         }
-        if case .failure(let error) = result.withLock({ $0 }) {
+        if case .failure(let error) = result {
             let reason = bearer.endReason.map { " (\($0.message))" } ?? ""
             FileHandle.standardError.write(Data("error: \(error)\(reason)\n".utf8))
             throw ExitCode(1)
@@ -305,10 +304,10 @@ struct GATTServeCommand: AsyncParsableCommand {
 }
 
 /// Lines `say` has written, for the summary after a signal.
-private let printedLines = Locked(0)
+private let printedLines = Atomic<Int>(0)
 
 private func say(_ line: String) {
     StandardOutput.write(line + "\n")
-    printedLines.withLock { $0 += 1 }
+    printedLines.wrappingAdd(1, ordering: .relaxed)
 }
 private func hex4(_ v: UInt16) -> String { upperHex(v, digits: 4) }

@@ -69,27 +69,32 @@ struct HCIDumpCommand: AsyncParsableCommand {
 
         // Every line goes out with write(2) as it is made; a signal ends the dump the way its duration does, and the
         // summary's count is what the output holds.
-        let printed = Locked(0)
-        let outcome = Locked("end of input")
+        let tally = Locked(Tally())
         let signalled = try await cancellingOnSignals {
             try await withTaskCancellationHandler {
                 try await Self.dump(
-                    transport, sending: packets, for: duration, clock: clock, printed: printed,
-                    outcome: outcome)
+                    transport, sending: packets, for: duration, clock: clock, tally: tally)
             } onCancel: {
                 transport.close()
             }
         }
-        let ending = signalled ? "stopped by signal" : outcome.withLock { $0 }
-        FileHandle.standardError.write(Data("hci-dump: \(printed.withLock { $0 }) packets, \(ending)\n".utf8))
+        let (printed, outcome) = tally.withLock { ($0.printed, $0.outcome) }
+        let ending = signalled ? "stopped by signal" : outcome
+        FileHandle.standardError.write(Data("hci-dump: \(printed) packets, \(ending)\n".utf8))
         if ending.hasPrefix("error") { throw ExitCode(4) }
+    }
+
+    /// The packets printed so far and how the dump ended: what the summary line says.
+    struct Tally {
+        var printed = 0
+        var outcome = "end of input"
     }
 
     /// Sends `packets`, each after the controller answered the one before (or 2 s passed), printing every packet
     /// that arrives until `duration` has passed or the input ends.
     static func dump(
         _ transport: any HCITransport, sending packets: [H4Packet], for duration: Double, clock: SystemClock,
-        printed: Locked<Int>, outcome: Locked<String>
+        tally: Locked<Tally>
     ) async throws {
         // Command Complete / Command Status opcodes, so each command waits for the controller's answer.
         let (answers, answered) = AsyncStream.makeStream(of: UInt16.self)
@@ -97,7 +102,7 @@ struct HCIDumpCommand: AsyncParsableCommand {
             do {
                 for try await p in transport.incoming {
                     StandardOutput.write(Self.hexString(p.h4Bytes) + "\n")
-                    printed.withLock { $0 += 1 }
+                    tally.withLock { $0.printed += 1 }
                     if p.type == .event, let op = Self.answeredOpcode(p.payload) { answered.yield(op) }
                 }
                 answered.finish()
@@ -128,7 +133,7 @@ struct HCIDumpCommand: AsyncParsableCommand {
         }
         let ended = await reader.value
         timer.cancel()
-        outcome.withLock { $0 = ended }
+        tally.withLock { $0.outcome = ended }
     }
 
     /// The opcode a Command Complete (0x0E) or Command Status (0x0F) event answers

@@ -10,6 +10,11 @@ import Foundation
 /// is one more runtime thread, and it brings down valgrind, which the benchmarks run the command under.
 @discardableResult
 func cancellingOnSignals(_ body: @escaping @Sendable () async throws -> Void) async throws -> Bool {
+    try await untilSignalled(body) == nil
+}
+
+/// `cancellingOnSignals` for a body with a result: the result, or nil when a signal ended it.
+func untilSignalled<T: Sendable>(_ body: @escaping @Sendable () async throws -> T) async throws -> T? {
     let task = Task { try await body() }
     let signalled = Locked(false)
     let pipe = SignalPipe.shared
@@ -18,14 +23,17 @@ func cancellingOnSignals(_ body: @escaping @Sendable () async throws -> Void) as
         task.cancel()
     }
     defer { pipe.onSignal(nil) }
+    let value: T
     do {
-        try await withTaskCancellationHandler {
+        value = try await withTaskCancellationHandler {
             try await task.value
         } onCancel: {
             task.cancel()
         }
-    } catch is CancellationError where signalled.withLock({ $0 }) {}
-    return signalled.withLock { $0 }
+    } catch is CancellationError where signalled.withLock({ $0 }) {
+        return nil
+    }
+    return signalled.withLock { $0 } ? nil : value
 }
 
 /// The write end of the signal pipe, for the C handler (which can capture nothing).

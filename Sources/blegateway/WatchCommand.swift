@@ -39,10 +39,9 @@ struct WatchCommand: AsyncParsableCommand {
         let redraw = !plain && isatty(STDOUT_FILENO) == 1
         // The dashboard's model (same gap counting: only holes inside one run's live stream), shared between the
         // subscription and the redraw loop.
-        let view = Locked(FleetModel(prefix: prefix))
         // Each recorded line is written as it comes (unbuffered); a signal ends the watch the way --duration does,
-        // and the summary's count is what the file holds.
-        let recorded = Locked(0)
+        // and the summary's count (`recorded`) is what the file holds.
+        let view = Locked((model: FleetModel(prefix: prefix), recorded: 0))
         let signalled = try await cancellingOnSignals { [duration] in
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await client.run() }
@@ -50,14 +49,14 @@ struct WatchCommand: AsyncParsableCommand {
                     for await m in messages {
                         let now = Date().timeIntervalSince1970
                         view.withLock {
-                            _ = $0.receive(topic: m.topic, payload: m.payload, retained: m.retain, now: now)
+                            _ = $0.model.receive(topic: m.topic, payload: m.payload, retained: m.retain, now: now)
                         }
                         if let recorder {
                             var line: [String: Any] = ["topic": m.topic, "retained": m.retain]
                             line["payload"] = String(decoding: m.payload, as: UTF8.self)
                             if let data = try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys]) {
                                 recorder.write(data + Data("\n".utf8))
-                                recorded.withLock { $0 += 1 }
+                                view.withLock { $0.recorded += 1 }
                             }
                         }
                     }
@@ -69,7 +68,9 @@ struct WatchCommand: AsyncParsableCommand {
                         let now = Date().timeIntervalSince1970
                         let (rows, columns) = redraw ? Self.terminalSize() : (60, 200)
                         // One line less than the screen: the cursor's line after the last row would scroll the first off.
-                        let lines = view.withLock { FleetText.render($0, rows: rows - 1, columns: columns, now: now) }
+                        let lines = view.withLock {
+                            FleetText.render($0.model, rows: rows - 1, columns: columns, now: now)
+                        }
                         // Written in one piece, unbuffered, so a redraw never tears.
                         let text =
                             (redraw ? "\u{1B}[H\u{1B}[2J" : "") + lines.joined(separator: "\n") + "\n"
@@ -86,7 +87,7 @@ struct WatchCommand: AsyncParsableCommand {
         if let record {
             FileHandle.standardError.write(
                 Data(
-                    "watch: \(recorded.withLock { $0 }) messages recorded in \(record)\(signalled ? ", stopped by signal" : "")\n"
+                    "watch: \(view.withLock { $0.recorded }) messages recorded in \(record)\(signalled ? ", stopped by signal" : "")\n"
                         .utf8))
         }
     }

@@ -176,7 +176,7 @@ import Testing
             let all = await next(presence) { _, j in (j["gateways"] as? [[String: Any]])?.count == 3 }
             #expect(all?["room"] as? String == "lab")
             #expect(all?["method"] as? String == "trilateration")
-            let problems = service.model.withLock { m in m.gateways.mapValues { $0.problems.map(\.text) } }
+            let problems = service.books.withLock { b in b.model.gateways.mapValues { $0.problems.map(\.text) } }
             #expect(
                 problems["gw-lobby"]?.contains {
                     $0.hasPrefix("clock 18") && $0.contains(" s behind the fleet service's (not synchronised")

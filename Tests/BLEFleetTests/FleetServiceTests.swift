@@ -128,8 +128,8 @@ import Testing
             #expect(ids(seenA) == ["gw-a1", "gw-a2"])
             #expect(ids(seenB) == ["gw-b1"])
             // Nothing of the other site was even received (not merely hidden).
-            #expect(services[0].0.model.withLock { $0.counters.messages } == 2)
-            #expect(services[1].0.model.withLock { $0.counters.messages } == 1)
+            #expect(services[0].0.books.withLock { $0.model.counters.messages } == 2)
+            #expect(services[1].0.books.withLock { $0.model.counters.messages } == 1)
             group.cancelAll()
         }
     }
@@ -167,7 +167,7 @@ import Testing
                 $0[$1["id"] as? String ?? ""] = $1["site"] as? String
             }
             #expect(sites == ["gw-a1": "acme/site-a", "gw-b1": "acme/site-b"])
-            #expect(service.model.withLock { $0.counters.messages } == 2)
+            #expect(service.books.withLock { $0.model.counters.messages } == 2)
             let metrics = try await offPool { try httpGet("http://127.0.0.1:\(http)/metrics") }
             #expect(metrics.contains(#"blegateway_gateway_up{gateway="gw-b1",site="acme/site-b"} 1"#), "\(metrics)")
             #expect(metrics.contains(#"blegateway_fleet_gateways{prefix="acme/site-a"} 1"#))

@@ -43,8 +43,8 @@ final class ScriptedKernelLinks: PeripheralLinkMaker, @unchecked Sendable {
         case succeed
     }
     let post: @Sendable (ConnectionManager.Event) -> Void
-    let ids = LinkIDs()
-    private let state = Locked<(outcomes: [Outcome], links: [UInt16: SimGATTBearer], connects: Int)>(([], [:], 0))
+    private let state = Locked<(outcomes: [Outcome], links: [UInt16: SimGATTBearer], connects: Int, ids: LinkIDs)>(
+        ([], [:], 0, LinkIDs()))
     private let (never, _) = AsyncStream.makeStream(of: Void.self)
 
     init(outcomes: [Outcome], post: @escaping @Sendable (ConnectionManager.Event) -> Void) {
@@ -67,8 +67,11 @@ final class ScriptedKernelLinks: PeripheralLinkMaker, @unchecked Sendable {
         case .refuse(let why):
             post(.connectionFailed(peer: peer.address, .kernel(why)))
         case .succeed:
-            let id = ids.next()
-            state.withLock { $0.links[id] = SimGATTBearer() }
+            let id = state.withLock { s -> UInt16 in
+                let id = s.ids.next()
+                s.links[id] = SimGATTBearer()
+                return id
+            }
             post(.connectionComplete(status: .success, handle: id, peer: peer.address))
         }
     }
@@ -200,7 +203,7 @@ final class ScriptedKernelLinks: PeripheralLinkMaker, @unchecked Sendable {
     }
 
     @Test func kernelLinkIDsAreNeverZeroAndStayWithinTwelveBits() {
-        let ids = LinkIDs()
+        var ids = LinkIDs()
         var seen = Set<UInt16>()
         for _ in 0..<0x0EFF { seen.insert(ids.next()) }
         #expect(seen.count == 0x0EFF && !seen.contains(0) && seen.allSatisfy { $0 <= 0x0EFF })

@@ -21,8 +21,12 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
     let clock: any BLEClock
     let logger: Logger
     private let supervisors: [Slot: AdapterSupervisor]
-    private let roles: Locked<AdapterRoles>
-    private let reports = Locked<[Slot: AdapterReport]>([:])
+    /// The roles' machine and each adapter's last report: one lock, so a picture is composed from one moment.
+    private struct Picture {
+        var roles: AdapterRoles
+        var reports: [Slot: AdapterReport] = [:]
+    }
+    private let picture: Locked<Picture>
     /// Held while reports are composed and handed on, so the runtime never gets an older picture after a newer one.
     private let emitting = Locked(())
     private let inbox: AsyncStream<AdapterRoles.Event>
@@ -42,7 +46,7 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
         specs = [.primary: primary, .secondary: secondary]
         self.clock = clock
         self.logger = logger
-        roles = Locked(AdapterRoles(handback: handback))
+        picture = Locked(Picture(roles: AdapterRoles(handback: handback)))
         var supervisors: [Slot: AdapterSupervisor] = [:]
         for (slot, spec) in [(Slot.primary, primary), (.secondary, secondary)] {
             var l = logger
@@ -85,7 +89,7 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
 
     /// One adapter's lifecycle published a state: note it, tell the coordinator, pass the picture on.
     private func received(_ r: AdapterReport, from slot: Slot, adapter: @escaping @Sendable (AdapterReport) -> Void) {
-        reports.withLock { $0[slot] = r }
+        picture.withLock { $0.reports[slot] = r }
         inboxContinuation.yield(r.state == .poweredOn ? .usable(slot) : .unusable(slot))
         emit(adapter)
     }
@@ -97,7 +101,7 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
         defer { timer?.cancel() }
         for await event in inbox {
             if Task.isCancelled { break }
-            let actions = roles.withLock { $0.handle(event, now: clock.now()) }
+            let actions = picture.withLock { $0.roles.handle(event, now: clock.now()) }
             for action in actions {
                 switch action {
                 case .assign(let slot, let duties):
@@ -118,7 +122,7 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
     /// Each adapter's report with its roles (`…/adapters/<slot>`), then the gateway's: the adapter that scans.
     private func emit(_ adapter: @Sendable (AdapterReport) -> Void) {
         emitting.withLock { _ in
-            let (known, duties) = (reports.withLock { $0 }, roles.withLock { $0.duties })
+            let (known, duties) = picture.withLock { ($0.reports, $0.roles.duties) }
             var perSlot: [Slot: AdapterReport] = [:]
             for slot in Slot.allCases {
                 guard var r = known[slot] else { continue }
@@ -154,7 +158,7 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
 
     public var adapterSlots: AdapterSlotsStatistics? {
         AdapterSlotsStatistics(
-            handovers: roles.withLock { $0.statistics.handovers },
+            handovers: picture.withLock { $0.roles.statistics.handovers },
             slots: Slot.allCases.map { ($0.rawValue, supervisors[$0]!.statistics) })
     }
 }

@@ -26,7 +26,6 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
     let spec: DeviceSpec
     let mode: AdapterMode
     let options: TransportOptions
-    private let scanBox: Locked<GatewayConfiguration.Scan>
     let clock: any BLEClock
     let logger: Logger
     /// The recovery ladder's settings; nil: no supervision (any failure ends `run`, the caller retries).
@@ -34,9 +33,15 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
     /// Runs beside the scanner (peripheral links): on the controller in exclusive mode, through the kernel's L2CAP
     /// sockets in shared mode (the kernel owns the links there); a capture cannot make any.
     let role: (any ControllerRole)?
-    private let supervisor = Locked<AdapterSupervisor?>(nil)
-    private let countersBox = Locked(SightingSourceCounters())
-    private let current = Locked<Scanner?>(nil)
+    /// The scan settings in force, the supervisor of a live adapter, and for a capture its scanner and what ended
+    /// scanners counted: one lock, so a scanner's counts move into the totals in the step that takes it out of view.
+    private struct Shared {
+        var scan: GatewayConfiguration.Scan
+        var supervisor: AdapterSupervisor?
+        var counters = SightingSourceCounters()
+        var current: Scanner?
+    }
+    private let shared: Locked<Shared>
 
     public init(
         spec: DeviceSpec, mode: AdapterMode, options: TransportOptions = TransportOptions(),
@@ -48,7 +53,7 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
         self.spec = spec
         self.mode = mode
         self.options = options
-        self.scanBox = Locked(scan)
+        self.shared = Locked(Shared(scan: scan))
         self.clock = clock
         self.logger = logger
         self.lifecycle = lifecycle
@@ -56,14 +61,16 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
 
     /// The recovery ladder's counters (nil while the source does not own the controller: shared mode, a capture).
     /// The scan settings in force (the last `updateScan`).
-    public var scan: GatewayConfiguration.Scan { scanBox.withLock { $0 } }
+    public var scan: GatewayConfiguration.Scan { shared.withLock { $0.scan } }
 
     /// New scan parameters (active, interval, window) while running, without restarting the adapter: when the
     /// source supervises the controller (exclusive mode), its scanner is stopped and started again with them
     /// (AdapterSupervisor.updateScan), and every later start uses them. Thread-safe.
     public func updateScan(_ new: GatewayConfiguration.Scan) {
-        scanBox.withLock { $0 = new }
-        supervisor.withLock { $0 }?.updateScan(new.parameters)
+        shared.withLock { s -> AdapterSupervisor? in
+            s.scan = new
+            return s.supervisor
+        }?.updateScan(new.parameters)
     }
 
     /// Supervised (exclusive mode): the scanner restarts with them. Shared mode or a capture: the host only
@@ -71,16 +78,18 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
     /// (`lifecycle` nil): they apply when `run` is next called.
     public var appliesScanParametersLive: Bool { mode == .shared || spec.isCapture || lifecycle != nil }
 
-    public var lifecycleStatistics: AdapterLifecycle.Statistics? { supervisor.withLock { $0 }?.statistics }
+    public var lifecycleStatistics: AdapterLifecycle.Statistics? { shared.withLock { $0.supervisor }?.statistics }
 
     /// One adapter: no slots.
     public var adapterSlots: AdapterSlotsStatistics? { nil }
 
     public var counters: SightingSourceCounters {
-        if let s = supervisor.withLock({ $0 }) { return s.counters }
-        var c = countersBox.withLock { $0 }
-        if let s = current.withLock({ $0 }) { c.add(session: s) }
-        return c
+        let (supervisor, counters) = shared.withLock { s in
+            var c = s.counters
+            if let scanner = s.current { c.add(session: scanner) }
+            return (s.supervisor, c)
+        }
+        return supervisor?.counters ?? counters
     }
 
     public func run(
@@ -106,7 +115,7 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
             let s = AdapterSupervisor(
                 spec: spec, mode: mode, options: options, parameters: scan.parameters,
                 clock: clock, logger: logger, configuration: lifecycle, role: role)
-            supervisor.withLock { $0 = s }
+            shared.withLock { $0.supervisor = s }
             await s.run(adapter: adapter, sighting: sighting)
             throw CancellationError()
         }
@@ -180,10 +189,12 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
                     report(e.code == .transportClosed ? .poweredOff : .unknown, e.description)
                     throw e
                 }
-                self.current.withLock { $0 = scanner }
+                self.shared.withLock { $0.current = scanner }
                 defer {
-                    self.countersBox.withLock { $0.add(session: scanner) }
-                    self.current.withLock { $0 = nil }
+                    self.shared.withLock { s in
+                        s.counters.add(session: scanner)
+                        s.current = nil
+                    }
                 }
                 if observer {
                     try? await Self.deliver(scanner.reports, to: sighting)  // its run() is above

@@ -14,14 +14,17 @@ import Logging
 /// it anyway. Each owned claim is renewed every `renew_s`; the gateway's last will (its status offline) voids them
 /// all at once.
 final class OwnershipCoordinator: @unchecked Sendable {
-    let machine: Locked<PeripheralOwnership>
+    /// The ownership machine and the foreign claims already logged (by address, logged once each), under one lock.
+    let books: Locked<Books>
+    struct Books {
+        var machine: PeripheralOwnership
+        var logged: Set<BDAddress> = []
+    }
     let client: MQTTClient
     let topics: Topics
     let peripherals: PeripheralService
     let clock: any BLEClock
     let logger: Logger
-    /// Foreign claims already logged, by address (logged once each).
-    private let logged = Locked<Set<BDAddress>>([])
 
     init(
         gateway: String, addresses: [BDAddress], lease: Double, margin: Double, client: MQTTClient, topics: Topics,
@@ -31,7 +34,7 @@ final class OwnershipCoordinator: @unchecked Sendable {
         s.leaseS = lease
         s.renewS = max(lease / 3, 1)
         s.marginDB = margin
-        machine = Locked(PeripheralOwnership(gateway: gateway, addresses: addresses, settings: s))
+        books = Locked(Books(machine: PeripheralOwnership(gateway: gateway, addresses: addresses, settings: s)))
         self.client = client
         self.topics = topics
         self.peripherals = peripherals
@@ -39,8 +42,8 @@ final class OwnershipCoordinator: @unchecked Sendable {
         self.logger = logger
         peripherals.coordinate(
             .init(
-                heard: { [machine, clock] address, rssi in
-                    machine.withLock { $0.heard(address, rssi: rssi, now: clock.now().seconds) }
+                heard: { [books, clock] address, rssi in
+                    books.withLock { $0.machine.heard(address, rssi: rssi, now: clock.now().seconds) }
                 },
                 adapter: { [weak self] up in self?.adapter(up: up) }))
     }
@@ -64,7 +67,7 @@ final class OwnershipCoordinator: @unchecked Sendable {
                 group.addTask {
                     while !Task.isCancelled {
                         do { try await self.clock.sleep(for: .seconds(1)) } catch { return }
-                        let actions = self.machine.withLock { $0.tick(now: self.clock.now().seconds) }
+                        let actions = self.books.withLock { $0.machine.tick(now: self.clock.now().seconds) }
                         await self.perform(actions)
                     }
                 }
@@ -76,17 +79,17 @@ final class OwnershipCoordinator: @unchecked Sendable {
 
     /// The runtime saw the broker connection come up.
     func brokerConnected() {
-        machine.withLock { $0.brokerConnected(now: clock.now().seconds) }
+        books.withLock { $0.machine.brokerConnected(now: clock.now().seconds) }
     }
 
     /// The runtime saw the broker connection go.
     func brokerLost() {
-        let actions = machine.withLock { $0.brokerLost(now: clock.now().seconds) }
+        let actions = books.withLock { $0.machine.brokerLost(now: clock.now().seconds) }
         if !actions.isEmpty { Task { await perform(actions) } }
     }
 
     func adapter(up: Bool) {
-        let actions = machine.withLock { $0.adapter(up: up, now: clock.now().seconds) }
+        let actions = books.withLock { $0.machine.adapter(up: up, now: clock.now().seconds) }
         if !actions.isEmpty { Task { await perform(actions) } }
     }
 
@@ -104,7 +107,7 @@ final class OwnershipCoordinator: @unchecked Sendable {
         } else {
             return
         }
-        machine.withLock { $0.status(of: gateway, online: online) }
+        books.withLock { $0.machine.status(of: gateway, online: online) }
     }
 
     func claim(_ m: MQTTMessage) {
@@ -128,7 +131,7 @@ final class OwnershipCoordinator: @unchecked Sendable {
             if case .number(let r, _)? = fields["rssi"] { rssi = r }
             claim = .init(gateway: gateway, rssi: rssi, leaseS: lease, receivedAt: now)
         }
-        let taken = machine.withLock { $0.claimed(address, claim, now: now) }
+        let taken = books.withLock { $0.machine.claimed(address, claim, now: now) }
         if !taken, let c = claim {
             note(
                 address,
@@ -138,15 +141,15 @@ final class OwnershipCoordinator: @unchecked Sendable {
     }
 
     private func note(_ address: BDAddress, _ text: String) {
-        if logged.withLock({ $0.insert(address).inserted }) { logger.warning("peripherals: \(text)") }
+        if books.withLock({ $0.logged.insert(address).inserted }) { logger.warning("peripherals: \(text)") }
     }
 
     func perform(_ actions: [PeripheralOwnership.Action]) async {
         for a in actions {
             switch a {
             case .claim(let address, let rssi):
-                let lease = machine.withLock { $0.settings.leaseS }
-                var body = #"{"gateway":"\#(machine.withLock { $0.me })","lease_s":\#(lease),"ts":\#(clock.unixTime())"#
+                let (me, lease) = books.withLock { ($0.machine.me, $0.machine.settings.leaseS) }
+                var body = #"{"gateway":"\#(me)","lease_s":\#(lease),"ts":\#(clock.unixTime())"#
                 if let rssi { body += #","rssi":\#((rssi * 10).rounded() / 10)"# }
                 body += "}"
                 await send(address, Array(body.utf8))

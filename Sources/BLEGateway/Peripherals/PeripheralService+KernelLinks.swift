@@ -18,7 +18,8 @@ final class KernelLinkMaker: PeripheralLinkMaker, @unchecked Sendable {
     /// The socket's own connect deadline, a backstop behind the manager's connect timeout (which cancels first).
     let connectTimeout: Duration
     let post: @Sendable (ConnectionManager.Event) -> Void
-    let ids: LinkIDs
+    /// The next link id (`LinkIDs`, kept by the service across sessions).
+    let nextID: @Sendable () -> UInt16
 
     /// Link relays, run in `run()`'s task group so that each ends with the session.
     private let (jobs, submit) = AsyncStream.makeStream(of: (@Sendable () async -> Void).self)
@@ -33,14 +34,15 @@ final class KernelLinkMaker: PeripheralLinkMaker, @unchecked Sendable {
     }
 
     init(
-        adapter: String, clock: any BLEClock, logger: Logger, connectTimeout: Duration, ids: LinkIDs,
+        adapter: String, clock: any BLEClock, logger: Logger, connectTimeout: Duration,
+        nextID: @escaping @Sendable () -> UInt16,
         post: @escaping @Sendable (ConnectionManager.Event) -> Void
     ) {
         self.adapter = adapter
         self.clock = clock
         self.logger = logger
         self.connectTimeout = connectTimeout
-        self.ids = ids
+        self.nextID = nextID
         self.post = post
     }
 
@@ -85,7 +87,7 @@ final class KernelLinkMaker: PeripheralLinkMaker, @unchecked Sendable {
             let socket = try await L2CAPSocket.connect(
                 to: target, adapter: adapter, channel: L2CAPSocket.attChannel,
                 security: .low, timeout: connectTimeout, clock: clock)
-            let id = ids.next()
+            let id = nextID()
             let bearer = RelayBearer(socket: socket)
             let kept = state.withLock { s -> Bool in
                 s.attempt = nil
@@ -152,13 +154,11 @@ final class KernelLinkMaker: PeripheralLinkMaker, @unchecked Sendable {
 
 /// Ids for kernel links: the kernel gives none, the manager keys links by one. Unique for the service's life, so
 /// a late end of an old link can never be taken for a newer one. Kept within 12 bits, like HCI handles.
-final class LinkIDs: @unchecked Sendable {
-    private let last = Locked<UInt16>(0)
-    func next() -> UInt16 {
-        last.withLock { v in
-            v = v >= 0x0EFF ? 1 : v + 1
-            return v
-        }
+struct LinkIDs: Sendable {
+    private var last: UInt16 = 0
+    mutating func next() -> UInt16 {
+        last = last >= 0x0EFF ? 1 : last + 1
+        return last
     }
 }
 

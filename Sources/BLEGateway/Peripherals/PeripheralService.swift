@@ -114,8 +114,6 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     /// deadline: an event may bring that deadline nearer (a WakeSignal has one waiter, hence two signals).
     private let deadlineMayHaveMoved = WakeSignal()
     private let serving = AsyncGate()
-    /// Kernel link ids, unique for the service's life (across sessions).
-    private let kernelLinkIDs = LinkIDs()
 
     /// Everything a sighting, a remote update, an ownership change and the action loop share. One lock for all of
     /// it: each sees and changes it in one step (a sighting takes it once), and no path takes two locks.
@@ -130,6 +128,8 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         /// Set when peripherals have one owner across the fleet (`connections.owner_lease_s`): address intents are
         /// then connected only when owned.
         var ownership: Owned?
+        /// Kernel link ids, unique for the service's life (across sessions).
+        var kernelLinkIDs = LinkIDs()
 
         func intent(for address: BDAddress) -> PeripheralIntent? {
             if let i = intents.first(where: { $0.match == .address(address) }) { return i }
@@ -426,7 +426,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         await serve(
             KernelLinkMaker(
                 adapter: adapter, clock: clock, logger: logger, connectTimeout: timeout,
-                ids: kernelLinkIDs
+                nextID: { [books] in books.withLock { $0.kernelLinkIDs.next() } }
             ) { [self] in post($0) })
     }
 

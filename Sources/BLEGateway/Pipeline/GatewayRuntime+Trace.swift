@@ -14,19 +14,19 @@ struct TraceState: Sendable {
 extension GatewayRuntime {
     /// Starts tracing `address` (one at a time; nil stops).
     public func trace(_ address: BDAddress?) {
-        traced.withLock { $0 = address.map { TraceState(address: $0, explainer: nil) } }
+        state.withLock { $0.traced = address.map { TraceState(address: $0, explainer: nil) } }
     }
 
     func traceIfTraced(_ s: Sighting) {
         // The common case, untraced or another address, costs one lock and a compare.
-        guard traced.withLock({ $0?.address == s.address }) else { return }
+        guard state.withLock({ $0.traced?.address == s.address }) else { return }
         let c = inForce.withLock { $0 }
         let now = clock.now().seconds
-        let steps = traced.withLock { t -> [SightingExplainer.Step] in
-            guard var state = t else { return [] }
-            if state.explainer?.configuration != c { state.explainer = try? SightingExplainer(configuration: c) }
-            let steps = state.explainer?.explain(s, at: now) ?? []
-            t = state
+        let steps = state.withLock { runtime -> [SightingExplainer.Step] in
+            guard var t = runtime.traced else { return [] }
+            if t.explainer?.configuration != c { t.explainer = try? SightingExplainer(configuration: c) }
+            let steps = t.explainer?.explain(s, at: now) ?? []
+            runtime.traced = t
             return steps
         }
         logger.notice("trace \(s.address): \(steps.map(\.description).joined(separator: " | "))")

@@ -45,8 +45,6 @@ public final class GatewayRuntime: Service, Sendable {
     /// The service manager (systemd `Type=notify`): told when the gateway runs, fed its watchdog while it makes
     /// progress (`Liveness`), told when it stops.
     let notifier: ServiceManagerNotifier
-    /// `run --trace ADDRESS`: the traced address and its explainer (GatewayRuntime+Trace).
-    let traced = Locked<TraceState?>(nil)
     let state: Locked<RuntimeState>
     /// Sightings in, what they make out (Pipeline/SightingPipeline.swift): its own lock, taken once per sighting.
     let pipeline: Locked<SightingPipeline>
@@ -64,6 +62,8 @@ public final class GatewayRuntime: Service, Sendable {
         var connectedOnce = false
         /// MQTT 3.1.1: whether the gateway's own online status comes back after each connection.
         var echo = StatusEcho()
+        /// `run --trace ADDRESS`: the traced address and its explainer (GatewayRuntime+Trace).
+        var traced: TraceState?
     }
 
     /// The logger at the level in force: the one it was given (`--log-level`), unless a remote document sets

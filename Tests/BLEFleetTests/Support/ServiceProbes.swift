@@ -20,15 +20,20 @@ func offPool<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async thro
     }
 }
 
-/// GET with curl (a real HTTP client), bounded.
+/// GET with curl (a real HTTP client), bounded at 20 s: generous, because the bound is not what a test measures and
+/// a full parallel run on two cores can keep a route waiting for seconds. A failed GET throws with curl's exit code
+/// (22: an HTTP error status, 28: the bound passed) instead of reading as an empty page.
 func httpGet(_ url: String) throws -> String {
     let p = Process()
     let out = Pipe()
     p.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
-    p.arguments = ["-sf", "--max-time", "5", url]
+    p.arguments = ["-sSf", "--max-time", "20", url]
     p.standardOutput = out
     try p.run()
     let data = out.fileHandleForReading.readDataToEndOfFile()
     p.waitUntilExit()
+    guard p.terminationStatus == 0 else {
+        throw TestSetupError(description: "GET \(url): curl exited \(p.terminationStatus)")
+    }
     return String(decoding: data, as: UTF8.self)
 }
