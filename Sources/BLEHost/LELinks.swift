@@ -73,8 +73,48 @@ public final class LELinks: @unchecked Sendable {
 
     private struct Link {
         let bearer: ACLBearer
-        /// `drop()` was called: Disconnect is on its way; nothing more is sent.
-        var dropping = false
+        var phase = Phase.open
+
+        enum Phase {
+            /// Carrying ATT both ways.
+            case open
+            /// `drop()` was called: Disconnect is on its way; nothing more is sent.
+            case dropping
+        }
+    }
+
+    /// The links `run()` carries, by handle; once it has ended there are none, and none is made again.
+    private enum LinkTable {
+        case carrying([UInt16: Link])
+        /// `run()` has ended: a bearer asked for is closed at once, a send throws, a pairing stream ends at once.
+        case ended
+
+        subscript(handle: UInt16) -> Link? {
+            guard case .carrying(let table) = self else { return nil }
+            return table[handle]
+        }
+
+        var count: Int {
+            guard case .carrying(let table) = self else { return 0 }
+            return table.count
+        }
+
+        /// Puts `link` on `handle` (nil: removes it) and returns the one it replaced; nothing once ended.
+        @discardableResult
+        mutating func set(_ handle: UInt16, _ link: Link?) -> Link? {
+            guard case .carrying(var table) = self else { return nil }
+            self = .ended  // the table leaves the enum while it changes, so that it changes in place, uncopied
+            defer { self = .carrying(table) }
+            if let link { return table.updateValue(link, forKey: handle) }
+            return table.removeValue(forKey: handle)
+        }
+
+        /// Ends the table; the links it carried.
+        mutating func end() -> [UInt16: Link] {
+            defer { self = .ended }
+            guard case .carrying(let table) = self else { return [:] }
+            return table
+        }
     }
 
     public let controller: HCIController
@@ -88,7 +128,7 @@ public final class LELinks: @unchecked Sendable {
 
     // Guarded by `lock`.
     private let lock = NSLock()
-    private var links: [UInt16: Link] = [:]
+    private var links = LinkTable.carrying([:])
     private var reassembler: ACLReassembler
     private var scheduler: ACLScheduler
     private var signaling = L2CAPLESignaling()
@@ -96,7 +136,6 @@ public final class LELinks: @unchecked Sendable {
     private var pairings = PeripheralPairings()
     private var pairingReports: AsyncStream<PairingEvent>.Continuation?
     private var stats = Statistics()
-    private var ended = false
     /// The controller's events (no advertising reports), subscribed at init: links made before `run()` reads are
     /// heard.
     private let events: StageQueue<HCIControllerEvent>
@@ -139,7 +178,7 @@ public final class LELinks: @unchecked Sendable {
     public func bearer(for handle: UInt16) -> any ATTBearer {
         let h = handle & 0x0FFF
         return lock.withLock {
-            if ended {
+            if case .ended = links {
                 let b = ACLBearer(handle: h, owner: nil, bufferSize: 1)
                 b.continuation.finish()
                 return b
@@ -249,7 +288,7 @@ public final class LELinks: @unchecked Sendable {
     private func openLink(_ handle: UInt16) -> ACLBearer {
         if let link = links[handle] { return link.bearer }
         let bearer = ACLBearer(handle: handle, owner: self, bufferSize: configuration.incomingBuffer)
-        links[handle] = Link(bearer: bearer)
+        links.set(handle, Link(bearer: bearer))
         stats.linksOpened += 1
         logger.debug("links: 0x\(String(handle, radix: 16)) open")
         return bearer
@@ -259,7 +298,7 @@ public final class LELinks: @unchecked Sendable {
     private func closeLink(_ handle: UInt16, reason: String) {
         reassembler.remove(handle: handle)
         scheduler.disconnected(handle: handle)
-        if let link = links.removeValue(forKey: handle) {
+        if let link = links.set(handle, nil) {
             link.bearer.continuation.finish()
             stats.linksClosed += 1
             logger.debug("links: 0x\(String(handle, radix: 16)) closed: \(reason)")
@@ -271,7 +310,7 @@ public final class LELinks: @unchecked Sendable {
 
     func sendATT(_ pdu: [UInt8], on bearer: ACLBearer) throws {
         try lock.withLock {
-            guard !ended, let link = links[bearer.handle], link.bearer === bearer, !link.dropping else {
+            guard let link = links[bearer.handle], link.bearer === bearer, link.phase == .open else {
                 throw LELinkError(code: .linkClosed, handle: bearer.handle)
             }
             guard pdu.count <= L2CAPFrame.maximumPayload else {
@@ -317,7 +356,7 @@ public final class LELinks: @unchecked Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: PairingEvent.self)
         let old: AsyncStream<PairingEvent>.Continuation? = lock.withLock {
             let old = pairingReports
-            if ended {
+            if case .ended = links {
                 continuation.finish()
                 return old
             }
@@ -351,10 +390,10 @@ public final class LELinks: @unchecked Sendable {
     /// (a handle the controller reused for a newer link is not ended for an old bearer's sake).
     private func disconnect(handle: UInt16, ifCarrying bearer: ACLBearer?) {
         let post: Bool = lock.withLock {
-            guard !ended, var link = links[handle], !link.dropping else { return false }
+            guard var link = links[handle], link.phase == .open else { return false }
             if let bearer, link.bearer !== bearer { return false }
-            link.dropping = true
-            links[handle] = link
+            link.phase = .dropping
+            links.set(handle, link)
             return true
         }
         if post { inboxContinuation.yield(.disconnect(handle)) }
@@ -429,14 +468,12 @@ public final class LELinks: @unchecked Sendable {
 
     private func finish() {
         let (reports, bearers): (AsyncStream<PairingEvent>.Continuation?, [ACLBearer]) = lock.withLock {
-            ended = true
+            let carried = links.end()
             let reports = pairingReports
             pairingReports = nil
-            let all = links.values.map(\.bearer)
-            for h in links.keys { scheduler.disconnected(handle: h) }
-            stats.linksClosed += links.count
-            links.removeAll()
-            return (reports, all)
+            for h in carried.keys { scheduler.disconnected(handle: h) }
+            stats.linksClosed += carried.count
+            return (reports, carried.values.map(\.bearer))
         }
         reports?.finish()
         inboxContinuation.finish()
