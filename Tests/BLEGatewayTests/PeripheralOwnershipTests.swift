@@ -97,6 +97,88 @@ struct PeripheralOwnershipTests {
         #expect(m.tick(now: 12).first == .claim(Self.sensor, rssi: -50))
     }
 
+    @Test func theNextDeadlineIsWhenADecisionCanComeWithNothingHeard() {
+        var m = PeripheralOwnership(gateway: "gw-a", addresses: [Self.sensor])
+        #expect(
+            m.nextDeadline(after: 0) == nil, "never heard, no broker, no adapter: only an event can change anything")
+        m.brokerConnected(now: 0)
+        _ = m.adapter(up: true, now: 0)
+        m.heard(Self.sensor, rssi: -50, now: 0)
+        #expect(m.nextDeadline(after: 0) == 3, "the start-up wait for retained claims ends")
+        #expect(m.tick(now: 3).isEmpty)
+        #expect(m.nextDeadline(after: 3) == 4, "−50 dBm: a 1 s claim delay from 3 s")
+        #expect(m.tick(now: 4) == [.claim(Self.sensor, rssi: -50)])
+        #expect(m.nextDeadline(after: 4) == 6, "the claim settles for 2 s")
+        #expect(m.tick(now: 6).isEmpty, "its echo never came: free again")
+        #expect(m.nextDeadline(after: 6) == 7, "and its claim delay runs again at once")
+        var silent = PeripheralOwnership(gateway: "gw-a", addresses: [Self.sensor])
+        silent.heard(Self.sensor, rssi: -50, now: 0)
+        #expect(silent.nextDeadline(after: 0) == 30, "not ready: only the hearing window's end, 30 s after")
+    }
+
+    @Test func anRSSIThatChangesNoDecisionWakesNoOne() {
+        var m = PeripheralOwnership(gateway: "gw-a", addresses: [Self.sensor])
+        let first = m.heard(Self.sensor, rssi: -70, now: 0)
+        #expect(first, "heard after a silence")
+        let again = m.heard(Self.sensor, rssi: -71, now: 1)
+        #expect(!again, "not ready to claim: the RSSI only goes into a later claim")
+        m.brokerConnected(now: 1)
+        _ = m.adapter(up: true, now: 1)
+        #expect(m.tick(now: 4).isEmpty, "free: its 3 s claim delay starts")
+        let whileFree = m.heard(Self.sensor, rssi: -60, now: 5)
+        #expect(whileFree, "a running claim delay follows the RSSI")
+        let afterSilence = m.heard(Self.sensor, rssi: -60, now: 40)
+        #expect(afterSilence, "heard again after the 30 s window closed")
+    }
+
+    /// The coordinator ticks only at `nextDeadline` and after events that say they may matter; the decisions must be
+    /// those of a machine ticked every 0.1 s, at the same moments (to the fine machine's tick).
+    @Test func decidingAtDeadlinesAndEventsDecidesAsFineTickingDoes() {
+        var fine = PeripheralOwnership(gateway: "gw-a", addresses: [Self.sensor])
+        var lazy = fine
+        var fineLog: [(Double, PeripheralOwnership.Action)] = []
+        var lazyLog: [(Double, PeripheralOwnership.Action)] = []
+        // Heard every 0.5 s at −66 dBm for 60 s; the broker from 1 s, the adapter from 2 s; another gateway's claim at
+        // 20 s (a 10 s lease, −70 dBm: not worse by the margin), never renewed.
+        func events(_ m: inout PeripheralOwnership, at t: Double) -> (wake: Bool, actions: [PeripheralOwnership.Action])
+        {
+            var wake = false
+            var actions: [PeripheralOwnership.Action] = []
+            if t == 1 {
+                m.brokerConnected(now: t)
+                m.status(of: "gw-b", online: true)
+                wake = true
+            }
+            if t == 2 {
+                actions += m.adapter(up: true, now: t)
+                wake = true
+            }
+            if t == 20 {
+                m.claimed(Self.sensor, .init(gateway: "gw-b", rssi: -70, leaseS: 10, receivedAt: t), now: t)
+                wake = true
+            }
+            if t.truncatingRemainder(dividingBy: 0.5) == 0, m.heard(Self.sensor, rssi: -66, now: t) { wake = true }
+            return (wake, actions)
+        }
+        var next: Double? = 0
+        for step in 0...600 {
+            let t = Double(step) / 10
+            let f = events(&fine, at: t)
+            fineLog += (f.actions + fine.tick(now: t)).map { (t, $0) }
+            let l = events(&lazy, at: t)
+            lazyLog += l.actions.map { (t, $0) }
+            if l.wake || next.map({ t >= $0 }) == true {
+                lazyLog += lazy.tick(now: t).map { (t, $0) }
+                next = lazy.nextDeadline(after: t)
+            }
+        }
+        #expect(!fineLog.isEmpty)
+        #expect(fineLog.map(\.1) == lazyLog.map(\.1))
+        #expect(
+            zip(fineLog, lazyLog).allSatisfy { abs($0.0 - $1.0) < 0.11 },
+            "at \(fineLog.map(\.0)) and \(lazyLog.map(\.0))")
+    }
+
     @Test func theGatewayThatHearsTheDeviceBestTakesIt() {
         var f = Fleet(["gw-a", "gw-b", "gw-c"])
         #expect(f.run(20, rssi: ["gw-a": -85, "gw-b": -62, "gw-c": -78]) == 1)

@@ -6,8 +6,8 @@ import Foundation
 import Logging
 
 /// Carries out `PeripheralOwnership` (docs/PERIPHERALS.md, "One owner per peripheral"): follows the claim topics and
-/// every gateway's retained status, ticks the state machine once a second, writes this gateway's claims and tells the
-/// peripheral service what it owns.
+/// every gateway's retained status, has the state machine decide at its deadlines and after events, writes this
+/// gateway's claims and tells the peripheral service what it owns.
 ///
 /// Claims go straight to the broker, not through the spool: a claim is a statement about now, worth nothing when
 /// replayed after an outage (the lease would have run out), and while the broker is away no other gateway can read
@@ -25,6 +25,8 @@ final class OwnershipCoordinator: @unchecked Sendable {
     let peripherals: PeripheralService
     let clock: any BLEClock
     let logger: Logger
+    /// Signalled by every event that may change a decision before the machine's next deadline.
+    let eventsArrived = WakeSignal()
 
     init(
         gateway: String, addresses: [BDAddress], lease: Double, margin: Double, client: MQTTClient, topics: Topics,
@@ -42,8 +44,10 @@ final class OwnershipCoordinator: @unchecked Sendable {
         self.logger = logger
         peripherals.coordinate(
             .init(
-                heard: { [books, clock] address, rssi in
-                    books.withLock { $0.machine.heard(address, rssi: rssi, now: clock.now().seconds) }
+                heard: { [books, clock, eventsArrived] address, rssi in
+                    if books.withLock({ $0.machine.heard(address, rssi: rssi, now: clock.now().seconds) }) {
+                        eventsArrived.signal()
+                    }
                 },
                 adapter: { [weak self] up in self?.adapter(up: up) }))
     }
@@ -65,10 +69,17 @@ final class OwnershipCoordinator: @unchecked Sendable {
                 group.addTask { for await m in statuses { self.status(m) } }
                 group.addTask { for await m in claims { self.claim(m) } }
                 group.addTask {
+                    // Decides now, then sleeps until the machine's next deadline or an event that may come first.
                     while !Task.isCancelled {
-                        do { try await self.clock.sleep(for: .seconds(1)) } catch { return }
-                        let actions = self.books.withLock { $0.machine.tick(now: self.clock.now().seconds) }
+                        let now = self.clock.now().seconds
+                        let actions = self.books.withLock { $0.machine.tick(now: now) }
                         await self.perform(actions)
+                        let after = self.clock.now().seconds
+                        if let next = self.books.withLock({ $0.machine.nextDeadline(after: after) }) {
+                            await self.eventsArrived.wait(upTo: .seconds(next - after), clock: self.clock)
+                        } else {
+                            await self.eventsArrived.wait()
+                        }
                     }
                 }
                 await group.next()
@@ -80,16 +91,19 @@ final class OwnershipCoordinator: @unchecked Sendable {
     /// The runtime saw the broker connection come up.
     func brokerConnected() {
         books.withLock { $0.machine.brokerConnected(now: clock.now().seconds) }
+        eventsArrived.signal()
     }
 
     /// The runtime saw the broker connection go.
     func brokerLost() {
         let actions = books.withLock { $0.machine.brokerLost(now: clock.now().seconds) }
+        eventsArrived.signal()
         if !actions.isEmpty { Task { await perform(actions) } }
     }
 
     func adapter(up: Bool) {
         let actions = books.withLock { $0.machine.adapter(up: up, now: clock.now().seconds) }
+        eventsArrived.signal()
         if !actions.isEmpty { Task { await perform(actions) } }
     }
 
@@ -108,6 +122,7 @@ final class OwnershipCoordinator: @unchecked Sendable {
             return
         }
         books.withLock { $0.machine.status(of: gateway, online: online) }
+        eventsArrived.signal()
     }
 
     func claim(_ m: MQTTMessage) {
@@ -132,6 +147,7 @@ final class OwnershipCoordinator: @unchecked Sendable {
             claim = .init(gateway: gateway, rssi: rssi, leaseS: lease, receivedAt: now)
         }
         let taken = books.withLock { $0.machine.claimed(address, claim, now: now) }
+        eventsArrived.signal()
         if !taken, let c = claim {
             note(
                 address,

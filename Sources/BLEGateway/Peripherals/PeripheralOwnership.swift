@@ -84,6 +84,14 @@ public struct PeripheralOwnership: Sendable {
     }
 
     struct Entry: Sendable {
+        /// What a decision changes: compared to know when a device's decisions have come to rest.
+        struct Decided: Equatable {
+            var state: State
+            var betterSince: Double?
+            var freeSince: Double?
+        }
+        var decisionState: Decided { Decided(state: state, betterSince: betterSince, freeSince: freeSince) }
+
         var state = State.idle
         var rssi: Double?
         var heardAt = -Double.infinity
@@ -117,13 +125,28 @@ public struct PeripheralOwnership: Sendable {
 
     // MARK: Events
 
-    /// The device heard: an advertisement's RSSI, or the link's (HCI Read RSSI).
-    public mutating func heard(_ address: BDAddress, rssi: Double, now: Double) {
-        guard var e = entries[address] else { return }
+    /// The device heard: an advertisement's RSSI, or the link's (HCI Read RSSI). Returns whether a decision may
+    /// now come sooner than `nextDeadline` said: the device is heard again after a silence, this gateway became the
+    /// better hearer of a device another owns (or stopped being it), or a free device's claim delay is running
+    /// (it follows the RSSI). Otherwise the RSSI only goes into the next claim: no one need wake for it.
+    @discardableResult
+    public mutating func heard(_ address: BDAddress, rssi: Double, now: Double) -> Bool {
+        guard var e = entries[address] else { return false }
+        let wasHeard = heardRecently(e, now: now)
+        let wasBetter = better(e, now: now)
         // Smoothed over a few readings: one strong packet is not a better gateway.
         e.rssi = e.rssi.map { $0 + 0.3 * (rssi - $0) } ?? rssi
         e.heardAt = now
         entries[address] = e
+        return !wasHeard || better(e, now: now) != wasBetter || e.freeSince != nil
+    }
+
+    /// Standing by for another owner and hearing the device by the margin better than it does.
+    func better(_ e: Entry, now: Double) -> Bool {
+        guard case .standby = e.state, let other = valid(e.claim, now: now), other.gateway != me,
+            heardRecently(e, now: now), let mine = e.rssi
+        else { return false }
+        return mine >= (other.rssi ?? -.infinity) + settings.marginDB
     }
 
     /// The claim topic's retained or live message: a claim, or nil when cleared. Returns whether it was taken (false:
@@ -194,21 +217,56 @@ public struct PeripheralOwnership: Sendable {
         return out
     }
 
-    /// Once a second.
+    /// The next moment after `now` at which `tick` could decide something with nothing heard meanwhile: the start-up
+    /// wait ending, a claim's lease running out, a device's hearing window closing, a claim delay, dwell or settle
+    /// ending, a renewal coming due. Nil: only an event can change anything. The coordinator sleeps until then or
+    /// until an event; every event but an RSSI that changes nothing (`heard`) wakes it.
+    public func nextDeadline(after now: Double) -> Double? {
+        var times: [Double] = []
+        if adapterUp, let r = readyAt { times.append(r) }
+        for e in entries.values {
+            if let c = e.claim { times.append(c.receivedAt + c.leaseS) }
+            times.append(e.heardAt + settings.heardWithinS)
+            if let free = e.freeSince, let mine = heardRecently(e, now: now) ? e.rssi : nil {
+                times.append(free + settings.claimDelay(mine))
+            }
+            if let b = e.betterSince { times.append(b + settings.dwellS) }
+            switch e.state {
+            case .claiming(let since): times.append(since + settings.settleS)
+            case .owner(_, let renewedAt): times.append(renewedAt + settings.renewS)
+            case .idle, .standby: break
+            }
+        }
+        // Only what is still ahead: a moment already past was decided at the tick that computed this. Each moment is
+        // the same sum `decide` compares `now` with, so a deadline and its decision agree to the last bit.
+        return times.filter { $0 > now }.min()
+    }
+
+    /// Decides every device at `now`: at the deadlines `nextDeadline` gives and after events.
     public mutating func tick(now: Double) -> [Action] {
         var out: [Action] = []
-        for address in entries.keys.sorted(by: { $0.rawValue < $1.rawValue }) { out += decide(address, now: now) }
+        for address in entries.keys.sorted(by: { $0.rawValue < $1.rawValue }) {
+            // A decision can leave the next one due at once (a claim whose echo never came leaves the device free,
+            // its claim delay to start): decided again until it rests, so no tick has to come "next time". Each
+            // round either rests or moves a state on; four are more than any chain of them.
+            for _ in 0..<4 {
+                let before = entries[address]!.decisionState
+                out += decide(address, now: now)
+                if entries[address]!.decisionState == before { break }
+            }
+        }
         return out
     }
 
     // MARK: Deciding
 
     func valid(_ c: Claim?, now: Double) -> Claim? {
-        guard let c, now - c.receivedAt <= c.leaseS, c.gateway == me || online.contains(c.gateway) else { return nil }
+        // Valid for its lease and not an instant more, so that the moment it lapses is a deadline (`nextDeadline`).
+        guard let c, now < c.receivedAt + c.leaseS, c.gateway == me || online.contains(c.gateway) else { return nil }
         return c
     }
 
-    func heardRecently(_ e: Entry, now: Double) -> Bool { now - e.heardAt <= settings.heardWithinS }
+    func heardRecently(_ e: Entry, now: Double) -> Bool { now < e.heardAt + settings.heardWithinS }
 
     mutating func decide(_ address: BDAddress, now: Double) -> [Action] {
         var e = entries[address]!
@@ -227,7 +285,7 @@ public struct PeripheralOwnership: Sendable {
         /// Free to claim: claimed once it has been free for this gateway's delay (the best hearer's is shortest).
         func claimWhenDue(_ rssi: Double) -> [Action] {
             e.freeSince = e.freeSince ?? now
-            return now - e.freeSince! >= settings.claimDelay(rssi) ? claim() : []
+            return now >= e.freeSince! + settings.claimDelay(rssi) ? claim() : []
         }
 
         switch e.state {
@@ -264,11 +322,11 @@ public struct PeripheralOwnership: Sendable {
                 return []
             }
             e.betterSince = e.betterSince ?? now
-            guard now - e.betterSince! >= settings.dwellS else { return [] }
+            guard now >= e.betterSince! + settings.dwellS else { return [] }
             counters.takeovers += 1
             return claim()
         case .claiming(let since):
-            guard now - since >= settings.settleS else { return [] }
+            guard now >= since + settings.settleS else { return [] }
             if let o = other {
                 // A claim written after ours: it is the last word.
                 e.state = .standby(owner: o.gateway)
@@ -287,7 +345,7 @@ public struct PeripheralOwnership: Sendable {
                 e.state = .standby(owner: o.gateway)
                 return [.standby(address, owner: o.gateway)]
             }
-            guard now - renewedAt >= settings.renewS || current == nil else { return [] }
+            guard now >= renewedAt + settings.renewS || current == nil else { return [] }
             e.state = .owner(since: since, renewedAt: now)
             return [.claim(address, rssi: myRSSI)]
         }
