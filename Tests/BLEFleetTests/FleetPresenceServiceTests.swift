@@ -88,11 +88,13 @@ import Testing
             _ = await connected.next()
             // Three gateways range the tag in the lab, twice a second, as long as the test runs.
             group.addTask { try await Self.rangeTheTagInTheLab(publisher, site: site) }
+            // The first report may come from the readings of fewer than three gateways (on a loaded machine one
+            // gateway's can arrive a moment late): the one that has all three trilaterates, into the lab.
             let inLab = await next(presence) { m, j in
-                m.topic == "t/fleet/presence/\(Self.tag)" && j["room"] as? String == "lab"
+                m.topic == "t/fleet/presence/\(Self.tag)" && (j["gateways"] as? [[String: Any]])?.count == 3
             }
+            #expect(inLab?["room"] as? String == "lab")
             #expect(inLab?["method"] as? String == "trilateration")
-            #expect((inLab?["gateways"] as? [[String: Any]])?.count == 3)
             try await offPool { try waitUntilListening(port: http, what: "the fleet service") }
             let metrics = try await offPool { try httpGet("http://127.0.0.1:\(http)/metrics") }
             #expect(metrics.contains("blegateway_presence_tags{site=\"t\"} 1\n"), "\(metrics.suffix(800))")
