@@ -207,77 +207,6 @@ final class AdapterSupervisor: @unchecked Sendable {
         }
     }
 
-    /// rfkill events for our adapter: block changes, and (since the kernel adds and removes an adapter's switch
-    /// with the adapter) hotplug. Without /dev/rfkill (a container, no permission) the lifecycle still works; it
-    /// just learns of a block or a returning adapter by its periodic open.
-    func followRfkill(adapter name: String) async {
-        let device: RfkillDevice
-        do { device = try RfkillDevice() } catch {
-            logger.debug("adapter \(name): no rfkill events (\(error))")
-            return
-        }
-        shared.withLock { $0.rfkill = device }
-        do {
-            for try await e in device.events where e.kind == .bluetooth {
-                let mine: UInt32? = rfkillSwitch(configured: name)
-                let known = shared.withLock { $0.rfkillIndex }
-                switch e.operation {
-                case .add where e.index == mine:
-                    shared.withLock { $0.rfkillIndex = e.index }
-                    post(.rfkillChanged(soft: e.soft, hard: e.hard))
-                    // The first add is the device's greeting on open; a later one is the adapter coming back.
-                    if known != nil { post(.adapterAdded) }
-                case .add where mine == nil && options.adapterAddress != nil:
-                    // Bound by address and our adapter is not to be found: a new switch may be it, back under another
-                    // index with its address not read yet. The open finds out (and backs off if it is not).
-                    post(.adapterAdded)
-                case .change where e.index == mine || e.index == known:
-                    post(.rfkillChanged(soft: e.soft, hard: e.hard))
-                case .delete where e.index == known:
-                    post(.adapterRemoved)
-                default:
-                    continue
-                }
-            }
-        } catch {
-            logger.debug("adapter \(name): rfkill events ended: \(error)")
-        }
-    }
-
-    /// Shared mode: the kernel's word on our adapter. Powered off or removed, the session is closed at once (its
-    /// discovery would only be refused) and the machine told; powered on or added, the machine opens it again now
-    /// rather than at its next retry. Without a monitor socket shared mode cannot run at all, so this is no less
-    /// available than the session itself.
-    func followIndexes(adapter configured: String) async {
-        let watcher: KernelIndexEvents
-        do { watcher = try KernelIndexEvents() } catch {
-            logger.debug("adapter \(configured): no index events (\(error))")
-            return
-        }
-        defer { watcher.close() }
-        do {
-            for try await e in watcher.events {
-                let name = shared.withLock { $0.boundAdapter } ?? configured
-                guard "hci\(e.index)" == name else { continue }
-                switch e.change {
-                case .up, .added:
-                    post(.adapterAdded)
-                case .down:
-                    tearDown()
-                    post(
-                        .adapterPoweredOff(
-                            reason: "\(name) was powered off (by bluetoothd, the management interface, "
-                                + "rfkill or `hciconfig down`)"))
-                case .removed:
-                    tearDown()
-                    post(.adapterRemoved)
-                }
-            }
-        } catch {
-            logger.debug("adapter \(configured): index events ended: \(error)")
-        }
-    }
-
     // MARK: - Operations (each reports its outcome as events)
 
     /// Opens the transport, brings the controller up and scans.
@@ -314,7 +243,7 @@ final class AdapterSupervisor: @unchecked Sendable {
 
     /// Shared mode: the kernel's scan, followed (the transport started our discovery when it opened), and the
     /// peripheral role through the kernel's L2CAP sockets. Usable at once: there is nothing to bring up.
-    private func listen(_ session: Session, with scanner: Scanner, sighting: @escaping @Sendable (Sighting) -> Void) {
+    func listen(_ session: Session, with scanner: Scanner, sighting: @escaping @Sendable (Sighting) -> Void) {
         shared.withLock { _ in session.scanner = scanner }
         session.scannerTask = Task {
             await withTaskGroup(of: Void.self) { group in
@@ -392,7 +321,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         }
     }
 
-    private func bringUpAndScan(_ session: Session, sighting: @escaping @Sendable (Sighting) -> Void) async {
+    func bringUpAndScan(_ session: Session, sighting: @escaping @Sendable (Sighting) -> Void) async {
         do {
             let info = try await ControllerBringUp.run(session.controller, logger: logger)
             post(.bringUpSucceeded)
@@ -431,7 +360,7 @@ final class AdapterSupervisor: @unchecked Sendable {
 
     /// Makes the session's scanner and role match the duties (called holding the gate). `announce`: a bring-up
     /// waits for `scanEnabled` — from the scanner, or at once when this adapter is not to scan.
-    private func applyDuties(
+    func applyDuties(
         _ session: Session, info: ControllerInfo, announce: Bool,
         sighting: @escaping @Sendable (Sighting) -> Void
     ) async {
@@ -458,132 +387,15 @@ final class AdapterSupervisor: @unchecked Sendable {
         }
     }
 
-    /// Starts the scanner task: a scanner with the parameters in force; `scanEnabled` once its enable commands were
-    /// answered (its `enables` counter moved) when `announce`. On `updateScan` the task stops that scanner and
-    /// starts the next with the new parameters; a failed enable of the new one is a failed re-enable, as for any
-    /// scanner.
-    private func startScanner(
-        _ session: Session, info: ControllerInfo, announce: Bool,
-        sighting: @escaping @Sendable (Sighting) -> Void
-    ) {
-        session.scannerTask = Task {
-            var first = announce
-            while !Task.isCancelled {
-                // A stream per scanner (a cancelled iteration ends an AsyncStream for good), in place before the
-                // parameters are read, so a change made meanwhile is either read now or asks for the next restart.
-                let (restarts, restart) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-                self.shared.withLock { $0.restart = restart }
-                defer { restart.finish() }
-                let scanner = Scanner(
-                    controller: session.controller, mode: .control(info), parameters: self.parameters,
-                    logger: self.logger)
-                self.shared.withLock { _ in session.scanner = scanner }
-                let again = await self.runScanner(scanner, restarts: restarts, announce: first, sighting: sighting)
-                // Its own counts now, and out of the live view in the same step, so none is counted twice.
-                self.shared.withLock { s in
-                    s.tally.ended(scanner)
-                    if session.scanner === scanner { session.scanner = nil }
-                }
-                guard again else { break }
-                first = false
-                self.logger.info("adapter \(self.spec): scanning again with new parameters (\(self.parameters))")
-            }
-        }
-    }
-
-    /// One scanner until it ends, or until a restart is asked for (true). `announce`: post `scanEnabled` (the first
-    /// scanner of a start or recovery step; a parameter change is no recovery).
-    private func runScanner(
-        _ scanner: Scanner, restarts: AsyncStream<Void>, announce: Bool,
-        sighting: @escaping @Sendable (Sighting) -> Void
-    ) async -> Bool {
-        enum Ended { case scanner, enabled, reports, restart, listenerEnded }
-        // The scanner runs in a task of its own so a restart can stop it alone: cancelled, it disables scanning and
-        // finishes its reports, which the reports child still delivers — nothing received is dropped.
-        let running = Task {
-            do { try await scanner.run() } catch let e as HCIError {
-                if e.code != .transportClosed, e.code != .timedOut {
-                    self.post(.stepFailed(.reenableScan, reason: e.description))
-                }
-            } catch {}
-        }
-        return await withTaskCancellationHandler {
-            await withTaskGroup(of: Ended.self) { group in
-                group.addTask {
-                    await running.value
-                    return .scanner
-                }
-                group.addTask {
-                    for await _ in scanner.enabled {
-                        if announce, !Task.isCancelled { self.post(.scanEnabled) }
-                        break
-                    }
-                    return .enabled
-                }
-                group.addTask {
-                    await self.deliver(scanner, to: sighting)
-                    return .reports
-                }
-                group.addTask {
-                    for await _ in restarts { return .restart }
-                    return .listenerEnded
-                }
-                var restart = false
-                var pending: Set<Ended> = [.scanner, .enabled, .reports]
-                while let ended = await group.next() {
-                    pending.remove(ended)
-                    if ended == .restart {
-                        restart = true
-                        running.cancel()
-                    }
-                    // Once the scanner and its reports are done, the other children have nothing left to wait for.
-                    if !pending.contains(.scanner), !pending.contains(.reports) { group.cancelAll() }
-                }
-                return restart && !Task.isCancelled
-            }
-        } onCancel: {
-            running.cancel()
-        }
-    }
-
-    private func stopRole(_ session: Session) async {
+    func stopRole(_ session: Session) async {
         let task = session.roleTask
         session.roleTask = nil
         task?.cancel()
         await task?.value
     }
 
-    private func stopScanner(_ session: Session) async {
-        let task = session.scannerTask
-        session.scannerTask = nil
-        task?.cancel()
-        await task?.value
-        shared.withLock { _ in session.scanner = nil }
-    }
-
-    /// Every report of `scanner` to the sighting sink, until it has finished them; the machine hears that they flow.
-    private func deliver(_ scanner: Scanner, to sighting: @Sendable (Sighting) -> Void) async {
-        do {
-            for try await r in scanner.reports {
-                sighting(Sighting(scanReport: r))
-                noteReport()
-            }
-        } catch {}
-    }
-
-    /// The machine needs to know reports flow, not each one: at most one event a second.
-    private func noteReport() {
-        let now = clock.now()
-        let due = shared.withLock { s -> Bool in
-            guard s.lastReportForwarded.map({ now - $0 >= .seconds(1) }) ?? true else { return false }
-            s.lastReportForwarded = now
-            return true
-        }
-        if due { post(.reportReceived) }
-    }
-
     /// Runs the controller and forwards its faults.
-    private func watch(_ session: Session) {
+    func watch(_ session: Session) {
         let faults = session.controller.events()
         let controller = session.controller
         session.tasks.append(Task { try? await controller.run() })

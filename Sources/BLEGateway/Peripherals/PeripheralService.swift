@@ -38,27 +38,6 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
         }
     }
 
-    /// With one owner per peripheral: what the service tells the coordinator, and which addresses it may connect.
-    public struct Ownership: Sendable {
-        /// The device heard (an advertisement's or the link's RSSI).
-        public var heard: @Sendable (BDAddress, Double) -> Void
-        /// The adapter that makes links came up (true) or went away.
-        public var adapter: @Sendable (Bool) -> Void
-        public init(heard: @escaping @Sendable (BDAddress, Double) -> Void, adapter: @escaping @Sendable (Bool) -> Void)
-        {
-            self.heard = heard
-            self.adapter = adapter
-        }
-    }
-
-    struct Owned: Sendable {
-        var hooks: Ownership
-        /// Addresses this gateway owns (connected, or being connected).
-        var owned: Set<BDAddress> = []
-        /// Addresses another gateway owns, with the owner.
-        var standby: [BDAddress: String] = [:]
-    }
-
     /// Counters for the health topic.
     public struct Statistics: Sendable, Hashable {
         public var connections = ConnectionManager.Counters()
@@ -107,7 +86,7 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
     var connections: GatewayConfiguration.Connections { books.withLock { $0.connections } }
     let output: Output
     /// What the service's tasks share (`Books`), under one lock.
-    private let books: Locked<Books>
+    let books: Locked<Books>
     /// Signalled after every event the manager handled: `linksEnded` waits on it rather than looking on a timer.
     private let managerChanged = WakeSignal()
     /// Signalled after every event the manager handled too, for the one task that sleeps until the manager's next
@@ -165,43 +144,6 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
                     post(.want(.init(address: a, addressType: intent.addressType ?? .public)))
                 }
             }
-        }
-    }
-
-    /// One owner per peripheral: from now on address intents are connected only when `take` says so.
-    public func coordinate(_ hooks: Ownership) {
-        books.withLock { $0.ownership = Owned(hooks: hooks) }
-    }
-
-    /// This gateway owns `address`: keep it connected.
-    public func take(_ address: BDAddress) {
-        guard let intent = intent(for: address) else { return }
-        books.withLock { b in
-            b.ownership?.owned.insert(address)
-            b.ownership?.standby[address] = nil
-        }
-        logger.info("peripheral \(address): this gateway owns it")
-        post(.want(.init(address: address, addressType: intent.addressType ?? .public)))
-    }
-
-    /// This gateway can no longer claim `address` (its broker connection is gone): the link is ended
-    /// ("no longer wanted") until it owns the device again.
-    public func letGo(_ address: BDAddress) {
-        books.withLock { b in _ = b.ownership?.owned.remove(address) }
-        post(.unwant(address))
-    }
-
-    /// Another gateway owns `address`: let it go, and report `standby` naming the owner once the link is down.
-    public func standBy(_ address: BDAddress, owner: String) {
-        let live = books.withLock { b in
-            b.ownership?.owned.remove(address)
-            b.ownership?.standby[address] = owner
-            return b.manager.status(of: address)
-        }
-        logger.info("peripheral \(address): owned by \(owner); standby")
-        post(.unwant(address))
-        if live == nil || live?.state == .disconnected {
-            output.standby(address, intent(for: address)?.name, owner)
         }
     }
 
@@ -430,28 +372,6 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
             ) { [self] in post($0) })
     }
 
-    /// Enrols a phone on the controller session now up, beside the scanning and the links: in exclusive mode the
-    /// session's own links take the pairing (`Enrolment`); in shared mode the kernel pairs, bluetoothd's agent asks
-    /// the user, and the key is read as the kernel announces it (`SharedEnrolment`). Refused while no session is up.
-    public func enrol(
-        _ enrolment: Enrolment, confirm: @escaping @Sendable (UInt32) async -> Bool,
-        progress: @escaping @Sendable (Enrolment.Progress) -> Void
-    ) async throws -> SMPPairingResponder.PeerIdentity {
-        switch books.withLock({ $0.session?.maker }) {
-        case let maker as HCILinkMaker:
-            return try await enrolment.run(
-                controller: maker.controller, links: maker.links, info: maker.info, confirm: confirm,
-                progress: progress)
-        case let maker as KernelLinkMaker:
-            // The kernel pairs and bluetoothd's agent confirms: `confirm` is never asked.
-            return try await SharedEnrolment(
-                adapter: maker.adapter, options: enrolment.options, clock: enrolment.clock, logger: enrolment.logger
-            ).run(progress: progress)
-        default:
-            throw Enrolment.Failed(reason: .unavailable("no adapter session is up (the adapter is down or recovering)"))
-        }
-    }
-
     func serve(_ maker: any PeripheralLinkMaker) async {
         // One session at a time: with two adapters the role moves between controllers, and the one that was lost
         // may still be unwinding (its links reported gone) when the other starts.
@@ -535,162 +455,11 @@ public final class PeripheralService: ControllerRole, @unchecked Sendable {
 
     /// Values a link's GATT client dropped (its reader fell behind), kept past the link's end; `statistics` counts
     /// the live links' itself.
-    private func keepDrops(of link: Link) {
+    func keepDrops(of link: Link) {
         let dropped = link.client.statistics.droppedEvents
         books.withLock { $0.stats.droppedValues += dropped }
     }
 
-    // MARK: - One link
-
-    func run(_ link: Link, maker: any PeripheralLinkMaker) async {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { [self] in
-                do {
-                    try await link.client.run()
-                } catch is CancellationError {
-                } catch {
-                    books.withLock { $0.stats.attTimeouts += 1 }
-                    post(.drop(handle: link.handle, why: "\(error)"))
-                }
-            }
-            group.addTask { [self] in await gatt(link) }
-            // Shared mode has no RSSI of a link: HCI Read RSSI needs the controller, which the kernel owns.
-            if connections.rssiIntervalSeconds > 0, maker.readsRSSI {
-                group.addTask { [self] in
-                    let every = Duration.seconds(connections.rssiIntervalSeconds)
-                    while !Task.isCancelled {
-                        do { try await clock.sleep(for: every) } catch { return }
-                        if let rssi = await maker.rssi(of: link.handle) {
-                            output.rssi(link.peer.address, rssi)
-                            books.withLock { $0.ownership }?.hooks.heard(link.peer.address, Double(rssi))
-                        }
-                    }
-                }
-            }
-            await group.next()
-            group.cancelAll()
-        }
-    }
-
-    /// MTU, discovery, subscriptions and reads; then values until the link ends. Service Changed starts it over.
-    func gatt(_ link: Link) async {
-        let address = link.peer.address
-        do {
-            let mtu = try await link.client.exchangeMTU()
-            while !Task.isCancelled {
-                let db = try await link.client.discoverAll()
-                link.database.withLock { $0 = db }
-                output.gatt(address, mtu, db)
-                for sub in link.intent.subscribe {
-                    guard let (_, c) = db.find(sub.characteristic) else {
-                        logger.warning("peripheral \(address): no characteristic \(sub.characteristic) to subscribe to")
-                        continue
-                    }
-                    let indicate = sub.indicate ?? !c.properties.contains(.notify)
-                    do {
-                        try await link.client.subscribe(c, indicate: indicate)
-                    } catch let e as GATTClientError where e.attErrorCode != nil {
-                        logger.warning("peripheral \(address): subscribe to \(sub.characteristic): \(e)")
-                    }
-                }
-                for r in link.intent.read where r.intervalSeconds == 0 {
-                    await read(link, r.characteristic)
-                }
-                let changed = await follow(link)
-                if !changed { return }
-                logger.info("peripheral \(address): Service Changed; discovering again")
-            }
-        } catch is CancellationError {
-        } catch {
-            logger.warning("peripheral \(address): GATT: \(error)")
-        }
-    }
-
-    /// Values and periodic reads until the link ends (false) or the database changes (true).
-    func follow(_ link: Link) async -> Bool {
-        let address = link.peer.address
-        return await withTaskGroup(of: Bool.self) { group in
-            group.addTask { [self] in
-                for await event in link.client.events {
-                    switch event {
-                    case .value(let handle, let value, let indicated):
-                        guard let (service, c) = link.database.withLock({ $0 })?.owner(ofValueHandle: handle) else {
-                            continue
-                        }
-                        books.withLock { $0.stats.values += 1 }
-                        output.value(address, service.uuid, c.uuid, value, indicated ? "indication" : "notification")
-                    case .serviceChanged:
-                        return true
-                    }
-                }
-                return false
-            }
-            for r in link.intent.read where r.intervalSeconds > 0 {
-                group.addTask { [self] in
-                    while !Task.isCancelled {
-                        do { try await clock.sleep(for: .seconds(r.intervalSeconds)) } catch { return false }
-                        await read(link, r.characteristic)
-                    }
-                    return false
-                }
-            }
-            let first = await group.next() ?? false
-            group.cancelAll()
-            return first
-        }
-    }
-
-    func read(_ link: Link, _ ref: PeripheralIntent.CharacteristicRef) async {
-        guard let db = link.database.withLock({ $0 }), let (service, c) = db.find(ref) else { return }
-        do {
-            let value = try await link.client.read(c.valueHandle)
-            output.value(link.peer.address, service.uuid, c.uuid, value, "read")
-        } catch {
-            logger.warning("peripheral \(link.peer.address): read \(ref): \(error)")
-        }
-    }
-
-    // MARK: - Writes
-
-    /// Why a write was not done: the ATT error, or the gateway's refusal.
-    public struct WriteFailure: Error, Sendable, CustomStringConvertible {
-        public var description: String
-        public var attError: UInt8?
-    }
-
-    /// Writes a characteristic value of a connected peripheral, if its intent allows it.
-    public func write(
-        _ address: BDAddress, service: BluetoothUUID?, characteristic: BluetoothUUID, value: [UInt8],
-        withResponse: Bool
-    ) async throws(WriteFailure) {
-        guard let intent = intent(for: address) else {
-            throw WriteFailure(description: "\(address) is not a configured peripheral")
-        }
-        guard intent.allowsWrite(service: service, characteristic: characteristic) else {
-            books.withLock { $0.stats.refusedWrites += 1 }
-            throw WriteFailure(
-                description: "writes to \(characteristic.shortDescription) are not allowed by configuration")
-        }
-        let link = books.withLock { $0.session }?.gatt.withLock { $0.values.first { $0.peer.address == address } }
-        guard let link, let db = link.database.withLock({ $0 }) else {
-            throw WriteFailure(description: "\(address) is not connected")
-        }
-        guard let (_, c) = db.find(.init(service: service, characteristic: characteristic)) else {
-            throw WriteFailure(description: "\(address) has no characteristic \(characteristic.shortDescription)")
-        }
-        books.withLock { $0.stats.writes += 1 }
-        do {
-            if withResponse {
-                try await link.client.write(c.valueHandle, value)
-            } else {
-                try link.client.writeWithoutResponse(c.valueHandle, value)
-            }
-        } catch let e as GATTClientError {
-            throw WriteFailure(description: "\(e)", attError: e.attErrorCode?.rawValue)
-        } catch {
-            throw WriteFailure(description: "\(error)")
-        }
-    }
 }
 
 extension GATTDatabase {
