@@ -71,7 +71,7 @@ struct SpoolPublisherTests {
             #expect(first?["run"] as? String == "00c0ffee")
             #expect(first?["ts"] as? Double == 1_700_000_001)
             #expect(first?["i"] as? Int == 1)
-            for _ in 0..<200 where spool.statistics.depth > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            try await waitUntil("an empty spool") { spool.statistics.depth == 0 }
             #expect(spool.statistics.depth == 0)
             #expect(publisher.statistics.acknowledged == 500)
         }
@@ -86,32 +86,29 @@ struct SpoolPublisherTests {
             defer { watch.cancel() }
             let received = try observer.subscribe("pub/#", qos: .atLeastOnce)
             await observer.subscribed("pub/#")
-            let collector = Task {
-                var all: [MQTTMessage] = []
-                for await m in received { all.append(m) }
-                return all
-            }
+            let heard = Locked<[MQTTMessage]>([])
+            let collector = Task { for await m in received { heard.withLock { $0.append(m) } } }
+            defer { collector.cancel() }
             for i in 1...300 { _ = spool.append(reading(i)) }
-            try await Task.sleep(for: .milliseconds(150))
+            try await waitUntil("the first readings through") {
+                spool.statistics.depth == 0 && spool.statistics.buffered == 0 && !heard.withLock { $0.isEmpty }
+            }
             // Freeze the broker so acknowledgements stop and the window fills, then kill it: the publishes in
             // flight can only fail, and must be replayed.
             broker.pause()
             for i in 301...400 { _ = spool.append(reading(i)) }
-            for _ in 0..<200 where publisher.statistics.inFlight < 8 { try await Task.sleep(for: .milliseconds(10)) }
+            try await waitUntil("a full window") { publisher.statistics.inFlight >= 8 }
             #expect(publisher.statistics.inFlight == 8)
             broker.kill()
             for i in 401...600 { _ = spool.append(reading(i)) }  // readings keep coming while the broker is away
-            try await Task.sleep(for: .milliseconds(300))
+            try await waitUntil("the publisher sees the broker gone") { !publisher.statistics.connected }
             try broker.start()
-            for _ in 0..<400 where spool.statistics.depth > 0 || spool.statistics.buffered > 0 {
-                try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("an empty spool, nothing buffered", limit: .seconds(20)) {
+                spool.statistics.depth == 0 && spool.statistics.buffered == 0
             }
             #expect(spool.statistics.depth == 0)
             #expect(publisher.statistics.replays > 0, "the restart interrupted publishes in flight")
-            try await Task.sleep(for: .milliseconds(300))
-            watch.cancel()
-            collector.cancel()
-            let got = Set(seqs(await collector.value))
+            let got = Set(seqs(heard.withLock { $0 }))
             // The observer itself was disconnected by the restart, so it may miss messages published while it
             // was away; what it must never see is a reading published out of the spool's order or a seq beyond
             // those committed. The spool being empty proves every reading was acknowledged by the broker.
@@ -174,7 +171,7 @@ struct SpoolPublisherTests {
             _ = try spool.appendDurably(r)
         }
         try await withPublisher(broker, spool: spool) { _, publisher in
-            for _ in 0..<300 where spool.statistics.depth > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            try await waitUntil("an empty spool") { spool.statistics.depth == 0 }
             let s = publisher.statistics
             #expect(s.expired == 4 && s.acknowledged == 6 && spool.statistics.depth == 0, "\(s)")
         }
@@ -202,7 +199,7 @@ struct SpoolPublisherTests {
             broker, spool: spool, window: 8, refusalBackoff: .milliseconds(100),
             maxRefusalBackoff: .milliseconds(400)
         ) { _, publisher in
-            for _ in 0..<500 where publisher.statistics.refused < 3 { try await Task.sleep(for: .milliseconds(20)) }
+            try await waitUntil("three refusals") { publisher.statistics.refused >= 3 }
             let refusing = publisher.statistics
             #expect(refusing.refused >= 3, "the broker never refused")
             #expect(refusing.refusal?.reason == .notAuthorized, "\(String(describing: refusing.refusal))")
@@ -219,7 +216,7 @@ struct SpoolPublisherTests {
                 if arrived.count == 20 { break }
             }
             #expect(arrived == Set(1...20))
-            for _ in 0..<200 where spool.statistics.depth > 0 { try await Task.sleep(for: .milliseconds(20)) }
+            try await waitUntil("an empty spool") { spool.statistics.depth == 0 }
             let s = publisher.statistics
             #expect(spool.statistics.depth == 0 && s.acknowledged == 20 && s.rejected == 0)
             #expect(s.refusal == nil, "the refusal ended with the first acknowledgement")
@@ -318,8 +315,8 @@ struct OversizedPayloadTests {
             // As the gateway wires them: each commit wakes the publisher (it waits for events, not a timer).
             group.addTask { await spool.run(clock: SystemClock(), committed: publisher.readingsAvailable) }
             group.addTask { await publisher.run() }
-            for _ in 0..<500 where publisher.statistics.acknowledged + publisher.statistics.rejected < 3 {
-                try await Task.sleep(for: .milliseconds(20))
+            try await waitUntil("three answered") {
+                publisher.statistics.acknowledged + publisher.statistics.rejected >= 3
             }
             let s = publisher.statistics
             #expect(s.acknowledged == 2, "the readings before and after the oversized one are delivered")
