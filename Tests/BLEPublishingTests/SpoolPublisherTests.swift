@@ -210,12 +210,21 @@ struct SpoolPublisherTests {
             broker.reload()
             // At least once, each seq: a publish in flight when the ACL changed may overtake the oldest, refused
             // one, which is sent again after its backoff (consumers order by seq).
-            var arrived: Set<Int> = []
-            for await m in received {
-                if let seq = seqs([m]).first { arrived.insert(seq) }
-                if arrived.count == 20 { break }
+            // Bounded, so a seq that never comes fails with what is missing instead of holding the suite.
+            let arrived = Locked<Set<Int>>([])
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    for await m in received {
+                        guard let seq = seqs([m]).first else { continue }
+                        if arrived.withLock({ $0.insert(seq).inserted && $0.count == 20 }) { break }
+                    }
+                }
+                group.addTask { try? await Task.sleep(for: .seconds(30)) }
+                await group.next()
+                group.cancelAll()
             }
-            #expect(arrived == Set(1...20))
+            let got = arrived.withLock { $0 }
+            #expect(got == Set(1...20), "missing: \(Set(1...20).subtracting(got).sorted())")
             try await waitUntil("an empty spool") { spool.statistics.depth == 0 }
             let s = publisher.statistics
             #expect(spool.statistics.depth == 0 && s.acknowledged == 20 && s.rejected == 0)
