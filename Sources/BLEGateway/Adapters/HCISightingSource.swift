@@ -147,11 +147,14 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
             // The scanner subscribed to the controller when it was made, before `controller.run()` reads anything.
             if let earlyListener { group.addTask { try await earlyListener.run() } }
             group.addTask { try await controller.run() }
-            // Faults the scanner does not stop for: the controller must be brought up again.
+            // Faults the scanner does not stop for: the controller must be brought up again. Not in a capture: the
+            // host that recorded it answered them then, and stopping here would have `scan()` replay the file again.
             let faults = controller.events()
-            group.addTask {
+            group.addTask { [logger] in
                 for await e in faults.ignoringErrors {
                     switch e {
+                    case .event(.hardwareError(let code)) where observer:
+                        logger.notice("the capture records a Hardware Error event (code 0x\(String(code, radix: 16)))")
                     case .event(.hardwareError(let code)):
                         let why = "Hardware Error event (code 0x\(String(code, radix: 16)))"
                         report(.resetting, why)
