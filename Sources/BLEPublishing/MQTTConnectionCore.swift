@@ -37,11 +37,11 @@ final class MQTTConnectionCore: @unchecked Sendable {
     private struct Handle: @unchecked Sendable { let pointer: OpaquePointer }
 
     let configuration: MQTTConfiguration
-    private let lock = NSLock()
+    let lock = NSLock()
 
     // Guarded by `lock`.
     private var mosq: OpaquePointer?
-    private var secrets = MQTTSecrets()
+    var secrets = MQTTSecrets()
     private var state = MQTTConnectionState()
     private var lastLogLine: String?
     private var pending: [Int32: @Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = [:]
@@ -49,7 +49,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
     /// Retained messages sent unretained because the broker has no retained messages (guarded by `lock`).
     private var unretained = 0
     /// What the last CONNACK said of retained messages (guarded by `lock`).
-    fileprivate var retainAvailable = true
+    var retainAvailable = true
     private var subscriptions: [UInt64: Subscription] = [:]
     private var nextSubscriptionID: UInt64 = 0
     /// SUBSCRIBE packets sent on this connection and not yet acknowledged (message id → filter), the filters the
@@ -184,7 +184,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
 
     /// SUBACK (MQTT 3.1.1 §3.9, 5.0 §3.9): a code that is no failure grants the subscription; from now on the broker
     /// delivers what matches the filter. Waiters for the filter go on.
-    fileprivate func acknowledgeSubscription(mid: Int32, granted: Int32?) {
+    func acknowledgeSubscription(mid: Int32, granted: Int32?) {
         let resumed: [CheckedContinuation<Void, Never>] = lock.withLock {
             guard let filter = subscribeMids.removeValue(forKey: mid), let granted,
                 !MQTTReasonCode(rawValue: Int(granted)).isFailure
@@ -362,7 +362,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         post(.loopExited)
     }
 
-    fileprivate func post(_ event: LoopEvent) {
+    func post(_ event: LoopEvent) {
         let waiter: CheckedContinuation<LoopEvent, Never>? = lock.withLock {
             guard let waiter = mailboxWaiter else {
                 mailbox.append(event)
@@ -374,7 +374,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         waiter?.resume(returning: event)
     }
 
-    fileprivate func acknowledge(mid: Int32, reasonCode: Int32) {
+    func acknowledge(mid: Int32, reasonCode: Int32) {
         // Unknown mids are publishes already failed by a disconnect and resent by libmosquitto in a resumed
         // session; their callers were told "not acknowledged" and will publish again.
         guard let completion = lock.withLock({ pending.removeValue(forKey: mid) }) else { return }
@@ -385,7 +385,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         }
     }
 
-    fileprivate func deliver(_ message: MQTTMessage) {
+    func deliver(_ message: MQTTMessage) {
         let targets: [AsyncStream<MQTTMessage>.Continuation] = lock.withLock {
             subscriptions.values.compactMap { subscription in
                 var matches = false
@@ -401,7 +401,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         if dropped > 0 { lock.withLock { droppedDeliveries += dropped } }
     }
 
-    fileprivate func noteLog(level: Int32, _ line: String) {
+    func noteLog(level: Int32, _ line: String) {
         guard level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
         lock.withLock { lastLogLine = line }
     }
@@ -413,7 +413,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         }
     }
 
-    fileprivate func lastLog() -> String? { lock.withLock { lastLogLine } }
+    func lastLog() -> String? { lock.withLock { lastLogLine } }
 
     /// The system's trusted CA certificates, hashed (Debian's ca-certificates).
     static let systemCADirectory = "/etc/ssl/certs"
@@ -424,7 +424,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
 
     /// What a lost connection's event says: libmosquitto's last log line, and when it was lost before any CONNACK,
     /// the TLS diagnosis (a plaintext client on a TLS port, a client certificate the broker refused).
-    fileprivate func disconnectDetail(_ rc: Int32) -> String? {
+    func disconnectDetail(_ rc: Int32) -> String? {
         let (log, facts) = lock.withLock { (lastLogLine, state.facts) }
         let (answered, timedOut) = (facts.answered, facts.deadlinePassed)
         guard rc != mosqSuccess, !answered else { return log }
@@ -432,9 +432,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
         return Self.joined(Self.joined(waited, log), diagnose())
     }
 
-    fileprivate func noteDisconnect() { lock.withLock { state.endTold() } }
+    func noteDisconnect() { lock.withLock { state.endTold() } }
 
-    fileprivate func noteConnack() {
+    func noteConnack() {
         lock.withLock { state.connackReceived() }
     }
 
@@ -449,7 +449,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
         return parts.isEmpty ? nil : parts.joined(separator: "; ")
     }
 
-    fileprivate func copyPassphrase(into buffer: UnsafeMutablePointer<CChar>, size: Int32) -> Int32 {
+    func copyPassphrase(into buffer: UnsafeMutablePointer<CChar>, size: Int32) -> Int32 {
         lock.withLock {
             guard let passphrase = secrets.keyPassphrase, passphrase.count < Int(size) else { return 0 }
             for (i, byte) in passphrase.enumerated() { buffer[i] = CChar(bitPattern: byte) }
@@ -457,136 +457,6 @@ final class MQTTConnectionCore: @unchecked Sendable {
             return Int32(passphrase.count)
         }
     }
-
-    // MARK: the instance
-
-    /// A new `struct mosquitto *` configured from `configuration`. Called with `lock` held.
-    private func makeInstanceLocked() throws(MQTTError) -> OpaquePointer {
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        let clean = configuration.session == .clean
-        guard let mosq = mosquitto_new(configuration.clientID, clean, context) else {
-            throw MQTTError(
-                kind: .library, code: Int(errno), name: "mosquitto_new failed",
-                detail: String(cString: strerror(errno)))
-        }
-        do {
-            try configureLocked(mosq)
-        } catch {
-            mosquitto_destroy(mosq)
-            throw error
-        }
-        return mosq
-    }
-
-    private func configureLocked(_ mosq: OpaquePointer) throws(MQTTError) {
-        func check(_ rc: Int32, _ what: String) throws(MQTTError) {
-            if rc != mosqSuccess { throw MQTTError.library(rc, detail: what) }
-        }
-        let version = configuration.protocolVersion == .v5 ? MQTT_PROTOCOL_V5 : MQTT_PROTOCOL_V311
-        try check(mosquitto_int_option(mosq, MOSQ_OPT_PROTOCOL_VERSION, version), "protocol version")
-        let window = Int32(clamping: min(max(configuration.maxInFlight, 1), 65535))
-        try check(mosquitto_int_option(mosq, MOSQ_OPT_SEND_MAXIMUM, window), "send maximum")
-        try check(mosquitto_threaded_set(mosq, true), "threaded")
-        installCallbacks(mosq)
-        if configuration.credentials != nil {
-            try check(mosquitto_username_pw_set(mosq, secrets.username, secrets.password), "username/password")
-        }
-        if let tls = configuration.tls {
-            let passwordCallback:
-                (
-                    @convention(c) (
-                        UnsafeMutablePointer<CChar>?, Int32, Int32,
-                        UnsafeMutableRawPointer?
-                    ) -> Int32
-                )?
-            passwordCallback =
-                secrets.keyPassphrase == nil
-                ? nil
-                : { buffer, size, _, userdata in
-                    // OpenSSL's userdata here is the `struct mosquitto *` (lib/net_mosq.c), not our context.
-                    guard let buffer, let userdata, let context = mosquitto_userdata(OpaquePointer(userdata)) else {
-                        return 0
-                    }
-                    return Unmanaged<MQTTConnectionCore>.fromOpaque(context).takeUnretainedValue()
-                        .copyPassphrase(into: buffer, size: size)
-                }
-            // Without a CA file or directory, the system's: libmosquitto 2.0.11 (Debian 12) refuses mosquitto_tls_set
-            // without either (MOSQ_ERR_INVAL) even with MOSQ_OPT_TLS_USE_OS_CERTS, so Debian's hashed directory is
-            // named as well.
-            var caPath = tls.caPath
-            if tls.caFile == nil, tls.caPath == nil {
-                try check(mosquitto_int_option(mosq, MOSQ_OPT_TLS_USE_OS_CERTS, 1), "system CA certificates")
-                caPath = Self.systemCADirectory
-            }
-            try check(
-                mosquitto_tls_set(
-                    mosq, tls.caFile, caPath, tls.certificateFile, tls.keyFile,
-                    passwordCallback), "TLS files")
-            try check(mosquitto_tls_insecure_set(mosq, !tls.verifyHostname), "TLS hostname verification")
-        }
-        if let will = configuration.will {
-            let rc = will.payload.withUnsafeBytes { payload in
-                mosquitto_will_set_v5(
-                    mosq, will.topic, Int32(payload.count), payload.baseAddress,
-                    Int32(will.qos.rawValue), will.retain, nil)
-            }
-            try check(rc, "last will")
-        }
-    }
-
-    private func installCallbacks(_ mosq: OpaquePointer) {
-        mosquitto_connect_v5_callback_set(mosq) { _, context, rc, flags, properties in
-            guard let core = core(context) else { return }
-            // MQTT 5 §3.2.2.3.5 Retain Available: absent means 1. libmosquitto then clears the retain flag of every
-            // publish by itself, silently; the core counts those.
-            var available: UInt8 = 1
-            _ = mosquitto_property_read_byte(properties, Int32(MQTT_PROP_RETAIN_AVAILABLE.rawValue), &available, false)
-            core.lock.withLock { core.retainAvailable = available != 0 }
-            core.noteConnack()
-            core.post(.connack(rc: rc, flags: flags))
-        }
-        mosquitto_disconnect_v5_callback_set(mosq) { _, context, rc, _ in
-            guard let core = core(context) else { return }
-            core.noteDisconnect()
-            let failure = errno
-            core.post(.disconnected(rc: rc, errno: failure, detail: core.disconnectDetail(rc)))
-        }
-        mosquitto_publish_v5_callback_set(mosq) { _, context, mid, reasonCode, _ in
-            core(context)?.acknowledge(mid: mid, reasonCode: reasonCode)
-        }
-        mosquitto_subscribe_v5_callback_set(mosq) { _, context, mid, count, granted, _ in
-            // One filter per SUBSCRIBE here, so one return code.
-            core(context)?.acknowledgeSubscription(mid: mid, granted: count > 0 ? granted?.pointee : nil)
-        }
-        mosquitto_message_v5_callback_set(mosq) { _, context, message, properties in
-            guard let core = core(context), let message = message?.pointee else { return }
-            var expiry: UInt32 = 0
-            let hasExpiry =
-                mosquitto_property_read_int32(
-                    properties, Int32(MQTT_PROP_MESSAGE_EXPIRY_INTERVAL.rawValue),
-                    &expiry, false) != nil
-            let payload =
-                message.payload.map {
-                    Array(UnsafeRawBufferPointer(start: $0, count: Int(message.payloadlen)))
-                } ?? []
-            core.deliver(
-                MQTTMessage(
-                    topic: String(cString: message.topic), payload: payload,
-                    qos: MQTTQoS(rawValue: Int(message.qos)) ?? .atMostOnce, retain: message.retain,
-                    messageExpiryInterval: hasExpiry ? expiry : nil))
-        }
-        mosquitto_log_callback_set(mosq) { _, context, level, line in
-            // libmosquitto logs every packet at debug level (two lines per QoS 1 publish): only errors and warnings
-            // are kept, so the others are dropped before they become Swift strings.
-            guard let line, level & (MOSQ_LOG_ERR | MOSQ_LOG_WARNING) != 0 else { return }
-            core(context)?.noteLog(level: level, String(cString: line))
-        }
-    }
 }
 
 let mosqSuccess = Int32(MOSQ_ERR_SUCCESS.rawValue)
-
-/// The context pointer given to `mosquitto_new` back as the core. Unretained: the core outlives the instance.
-private func core(_ context: UnsafeMutableRawPointer?) -> MQTTConnectionCore? {
-    context.map { Unmanaged<MQTTConnectionCore>.fromOpaque($0).takeUnretainedValue() }
-}
