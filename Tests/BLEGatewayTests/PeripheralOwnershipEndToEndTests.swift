@@ -139,8 +139,8 @@ extension EndToEndSuites {
                     simDir.appendingPathComponent("\($0).gateway-config.yaml").path,
                 ]
             }
-            for _ in 0..<400 where !written.allSatisfy({ FileManager.default.fileExists(atPath: $0) }) {
-                try await Task.sleep(for: .milliseconds(25))
+            try await waitUntil("the simulator's sockets and gateway files") {
+                written.allSatisfy { FileManager.default.fileExists(atPath: $0) }
             }
             let collector = try Collector(port: broker.port, prefix: "own")
             defer { collector.stop() }

@@ -51,9 +51,7 @@ extension EndToEndSuites {
                 ], log: root.appendingPathComponent("sim.log").path)
             defer { sim.stop() }
             let socket = simDir.appendingPathComponent("gw-r.sock").path
-            for _ in 0..<200 where !FileManager.default.fileExists(atPath: socket) {
-                try await Task.sleep(for: .milliseconds(25))
-            }
+            try await waitUntil("the simulator's socket") { FileManager.default.fileExists(atPath: socket) }
 
             let prefix = "rs\(UInt32.random(in: 0...UInt32.max))"
             let base = "\(prefix)/gw-r/peripherals"

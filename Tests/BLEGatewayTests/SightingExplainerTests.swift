@@ -99,7 +99,7 @@ extension YAMLConfigurationReader {
 
 /// The command itself, against the simulator speaking H4 on a socket, as an operator runs it.
 @Suite(.serialized) struct ExplainCommandTests {
-    @Test func explainShowsEachReportFromTheAddressAndWhatTheConfigurationDoesWithIt() throws {
+    @Test func explainShowsEachReportFromTheAddressAndWhatTheConfigurationDoesWithIt() async throws {
         let dir = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("explain-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: dir) }
@@ -112,8 +112,7 @@ extension YAMLConfigurationReader {
             ], log: dir.appendingPathComponent("sim.log").path)
         defer { sim.stop() }
         let socket = dir.appendingPathComponent("gw-lobby.sock").path
-        let deadline = ContinuousClock.now + .seconds(10)
-        while !FileManager.default.fileExists(atPath: socket) && ContinuousClock.now < deadline { usleep(20_000) }
+        try await waitUntil("the simulator's socket") { FileManager.default.fileExists(atPath: socket) }
         let config = dir.appendingPathComponent("gateway.yaml")
         try "scan:\n  filters: [\"rssi:-20\"]\n".write(to: config, atomically: true, encoding: .utf8)
         let explained = try ToolRun.run(

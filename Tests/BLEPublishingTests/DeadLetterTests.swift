@@ -78,7 +78,7 @@ struct DeadLetterTests {
     }
 
     func until(_ condition: () -> Bool) async throws {
-        for _ in 0..<1500 where !condition() { try await Task.sleep(for: .milliseconds(20)) }
+        try await waitUntil("the dead-letter test's condition", limit: .seconds(30)) { condition() }
     }
 
     @Test(arguments: poisons)

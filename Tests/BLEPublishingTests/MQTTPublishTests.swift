@@ -60,7 +60,7 @@ struct MQTTPublishTests {
             async let first = client.publish(MQTTMessage(topic: "w", payload: [1], qos: .atLeastOnce))
             async let second = client.publish(MQTTMessage(topic: "w", payload: [2], qos: .atLeastOnce))
             // Wait until both are in the window (bounded); a third is refused only then.
-            for _ in 0..<2000 where client.inFlightCount < 2 { try await Task.sleep(for: .milliseconds(5)) }
+            try await waitUntil("both publishes in the window") { client.inFlightCount >= 2 }
             #expect(client.inFlightCount == 2)
             var third: MQTTError?
             do {

@@ -7,25 +7,62 @@ import Testing
 /// Collects a client's events so a test can wait for one (bounded: a missing event fails, it never hangs).
 actor EventRecorder {
     private(set) var events: [MQTTEvent] = []
+    /// Waits for the next event, by id: all resumed at each event (they look again), or one when its wait ends.
+    private var waiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var lastWaiter = 0
 
-    func append(_ event: MQTTEvent) { events.append(event) }
+    func append(_ event: MQTTEvent) {
+        events.append(event)
+        let woken = waiters.values
+        waiters.removeAll()
+        for w in woken { w.resume() }
+    }
 
-    /// Waits until `count` events satisfy `predicate`; returns them. Gives up after `limit` of real time, which
-    /// is a guard against hanging, not a timing assertion.
+    /// Waits until `count` events satisfy `predicate`; returns them. It looks again at each event, not on a timer,
+    /// and gives up after `limit` of real time, which is a guard against hanging, not a timing assertion.
     @discardableResult
     func waitFor(
         _ count: Int = 1, limit: Duration = .seconds(20), sourceLocation: SourceLocation = #_sourceLocation,
-        _ predicate: (MQTTEvent) -> Bool
+        _ predicate: @escaping @Sendable (MQTTEvent) -> Bool
     ) async -> [MQTTEvent] {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            let matching = events.filter(predicate)
-            if matching.count >= count { return matching }
-            try? await Task.sleep(for: .milliseconds(10))
+        let met = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                while await self.events.filter(predicate).count < count {
+                    if Task.isCancelled { return false }
+                    await self.nextEvent()
+                }
+                return true
+            }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
         }
-        Issue.record("timed out waiting for \(count) matching events; saw \(events)", sourceLocation: sourceLocation)
+        if !met {
+            Issue.record(
+                "timed out waiting for \(count) matching events; saw \(events)", sourceLocation: sourceLocation)
+        }
         return events.filter(predicate)
     }
+
+    /// Returns at the next event, or when the waiting task is cancelled.
+    private func nextEvent() async {
+        lastWaiter += 1
+        let id = lastWaiter
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (c: CheckedContinuation<Void, Never>) in
+                // Registered on the actor; a cancellation is seen here, or resumes it once registered.
+                if Task.isCancelled { c.resume() } else { waiters[id] = c }
+            }
+        } onCancel: {
+            Task { await self.giveUp(id) }
+        }
+    }
+
+    private func giveUp(_ id: Int) { waiters.removeValue(forKey: id)?.resume() }
 
     func count(_ predicate: (MQTTEvent) -> Bool) -> Int { events.filter(predicate).count }
 }
