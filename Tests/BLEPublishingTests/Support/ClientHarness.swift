@@ -27,9 +27,8 @@ actor EventRecorder {
     ) async -> [MQTTEvent] {
         let met = await withTaskGroup(of: Bool.self) { group in
             group.addTask {
-                while await self.events.filter(predicate).count < count {
+                while await !self.satisfiedOrNextEvent(count, predicate) {
                     if Task.isCancelled { return false }
-                    await self.nextEvent()
                 }
                 return true
             }
@@ -48,8 +47,11 @@ actor EventRecorder {
         return events.filter(predicate)
     }
 
-    /// Returns at the next event, or when the waiting task is cancelled.
-    private func nextEvent() async {
+    /// True when `count` events satisfy `predicate` already; otherwise false at the next event, or when the waiting
+    /// task is cancelled. The look and the waiter's registration are one step on the actor: an event appended
+    /// between a look and a later registration would be missed, and its wait would run to its bound.
+    private func satisfiedOrNextEvent(_ count: Int, _ predicate: (MQTTEvent) -> Bool) async -> Bool {
+        if events.filter(predicate).count >= count { return true }
         lastWaiter += 1
         let id = lastWaiter
         await withTaskCancellationHandler {
@@ -60,6 +62,7 @@ actor EventRecorder {
         } onCancel: {
             Task { await self.giveUp(id) }
         }
+        return false
     }
 
     private func giveUp(_ id: Int) { waiters.removeValue(forKey: id)?.resume() }
