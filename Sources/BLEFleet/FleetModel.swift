@@ -252,6 +252,7 @@ public struct FleetModel: Sendable {
             ("reassembly_expired", h.scan.reassembly?.expired), ("reassembly_oversized", h.scan.reassembly?.oversized),
             ("raw_rate_limited", h.scan.raw_rate_limited), ("telemetry_discarded", h.scan.telemetry_discarded),
             ("subscriptions", h.publish.dropped_deliveries), ("peripheral_values", h.peripherals?.dropped_values),
+            ("publisher_notices", h.publish.notices_dropped),
         ]
         return stages.reduce(into: [:]) { d, s in if let v = s.1 { d[s.0] = v } }
     }

@@ -61,6 +61,7 @@ enum FleetPayload {
             var reconnects: Int?
             var rejected: Int?
             var dropped_deliveries: Int?
+            var notices_dropped: Int?
         }
         struct Scan: Decodable {
             struct Dropped: Decodable {

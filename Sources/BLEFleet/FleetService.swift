@@ -124,25 +124,24 @@ public final class FleetService: Service, Sendable {
     func follow(_ events: AsyncStream<MQTTEvent>) async {
         var everConnected = false
         for await e in events {
+            let reconnected = everConnected
             books.withLock { books in
-                var b = books.broker
-                defer { books.broker = b }
                 switch e {
                 case .connected:
-                    if everConnected { b.reconnects += 1 }
-                    everConnected = true
-                    b.connected = true
-                    b.lastError = nil
+                    if reconnected { books.broker.reconnects += 1 }
+                    books.broker.connected = true
+                    books.broker.lastError = nil
                 case .connectionRefused(let error), .connectionFailed(let error):
-                    b.connected = false
-                    b.lastError = "\(error)"
+                    books.broker.connected = false
+                    books.broker.lastError = "\(error)"
                 case .disconnected(let error):
-                    b.connected = false
-                    b.lastError = error.map { "\($0)" }
+                    books.broker.connected = false
+                    books.broker.lastError = error.map { "\($0)" }
                 case .connecting, .unacknowledged, .backingOff:
                     break
                 }
             }
+            if case .connected = e { everConnected = true }
             if case .connected = e {
                 logger.info("fleet: connected to \(configuration.brokerURL)")
                 publishStatus()
@@ -323,48 +322,46 @@ public final class FleetService: Service, Sendable {
         }
     }
 
-    /// The broker connection as the pages show it, with the service's own losses.
-    func brokerState() -> FleetViews.BrokerState {
-        var b = books.withLock { $0.broker }
-        b.droppedMessages = client.droppedDeliveries
-        return b
+    /// Draws a page from one moment of the model and the broker connection (with the service's own losses, a
+    /// counter the client keeps, read just before).
+    private func drawn<Page>(_ draw: (FleetModel, FleetViews.BrokerState) -> Page) -> Page {
+        let dropped = client.droppedDeliveries
+        return books.withLock { books in
+            var broker = books.broker
+            broker.droppedMessages = dropped
+            return draw(books.model, broker)
+        }
     }
 
     // Views for the routes.
     func overview() -> FleetViews.Overview {
-        let b = brokerState()
         let now = clock.unixTime()
-        return books.withLock { FleetViews.overview($0.model, broker: b, now: now) }
+        return drawn { FleetViews.overview($0, broker: $1, now: now) }
     }
 
     func gatewayPage(_ id: String) -> FleetViews.GatewayPage {
-        let b = brokerState()
         let now = clock.unixTime()
-        return books.withLock { FleetViews.gateway($0.model, id: id, broker: b, now: now) }
+        return drawn { FleetViews.gateway($0, id: id, broker: $1, now: now) }
     }
 
     func beaconPage(_ id: String) -> FleetViews.BeaconPage {
-        let b = brokerState()
         let now = clock.unixTime()
-        return books.withLock { FleetViews.beacon($0.model, id: id, broker: b, now: now) }
+        return drawn { FleetViews.beacon($0, id: id, broker: $1, now: now) }
     }
 
     func sensorPage(_ id: String) -> FleetViews.SensorPage {
-        let b = brokerState()
         let now = clock.unixTime()
-        return books.withLock { FleetViews.sensor($0.model, id: id, broker: b, now: now) }
+        return drawn { FleetViews.sensor($0, id: id, broker: $1, now: now) }
     }
 
     func presencePage() -> FleetViews.PresencePage {
-        let b = brokerState()
         let now = clock.unixTime()
         let p = presence.withLock { $0 }
-        return books.withLock { FleetViews.presence(p, model: $0.model, broker: b, now: now) }
+        return drawn { FleetViews.presence(p, model: $0, broker: $1, now: now) }
     }
 
     func metrics() -> String {
-        let b = brokerState()
         let p = presence.withLock { $0 }
-        return books.withLock { PrometheusExposition.render($0.model, broker: b, presence: p) }
+        return drawn { PrometheusExposition.render($0, broker: $1, presence: p) }
     }
 }

@@ -38,6 +38,9 @@ public final class SpoolPublisher: Sendable {
         /// Readings handed to the client and not yet resolved.
         public var inFlight: Int = 0
         public var connected = false
+        /// Notices (`Notice`) dropped because nobody read them: the oldest go first once `noticeBuffer` are waiting.
+        /// What they told is counted above and kept in the spool's dead letters either way.
+        public var noticesDropped: UInt64 = 0
     }
 
     /// A broker refusing publishes for now: its reason and since when (the publisher's clock, Unix time).
@@ -66,8 +69,10 @@ public final class SpoolPublisher: Sendable {
     let state: Locked<State>
 
     /// What happened that the gateway logs or reports: a reading the broker can never take (kept in the spool's dead
-    /// letters), and a family's refusal episode beginning (once per episode) or ending. Rare events, so the stream
-    /// buffers them all: none is lost while its follower is busy.
+    /// letters), and a family's refusal episode beginning (once per episode) or ending. Rare events: the stream
+    /// buffers `noticeBuffer` of them for a busy follower, and counts (`Statistics.noticesDropped`) what a publisher
+    /// nobody follows (a benchmark, a test) would otherwise keep without bound.
+    public static let noticeBuffer = 256
     public enum Notice: Sendable {
         case rejected(SpooledReading, MQTTError)
         case refusal(RefusalEpisode)
@@ -104,6 +109,11 @@ public final class SpoolPublisher: Sendable {
         }
     }
 
+    /// Hands a notice to the follower; one pushed out of a full buffer is counted here, once.
+    private func tell(_ notice: Notice) {
+        if case .dropped = noticeSink.yield(notice) { state.withLock { $0.stats.noticesDropped += 1 } }
+    }
+
     /// - Parameters:
     ///   - window: readings handed to the client at once (≤ the client's `maxInFlight`).
     ///   - retryInterval: the wait before reading the spool again after a read failed. Otherwise the publisher waits
@@ -119,7 +129,8 @@ public final class SpoolPublisher: Sendable {
     ) {
         self.base = base
         self.maxPayloadBytes = maxPayloadBytes
-        (notices, noticeSink) = AsyncStream.makeStream(of: Notice.self)
+        (notices, noticeSink) = AsyncStream.makeStream(
+            of: Notice.self, bufferingPolicy: .bufferingNewest(Self.noticeBuffer))
         self.state = Locked(
             State(
                 holds: RefusalHolds(initialBackoff: refusalBackoff, maxBackoff: maxRefusalBackoff),
@@ -157,7 +168,7 @@ public final class SpoolPublisher: Sendable {
                 $0.stats.rejected += 1
                 $0.stats.poisoned += 1
             }
-            noticeSink.yield(.rejected(poison, e))
+            tell(.rejected(poison, e))
         }
         wake.signal()
         progress.signal()
@@ -267,7 +278,7 @@ public final class SpoolPublisher: Sendable {
                         if !ended.isEmpty { s.holdsChanged() }
                         return ended
                     }
-                    for family in ended { noticeSink.yield(.refusal(.ended(family: family, expired: true))) }
+                    for family in ended { tell(.refusal(.ended(family: family, expired: true))) }
                 } else {
                     // A batch all held back or in flight: read on, to what is behind it (or to the end).
                     readOn = handed == 0
@@ -322,7 +333,7 @@ public final class SpoolPublisher: Sendable {
                 return true
             }
             finish(r.seq) { $0.acknowledged += 1 }
-            if ended { noticeSink.yield(.refusal(.ended(family: family, expired: false))) }
+            if ended { tell(.refusal(.ended(family: family, expired: false))) }
         case .failure(let e)
         where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isLastingForThisMessage
             || e.isLocalRefusalOfThisMessage:
@@ -331,7 +342,7 @@ public final class SpoolPublisher: Sendable {
             spool.deadLetter(r.seq, reason: DeadLetterReason(code: e.code, name: name), at: clock.unixTime())
             finish(r.seq) { $0.rejected += 1 }
             probeLost(r.seq)
-            noticeSink.yield(.rejected(r, e))
+            tell(.rejected(r, e))
         case .failure(let e)
         where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isFailure || e.isQoSNotSupported:
             // Refused for now: kept in the spool, its family held back and tried again after a backoff that doubles
@@ -347,7 +358,7 @@ public final class SpoolPublisher: Sendable {
                 s.holdsChanged()
                 return began
             }
-            if began { noticeSink.yield(.refusal(.began(family: family, first: r, error: e))) }
+            if began { tell(.refusal(.began(family: family, first: r, error: e))) }
         case .failure(let e):
             // Not acknowledged, not connected, window full: it stays in the spool and is replayed.
             state.withLock {

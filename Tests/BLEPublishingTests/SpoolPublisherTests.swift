@@ -333,4 +333,38 @@ struct OversizedPayloadTests {
             group.cancelAll()
         }
     }
+
+    /// Notices are rare, but a publisher nobody follows (a benchmark, a tool) must not keep them without bound: past
+    /// the buffer the oldest go, each counted once, and the rejections themselves are all still counted.
+    @Test func unreadNoticesPastTheBufferAreCountedAndTheRejectionsStillAre() async throws {
+        let broker = try startBroker()
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("notices-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        var sc = SpoolConfiguration(path: dir.appendingPathComponent("spool.sqlite").path)
+        sc.durability = .normal
+        let spool = try Spool(configuration: sc)
+        let oversized = SpoolPublisher.noticeBuffer + 44
+        for i in 0..<oversized {
+            _ = try spool.appendDurably(
+                Reading(
+                    .sample, topic: "big/gw/raw", body: Array(#"{"i":\#(i),"pad":"0123456789abcdef"}"#.utf8), qos: 1,
+                    ts: 1.7e9, clockSynchronized: true, run: "00c0ffee"))
+        }
+        let client = MQTTClient(configuration: testConfiguration(broker))
+        let publisher = SpoolPublisher(
+            spool: spool, client: client, window: 8, clock: SystemClock(), maxPayloadBytes: 16)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await client.run() }
+            group.addTask { for await e in client.events { publisher.clientEvent(e) } }
+            group.addTask { await spool.run(clock: SystemClock(), committed: publisher.readingsAvailable) }
+            group.addTask { await publisher.run() }
+            try await waitUntil("every oversized reading rejected") {
+                publisher.statistics.rejected >= UInt64(oversized)
+            }
+            let s = publisher.statistics
+            #expect(s.rejected == UInt64(oversized))
+            #expect(s.noticesDropped == 44, "all but the newest \(SpoolPublisher.noticeBuffer) notices went unread")
+            group.cancelAll()
+        }
+    }
 }

@@ -197,6 +197,8 @@ struct GatewayReadings: Sendable {
             if let d = h.deniedSuspected { p.bool("denied_suspected", d) }
             p.int("expired", h.publish.expired)
             p.int("dropped_deliveries", h.droppedDeliveries)
+            // Only when a notice (a dead letter, a refusal beginning or ending) went unread: the counts hold anyway.
+            if h.publish.noticesDropped > 0 { p.int("notices_dropped", h.publish.noticesDropped) }
             // Refusals for now (Not authorized, Quota exceeded …): the readings are kept and sent again.
             p.object("refused") { r in
                 r.int("count", h.publish.refused)
