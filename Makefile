@@ -11,7 +11,7 @@ PKGS_RUN     := mosquitto mosquitto-clients openssl python3-jsonschema python3-v
 # The kernel path is tested in a qemu VM running a Debian kernel and BlueZ's btvirt (x86_64 hosts).
 PKGS_KERNEL  := qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools cpio kmod e2fsprogs
 
-.PHONY: all deps deps-kernel deps-browser test-venv sensors-venv ha-venv build release test test-unit test-kernel test-powerloss soak test-homeassistant test-fleet demo bench fuzz test-fuzz amqtt-venv clean
+.PHONY: all deps deps-kernel deps-browser test-venv sensors-venv esphome-venv esphome-proto ha-venv build release test test-unit test-kernel test-powerloss soak test-homeassistant test-fleet demo bench fuzz test-fuzz amqtt-venv clean
 
 all: build
 
@@ -67,7 +67,7 @@ release: deps
 
 # Unit, protocol and end-to-end tests (a real mosquitto, SQLite on real files, the simulator), then the Linux
 # kernel path in a VM, then the Debian package in a Debian root. Each part prints its own closing count.
-test: deps deps-kernel test-venv sensors-venv amqtt-venv ha-venv
+test: deps deps-kernel test-venv sensors-venv amqtt-venv ha-venv esphome-venv
 	# Package.swift lists exactly what each target imports, and docs/ARCHITECTURE.md draws that graph.
 	$(SWIFT) package dump-package | python3 Tests/tools/check_target_imports.py --graph docs/ARCHITECTURE.md
 	# The format .swift-format describes (120 columns), on the shipped code, the benchmarks, the tests and the fuzzers.
@@ -100,6 +100,29 @@ amqtt-venv:
 	  $(SUDO) $(AMQTT_VENV)/bin/pip install -q --disable-pip-version-check -r $(AMQTT_REQS) && \
 	  $(SUDO) cp $(AMQTT_REQS) $(AMQTT_VENV)/requirements.txt; \
 	fi
+
+# Home Assistant's ESPHome client (aioesphomeapi, the version Home Assistant 2025.4 pins), for the proxy's end-to-end
+# test (Tests/BLEGatewayTests/ESPHomeProxyEndToEndTests.swift). Cached outside the clone; rebuilt when the pin changes.
+ESPHOME_VENV := /var/cache/blegateway-esphome-venv
+ESPHOME_REQS := Tests/tools/esphome-requirements.txt
+esphome-venv:
+	$(call apt_install,python3-venv)
+	@if ! cmp -s $(ESPHOME_REQS) $(ESPHOME_VENV)/requirements.txt; then \
+	  echo "Building the ESPHome client's venv in $(ESPHOME_VENV)"; \
+	  $(SUDO) rm -rf $(ESPHOME_VENV) && $(SUDO) python3 -m venv $(ESPHOME_VENV) && \
+	  $(SUDO) $(ESPHOME_VENV)/bin/pip install -q --disable-pip-version-check -r $(ESPHOME_REQS) && \
+	  $(SUDO) cp $(ESPHOME_REQS) $(ESPHOME_VENV)/requirements.txt; \
+	fi
+
+# The proxy's messages, generated once from the api.proto that aioesphomeapi (the pinned version) was built from, and
+# committed: Sources/BLEESPHome/Generated/api.pb.swift. Needs protoc (Debian's protobuf-compiler) and swift-protobuf's
+# protoc-gen-swift built in PROTOC_GEN_SWIFT's folder; not part of `make test`.
+PROTOC_GEN_SWIFT ?= $(HOME)/swift-protobuf/.build/release/protoc-gen-swift
+esphome-proto: esphome-venv
+	$(call apt_install,protobuf-compiler)
+	$(ESPHOME_VENV)/bin/python Tests/tools/esphome_api_descriptor.py /tmp/esphome-api.pb
+	protoc --plugin=protoc-gen-swift=$(PROTOC_GEN_SWIFT) --descriptor_set_in=/tmp/esphome-api.pb \
+	  --swift_out=Sources/BLEESPHome/Generated --swift_opt=Visibility=Public api.proto
 
 SENSORS_VENV := /var/cache/blegateway-sensors-venv
 SENSORS_REQS := Tests/tools/sensor-oracle-requirements.txt

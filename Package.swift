@@ -31,6 +31,8 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.0.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.0.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.65.0"),
+        .package(url: "https://github.com/apple/swift-protobuf", from: "1.39.0"),
     ],
     targets: [
         // C libraries, each behind one Swift module.
@@ -59,8 +61,19 @@ let package = Package(
             "BLETransport", "BLEHCI", "BLEDomain",
             .product(name: "Yams", package: "Yams"), .product(name: "Crypto", package: "swift-crypto"),
         ]),
+        // Home Assistant's ESPHome native API (docs/ESPHOME.md): one more consumer of the controller session, beside
+        // MQTT publishing. Its messages are generated once from ESPHome's api.proto and committed (Generated/).
+        .target(name: "BLEESPHome", dependencies: [
+            "BLETransport", "BLEDomain",
+            .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "SwiftProtobuf", package: "swift-protobuf"),
+        ]),
         .target(name: "BLEGateway", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing", "BLEConfiguration",
+            "BLEESPHome",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -103,13 +116,16 @@ let package = Package(
         .testTarget(name: "BLEPublishingTests", dependencies: ["BLEPublishing", "BLESpool", "BLETransport", "BLETestSupport"]),
         .testTarget(name: "BLEGatewayTests", dependencies: [
             "BLEGateway", "BLEConfiguration", "BLESimulator", "BLEPublishing", "BLESpool", "BLEDomain", "BLEHost", "BLEHCI", "BLETransport",
-            "BLETestSupport",
+            "BLEESPHome", "BLETestSupport",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "BLEFleetTests", dependencies: [
             "BLEFleet", "BLEPublishing", "BLESimulator", "BLEDomain", "BLEHCI", "BLETransport", "BLETestSupport",
             .product(name: "Logging", package: "swift-log"),
+        ]),
+        .testTarget(name: "BLEESPHomeTests", dependencies: [
+            "BLEESPHome", "BLETransport", .product(name: "Crypto", package: "swift-crypto"),
         ]),
         .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport", "BLETestSupport"]),
     ]

@@ -244,8 +244,25 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public var peripherals: [PeripheralIntent] = []
     /// Home Assistant MQTT discovery (`homeassistant:`), off unless enabled.
     public var homeAssistant = HomeAssistant()
+    /// ESPHome's native API (`esphome_api:`, local only), off unless enabled: the gateway as a Bluetooth proxy for
+    /// Home Assistant's `esphome` integration (docs/ESPHOME.md).
+    public var esphomeAPI = ESPHomeAPI()
 
     public init() {}
+
+    public struct ESPHomeAPI: Sendable, Equatable {
+        public init() {}
+
+        public var enabled = false
+        public var host = "0.0.0.0"
+        /// ESPHome's own port.
+        public var port = 6053
+        /// The Noise pre-shared key, 32 bytes (ESPHome's `api: encryption: key:`, base64 in the file). Nil: plaintext
+        /// framing, which the configuration check warns about.
+        public var key: [UInt8]?
+        /// The device name Home Assistant knows the proxy by; the gateway id when not given.
+        public var name: String?
+    }
 
     /// The ranging engine's configuration: `ranging:` over the domain's defaults, one interval per
     /// `publishing.ranging_interval_s`.

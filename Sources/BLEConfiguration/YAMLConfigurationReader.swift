@@ -4,7 +4,7 @@ import Yams
 /// duplicate key, a wrong type, a value out of range — names its line and column and key path, and
 /// unknown keys become warnings instead of being silently ignored.
 public struct YAMLConfigurationReader {
-    public private(set) var warnings: [ConfigurationError] = []
+    public internal(set) var warnings: [ConfigurationError] = []
     /// Nodes built from a remote JSON document (RemoteConfigDocument): types are JSON's, strict — a string is only
     /// a quoted scalar, a number or boolean only a plain one — and errors name them as JSON does.
     var jsonTypes = false
@@ -130,6 +130,7 @@ public struct YAMLConfigurationReader {
             case "ranging": c.ranging = try ranging(node, "ranging")
             case "peripherals": c.peripherals = try peripherals(node, "peripherals")
             case "homeassistant": c.homeAssistant = try homeAssistant(node, "homeassistant")
+            case "esphome_api": c.esphomeAPI = try esphomeAPI(node, "esphome_api")
             default:
                 unknown(node, key)
             }

@@ -19,6 +19,29 @@ import Testing
         #expect(c.mqtt.protocolVersion == 5)
     }
 
+    @Test func theESPHomeKeyIsThirtyTwoBytesOfBase64AndWithoutOneTheCheckWarns() throws {
+        var r = YAMLConfigurationReader()
+        let c = try r.read(
+            "esphome_api:\n  enabled: true\n  port: 6054\n  key: AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=\n")
+        #expect(c.esphomeAPI.key == Array(0..<32))
+        #expect(c.esphomeAPI.port == 6054 && c.esphomeAPI.enabled)
+        #expect(r.warnings.isEmpty)
+        var short = YAMLConfigurationReader()
+        #expect {
+            try short.read("esphome_api:\n  enabled: true\n  key: AAECAwQF\n")
+        } throws: { e in
+            let c = e as? ConfigurationError
+            return c?.path == "esphome_api.key" && c?.line == 3 && "\(c!)".contains("32 bytes in base64")
+        }
+        var plaintext = YAMLConfigurationReader()
+        _ = try plaintext.read("esphome_api:\n  enabled: true\n")
+        #expect(plaintext.warnings.map(\.path) == ["esphome_api"])
+        #expect(plaintext.warnings.first.map { "\($0)".contains("plaintext") } == true)
+        var off = YAMLConfigurationReader()
+        _ = try off.read("esphome_api:\n  enabled: false\n")
+        #expect(off.warnings.isEmpty, "no warning for an API that is off")
+    }
+
     @Test func aWrongTypeNamesItsLineColumnAndPath() {
         var r = YAMLConfigurationReader()
         #expect {

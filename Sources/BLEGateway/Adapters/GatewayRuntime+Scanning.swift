@@ -45,6 +45,7 @@ extension GatewayRuntime {
     /// pipeline's ranging and regions resume.
     func adapterChanged(_ report: AdapterReport) {
         let now = clock.unixTime()
+        if report.scope == .gateway, let address = report.address { esphome?.controllerAddress(address) }
         guard let change = state.withLock({ $0.adapters.record(report, at: now) }) else { return }
         if change.scanningAgain {
             let at = clock.now()

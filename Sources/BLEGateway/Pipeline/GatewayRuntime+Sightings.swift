@@ -8,6 +8,8 @@ extension GatewayRuntime {
     /// the spool (region changes durably, before they are published).
     func observe(_ s: Sighting) {
         traceIfTraced(s)
+        // Home Assistant's Bluetooth stack gets every advertisement, as from an ESP32 proxy: before any filter.
+        esphome?.advertise(s)
         // Before the scan filter: a wanted peripheral need not be a beacon anyone publishes.
         peripherals.observe(s)
         let now = clock.now()

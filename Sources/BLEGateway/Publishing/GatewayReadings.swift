@@ -1,5 +1,6 @@
 import BLEConfiguration
 import BLEDomain
+import BLEESPHome
 import BLEHCI
 import BLEPublishing
 import BLESpool
@@ -123,6 +124,8 @@ struct GatewayReadings: Sendable {
         var homeAssistant: HomeAssistantCounts? = nil
         /// Sensor advertisements: decoded, published, and every one held back by why.
         var sensors: (gate: SensorPublishGate.Statistics, tracked: Int)? = nil
+        /// ESPHome's native API, while it serves.
+        var esphome: ESPHomeStatistics? = nil
     }
 
     /// Home Assistant discovery's counters (schema/v1/health.json, `homeassistant`).
@@ -289,6 +292,18 @@ struct GatewayReadings: Sendable {
                 j.int("writes", p.writes)
                 j.int("refused_writes", p.refusedWrites)
                 j.int("evicted_matches", p.evictedMatches)
+            }
+        }
+        if let e = h.esphome {
+            o.object("esphome_api") { j in
+                j.int("clients", e.clients)
+                j.int("connections", e.connectionsAccepted)
+                j.int("wrong_key", e.wrongKey)
+                j.int("protocol_errors", e.protocolErrors)
+                j.int("unknown_messages", e.unknownMessages)
+                j.int("advertisements_sent", e.advertisementsSent)
+                j.int("advertisements_dropped", e.advertisementsDropped)
+                j.int("subscriptions_refused", e.subscriptionsRefused)
             }
         }
         return Reading(

@@ -34,6 +34,6 @@ extension GatewayRuntime {
             peripherals: configuration.peripherals.isEmpty && inForce.withLock({ $0.peripherals.isEmpty })
                 ? nil : peripherals.statistics,
             identity: identity, regions: regions, homeAssistant: homeAssistantCounts,
-            sensors: configuration.sensors.enabled ? sensors : nil)
+            sensors: configuration.sensors.enabled ? sensors : nil, esphome: esphome?.statistics)
     }
 }

@@ -1,5 +1,6 @@
 import BLEConfiguration
 import BLEDomain
+import BLEESPHome
 import BLEHCI
 import BLEPublishing
 import BLESpool
@@ -41,6 +42,8 @@ public final class GatewayRuntime: Service, Sendable {
     let ownership: OwnershipCoordinator?
     /// Home Assistant discovery (GatewayRuntime+HomeAssistant.swift).
     let homeAssistant: Locked<HomeAssistantLink>
+    /// With `esphome_api.enabled`: the gateway as an ESPHome Bluetooth proxy, handed every sighting.
+    let esphome: ESPHomeProxy?
     let clockSynchronized: @Sendable () -> Bool
     /// The service manager (systemd `Type=notify`): told when the gateway runs, fed its watchdog while it makes
     /// progress (`Liveness`), told when it stops.
@@ -156,6 +159,7 @@ public final class GatewayRuntime: Service, Sendable {
         } else {
             ownership = nil
         }
+        esphome = Self.makeESPHomeProxy(configuration, clock: clock, logger: logger)
         source = try makeSource(peripherals)
     }
 
@@ -192,6 +196,7 @@ public final class GatewayRuntime: Service, Sendable {
         parts.started("own status", followOwnStatus())
         parts.started("publisher notices", Task { await followPublisherNotices() })
         parts.started("peripherals seen", Task { for await a in peripheralsSeen { peripheralSeen(a) } })
+        parts.started("esphome api", esphome.map { proxy in Task { await runESPHomeProxy(proxy) } })
         parts.started("mqtt", Task { [client] in try? await client.run() })
         parts.started("connection events", Task { await followConnection() })
         // Samples wait for their commit, not for the publisher's next poll as well.

@@ -1,0 +1,71 @@
+import BLETransport
+
+/// What one client's writer sends, in order: frames already made (the handshake's), messages it frames and seals
+/// itself (so the noise nonce follows the write order), and raw advertisements, bounded: past `limit` waiting, a new
+/// one is dropped and counted for this client (`ESPHomeStatistics.advertisementsDropped`).
+final class ESPHomeOutbox: Sendable {
+    enum Item: Sendable {
+        case framed([UInt8])
+        case message(ESPHomeMessageType, [UInt8])
+    }
+
+    struct Batch: Sendable {
+        var items: [Item] = []
+        var advertisements: [ESPHome_BluetoothLERawAdvertisement] = []
+    }
+
+    private struct Queue: Sendable {
+        var batch = Batch()
+        /// No more items: the writer sends what is queued, then ends.
+        var finished = false
+        var dropped: UInt64 = 0
+    }
+
+    let limit: Int
+    private let queue = Locked(Queue())
+    private let ready = WakeSignal()
+
+    init(limit: Int) { self.limit = limit }
+
+    func send(_ item: Item) {
+        queue.withLock { if !$0.finished { $0.batch.items.append(item) } }
+        ready.signal()
+    }
+
+    /// False when the advertisement was dropped (the client is `limit` behind).
+    func advertise(_ a: ESPHome_BluetoothLERawAdvertisement) -> Bool {
+        let kept = queue.withLock { q -> Bool in
+            guard !q.finished, q.batch.advertisements.count < limit else {
+                q.dropped += 1
+                return false
+            }
+            q.batch.advertisements.append(a)
+            return true
+        }
+        if kept { ready.signal() }
+        return kept
+    }
+
+    func finish() {
+        queue.withLock { $0.finished = true }
+        ready.signal()
+    }
+
+    var dropped: UInt64 { queue.withLock { $0.dropped } }
+
+    /// Everything queued, once there is something; nil when finished and empty (or the task is cancelled).
+    func next() async -> Batch? {
+        while !Task.isCancelled {
+            let taken = queue.withLock { q -> Batch?? in
+                if !q.batch.items.isEmpty || !q.batch.advertisements.isEmpty {
+                    defer { q.batch = Batch() }
+                    return .some(q.batch)
+                }
+                return q.finished ? .some(nil) : nil
+            }
+            if let taken { return taken }
+            await ready.wait()
+        }
+        return nil
+    }
+}

@@ -1,0 +1,149 @@
+import BLETransport
+import NIOCore
+
+/// One client: its bytes through `ESPHomeConnection`, its messages answered (`ESPHomeProxy+Requests`), its writer
+/// sending the outbox in order, and ESPHome's keepalive.
+extension ESPHomeProxy {
+    /// One client's shared parts: the connection (its ciphers) under one lock, the outbox, when it was last heard.
+    final class Client: Sendable {
+        let id: UInt64
+        let connection: Locked<ESPHomeConnection>
+        let outbox: ESPHomeOutbox
+        /// The clock's reading when the client last sent a whole frame.
+        let lastHeard: Locked<Duration>
+        let heard = WakeSignal()
+
+        init(id: UInt64, connection: ESPHomeConnection, backlog: Int, now: Duration) {
+            self.id = id
+            self.connection = Locked(connection)
+            self.outbox = ESPHomeOutbox(limit: backlog)
+            self.lastHeard = Locked(now)
+        }
+
+        func send(_ type: ESPHomeMessageType, _ message: [UInt8]) { outbox.send(.message(type, message)) }
+    }
+
+    func serve(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
+        let peer = channel.channel.remoteAddress.map { "\($0)" } ?? "a client"
+        let id = books.withLock { b -> UInt64 in
+            b.nextClient += 1
+            b.statistics.clients += 1
+            b.statistics.connectionsAccepted += 1
+            return b.nextClient
+        }
+        let mac = books.withLock { $0.mac }
+        let client = Client(
+            id: id,
+            connection: ESPHomeConnection(psk: configuration.psk, name: configuration.name, mac: mac),
+            backlog: configuration.clientBacklog, now: clock.now())
+        logger.info("esphome_api: \(peer) connected")
+        defer {
+            books.withLock { b in
+                b.statistics.clients -= 1
+                if b.subscriber?.id == id { b.subscriber = nil }
+            }
+            logger.info("esphome_api: \(peer) gone")
+        }
+        try? await channel.executeThenClose { inbound, outbound in
+            await withTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    await self.read(inbound, client: client, peer: peer)
+                    client.outbox.finish()
+                }
+                group.addTask { await self.keepAlive(client) }
+                // The writer ends once the outbox is finished and sent (the reader's end, the keepalive's verdict)
+                // or when the socket fails; then the client is done.
+                await self.write(client, to: outbound)
+                group.cancelAll()
+            }
+        }
+    }
+
+    private func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, client: Client, peer: String) async {
+        do {
+            for try await buffer in inbound {
+                let actions = client.connection.withLock { $0.received(buffer.readableBytesView) }
+                for action in actions {
+                    switch action {
+                    case .write(let bytes):
+                        client.outbox.send(.framed(bytes))
+                    case .message(let type, let message):
+                        client.lastHeard.withLock { $0 = clock.now() }
+                        client.heard.signal()
+                        guard respond(to: type, message, client: client) else { return }
+                    case .close(let failure):
+                        books.withLock {
+                            if failure == .wrongKey {
+                                $0.statistics.wrongKey += 1
+                            } else {
+                                $0.statistics.protocolErrors += 1
+                            }
+                        }
+                        logger.warning("esphome_api: \(peer) closed: \(failure)")
+                        return
+                    }
+                }
+            }
+        } catch {
+            logger.debug("esphome_api: \(peer): \(error)")
+        }
+    }
+
+    private func write(_ client: Client, to outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async {
+        while let batch = await client.outbox.next() {
+            var bytes: [UInt8] = []
+            let sent = client.connection.withLock { connection -> Int in
+                for item in batch.items {
+                    switch item {
+                    case .framed(let framed): bytes += framed
+                    case .message(let type, let message): bytes += connection.frame(type, message) ?? []
+                    }
+                }
+                // ESPHome batches raw advertisements; a noise frame holds 65,535 bytes, so at most 256 (each is at
+                // most 8 + 6 + 4 + 255 bytes on the wire) go into one message.
+                var start = 0
+                while start < batch.advertisements.count {
+                    let end = min(start + 256, batch.advertisements.count)
+                    var m = ESPHome_BluetoothLERawAdvertisementsResponse()
+                    m.advertisements = Array(batch.advertisements[start..<end])
+                    if let encoded = try? m.serializedBytes() as [UInt8] {
+                        bytes += connection.frame(.bluetoothLERawAdvertisementsResponse, encoded) ?? []
+                    }
+                    start = end
+                }
+                return batch.advertisements.count
+            }
+            if sent > 0 { books.withLock { $0.statistics.advertisementsSent += UInt64(sent) } }
+            guard !bytes.isEmpty else { continue }
+            do {
+                try await outbound.write(ByteBuffer(bytes: bytes))
+            } catch {
+                return
+            }
+        }
+    }
+
+    /// ESPHome's keepalive: after `keepaliveSeconds` of silence a PingRequest, and at 2.5 times that the
+    /// connection is given up (the reader's end closes it).
+    private func keepAlive(_ client: Client) async {
+        let interval = Duration.seconds(configuration.keepaliveSeconds)
+        var pinged = false
+        while !Task.isCancelled {
+            let last = client.lastHeard.withLock { $0 }
+            let silent = clock.now() - last
+            if silent >= interval * 2.5 {
+                logger.warning("esphome_api: client \(client.id) silent for \(silent), closing")
+                client.outbox.finish()
+                return
+            }
+            if silent >= interval, !pinged {
+                client.send(.pingRequest, [])
+                pinged = true
+            } else if silent < interval {
+                pinged = false
+            }
+            let next = silent < interval ? last + interval : last + interval * 2.5
+            await client.heard.wait(upTo: next - clock.now(), clock: clock)
+        }
+    }
+}
