@@ -271,8 +271,8 @@ public final class SpoolPublisher: Sendable {
                 }
                 if let last = batch.last { cursor = max(cursor, last.seq) }
                 if batch.isEmpty {
-                    // The end of the spool (a short batch is not: the spool leaves out acknowledged rows it has not
-                    // deleted yet): a family that fell due and found no reading has nothing left to refuse.
+                    // The end of the spool (`pending` reads past the acknowledged rows not yet deleted, so nothing is
+                    // behind): a family that fell due and found no reading has nothing left to refuse.
                     let ended = state.withLock { s -> [String] in
                         let ended = s.holds.endUnprobed()
                         if !ended.isEmpty { s.holdsChanged() }

@@ -434,21 +434,32 @@ public final class Spool: @unchecked Sendable {
     // MARK: Publisher
 
     /// Up to `limit` durable readings with seq > `after`, oldest first (order is seq, never ts), skipping those
-    /// acknowledged but not yet deleted. For the publisher's bounded in-flight window: after a reconnect it starts
-    /// again from `after: 0`, i.e. from the oldest unacknowledged reading.
+    /// acknowledged (or being dead-lettered) but not yet deleted. Fewer than `limit` only at the end of the spool: the
+    /// rows skipped are read past, so an empty answer means nothing is left to send. (It once returned the first
+    /// `limit` rows minus those skipped: a window of acknowledged rows awaiting the next commit read as the end, and
+    /// a quiet gateway left its backlog behind them until something else was committed.) For the publisher's bounded
+    /// in-flight window: after a reconnect it starts again from `after: 0`, the oldest unacknowledged reading.
     public func pending(after seq: UInt64 = 0, limit: Int) throws -> [SpooledReading] {
         try databaseLock.withLock {
-            let rows: [SpooledReading]
-            do {
-                rows = try statements.readings(after: seq, limit: limit)
-            } catch let failure as SpoolError where quarantineIfNeeded(failure) {
-                // Continued on a fresh file: the salvaged rows go in first, then are read from there.
-                let batch = bufferLock.withLock { buffer.takeAll() }
-                _ = try commitLocked(batch, afterQuarantine: true)
-                rows = try statements.readings(after: seq, limit: limit)
-            }
             let (acked, dead) = bufferLock.withLock { (acknowledged, deadLettering) }
-            return rows.filter { !acked.contains($0.seq) && dead[$0.seq] == nil }
+            var out: [SpooledReading] = []
+            var after = seq
+            // Each pass reads past the rows it skips; at most (acknowledged + dead-lettering) / limit extra passes.
+            while out.count < limit {
+                let rows: [SpooledReading]
+                do {
+                    rows = try statements.readings(after: after, limit: limit)
+                } catch let failure as SpoolError where quarantineIfNeeded(failure) {
+                    // Continued on a fresh file: the salvaged rows go in first, then are read from there.
+                    let batch = bufferLock.withLock { buffer.takeAll() }
+                    _ = try commitLocked(batch, afterQuarantine: true)
+                    rows = try statements.readings(after: after, limit: limit)
+                }
+                out += rows.lazy.filter { !acked.contains($0.seq) && dead[$0.seq] == nil }.prefix(limit - out.count)
+                guard rows.count == limit, let last = rows.last else { break }
+                after = last.seq
+            }
+            return out
         }
     }
 

@@ -128,6 +128,25 @@ struct SpoolSequenceTests {
         #expect(replayed.last?.reading.run == "run-new")
     }
 
+    /// Acknowledged rows stay in the file until the next commit deletes them. A window of them in front of the backlog
+    /// once read as the end of the spool (the limit was applied before they were left out), and a publisher with
+    /// nothing new to commit stopped there: a refusal episode's backlog stayed in the spool after the broker allowed it.
+    @Test func aWindowOfAcknowledgedRowsNotYetDeletedIsReadPastNotTakenForTheEnd() throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath))
+        for n in 0..<20 { spool.append(sample(n)) }
+        try spool.commit()
+        spool.acknowledge(1...8)
+        #expect(try spool.pending(after: 0, limit: 4).map(\.seq) == [9, 10, 11, 12])
+        #expect(try spool.pending(after: 0, limit: 8).map(\.seq) == Array(9...16))
+        spool.acknowledge([10, 12, 14])
+        #expect(try spool.pending(after: 8, limit: 5).map(\.seq) == [9, 11, 13, 15, 16])
+        spool.acknowledge(15...20)
+        #expect(try spool.pending(after: 13, limit: 4).isEmpty, "only acknowledged rows behind: the end")
+        #expect(try spool.pending(after: 0, limit: 100).map(\.seq) == [9, 11, 13])
+    }
+
     @Test func acknowledgementsOfDroppedOrUnknownSeqsAreHarmless() throws {
         let dir = TemporaryDirectory()
         defer { dir.remove() }
