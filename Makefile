@@ -163,7 +163,7 @@ soak:
 # into a cached venv (/var/cache/blegateway-ha-venv, pyenv's Python 3.13; minutes, ~0.8 GB); each run after that
 # takes about 30 s. Prints its own closing count.
 # Two of Home Assistant's requirements (pymicro-vad, pyspeex-noise) build from source: a C++ compiler.
-PKGS_HA      := g++
+PKGS_HA      := g++ dbus
 
 # Home Assistant Core's venv: the real Home Assistant test, and the Swift test that judges every entity the gateway can
 # announce with Home Assistant's own schemas and class tables (HomeAssistantClassesTests).
@@ -200,12 +200,14 @@ bench: deps
 # libFuzzer over every parser that takes bytes from outside (Fuzz/): each harness with its committed seeds.
 # HCI: H4, advertising reports, AD structures, beacons, sensor decoders; host: ATT, L2CAP signalling, ACL
 # reassembly, GATT values; config: remote-config JSON, the YAML reader; fleet: every schema topic's payload as the
-# fleet service folds it, presence, and the site description on <prefix>/fleet/site. A finding fails the run and is kept as
+# fleet service folds it, presence, and the site description on <prefix>/fleet/site; ESPHome: what a client on the
+# network sends the native API (both framings, the Noise handshake, the requests). A finding fails the run and is kept as
 # Fuzz/crash-*. `make fuzz` runs each for FUZZ_SECONDS (default 600) and keeps what it learns in Fuzz/corpus-*;
 # `make test` runs each for FUZZ_SMOKE_SECONDS (default 30) from the seeds alone.
 FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_SECONDS ?= 30
-FUZZ_HARNESSES     := HCIParsers:seeds HostParsers:seeds-host ConfigParsers:seeds-config FleetParsers:seeds-fleet
+FUZZ_HARNESSES     := HCIParsers:seeds HostParsers:seeds-host ConfigParsers:seeds-config FleetParsers:seeds-fleet \
+                      ESPHomeParsers:seeds-esphome
 define fuzz_run
 	cd Fuzz && $(SWIFT) build -c debug -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
 	@bin="$$(cd Fuzz && $(SWIFT) build -c debug --show-bin-path)"; \

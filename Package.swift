@@ -21,6 +21,8 @@ let package = Package(
         .library(name: "BLESimulator", targets: ["BLESimulator"]),
         // The fleet service's model, payload reader and site description, for the libFuzzer package in Fuzz/.
         .library(name: "BLEFleetKit", targets: ["BLEFleet"]),
+        // ESPHome's framing, handshake and requests, for the libFuzzer package in Fuzz/.
+        .library(name: "BLEESPHomeKit", targets: ["BLEESPHome"]),
         // The wire-format parsers alone, for the libFuzzer package in Fuzz/.
         .library(name: "BLEParsers", targets: ["BLETransport", "BLEHCI", "BLEHost", "BLEDomain"]),
     ],

@@ -23,6 +23,11 @@ let package = Package(
             name: "FuzzConfigParsers",
             dependencies: [.product(name: "BLEConfigurationKit", package: "BLEGateway")]
         ),
+        // What a client on the network sends the ESPHome API: frames, the Noise handshake, the requests.
+        .target(
+            name: "FuzzESPHomeParsers",
+            dependencies: [.product(name: "BLEESPHomeKit", package: "BLEGateway")]
+        ),
         // What the broker hands the fleet service: its model, payload reader, presence and site description.
         .target(
             name: "FuzzFleetParsers",

@@ -2,7 +2,7 @@ import BLETransport
 
 /// One client's byte stream as ESPHome's API frames it: the noise hello and handshake (or plaintext when no key
 /// is configured), then messages. Bytes in, actions out; the caller reads and writes the socket.
-struct ESPHomeConnection: Sendable {
+public struct ESPHomeConnection: Sendable {
     enum State: Sendable {
         /// Noise: the ClientHello frame (its payload is not read) comes first.
         case awaitingClientHello(NoiseHandshake)
@@ -13,7 +13,7 @@ struct ESPHomeConnection: Sendable {
         case closed
     }
 
-    enum Action: Equatable, Sendable {
+    public enum Action: Equatable, Sendable {
         case write([UInt8])
         case message(ESPHomeMessageType, [UInt8])
         /// Write nothing more and close; the reason is what the log and the counters say.
@@ -21,7 +21,7 @@ struct ESPHomeConnection: Sendable {
     }
 
     /// Why a connection was closed by us. Each is counted (`ESPHomeStatistics`).
-    enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
+    public enum Failure: Error, Equatable, Sendable, CustomStringConvertible {
         case framing(ESPHomeFrames.ReadError)
         /// The handshake frame did not start with 0x00, or its message was short.
         case handshake(String)
@@ -30,7 +30,7 @@ struct ESPHomeConnection: Sendable {
         /// An encrypted frame that did not authenticate, or whose inner size disagrees with its length.
         case decryption(String)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .framing(let e): "\(e)"
             case .handshake(let why): "handshake: \(why)"
@@ -48,7 +48,7 @@ struct ESPHomeConnection: Sendable {
     let mac: String
 
     /// - Parameter psk: the 32-byte key; nil serves plaintext (only when the configuration gives no key).
-    init(psk: [UInt8]?, name: String, mac: String) {
+    public init(psk: [UInt8]?, name: String, mac: String) {
         self.init(handshake: psk.map { NoiseHandshake(psk: $0) }, name: name, mac: mac)
     }
 
@@ -60,7 +60,7 @@ struct ESPHomeConnection: Sendable {
     }
 
     /// The frames in `bytes` (with what came before), in order.
-    mutating func received(_ bytes: some Collection<UInt8>) -> [Action] {
+    public mutating func received(_ bytes: some Collection<UInt8>) -> [Action] {
         pending += bytes
         var actions: [Action] = []
         var cursor = ByteCursor(pending)
@@ -119,7 +119,7 @@ struct ESPHomeConnection: Sendable {
 
     /// One message as the client reads it: framed, and encrypted once the handshake is done. Nil once closed or
     /// before the handshake ends (nothing may be sent then).
-    mutating func frame(_ type: ESPHomeMessageType, _ message: [UInt8]) -> [UInt8]? {
+    public mutating func frame(_ type: ESPHomeMessageType, _ message: [UInt8]) -> [UInt8]? {
         switch state {
         case .plaintext:
             return ESPHomeFrames.plaintext(type, message)

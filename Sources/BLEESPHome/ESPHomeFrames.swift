@@ -5,7 +5,7 @@ import BLETransport
 ///
 ///     plaintext: 0x00 | varint size | varint type | message (size bytes)
 ///     noise:     0x01 | size (big-endian 16) | payload (size bytes)
-enum ESPHomeFrames {
+public enum ESPHomeFrames {
     /// The first byte of every frame.
     struct Indicator: RawRepresentable, Hashable, Sendable {
         var rawValue: UInt8
@@ -17,13 +17,13 @@ enum ESPHomeFrames {
     /// framing is held to the same so a client cannot make the server buffer without bound.
     static let maxMessageBytes = 0xFFFF
 
-    enum ReadError: Error, Equatable, CustomStringConvertible {
+    public enum ReadError: Error, Equatable, Sendable, CustomStringConvertible {
         case badIndicator(UInt8)
         /// A plaintext size or type whose varint runs past 5 bytes, or a type past 16 bits.
         case badVarint
         case tooLong(Int)
 
-        var description: String {
+        public var description: String {
             switch self {
             case .badIndicator(let b): "Bad indicator byte \(b)"
             case .badVarint: "Bad varint"

@@ -16,62 +16,55 @@ extension ESPHomeProxy {
     /// Answers one message; false when the connection is to end (the client said goodbye, or sent bytes that do not
     /// decode as the message its type names).
     func respond(to type: ESPHomeMessageType, _ message: [UInt8], client: Client) -> Bool {
+        let request: ESPHomeRequest
         do {
-            switch type {
-            case .helloRequest:
-                let hello = try ESPHome_HelloRequest(serializedBytes: message)
-                logger.info(
-                    "esphome_api: client \(client.id) is \(hello.clientInfo) (API \(hello.apiVersionMajor).\(hello.apiVersionMinor))"
-                )
-                var r = ESPHome_HelloResponse()
-                r.apiVersionMajor = Self.apiVersion.major
-                r.apiVersionMinor = Self.apiVersion.minor
-                r.serverInfo = "blegateway \(version)"
-                r.name = configuration.name
-                try reply(r, .helloResponse, client)
-            case .connectRequest:
-                // No password: the key (or, without one, the network) is the only gate, as in ESPHome since 2022.
-                try reply(ESPHome_ConnectResponse(), .connectResponse, client)
-            case .deviceInfoRequest:
-                try reply(deviceInfo(), .deviceInfoResponse, client)
-            case .listEntitiesRequest:
-                try reply(ESPHome_ListEntitiesDoneResponse(), .listEntitiesDoneResponse, client)
-            case .subscribeStatesRequest, .subscribeHomeassistantServicesRequest, .subscribeHomeAssistantStatesRequest:
-                break
-            case .pingRequest:
-                try reply(ESPHome_PingResponse(), .pingResponse, client)
-            case .pingResponse, .getTimeResponse:
-                break
-            case .disconnectRequest:
-                try reply(ESPHome_DisconnectResponse(), .disconnectResponse, client)
-                return false
-            case .disconnectResponse:
-                return false
-            case .subscribeBluetoothLEAdvertisementsRequest:
-                let request = try ESPHome_SubscribeBluetoothLEAdvertisementsRequest(serializedBytes: message)
-                subscribe(
-                    client,
-                    raw: BluetoothProxySubscriptionFlags(rawValue: UInt32(bitPattern: request.flags)).contains(
-                        .rawAdvertisements))
-            case .unsubscribeBluetoothLEAdvertisementsRequest:
-                books.withLock { if $0.subscriber?.id == client.id { $0.subscriber = nil } }
-            case .subscribeBluetoothConnectionsFreeRequest:
-                // No connection slots are offered (`features`): none free, none in all.
-                try reply(ESPHome_BluetoothConnectionsFreeResponse(), .bluetoothConnectionsFreeResponse, client)
-            default:
-                books.withLock { $0.statistics.unknownMessages += 1 }
-                logger.notice("esphome_api: client \(client.id) sent \(type), which this proxy does not serve")
-            }
-            return true
+            request = try ESPHomeRequest(type, message)
         } catch {
             books.withLock { $0.statistics.protocolErrors += 1 }
             logger.warning("esphome_api: client \(client.id) sent a \(type) that does not decode: \(error)")
             return false
         }
+        switch request {
+        case .hello(let info, let major, let minor):
+            logger.info("esphome_api: client \(client.id) is \(info) (API \(major).\(minor))")
+            var r = ESPHome_HelloResponse()
+            r.apiVersionMajor = Self.apiVersion.major
+            r.apiVersionMinor = Self.apiVersion.minor
+            r.serverInfo = "blegateway \(version)"
+            r.name = configuration.name
+            reply(r, .helloResponse, client)
+        case .connect:
+            reply(ESPHome_ConnectResponse(), .connectResponse, client)
+        case .deviceInfo:
+            reply(deviceInfo(), .deviceInfoResponse, client)
+        case .listEntities:
+            reply(ESPHome_ListEntitiesDoneResponse(), .listEntitiesDoneResponse, client)
+        case .subscribeNothingToSend, .pingResponse, .getTimeResponse:
+            break
+        case .ping:
+            reply(ESPHome_PingResponse(), .pingResponse, client)
+        case .disconnect:
+            reply(ESPHome_DisconnectResponse(), .disconnectResponse, client)
+            return false
+        case .disconnectResponse:
+            return false
+        case .subscribeAdvertisements(let flags):
+            subscribe(client, raw: flags.contains(.rawAdvertisements))
+        case .unsubscribeAdvertisements:
+            books.withLock { if $0.subscriber?.id == client.id { $0.subscriber = nil } }
+        case .subscribeConnectionsFree:
+            // No connection slots are offered (`features`): none free, none in all.
+            reply(ESPHome_BluetoothConnectionsFreeResponse(), .bluetoothConnectionsFreeResponse, client)
+        case .unknown(let type):
+            books.withLock { $0.statistics.unknownMessages += 1 }
+            logger.notice("esphome_api: client \(client.id) sent \(type), which this proxy does not serve")
+        }
+        return true
     }
 
-    private func reply(_ m: some SwiftProtobuf.Message, _ type: ESPHomeMessageType, _ client: Client) throws {
-        client.send(type, try m.serializedBytes())
+    private func reply(_ m: some SwiftProtobuf.Message, _ type: ESPHomeMessageType, _ client: Client) {
+        // Encoding a message built here cannot fail (no required fields in proto3).
+        client.send(type, (try? m.serializedBytes()) ?? [])
     }
 
     func deviceInfo() -> ESPHome_DeviceInfoResponse {
@@ -106,6 +99,10 @@ extension ESPHomeProxy {
             b.subscriber = (client.id, client.outbox)
             return false
         }
-        if taken { logger.warning("esphome_api: client \(client.id) refused: another client takes the advertisements") }
+        if taken {
+            logger.warning("esphome_api: client \(client.id) refused: another client takes the advertisements")
+        } else {
+            logger.info("esphome_api: client \(client.id) takes the raw advertisements")
+        }
     }
 }

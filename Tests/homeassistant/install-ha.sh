@@ -26,5 +26,6 @@ rm -rf "$VENV"
 "$VENV/bin/pip" install -q --upgrade pip
 "$VENV/bin/pip" install -q "homeassistant==$HA_VERSION"
 # What Home Assistant would otherwise fetch at run time (it runs with --skip-pip), pinned to what it asks for.
-"$VENV/bin/pip" install -q -r "$REQUIREMENTS"
+"$VENV/bin/pip" install -q -r "$REQUIREMENTS" \
+  -c "$VENV/lib/python3.13/site-packages/homeassistant/package_constraints.txt"
 touch "$MARKER"
