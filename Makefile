@@ -188,7 +188,7 @@ demo: deps
 BENCH_VENV   ?= /var/cache/blegateway-bench-venv
 BENCH_PEER   := bluetooth-data-tools==1.29.24
 
-bench: deps
+bench: deps esphome-venv
 	$(call apt_install,valgrind binutils python3-venv)
 	@[ -x $(BENCH_VENV)/bin/python3 ] && $(BENCH_VENV)/bin/pip show -q bluetooth-data-tools >/dev/null 2>&1 || \
 	  { python3 -m venv $(BENCH_VENV) && $(BENCH_VENV)/bin/pip install -q $(BENCH_PEER); }

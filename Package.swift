@@ -102,8 +102,8 @@ let package = Package(
         // Benchmarks are an executable, run by `make bench`, never by `make test`.
         .executableTarget(name: "blegateway-bench", dependencies: [
             "BLETransport", "BLEHCI", "BLEHost", "BLEDomain", "BLESpool", "BLEPublishing", "BLESimulator", "BLEGateway",
-            "BLEConfiguration", "BLEFleet", "BLETestSupport", .product(name: "Logging", package: "swift-log"),
-        ], path: "Benchmarks", exclude: ["c", "peer_bluetooth_data_tools.py"]),
+            "BLEConfiguration", "BLEFleet", "BLEESPHome", "BLETestSupport", .product(name: "Logging", package: "swift-log"),
+        ], path: "Benchmarks", exclude: ["c", "peer_bluetooth_data_tools.py", "esphome_bench_client.py"]),
 
         .testTarget(name: "BLETransportTests", dependencies: ["BLETransport", "BLETestSupport"]),
         .testTarget(name: "BLEHCITests", dependencies: ["BLEHCI", "BLETransport", "BLETestSupport"]),

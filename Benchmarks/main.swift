@@ -28,6 +28,10 @@ let all: [(String, @Sendable ([String]) async -> Void)] = [
         { do { try await runFleetBenchmark(arguments: $0) } catch { print("fleet benchmark failed: \(error)") } }
     ),
     (
+        "esphome",
+        { do { try await runESPHomeBenchmark(arguments: $0) } catch { print("esphome benchmark failed: \(error)") } }
+    ),
+    (
         "adapter-idle",
         {
             do { try await runAdapterIdleBenchmark(args: $0) } catch {
