@@ -142,6 +142,23 @@ extension EndToEndSuites {
             #expect(stats.advertisementsDropped == 0)
             #expect(stats.advertisementsSent >= UInt64(done))
             #expect(lines.last?["list_entities"] as? [Int] == [0, 0], "a proxy with no entities of its own")
+
+            // A client killed while subscribed (Home Assistant's host losing power looks the same to us once the
+            // kernel closes the socket) frees the one subscription: the next client gets the advertisements.
+            let before = proxy.statistics.advertisementsSent
+            let doomed = Process()
+            doomed.executableURL = URL(fileURLWithPath: esphomeClientPython)
+            doomed.arguments = [Self.script, "127.0.0.1", "\(c.esphomeAPI.port)", Self.key, "gw-e", "60"]
+            doomed.standardOutput = FileHandle.nullDevice
+            try doomed.run()
+            try await waitUntil("the doomed client subscribed", limit: .seconds(20)) {
+                proxy.statistics.advertisementsSent > before
+            }
+            kill(doomed.processIdentifier, SIGKILL)
+            try await waitUntil("its connection gone", limit: .seconds(20)) { proxy.statistics.clients == 0 }
+            let next = try await Self.client(port: c.esphomeAPI.port, key: Self.key, seconds: 1)
+            #expect(next.contains { $0["ad"] != nil }, "the next client takes the advertisements")
+            #expect(proxy.statistics.subscriptionsRefused == 0)
         }
     }
 }
