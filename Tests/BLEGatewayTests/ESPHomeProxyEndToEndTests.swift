@@ -72,12 +72,7 @@ extension EndToEndSuites {
                 f.broker.terminate()
                 try? FileManager.default.removeItem(at: f.directory)
             }
-            let scenario = try ScenarioLoader.parse(Self.yaml)
-            let clock = ScaledClock(factor: 1)
-            var options = SimulatorOptions(socketDirectory: f.directory.appendingPathComponent("sim").path)
-            options.duration = 600
-            let simulator = try Simulator(
-                scenario: scenario, options: options, clock: clock, pacing: .clock(batch: .milliseconds(20)))
+            let (scenario, simulator, clock) = try f.simulator(Self.yaml, factor: 1)
             let source = HCISightingSource(
                 spec: .unix(path: simulator.socketPath(for: "gw-e")), mode: .exclusive,
                 scan: GatewayConfiguration.Scan(), clock: clock, logger: Logger(label: "test"))

@@ -1,6 +1,7 @@
 import BLEDomain
 import BLEHCI
 import BLEPublishing
+import BLESimulator
 import BLETestSupport
 import BLETransport
 import Foundation
@@ -191,5 +192,19 @@ extension EndToEndSuites {
         let set = Set(seqs)
         guard let lo = set.min(), let hi = set.max() else { return [] }
         return (lo...hi).filter { !set.contains($0) }
+    }
+}
+
+extension EndToEndSuites.Fixture {
+    /// The simulator running `yaml` with its sockets in this fixture's directory, on a clock `factor` times real time,
+    /// for up to 600 s of virtual time, paced in 20 ms batches (the sensor, proxy and shared-sensor suites' world).
+    func simulator(_ yaml: String, factor: Double) throws -> (Scenario, Simulator, ScaledClock) {
+        let scenario = try ScenarioLoader.parse(yaml)
+        let clock = ScaledClock(factor: factor)
+        var options = SimulatorOptions(socketDirectory: directory.appendingPathComponent("sim").path)
+        options.duration = 600
+        let simulator = try Simulator(
+            scenario: scenario, options: options, clock: clock, pacing: .clock(batch: .milliseconds(20)))
+        return (scenario, simulator, clock)
     }
 }

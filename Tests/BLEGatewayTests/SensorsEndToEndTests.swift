@@ -50,13 +50,7 @@ extension EndToEndSuites {
                 f.broker.terminate()
                 try? FileManager.default.removeItem(at: f.directory)
             }
-            let scenario = try ScenarioLoader.parse(Self.yaml)
-            let clock = ScaledClock(factor: 5)
-            var options = SimulatorOptions(socketDirectory: f.directory.appendingPathComponent("sim").path)
-            options.duration = 600
-            let simulator = try Simulator(
-                scenario: scenario, options: options, clock: clock,
-                pacing: .clock(batch: .milliseconds(20)))
+            let (scenario, simulator, clock) = try f.simulator(Self.yaml, factor: 5)
             let source = HCISightingSource(
                 spec: .unix(path: simulator.socketPath(for: "gw-s")), mode: .exclusive,
                 scan: GatewayConfiguration.Scan(),

@@ -14,11 +14,10 @@ Prints `N passed, N failed`.
 import asyncio
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 
-from test_homeassistant import HERE, HomeAssistant, Process, Results, free_port, until  # noqa: E402
+from test_homeassistant import HERE, HomeAssistant, Process, Results, free_port, log_problems, until
 
 GW = "gw-esp"
 GW_ADDRESS = "00:1B:DC:F0:00:E5"
@@ -164,17 +163,10 @@ async def main(binary, venv):
         # (the flow's first try without a key, and the wrong key), would be a user's problem too.
         provoked = ("Connection requires encryption", "Invalid encryption key")
 
-        def our_problems():
-            found = []
-            for name in sorted(os.listdir(work)):
-                if name.startswith("homeassistant.") and name.endswith(".log"):
-                    with open(os.path.join(work, name), errors="replace") as f:
-                        found += [line.strip()[:400] for line in f
-                                  if (" WARNING " in line or " ERROR " in line)
-                                  and any(m in line for m in ("esphome", "bluetooth", "bthome", "bleak"))
-                                  and not any(p in line for p in provoked)]
-            return found
-        problems = our_problems()
+        def ours(line):
+            return any(m in line for m in ("esphome", "bluetooth", "bthome", "bleak")) \
+                and not any(p in line for p in provoked)
+        problems = log_problems(work, ours)
         check("Home Assistant's ESPHome and Bluetooth code logs no warning or error about the proxy", not problems,
               "\n".join(problems[:5]))
     finally:
@@ -183,12 +175,7 @@ async def main(binary, venv):
         sim.stop()
         mosquitto.stop()
         dbus.stop()
-        if results.failed == 0:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print(f"logs kept in {work}", flush=True)
-    print(f"{results.passed} passed, {results.failed} failed", flush=True)
-    return 0 if results.failed == 0 else 1
+    return results.finish(work)
 
 
 if __name__ == "__main__":

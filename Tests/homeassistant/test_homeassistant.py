@@ -72,6 +72,15 @@ class Results:
         self.passed = 0
         self.failed = 0
 
+    def finish(self, work):
+        """The logs kept when a check failed, removed otherwise; prints the count and returns the exit status."""
+        if self.failed == 0:
+            shutil.rmtree(work, ignore_errors=True)
+        else:
+            print(f"logs kept in {work}", flush=True)
+        print(f"{self.passed} passed, {self.failed} failed", flush=True)
+        return 0 if self.failed == 0 else 1
+
     def check(self, name, ok, detail=""):
         if ok:
             self.passed += 1
@@ -80,6 +89,17 @@ class Results:
             self.failed += 1
             print(f"FAIL {name}{': ' + detail if detail else ''}", flush=True)
         return ok
+
+
+def log_problems(work, ours):
+    """Home Assistant's WARNING and ERROR lines, from every log it wrote under `work`, that `ours` claims."""
+    found = []
+    for name in sorted(os.listdir(work)):
+        if name.startswith("homeassistant.") and name.endswith(".log"):
+            with open(os.path.join(work, name), errors="replace") as f:
+                found += [line.strip()[:400] for line in f
+                          if (" WARNING " in line or " ERROR " in line) and ours(line)]
+    return found
 
 
 class Process:
@@ -706,15 +726,6 @@ async def main(binary, venv):
 
         # Home Assistant logs what it refuses or doubts in a document (a class or unit it does not take, an invalid
         # option, a state class impossible for the device class) rather than failing: its log must name none of ours.
-        def our_problems():
-            found = []
-            for name in sorted(os.listdir(work)):
-                if name.startswith("homeassistant.") and name.endswith(".log"):
-                    with open(os.path.join(work, name), errors="replace") as f:
-                        found += [line.strip()[:400] for line in f
-                                  if (" WARNING " in line or " ERROR " in line) and ours(line)]
-            return found
-
         # Ours: a line naming one of our ids or topics, or any from the MQTT integration or the sensor platform
         # (their schema and class warnings name neither), except the broker outages this test makes on purpose.
         outage = ("Disconnected from MQTT server", "Failed to connect to MQTT server", "Error returned from MQTT server",
@@ -726,7 +737,7 @@ async def main(binary, venv):
             return "blegateway" in line or "[homeassistant.components.mqtt" in line \
                 or "[homeassistant.components.sensor" in line
 
-        problems = our_problems()
+        problems = log_problems(work, ours)
         check("Home Assistant's log has no warning or error about our documents or entities", not problems,
               "\n".join(problems[:5]))
     finally:
@@ -738,12 +749,7 @@ async def main(binary, venv):
             o.stop()
         sim.stop()
         mosquitto.stop()
-        if results.failed == 0:
-            shutil.rmtree(work, ignore_errors=True)
-        else:
-            print(f"logs kept in {work}", flush=True)
-    print(f"{results.passed} passed, {results.failed} failed", flush=True)
-    return 0 if results.failed == 0 else 1
+    return results.finish(work)
 
 
 if __name__ == "__main__":
