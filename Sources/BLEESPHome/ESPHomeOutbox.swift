@@ -2,7 +2,7 @@ import BLETransport
 
 /// What one client's writer sends, in order: frames already made (the handshake's), messages it frames and seals
 /// itself (so the noise nonce follows the write order), and raw advertisements, bounded: past `limit` waiting, a new
-/// one is dropped and counted for this client (`ESPHomeStatistics.advertisementsDropped`).
+/// one is refused, and the proxy counts it (`ESPHomeStatistics.advertisementsDropped`).
 final class ESPHomeOutbox: Sendable {
     enum Item: Sendable {
         case framed([UInt8])
@@ -18,7 +18,6 @@ final class ESPHomeOutbox: Sendable {
         var batch = Batch()
         /// No more items: the writer sends what is queued, then ends.
         var finished = false
-        var dropped: UInt64 = 0
     }
 
     let limit: Int
@@ -35,10 +34,7 @@ final class ESPHomeOutbox: Sendable {
     /// False when the advertisement was dropped (the client is `limit` behind).
     func advertise(_ a: ESPHome_BluetoothLERawAdvertisement) -> Bool {
         let kept = queue.withLock { q -> Bool in
-            guard !q.finished, q.batch.advertisements.count < limit else {
-                q.dropped += 1
-                return false
-            }
+            guard !q.finished, q.batch.advertisements.count < limit else { return false }
             q.batch.advertisements.append(a)
             return true
         }
@@ -50,8 +46,6 @@ final class ESPHomeOutbox: Sendable {
         queue.withLock { $0.finished = true }
         ready.signal()
     }
-
-    var dropped: UInt64 { queue.withLock { $0.dropped } }
 
     /// Everything queued, once there is something; nil when finished and empty (or the task is cancelled).
     func next() async -> Batch? {

@@ -4,20 +4,23 @@ import NIOCore
 /// One client: its bytes through `ESPHomeConnection`, its messages answered (`ESPHomeProxy+Requests`), its writer
 /// sending the outbox in order, and ESPHome's keepalive.
 extension ESPHomeProxy {
-    /// One client's shared parts: the connection (its ciphers) under one lock, the outbox, when it was last heard.
+    /// One client's shared parts: what its reader, writer and keepalive share (under one lock), and its outbox.
     final class Client: Sendable {
         let id: UInt64
-        let connection: Locked<ESPHomeConnection>
+        struct Shared: Sendable {
+            /// The framing and the ciphers: the reader opens with one, the writer seals with the other.
+            var connection: ESPHomeConnection
+            /// The clock's reading when the client last sent a whole message.
+            var lastHeard: Duration
+        }
+        let shared: Locked<Shared>
         let outbox: ESPHomeOutbox
-        /// The clock's reading when the client last sent a whole frame.
-        let lastHeard: Locked<Duration>
         let heard = WakeSignal()
 
         init(id: UInt64, connection: ESPHomeConnection, backlog: Int, now: Duration) {
             self.id = id
-            self.connection = Locked(connection)
+            self.shared = Locked(Shared(connection: connection, lastHeard: now))
             self.outbox = ESPHomeOutbox(limit: backlog)
-            self.lastHeard = Locked(now)
         }
 
         func send(_ type: ESPHomeMessageType, _ message: [UInt8]) { outbox.send(.message(type, message)) }
@@ -62,13 +65,19 @@ extension ESPHomeProxy {
     private func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, client: Client, peer: String) async {
         do {
             for try await buffer in inbound {
-                let actions = client.connection.withLock { $0.received(buffer.readableBytesView) }
+                let now = clock.now()
+                let actions = client.shared.withLock { shared in
+                    let actions = shared.connection.received(buffer.readableBytesView)
+                    if actions.contains(where: { if case .message = $0 { true } else { false } }) {
+                        shared.lastHeard = now
+                    }
+                    return actions
+                }
                 for action in actions {
                     switch action {
                     case .write(let bytes):
                         client.outbox.send(.framed(bytes))
                     case .message(let type, let message):
-                        client.lastHeard.withLock { $0 = clock.now() }
                         client.heard.signal()
                         guard respond(to: type, message, client: client) else { return }
                     case .close(let failure):
@@ -92,11 +101,11 @@ extension ESPHomeProxy {
     private func write(_ client: Client, to outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async {
         while let batch = await client.outbox.next() {
             var bytes: [UInt8] = []
-            let sent = client.connection.withLock { connection -> Int in
+            let sent = client.shared.withLock { shared -> Int in
                 for item in batch.items {
                     switch item {
                     case .framed(let framed): bytes += framed
-                    case .message(let type, let message): bytes += connection.frame(type, message) ?? []
+                    case .message(let type, let message): bytes += shared.connection.frame(type, message) ?? []
                     }
                 }
                 // ESPHome batches raw advertisements; a noise frame holds 65,535 bytes, so at most 256 (each is at
@@ -107,7 +116,7 @@ extension ESPHomeProxy {
                     var m = ESPHome_BluetoothLERawAdvertisementsResponse()
                     m.advertisements = Array(batch.advertisements[start..<end])
                     if let encoded = try? m.serializedBytes() as [UInt8] {
-                        bytes += connection.frame(.bluetoothLERawAdvertisementsResponse, encoded) ?? []
+                        bytes += shared.connection.frame(.bluetoothLERawAdvertisementsResponse, encoded) ?? []
                     }
                     start = end
                 }
@@ -129,7 +138,7 @@ extension ESPHomeProxy {
         let interval = Duration.seconds(configuration.keepaliveSeconds)
         var pinged = false
         while !Task.isCancelled {
-            let last = client.lastHeard.withLock { $0 }
+            let last = client.shared.withLock { $0.lastHeard }
             let silent = clock.now() - last
             if silent >= interval * 2.5 {
                 logger.warning("esphome_api: client \(client.id) silent for \(silent), closing")
