@@ -141,7 +141,15 @@ SCANNER=$!
 sleep 2
 advertise_with_btmgmt
 wait $SCANNER; rc=$?
-sleep 0.5
+# btmon writes what the monitor channel gave it when it gets to it: under TCG that can be later than a fixed 0.5 s
+# after our close (one CI run lost the Remove Advertisement Monitor so). Wait, bounded at 10 s, until the capture has
+# both cleanup commands, or give up and let the check below say which is missing.
+for _ in $(seq 1 100); do
+  timeout 10 btmon -r /tmp/shared-monitor.btsnoop > "$OUT/shared-btmon.txt" 2>&1
+  grep -q "Remove Advertisement Monitor" "$OUT/shared-btmon.txt" &&
+    grep -q "MGMT Command: Stop Discovery" "$OUT/shared-btmon.txt" && break
+  sleep 0.1
+done
 kill $BTMON 2>/dev/null; wait $BTMON 2>/dev/null
 timeout 10 btmon -r /tmp/shared-monitor.btsnoop > "$OUT/shared-btmon.txt" 2>&1
 r=ok
