@@ -18,7 +18,8 @@ public enum FleetTopic: Sendable, Equatable {
     /// Each step of an enrolment (`…/enrol/state`): in the seq stream, not on the dashboard.
     case enrolment(gateway: String)
     /// Written by operators or other fleet services, not by a gateway: `<prefix>/fleet/…`, `<prefix>/<gw>/config`,
-    /// `…/peripherals/<address>/write`, `<prefix>/<gw>/enrol`. Not counted as bad, not part of any gateway's stream.
+    /// `…/peripherals/<address>/write`, `<prefix>/<gw>/enrol`; or the gateway's start-up barrier to itself
+    /// (`<prefix>/<gw>/config/sync`). Not counted as bad, not part of any gateway's stream.
     case notFromAGateway
     /// A gateway id outside `[A-Za-z0-9._-]` (the gateway validates its own id at start, so such a topic was
     /// written by something else).
@@ -58,6 +59,7 @@ public enum FleetTopic: Sendable, Equatable {
             case "sensors" where Self.isAddress(rest[1]): self = .sensor(gateway: gw, address: rest[1])
             case "regions" where Self.isValidLevel(rest[1]): self = .region(gateway: gw, region: rest[1])
             case "config" where rest[1] == "state": self = .configState(gateway: gw)
+            case "config" where rest[1] == "sync": self = .notFromAGateway
             case "enrol" where rest[1] == "state": self = .enrolment(gateway: gw)
             default: self = .unknown
             }

@@ -81,7 +81,18 @@ public final class MQTTClient: Sendable {
         _ filter: String, qos: MQTTQoS = .atLeastOnce,
         buffer: Int = 4096
     ) throws(MQTTError) -> AsyncStream<MQTTMessage> {
-        try core.subscribe(filter, qos: qos, buffer: buffer)
+        try core.subscribe([filter], qos: qos, buffer: buffer)
+    }
+
+    /// One stream for several filters: each message the broker sends that matches any of them is read once, in the
+    /// order the broker sent them across all the filters (the retained documents a subscription found, then a message
+    /// published after subscribing, are read in that order). Overlapping filters may bring copies of one message: the
+    /// broker may send one per matching subscription (MQTT 5 §3.3.4). Otherwise as `subscribe(_:qos:buffer:)`.
+    public func subscribe(
+        _ filters: [String], qos: MQTTQoS = .atLeastOnce,
+        buffer: Int = 4096
+    ) throws(MQTTError) -> AsyncStream<MQTTMessage> {
+        try core.subscribe(filters, qos: qos, buffer: buffer)
     }
 
     /// Returns once the broker has acknowledged this client's subscription to `filter` on the current connection

@@ -28,7 +28,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
     }
 
     private struct Subscription {
-        var filter: String
+        /// One or more filters feeding one stream: each message that matches any of them is yielded once, in the
+        /// order the broker sent it.
+        var filters: [String]
         var qos: MQTTQoS
         var continuation: AsyncStream<MQTTMessage>.Continuation
     }
@@ -170,7 +172,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
             guard state.admit(), let mosq else { return }
             var filters: [String: MQTTQoS] = [:]
             for subscription in subscriptions.values {
-                filters[subscription.filter] = max(filters[subscription.filter] ?? .atMostOnce, subscription.qos)
+                for f in subscription.filters { filters[f] = max(filters[f] ?? .atMostOnce, subscription.qos) }
             }
             for (filter, qos) in filters { sendSubscribe(mosq, filter, qos) }
         }
@@ -280,16 +282,19 @@ final class MQTTConnectionCore: @unchecked Sendable {
         if let refusal { completion(.failure(refusal)) }
     }
 
-    func subscribe(_ filter: String, qos: MQTTQoS, buffer: Int) throws(MQTTError) -> AsyncStream<MQTTMessage> {
-        let rc = mosquitto_sub_topic_check(filter)
-        guard rc == mosqSuccess else { throw MQTTError.library(rc, detail: "topic filter \"\(filter)\"") }
+    func subscribe(_ filters: [String], qos: MQTTQoS, buffer: Int) throws(MQTTError) -> AsyncStream<MQTTMessage> {
+        precondition(!filters.isEmpty, "a subscription needs a filter")
+        for filter in filters {
+            let rc = mosquitto_sub_topic_check(filter)
+            guard rc == mosqSuccess else { throw MQTTError.library(rc, detail: "topic filter \"\(filter)\"") }
+        }
         let (stream, continuation) = AsyncStream.makeStream(
             of: MQTTMessage.self,
             bufferingPolicy: .bufferingNewest(buffer))
         let id: UInt64 = lock.withLock {
             nextSubscriptionID += 1
-            subscriptions[nextSubscriptionID] = Subscription(filter: filter, qos: qos, continuation: continuation)
-            if state.isAdmitted, let mosq { sendSubscribe(mosq, filter, qos) }
+            subscriptions[nextSubscriptionID] = Subscription(filters: filters, qos: qos, continuation: continuation)
+            if state.isAdmitted, let mosq { for filter in filters { sendSubscribe(mosq, filter, qos) } }
             return nextSubscriptionID
         }
         continuation.onTermination = { [weak self] _ in self?.unsubscribe(id) }
@@ -299,10 +304,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
     private func unsubscribe(_ id: UInt64) {
         lock.withLock {
             guard let removed = subscriptions.removeValue(forKey: id) else { return }
-            let stillWanted = subscriptions.values.contains { $0.filter == removed.filter }
-            if !stillWanted {
-                acknowledgedFilters.remove(removed.filter)
-                if state.isAdmitted, let mosq { _ = mosquitto_unsubscribe(mosq, nil, removed.filter) }
+            for filter in removed.filters where !subscriptions.values.contains(where: { $0.filters.contains(filter) }) {
+                acknowledgedFilters.remove(filter)
+                if state.isAdmitted, let mosq { _ = mosquitto_unsubscribe(mosq, nil, filter) }
             }
         }
     }
@@ -388,8 +392,11 @@ final class MQTTConnectionCore: @unchecked Sendable {
     func deliver(_ message: MQTTMessage) {
         let targets: [AsyncStream<MQTTMessage>.Continuation] = lock.withLock {
             subscriptions.values.compactMap { subscription in
-                var matches = false
-                _ = mosquitto_topic_matches_sub(subscription.filter, message.topic, &matches)
+                let matches = subscription.filters.contains { filter in
+                    var matches = false
+                    _ = mosquitto_topic_matches_sub(filter, message.topic, &matches)
+                    return matches
+                }
                 return matches ? subscription.continuation : nil
             }
         }

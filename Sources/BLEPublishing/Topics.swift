@@ -89,6 +89,9 @@ public struct Topics: Sendable, Hashable {
     public var config: String { "\(base)/config" }
     /// Reported config state (retained).
     public var configState: String { "\(base)/config/state" }
+    /// The gateway's start-up barrier (not retained, written and read by the gateway alone): a message sent here
+    /// after subscribing to the config topics comes back after any retained document the broker had for them.
+    public var configSync: String { "\(base)/config/sync" }
     /// Fleet-wide desired config (retained, written by operators).
     public var fleetConfig: String { "\(prefix)/fleet/config" }
 }

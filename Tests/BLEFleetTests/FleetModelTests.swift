@@ -163,6 +163,17 @@ import Testing
         #expect(m.gateways["gw-lobby"]?.seq.gaps == 0)
     }
 
+    /// The gateway's start-up barrier (`…/config/sync`, no envelope) is neither bad input nor part of its stream.
+    @Test func theStartUpSyncIsNoBadInputAndNoPartOfTheStream() {
+        var m = FleetModel(prefix: "demo")
+        fold(&m, "demo/gw-lobby/status", Self.online)
+        fold(&m, "demo/gw-lobby/config/sync", #"{"nonce":"9f2c01"}"#)
+        fold(&m, "demo/gw-lobby/adapter", Self.adapter(2, "poweredOn"))
+        #expect(m.counters.unknownTopics == 0)
+        #expect(m.recentBadInput.isEmpty)
+        #expect(m.gateways["gw-lobby"]?.seq.gaps == 0)
+    }
+
     /// `…/sensors/<address>` (docs/TOPICS.md) is in the schema: its seq fills the stream, it is no bad input.
     @Test func sensorReadingsArePartOfTheStreamNotBadInput() {
         var m = FleetModel(prefix: "demo")

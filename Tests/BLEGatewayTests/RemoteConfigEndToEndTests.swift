@@ -48,6 +48,61 @@ extension EndToEndSuites {
             _ = try? await task.value
         }
 
+        @Test func withNoRetainedDocumentTheReturnedSyncEndsTheStartWaitNotItsDeadline() async throws {
+            let f = try Fixture()
+            defer { f.broker.terminate() }
+            let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
+            defer { observer.stop() }
+            var c = f.configuration()
+            // Far past the wait below: only the nonce coming back can let the first scan happen in time.
+            c.remoteConfig.startupWaitSeconds = 60
+            await observer.client.subscribed("\(f.prefix)/\(f.gateway)/#")
+            let (_, source, task) = try f.start(c)
+            try await EndToEndSuites.waitFor("first scan", limit: .seconds(20)) {
+                source.lock.withLock { source.configurationAtStart != nil }
+            }
+            func syncs() -> [[String: Any]] {
+                observer.lock.withLock {
+                    observer.messages.filter { $0.topic == "\(f.prefix)/\(f.gateway)/config/sync" }.map(\.json)
+                }
+            }
+            // The observer hears it beside the gateway, not necessarily before the gateway went on.
+            try await EndToEndSuites.waitFor("the sync seen by the observer") { !syncs().isEmpty }
+            // Sent once: it came back on the first connection.
+            try await EndToEndSuites.waitFor("a reading after it") { !observer.beacons(after: 0).isEmpty }
+            #expect(syncs().count == 1)
+            #expect(syncs().first?["nonce"] is String)
+            task.cancel()
+            _ = try? await task.value
+        }
+
+        @Test func aBrokerWhoseACLRefusesTheSyncStillStartsAtTheDeadline() async throws {
+            // Everything this test's gateway and observer use, but not config/sync.
+            let f = try Fixture(acl: { p in
+                ["\(p)/fleet/config", "\(p)/gw-rc/+", "\(p)/gw-rc/config/state", "\(p)/gw-rc/beacons/#"]
+                    .map { "topic readwrite \($0)\n" }.joined()
+            })
+            defer { f.broker.terminate() }
+            let observer = try Observer(port: f.broker.port, filter: "\(f.prefix)/\(f.gateway)/#")
+            defer { observer.stop() }
+            try await observer.publish(f.configTopic, Array(#"{"version": 4, "scan": {"filters": ["name:A"]}}"#.utf8))
+            var c = f.configuration()
+            c.remoteConfig.startupWaitSeconds = 1.5
+            let started = ContinuousClock.now
+            let (_, source, task) = try f.start(c)
+            try await EndToEndSuites.waitFor("first scan") {
+                source.lock.withLock { source.configurationAtStart != nil }
+            }
+            // The barrier never came back, so the deadline ended the wait, not the silence after the document.
+            #expect(ContinuousClock.now - started >= .seconds(1.5))
+            #expect(observer.lock.withLock { observer.messages.allSatisfy { !$0.topic.hasSuffix("/config/sync") } })
+            try await EndToEndSuites.waitFor("the retained document applied") {
+                observer.states(f.stateTopic).contains { $0["version"] as? Int == 4 }
+            }
+            task.cancel()
+            _ = try? await task.value
+        }
+
         @Test func aChangeMidRunAppliesAndNoReadingIsLostAcrossIt() async throws {
             let f = try Fixture()
             defer { f.broker.terminate() }

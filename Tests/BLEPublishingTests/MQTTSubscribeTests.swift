@@ -60,8 +60,34 @@ struct MQTTSubscribeTests {
         }
     }
 
+    @Test func oneStreamForSeveralFiltersHasTheirRetainedMessagesBeforeAMessageSentAfterSubscribing() async throws {
+        let broker = try startBroker()
+        try await withRunningClient(testConfiguration(broker)) { client, events in
+            await events.waitFor { $0.isConnected }
+            for (topic, payload) in [("cfg/fleet", "f"), ("cfg/gw", "g")] {
+                try await client.publish(
+                    MQTTMessage(topic: topic, payload: Array(payload.utf8), qos: .atLeastOnce, retain: true))
+            }
+        }
+        try await withRunningClient(testConfiguration(broker)) { client, events in
+            // With the CONNACK or at once if connected: either way the SUBSCRIBEs go out before the PUBLISH below.
+            let stream = try client.subscribe(["cfg/fleet", "cfg/gw", "cfg/sync", "live/+"])
+            await events.waitFor { $0.isConnected }
+            try await client.publish(MQTTMessage(topic: "cfg/sync", payload: [1], qos: .atLeastOnce))
+            try await client.publish(MQTTMessage(topic: "live/x", payload: [2], qos: .atLeastOnce))
+            try await client.publish(MQTTMessage(topic: "cfg/sync", payload: [3], qos: .atLeastOnce))
+            let messages = await collect(stream, count: 5)
+            // The retained documents before the message sent after subscribing, then the rest in order.
+            #expect(Set(messages.prefix(2).map(\.topic)) == ["cfg/fleet", "cfg/gw"])
+            #expect(messages.prefix(2).allSatisfy { $0.retain })
+            #expect(messages.dropFirst(2).map(\.topic) == ["cfg/sync", "live/x", "cfg/sync"])
+            #expect(client.droppedDeliveries == 0)
+        }
+    }
+
     @Test func anInvalidFilterIsRefusedWithTheLibraryError() throws {
         let client = MQTTClient(configuration: MQTTConfiguration())
         #expect(throws: MQTTError.self) { try client.subscribe("a/#/b") }
+        #expect(throws: MQTTError.self) { try client.subscribe(["a/b", "a/#/b"]) }
     }
 }

@@ -24,7 +24,7 @@ extension GatewayRuntime {
                         online: true, reason: first ? nil : "reconnected", ts: clock.unixTime(),
                         synced: clockSynchronized()))
                 ownership?.brokerConnected()
-                configurationProgress.signal()
+                publishRetainedConfigurationSync()
                 homeAssistantConnected(reconnected: !first)
             case .disconnected(let error):
                 if let error { logger.warning("broker connection lost: \(error)") }

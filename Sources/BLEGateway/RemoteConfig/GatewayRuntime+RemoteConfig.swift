@@ -8,56 +8,74 @@ import Foundation
 /// The running gateway's side of remote configuration: subscribe to the fleet and per-gateway topics, apply what
 /// is accepted without a restart, and report every verdict on `config/state`.
 extension GatewayRuntime {
-    /// Subscribes to both config topics (before the client connects, so the retained documents are the first thing
-    /// the broker sends after SUBACK) and follows them until cancelled. Returns the followers' tasks.
+    /// Subscribes to both config topics and the start-up sync topic, in one stream (RetainedConfigurationSync: the
+    /// nonce coming back means every retained document before it was applied), before the client connects, and
+    /// follows them until cancelled. Returns the follower's task.
     func followRemoteConfiguration() -> [Task<Void, Never>] {
         // What the stored layers changed from the file (regions, ranging, scan parameters) before the first scan.
         applyLive(from: configuration, to: effectiveConfiguration, start: true)
         guard configuration.remoteConfig.enabled else { return [] }
-        var tasks: [Task<Void, Never>] = []
-        for (layer, topic) in [
-            (RemoteConfigLayer.fleet, readings.topics.fleetConfig),
-            (.gateway, readings.topics.config),
-        ] {
-            let stream: AsyncStream<MQTTMessage>
-            do {
-                stream = try client.subscribe(topic, qos: .atLeastOnce)
-            } catch {
-                logger.error("remote configuration: cannot subscribe to \(topic): \(error)")
-                continue
-            }
-            tasks.append(
-                Task { [self] in
-                    for await message in stream {
-                        // Exact topic match: `config/state` is not under `config` (MQTT filters match whole levels).
-                        guard message.topic == topic else { continue }
-                        receiveConfiguration(layer, payload: message.payload)
-                    }
-                })
+        let topics = readings.topics
+        let stream: AsyncStream<MQTTMessage>
+        do {
+            stream = try client.subscribe([topics.fleetConfig, topics.config, topics.configSync], qos: .atLeastOnce)
+        } catch {
+            logger.error("remote configuration: cannot subscribe to \(topics.config): \(error)")
+            return []
         }
-        return tasks
+        return [
+            Task { [self] in
+                for await message in stream {
+                    // Exact topic match: `config/state` is not under `config` (MQTT filters match whole levels).
+                    switch message.topic {
+                    case topics.fleetConfig: receiveConfiguration(.fleet, payload: message.payload)
+                    case topics.config: receiveConfiguration(.gateway, payload: message.payload)
+                    case topics.configSync:
+                        if state.withLock({ $0.retainedSync.received(message.payload) }) {
+                            configurationProgress.signal()
+                        }
+                    default: continue
+                    }
+                }
+            }
+        ]
     }
 
-    /// Until the broker's retained documents had their chance: up to `remote_config.startup_wait_s`, ending early
-    /// once both layers arrived or 500 ms after the connection was accepted (retained messages follow SUBACK at
-    /// once; a topic with none sends nothing, so some settle time is the only way to know).
+    /// On each connection until the barrier is passed: the nonce, sent after the subscriptions (they go out with
+    /// the CONNACK, this after it), so the broker routes it back behind the retained documents.
+    func publishRetainedConfigurationSync() {
+        guard configuration.remoteConfig.enabled, let payload = state.withLock({ $0.retainedSync.payload }) else {
+            return
+        }
+        let message = MQTTMessage(topic: readings.topics.configSync, payload: payload, qos: .atLeastOnce, retain: false)
+        client.submit(message) { [logger] result in
+            if case .failure(let error) = result {
+                logger.warning("remote configuration: the start-up sync message was not accepted: \(error)")
+            }
+        }
+    }
+
+    /// Until the broker's retained documents are applied (the sync nonce came back), or `remote_config.startup_wait_s`
+    /// passed: no broker, or one that does not return the nonce (its ACL refuses `config/sync`).
     func awaitRetainedConfiguration() async {
         guard configuration.remoteConfig.enabled, configuration.remoteConfig.startupWaitSeconds > 0 else { return }
-        let deadline = clock.now() + .seconds(configuration.remoteConfig.startupWaitSeconds)
-        var connectedAt: Duration?
-        // Woken by the connection and by each document (`configurationProgress`); the deadlines bound the wait.
+        let wait = configuration.remoteConfig.startupWaitSeconds
+        let deadline = clock.now() + .seconds(wait)
+        // Woken by the nonce's return (`configurationProgress`); the deadline bounds the wait.
         while clock.now() < deadline, !Task.isCancelled {
-            if connectedAt == nil, state.withLock({ $0.connectedOnce }) { connectedAt = clock.now() }
-            var until = deadline
-            if let at = connectedAt {
-                if remote.seenLayers.count == 2 || clock.now() - at >= .milliseconds(500) { break }
-                until = min(until, at + .milliseconds(500))
-            }
-            await configurationProgress.wait(upTo: until - clock.now(), clock: clock)
+            if state.withLock({ $0.retainedSync == .returned }) { return }
+            await configurationProgress.wait(upTo: deadline - clock.now(), clock: clock)
         }
-        if connectedAt == nil {
-            let wait = configuration.remoteConfig.startupWaitSeconds
-            let layers = remote.layersInForce
+        guard !Task.isCancelled else { return }
+        let layers = remote.layersInForce
+        if state.withLock({ $0.connectedOnce }) {
+            logger.warning(
+                """
+                remote configuration: the start-up sync on \(readings.topics.configSync) did not come back within \
+                \(wait) s (does the broker's ACL let this gateway write and read it? deploy/mosquitto/blegateway.acl); \
+                scanning with what arrived so far, layers \(layers)
+                """)
+        } else {
             logger.warning(
                 "remote configuration: no broker within \(wait) s; scanning with the file and stored layers \(layers)")
         }

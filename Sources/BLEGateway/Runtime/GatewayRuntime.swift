@@ -63,6 +63,8 @@ public final class GatewayRuntime: Service, Sendable {
         var adapters = AdapterStates()
         var reconnects = 0
         var connectedOnce = false
+        /// The start-up barrier for the broker's retained configuration (RetainedConfigurationSync).
+        var retainedSync = RetainedConfigurationSync.fresh()
         /// MQTT 3.1.1: whether the gateway's own online status comes back after each connection.
         var echo = StatusEcho()
         /// `run --trace ADDRESS`: the traced address and its explainer (GatewayRuntime+Trace).

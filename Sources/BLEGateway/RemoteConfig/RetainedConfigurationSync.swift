@@ -1,0 +1,31 @@
+/// Whether the broker has sent every retained configuration document it had at start.
+///
+/// MQTT says nothing when a topic holds no retained message, so "nothing came" cannot be told from "not yet". What
+/// can: the gateway subscribes to its config topics and to `config/sync` in one stream, then publishes a fresh nonce
+/// to `config/sync` on each connection. A broker handles one connection's packets in order, so it queues the
+/// retained documents the subscriptions found before it routes the later PUBLISH back; when the nonce comes out of
+/// the stream, every document before it has been applied. Only a deadline (`remote_config.startup_wait_s`) ends the
+/// wait otherwise: no broker, or one whose ACL refuses the sync topic.
+enum RetainedConfigurationSync: Sendable, Equatable {
+    /// Waiting for this nonce to come back.
+    case awaiting(nonce: String)
+    /// It came back: the retained documents are applied.
+    case returned
+
+    static func fresh() -> Self {
+        .awaiting(nonce: String(UInt64.random(in: .min ... .max), radix: 16))
+    }
+
+    /// What to publish on a new connection (schema/v1/config-sync.json): nil once the barrier was passed.
+    var payload: [UInt8]? {
+        if case .awaiting(let nonce) = self { return Array(#"{"nonce":"\#(nonce)"}"#.utf8) }
+        return nil
+    }
+
+    /// A message on the sync topic: true when it is our nonce (the barrier is passed now).
+    mutating func received(_ payload: [UInt8]) -> Bool {
+        guard let ours = self.payload, payload == ours else { return false }
+        self = .returned
+        return true
+    }
+}
