@@ -71,9 +71,15 @@ struct DeadLetterTests {
         }
     }
 
-    /// The observer's first CONNACK (its subscription goes out with it, before any publisher has connected).
-    func connected(_ client: MQTTClient) async -> Bool {
-        for await e in client.events { if case .connected = e { return true } }
+    /// The observer's first CONNACK, then the broker's SUBACK for `filter`: whatever a publisher sends from then on
+    /// reaches it (a SUBSCRIBE merely sent may still be unread when a fast publisher's PUBLISH is routed).
+    func subscribed(_ client: MQTTClient, _ filter: String) async -> Bool {
+        for await e in client.events {
+            if case .connected = e {
+                await client.subscribed(filter)
+                return true
+            }
+        }
         return false
     }
 
@@ -89,7 +95,7 @@ struct DeadLetterTests {
         let watch = Task { try await observer.run() }
         defer { watch.cancel() }
         let received = try observer.subscribe("dead/#", qos: .atLeastOnce, buffer: 64)
-        guard await connected(observer) else {
+        guard await subscribed(observer, "dead/#") else {
             Issue.record("the observer never connected")
             return
         }
@@ -123,7 +129,7 @@ struct DeadLetterTests {
         let watch = Task { try await observer.run() }
         defer { watch.cancel() }
         let received = try observer.subscribe("dead/#", qos: .atLeastOnce, buffer: 64)
-        guard await connected(observer) else {
+        guard await subscribed(observer, "dead/#") else {
             Issue.record("the observer never connected")
             return
         }
@@ -156,7 +162,7 @@ struct DeadLetterTests {
         let watch = Task { try await observer.run() }
         defer { watch.cancel() }
         let received = try observer.subscribe("dead/#", qos: .atLeastOnce, buffer: 8)
-        guard await connected(observer) else {
+        guard await subscribed(observer, "dead/#") else {
             Issue.record("the observer never connected")
             return
         }
