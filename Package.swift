@@ -127,7 +127,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "BLEESPHomeTests", dependencies: [
-            "BLEESPHome", "BLETransport", .product(name: "Crypto", package: "swift-crypto"),
+            "BLEESPHome", "BLETransport", "BLETestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            .product(name: "Logging", package: "swift-log"),
         ]),
         .testTarget(name: "BLESimulatorTests", dependencies: ["BLESimulator", "BLEHCI", "BLETransport", "BLETestSupport"]),
     ]

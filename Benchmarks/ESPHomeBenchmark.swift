@@ -20,15 +20,19 @@ func runESPHomeBenchmark(arguments: [String]) async throws {
         return
     }
     let key = [UInt8](repeating: 0x5A, count: 32)
-    let port = try Loopback.freePort()
-    var configuration = ESPHomeProxyConfiguration(name: "bench", psk: key, port: port)
+    // An ephemeral port, the one bound told by the proxy once clients can connect.
+    var configuration = ESPHomeProxyConfiguration(name: "bench", psk: key, port: 0)
     configuration.host = "127.0.0.1"
     var logger = Logger(label: "bench")
     logger.logLevel = .warning
-    let proxy = ESPHomeProxy(configuration: configuration, version: "bench", clock: SystemClock(), logger: logger)
+    let (listening, bound) = AsyncStream.makeStream(of: Int.self)
+    let proxy = ESPHomeProxy(
+        configuration: configuration, version: "bench", clock: SystemClock(), logger: logger,
+        onListening: { bound.yield($0) })
     let server = Task { try await proxy.run() }
     defer { server.cancel() }
-    try await Task.sleep(for: .milliseconds(300))
+    var ports = listening.makeAsyncIterator()
+    guard let port = await ports.next() else { return }
 
     // The same paced loop, first with nobody subscribed (what building and handing over costs without the proxy's
     // work), then with the client.

@@ -2,7 +2,9 @@ import BLETransport
 
 /// What one client's writer sends, in order: frames already made (the handshake's), messages it frames and seals
 /// itself (so the noise nonce follows the write order), and raw advertisements, bounded: past `limit` waiting, a new
-/// one is refused, and the proxy counts it (`ESPHomeStatistics.advertisementsDropped`).
+/// one is refused, and the proxy counts it (`ESPHomeStatistics.advertisementsDropped`). Replies are bounded too, by
+/// `replyLimit`: a client that keeps asking and never reads would otherwise hold memory without end; past it the
+/// proxy closes that client (`ESPHomeStatistics.stalledClients`).
 final class ESPHomeOutbox: Sendable {
     enum Item: Sendable {
         case framed([UInt8])
@@ -21,14 +23,25 @@ final class ESPHomeOutbox: Sendable {
     }
 
     let limit: Int
+    let replyLimit: Int
     private let queue = Locked(Queue())
     private let ready = WakeSignal()
 
-    init(limit: Int) { self.limit = limit }
+    init(limit: Int, replyLimit: Int = 256) {
+        self.limit = limit
+        self.replyLimit = replyLimit
+    }
 
-    func send(_ item: Item) {
-        queue.withLock { if !$0.finished { $0.batch.items.append(item) } }
+    /// False when `replyLimit` items already wait unsent (the item is not queued): the client does not read.
+    @discardableResult
+    func send(_ item: Item) -> Bool {
+        let kept = queue.withLock { q -> Bool in
+            guard q.batch.items.count < replyLimit else { return false }
+            if !q.finished { q.batch.items.append(item) }
+            return true
+        }
         ready.signal()
+        return kept
     }
 
     /// False when the advertisement was dropped (the client is `limit` behind).

@@ -23,7 +23,18 @@ extension ESPHomeProxy {
             self.outbox = ESPHomeOutbox(limit: backlog)
         }
 
-        func send(_ type: ESPHomeMessageType, _ message: [UInt8]) { outbox.send(.message(type, message)) }
+        /// False when the reply was not queued: too many wait unread (`ESPHomeOutbox.replyLimit`).
+        @discardableResult
+        func send(_ type: ESPHomeMessageType, _ message: [UInt8]) -> Bool { outbox.send(.message(type, message)) }
+
+        /// How the connection goes on after a message.
+        enum Next {
+            case read
+            /// The writer sends what is queued (a goodbye, a handshake failure), then the socket closes.
+            case close
+            /// The socket closes now: the client does not read what is queued, so it would never be sent.
+            case cut
+        }
     }
 
     func serve(_ channel: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
@@ -50,7 +61,10 @@ extension ESPHomeProxy {
         try? await channel.executeThenClose { inbound, outbound in
             await withTaskGroup(of: Void.self) { group in
                 group.addTask {
-                    await self.read(inbound, client: client, peer: peer)
+                    if await self.read(inbound, client: client, peer: peer) == .cut {
+                        // The writer may wait on a socket the client never drains: closing it ends that write.
+                        channel.channel.close(promise: nil)
+                    }
                     client.outbox.finish()
                 }
                 group.addTask { await self.keepAlive(client) }
@@ -62,7 +76,10 @@ extension ESPHomeProxy {
         }
     }
 
-    private func read(_ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, client: Client, peer: String) async {
+    /// Reads until the client's end, a fault, or a message that ends it: `.close` or `.cut` (Client.Next).
+    private func read(
+        _ inbound: NIOAsyncChannelInboundStream<ByteBuffer>, client: Client, peer: String
+    ) async -> Client.Next {
         do {
             for try await buffer in inbound {
                 let now = clock.now()
@@ -79,7 +96,8 @@ extension ESPHomeProxy {
                         client.outbox.send(.framed(bytes))
                     case .message(let type, let message):
                         client.heard.signal()
-                        guard respond(to: type, message, client: client) else { return }
+                        let next = respond(to: type, message, client: client)
+                        guard next == .read else { return next }
                     case .close(let failure):
                         books.withLock {
                             if failure == .wrongKey {
@@ -89,13 +107,14 @@ extension ESPHomeProxy {
                             }
                         }
                         logger.warning("esphome_api: \(peer) closed: \(failure)")
-                        return
+                        return .close
                     }
                 }
             }
         } catch {
             logger.debug("esphome_api: \(peer): \(error)")
         }
+        return .close
     }
 
     private func write(_ client: Client, to outbound: NIOAsyncChannelOutboundWriter<ByteBuffer>) async {

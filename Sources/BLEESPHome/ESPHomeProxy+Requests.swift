@@ -13,16 +13,28 @@ extension ESPHomeProxy {
     /// advertisements. Active connections (GATT through our links) are not offered yet, so none is asked for.
     static let features: BluetoothProxyFeatures = [.passiveScan, .rawAdvertisements]
 
-    /// Answers one message; false when the connection is to end (the client said goodbye, or sent bytes that do not
-    /// decode as the message its type names).
-    func respond(to type: ESPHomeMessageType, _ message: [UInt8], client: Client) -> Bool {
+    /// Answers one message, and says how the client's connection goes on: it ends when the client said goodbye or
+    /// sent bytes that do not decode as the message its type names, and is cut when its replies pile up unread.
+    func respond(to type: ESPHomeMessageType, _ message: [UInt8], client: Client) -> Client.Next {
         let request: ESPHomeRequest
         do {
             request = try ESPHomeRequest(type, message)
         } catch {
             books.withLock { $0.statistics.protocolErrors += 1 }
             logger.warning("esphome_api: client \(client.id) sent a \(type) that does not decode: \(error)")
-            return false
+            return .close
+        }
+        var replied = true
+        func reply(_ m: some SwiftProtobuf.Message, _ type: ESPHomeMessageType) {
+            // Encoding a message built here cannot fail (no required fields in proto3).
+            replied = client.send(type, (try? m.serializedBytes()) ?? []) && replied
+        }
+        defer {
+            if !replied {
+                books.withLock { $0.statistics.stalledClients += 1 }
+                logger.warning(
+                    "esphome_api: client \(client.id) closed: \(client.outbox.replyLimit) replies wait unread")
+            }
         }
         switch request {
         case .hello(let info, let major, let minor):
@@ -32,39 +44,34 @@ extension ESPHomeProxy {
             r.apiVersionMinor = Self.apiVersion.minor
             r.serverInfo = "blegateway \(version)"
             r.name = configuration.name
-            reply(r, .helloResponse, client)
+            reply(r, .helloResponse)
         case .connect:
-            reply(ESPHome_ConnectResponse(), .connectResponse, client)
+            reply(ESPHome_ConnectResponse(), .connectResponse)
         case .deviceInfo:
-            reply(deviceInfo(), .deviceInfoResponse, client)
+            reply(deviceInfo(), .deviceInfoResponse)
         case .listEntities:
-            reply(ESPHome_ListEntitiesDoneResponse(), .listEntitiesDoneResponse, client)
+            reply(ESPHome_ListEntitiesDoneResponse(), .listEntitiesDoneResponse)
         case .subscribeNothingToSend, .pingResponse, .getTimeResponse:
             break
         case .ping:
-            reply(ESPHome_PingResponse(), .pingResponse, client)
+            reply(ESPHome_PingResponse(), .pingResponse)
         case .disconnect:
-            reply(ESPHome_DisconnectResponse(), .disconnectResponse, client)
-            return false
+            reply(ESPHome_DisconnectResponse(), .disconnectResponse)
+            return replied ? .close : .cut
         case .disconnectResponse:
-            return false
+            return .close
         case .subscribeAdvertisements(let flags):
             subscribe(client, raw: flags.contains(.rawAdvertisements))
         case .unsubscribeAdvertisements:
             books.withLock { if $0.subscriber?.id == client.id { $0.subscriber = nil } }
         case .subscribeConnectionsFree:
             // No connection slots are offered (`features`): none free, none in all.
-            reply(ESPHome_BluetoothConnectionsFreeResponse(), .bluetoothConnectionsFreeResponse, client)
+            reply(ESPHome_BluetoothConnectionsFreeResponse(), .bluetoothConnectionsFreeResponse)
         case .unknown(let type):
             books.withLock { $0.statistics.unknownMessages += 1 }
             logger.notice("esphome_api: client \(client.id) sent \(type), which this proxy does not serve")
         }
-        return true
-    }
-
-    private func reply(_ m: some SwiftProtobuf.Message, _ type: ESPHomeMessageType, _ client: Client) {
-        // Encoding a message built here cannot fail (no required fields in proto3).
-        client.send(type, (try? m.serializedBytes()) ?? [])
+        return replied ? .read : .cut
     }
 
     func deviceInfo() -> ESPHome_DeviceInfoResponse {
@@ -86,7 +93,7 @@ extension ESPHomeProxy {
     /// ESPHome serves one advertisement subscriber: a second is refused (and counted) while the first holds it.
     private func subscribe(_ client: Client, raw: Bool) {
         guard raw else {
-            books.withLock { $0.statistics.subscriptionsRefused += 1 }
+            books.withLock { $0.statistics.parsedSubscriptionsRefused += 1 }
             logger.warning(
                 "esphome_api: client \(client.id) asked for parsed advertisements; this proxy sends raw ones only")
             return

@@ -15,6 +15,10 @@ public struct ESPHomeStatistics: Sendable, Equatable {
     public var advertisementsDropped: UInt64 = 0
     /// Subscriptions refused because another client holds the one there is (as in ESPHome).
     public var subscriptionsRefused: UInt64 = 0
+    /// Subscriptions refused because the client asked for parsed advertisements; this proxy sends raw ones only.
+    public var parsedSubscriptionsRefused: UInt64 = 0
+    /// Connections closed because the client left 256 replies unread: it keeps asking and does not read the answers.
+    public var stalledClients: UInt64 = 0
 
     public init() {}
 }

@@ -25,6 +25,31 @@ public enum Loopback {
         return Int(UInt16(bigEndian: address.sin_port))
     }
 
+    /// A blocking TCP socket connected to `port` of 127.0.0.1; with `receiveBuffer`, the kernel's receive buffer is
+    /// set that small first (so a peer that writes to a reader who does not read fills it soon). The caller closes it.
+    public static func openConnection(port: Int, receiveBuffer: Int32? = nil) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ToolFailure(message: "socket: errno \(errno)") }
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else {
+            let e = errno
+            close(fd)
+            throw ToolFailure(message: "connect to 127.0.0.1:\(port): errno \(e)")
+        }
+        return fd
+    }
+
     /// Whether something accepts TCP connections on `port` of 127.0.0.1 now.
     public static func accepts(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)

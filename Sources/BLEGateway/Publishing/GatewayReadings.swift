@@ -304,6 +304,8 @@ struct GatewayReadings: Sendable {
                 j.int("advertisements_sent", e.advertisementsSent)
                 j.int("advertisements_dropped", e.advertisementsDropped)
                 j.int("subscriptions_refused", e.subscriptionsRefused)
+                j.int("parsed_subscriptions_refused", e.parsedSubscriptionsRefused)
+                j.int("stalled_clients", e.stalledClients)
             }
         }
         return Reading(
