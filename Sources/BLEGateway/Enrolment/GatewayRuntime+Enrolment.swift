@@ -77,7 +77,9 @@ extension GatewayRuntime {
             logger.notice("enrolment: \(start.name) (\(identity.address)) kept in \(configuration.identityKeysFile)")
             say(.enrolled(name: start.name, identity: identity, change: change), id: id)
         } catch let failed as Enrolment.Failed {
-            say(.failed(failed.description), id: id)
+            // A cancel answers a waiting comparison no (EnrolmentDesk.answer), and the pairing may end on that refusal
+            // (SMP 0x0C) before it sees the cancellation: the operator cancelled, so that is what it says.
+            say(.failed(Task.isCancelled ? "cancelled" : failed.description), id: id)
         } catch is CancellationError {
             say(.failed("cancelled"), id: id)
         } catch {
