@@ -394,6 +394,8 @@ public final class Spool: @unchecked Sendable {
         guard next.storedBytes > configuration.maxBytes else { return }
         let target = Int(Double(configuration.maxBytes) * configuration.trimFraction)
         if configuration.keepOneSampleIn > 1 {
+            // As in dropOldestSamples: a row acknowledged but not yet deleted was delivered, not downsampled.
+            let delivered = bufferLock.withLock { acknowledged }
             var downsampler = Downsampler(keepOneIn: configuration.keepOneSampleIn)
             thinning: while next.storedBytes > target {
                 let candidates = try statements.samples(after: next.thinHorizon, limit: 512)
@@ -404,7 +406,7 @@ public final class Spool: @unchecked Sendable {
                     if let size = try statements.delete(UInt64(candidate.seq)) {
                         next.rows -= 1
                         next.storedBytes -= size
-                        next.samples.downsampled += 1
+                        if !delivered.contains(UInt64(candidate.seq)) { next.samples.downsampled += 1 }
                     }
                     if next.storedBytes <= target { break thinning }
                 }
@@ -413,9 +415,13 @@ public final class Spool: @unchecked Sendable {
         try dropOldestSamples(freeing: next.storedBytes - target, &next)
     }
 
-    /// Removes the oldest samples until `bytes` (as charged) are freed or none is left; counted as dropped oldest.
+    /// Removes the oldest samples until `bytes` (as charged) are freed or none is left; counted as dropped oldest,
+    /// unless the broker had acknowledged it already.
     private func dropOldestSamples(freeing bytes: Int, _ next: inout Ledger) throws {
         var freed = 0
+        // Acknowledged since this commit took its acks (or since a failed one did): delivered, only not yet deleted.
+        // Removing such a row frees its room but drops nothing, so it is not counted (a consumer would find its seq).
+        let delivered = bufferLock.withLock { acknowledged }
         dropping: while freed < bytes {
             let oldest = try statements.oldestSamples(limit: 512)
             if oldest.isEmpty { break }
@@ -423,7 +429,7 @@ public final class Spool: @unchecked Sendable {
                 if let size = try statements.delete(UInt64(seq)) {
                     next.rows -= 1
                     next.storedBytes -= size
-                    next.samples.droppedOldest += 1
+                    if !delivered.contains(UInt64(seq)) { next.samples.droppedOldest += 1 }
                     freed += size
                 }
                 if freed >= bytes { break dropping }
