@@ -17,7 +17,8 @@ import shutil
 import sys
 import tempfile
 
-from test_homeassistant import HERE, HomeAssistant, Process, Results, free_port, log_problems, until
+from test_homeassistant import (
+    HERE, HomeAssistant, Process, Results, configuration_header, free_port, log_problems, until)
 
 GW = "gw-esp"
 GW_ADDRESS = "00:1B:DC:F0:00:E5"
@@ -42,21 +43,8 @@ DBUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Confi
 </busconfig>
 """
 
-CONFIGURATION = """homeassistant:
-  name: BLEGateway ESPHome check
-  latitude: 0
-  longitude: 0
-  elevation: 0
-  unit_system: metric
-  time_zone: UTC
-  country: DE
-  currency: EUR
-frontend:
-config:
-http:
-  server_host: 127.0.0.1
-  server_port: {port}
-logger:
+# After configuration_header: what the ESPHome check logs.
+LOGGING = """logger:
   default: warning
   logs:
     homeassistant.components.esphome: debug
@@ -100,7 +88,7 @@ async def main(binary, venv):
                            "--spool", os.path.join(work, "spool.sqlite")], work)
     ha = HomeAssistant(venv, work, mqtt_port)
     with open(os.path.join(ha.config, "configuration.yaml"), "w") as f:
-        f.write(CONFIGURATION.format(port=ha.port))
+        f.write(configuration_header("BLEGateway ESPHome check", ha.port) + LOGGING)
     ha.process.env = {**os.environ, "DBUS_SYSTEM_BUS_ADDRESS": f"unix:path={bus_socket}"}
     try:
         dbus.start()

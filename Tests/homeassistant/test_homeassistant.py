@@ -145,15 +145,11 @@ async def until(what, probe, timeout=WAIT, every=0.25):
     return None
 
 
-class HomeAssistant:
-    def __init__(self, venv, work, mqtt_port):
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.config = os.path.join(work, "ha-config")
-        os.makedirs(self.config)
-        with open(os.path.join(self.config, "configuration.yaml"), "w") as f:
-            f.write(f"""homeassistant:
-  name: BLEGateway check
+def configuration_header(name, port):
+    """What every check's configuration.yaml starts with: a named home at a fixed place, the pages the checks read,
+    and the HTTP server on loopback at `port`."""
+    return f"""homeassistant:
+  name: {name}
   latitude: 0
   longitude: 0
   elevation: 0
@@ -165,8 +161,18 @@ frontend:
 config:
 http:
   server_host: 127.0.0.1
-  server_port: {self.port}
-# A press of the sensor's button, heard by three gateways, runs this once (counted by the counter).
+  server_port: {port}
+"""
+
+
+class HomeAssistant:
+    def __init__(self, venv, work, mqtt_port):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.config = os.path.join(work, "ha-config")
+        os.makedirs(self.config)
+        with open(os.path.join(self.config, "configuration.yaml"), "w") as f:
+            f.write(configuration_header("BLEGateway check", self.port) + f"""# A press of the sensor's button, heard by three gateways, runs this once (counted by the counter).
 counter:
   presses:
     initial: 0
