@@ -350,8 +350,8 @@ struct Reader {
             guard period > 0, every > 0 else { throw fail(n, "drift_period_s and packet_interval_s must be > 0") }
             var bindkey: [UInt8]?
             if let text = try string(m, "bindkey", what) {
-                guard type == SimSensor.Format.bthome.rawValue else {
-                    throw fail(m["bindkey"], "\(what): only sensor-bthome encrypts (bindkey)")
+                guard type == SimSensor.Format.bthome.rawValue || type == SimSensor.Format.mibeacon.rawValue else {
+                    throw fail(m["bindkey"], "\(what): only sensor-bthome and sensor-mibeacon encrypt (bindkey)")
                 }
                 guard let key = parseHex(text, count: 16) else {
                     throw fail(m["bindkey"], "\(what).bindkey must be 32 hex digits (the 128-bit key)")

@@ -17,6 +17,10 @@ public struct SimSensor: Sendable, Hashable {
         case pvvx = "sensor-pvvx"
         /// RuuviTag data format 5 (manufacturer 0x0499).
         case ruuvi = "sensor-ruuvi"
+        /// Xiaomi MiBeacon v5 as an LYWSD03MMC sends it (service data 0xFE95, product 0x055B, with its MAC): one
+        /// object per packet in turn, temperature 0x1004, humidity 0x1006, battery 0x100A; encrypted (AES-CCM) with a
+        /// bindkey, as the stock firmware sends them.
+        case mibeacon = "sensor-mibeacon"
     }
 
     public var format: Format
@@ -29,7 +33,7 @@ public struct SimSensor: Sendable, Hashable {
     public var driftC: Double
     public var driftPeriodSeconds: Double
     public var packetIntervalSeconds: Double
-    /// BTHome only: the 16-octet key the frames are encrypted with (nil: sent in the clear).
+    /// BTHome and MiBeacon: the 16-octet key the frames are encrypted with (nil: sent in the clear).
     public var bindkey: [UInt8]?
     /// BTHome only: every this many packets the button is pressed once (a button event, 0x3A "press", in that
     /// packet); 0 for none. Two presses are the same event twice, told apart only by the packet id, which is what
@@ -70,6 +74,17 @@ public struct SimSensor: Sendable, Hashable {
     /// BTHome v2 object id 0x3A (button) and its event 0x01 (press).
     static let bthomeButton: UInt8 = 0x3A
     static let bthomePress: UInt8 = 0x01
+
+    /// MiBeacon (iot.mi.com "MiBeacon"): frame control v5 | object included | MAC included, with encrypted for a
+    /// sealed frame; the LYWSD03MMC's product id; the objects it sends, one per packet, in this order.
+    static let miBeaconControl: UInt16 = 5 << 12 | 1 << 6 | 1 << 4
+    static let miBeaconEncrypted: UInt16 = 1 << 3
+    static let miBeaconProduct: UInt16 = 0x055B
+    static let miBeaconTemperature: UInt16 = 0x1004
+    static let miBeaconHumidity: UInt16 = 0x1006
+    static let miBeaconBattery: UInt16 = 0x100A
+    /// The associated data of a v4/v5 frame's AES-CCM.
+    static let miBeaconAAD: UInt8 = 0x11
 
     /// Whether packet `number` carries a button press (the ground truth for counting presses).
     public func isPress(_ number: UInt32) -> Bool {
@@ -115,6 +130,33 @@ public struct SimSensor: Sendable, Hashable {
             body += le16(UInt16((humidity * 100).rounded())) + le16(millivolts)
             body += [battery, UInt8(truncatingIfNeeded: packet), 0x04]
             return [UInt8(body.count + 3), 0x16, 0x1A, 0x18] + body
+        case .mibeacon:
+            // Frame counter: the packet's low octet; a sealed frame carries the next three after the ciphertext.
+            let object: [UInt8]
+            switch packet % 3 {
+            case 0:
+                object =
+                    le16(Self.miBeaconTemperature) + [2]
+                    + le16(UInt16(bitPattern: Int16((temperature * 10).rounded())))
+            case 1: object = le16(Self.miBeaconHumidity) + [2] + le16(UInt16((humidity * 10).rounded()))
+            default: object = le16(Self.miBeaconBattery) + [1, battery]
+            }
+            let counter = UInt8(truncatingIfNeeded: packet)
+            let macLE = Array(mac.reversed())
+            var control = Self.miBeaconControl
+            if bindkey != nil { control |= Self.miBeaconEncrypted }
+            var body = le16(control) + le16(Self.miBeaconProduct) + [counter] + macLE
+            if let bindkey {
+                // Nonce: MAC (as in the frame) | product id | frame counter | extended counter 3; MIC 4 octets.
+                let ext = Array(le32(packet).dropFirst())
+                let nonce = macLE + le16(Self.miBeaconProduct) + [counter] + ext
+                let sealed = SimAES.sealCCM(
+                    object, key: bindkey, nonce: nonce, aad: [Self.miBeaconAAD], tagLength: 4)
+                body += sealed.dropLast(4) + ext + sealed.suffix(4)
+            } else {
+                body += object
+            }
+            return [UInt8(body.count + 3), 0x16, 0x95, 0xFE] + body
         case .ruuvi:
             var body: [UInt8] = [0x05]
             body += be16(UInt16(bitPattern: Int16((temperature / 0.005).rounded())))

@@ -39,9 +39,16 @@ extension EndToEndSuites {
               - {name: s-wrong-key, type: sensor-bthome, address: "A4:C1:38:00:00:0F", address_type: public,
                  bindkey: 00112233445566778899aabbccddeeff, temperature_c: 30.0, humidity_pct: 60,
                  packet_interval_s: 1, interval_ms: 100, position: [-1, -1]}
+              - {name: s-mibeacon, type: sensor-mibeacon, address: "A4:C1:38:00:00:10", address_type: public,
+                 temperature_c: 22.0, humidity_pct: 47, battery_pct: 76, packet_interval_s: 1, interval_ms: 100,
+                 position: [2, 0]}
+              - {name: s-mi-sealed, type: sensor-mibeacon, address: "A4:C1:38:00:00:11", address_type: public,
+                 bindkey: 814aac74c4f17b6c1581e1ab87816b99, temperature_c: 18.0, humidity_pct: 62, battery_pct: 55,
+                 packet_interval_s: 1, interval_ms: 100, position: [0, 2]}
             """
         static let sealed = "a4c13800000e"
         static let wrongKey = "a4c13800000f"
+        static let miSealed = "a4c138000011"
 
         @Test func everySimulatedSensorIsPublishedOncePerPacketWithItsValues() async throws {
             signal(SIGPIPE, SIG_IGN)
@@ -65,6 +72,8 @@ extension EndToEndSuites {
                     SimAESTestsKey.hex("231d39c1d7cc1ab1aee224cd096db932")),
                 try #require(BDAddress("A4:C1:38:00:00:0F")): Array(
                     SimAESTestsKey.hex("ffeeddccbbaa99887766554433221100")),
+                try #require(BDAddress("A4:C1:38:00:00:11")): Array(
+                    SimAESTestsKey.hex("814aac74c4f17b6c1581e1ab87816b99")),
             ]
             let runtime = try GatewayRuntime(
                 configuration: c, source: source, clock: clock, clockSynchronized: { true })
@@ -82,12 +91,14 @@ extension EndToEndSuites {
                 let byTopic = Dictionary(grouping: published(), by: \.topic)
                 // The undecryptable sensor's frames all read alike (no values): the first is published, the rest
                 // are repeats.
-                return byTopic.count == 6
+                return byTopic.count == 8
                     && byTopic.allSatisfy { $0.key.hasSuffix(Self.wrongKey) || $0.value.count >= 5 }
             }
             // Sealed by the simulator's own AES-CCM, opened by the gateway's: the values, marked encrypted.
-            let sealed = published().filter { $0.topic == sensorPrefix + Self.sealed }
-            #expect(!sealed.isEmpty && sealed.allSatisfy { $0.json["encrypted"] as? Bool == true })
+            for topic in [Self.sealed, Self.miSealed] {
+                let sealed = published().filter { $0.topic == sensorPrefix + topic }
+                #expect(!sealed.isEmpty && sealed.allSatisfy { $0.json["encrypted"] as? Bool == true }, "\(topic)")
+            }
             // With the wrong key: never a value, the reason said.
             let wrong = published().filter { $0.topic == sensorPrefix + Self.wrongKey }
             #expect(
@@ -110,12 +121,27 @@ extension EndToEndSuites {
                 let counter = try #require(json["counter"] as? Int)
                 // The packet's measurement time follows from its counter (one packet per second of virtual time).
                 let truth = sensor.values(at: Double(counter) * sensor.packetIntervalSeconds)
+                guard sensor.format != .mibeacon else {
+                    // One object per packet, in turn (as an LYWSD03MMC sends them): tenths of a degree and a percent.
+                    #expect(values.count == 1, "\(topic): \(values)")
+                    if let t = values["temperature_c"] { #expect(abs(t - truth.temperature) <= 0.051, "\(topic)") }
+                    if let h = values["humidity_pct"] { #expect(abs(h - truth.humidity) <= 0.051, "\(topic)") }
+                    if let b = values["battery_pct"] { #expect(b == sensor.batteryPercent.rounded(), "\(topic)") }
+                    continue
+                }
                 let temperature = try #require(values["temperature_c"])
                 // ATC1441 carries tenths of a degree and whole percent; the others hundredths (Ruuvi 0.005 °C).
                 #expect(abs(temperature - truth.temperature) <= 0.051, "\(topic): \(temperature) vs \(truth)")
                 #expect(abs((values["humidity_pct"] ?? -1) - truth.humidity) <= 0.51, "\(topic): \(values)")
             }
-            #expect(formats == ["bthome", "atc1441", "pvvx", "ruuvi-5"])
+            #expect(formats == ["bthome", "atc1441", "pvvx", "ruuvi-5", "mibeacon"])
+            // Every object the MiBeacon sensors send arrives: temperature, humidity and battery, from both.
+            for address in ["a4c138000010", Self.miSealed] {
+                let quantities = Set(
+                    all.filter { $0.topic == sensorPrefix + address }
+                        .flatMap { (($0.json["values"] as? [String: Double]) ?? [:]).keys })
+                #expect(quantities == ["temperature_c", "humidity_pct", "battery_pct"], "\(address): \(quantities)")
+            }
             #expect(all.contains { $0.topic.hasSuffix(Self.sealed) && $0.json["format"] as? String == "bthome" })
             // Once per packet: no counter twice on one topic (the counters of these sensors do not wrap in a minute).
             for (topic, readings) in Dictionary(grouping: all, by: \.topic) {
