@@ -134,6 +134,15 @@ sensors-venv:
 	  $(SUDO) $(SENSORS_VENV)/bin/pip install -q --disable-pip-version-check -r $(SENSORS_REQS) && \
 	  $(SUDO) cp $(SENSORS_REQS) $(SENSORS_VENV)/requirements.txt; \
 	fi
+	@# The reference parsers' source distributions, for their own test frames (SensorOracleTests); pinned as above.
+	@if ! cmp -s $(SENSORS_REQS) $(SENSORS_VENV)/sdists/requirements.txt; then \
+	  echo "Downloading the reference parsers' sdists into $(SENSORS_VENV)/sdists"; \
+	  $(SUDO) rm -rf $(SENSORS_VENV)/sdists && \
+	  $(SUDO) $(SENSORS_VENV)/bin/pip download -q --disable-pip-version-check --no-deps --no-binary :all: \
+	    -d $(SENSORS_VENV)/sdists $$(grep -E '^(bthome-ble|xiaomi-ble|ruuvitag-ble|govee-ble|inkbird-ble|qingping-ble)==' \
+	    $(SENSORS_REQS)) && \
+	  $(SUDO) cp $(SENSORS_REQS) $(SENSORS_VENV)/sdists/requirements.txt; \
+	fi
 
 # Boots a Debian kernel under qemu (TCG), runs btvirt inside and drives `blegateway` against it.
 test-kernel: deps-kernel

@@ -66,20 +66,20 @@ public enum SensorDecoder {
     @inlinable public static func decode(
         _ ad: Advertisement, address: BDAddress, keys: SensorKeys = .none
     ) -> SensorReading? {
-        if let source = ad.sensorSource, let range = ad.sensorRange {
-            return ad.data.withUnsafeBufferPointer { whole in
-                let origin = ad.data.startIndex
-                let r = ADReader(whole, position: range.lowerBound - origin, end: range.upperBound - origin)
-                return decode(source: source, frame: r, address: address, keys: keys)
-            }
-        }
-        // Inkbird gives no UUID and no company: its "company id" is the temperature. Only its name,
-        // "sps" or "tps", says what the nine octets are.
+        // Inkbird gives no UUID and no company: its "company id" is the temperature. Only its name, "sps" or "tps",
+        // says what the nine octets are; so it is asked first, or 11.77 °C (0x0499) would read as a Ruuvi frame.
         if let m = ad.manufacturerRange, let name = ad.nameBytes, InkbirdFrame.recognises(name: name) {
             return ad.data.withUnsafeBufferPointer { whole in
                 let origin = ad.data.startIndex
                 let r = ADReader(whole, position: m.lowerBound - origin, end: m.upperBound - origin)
                 return InkbirdFrame.decode(company: ad.manufacturerCompany, frame: r, name: name)
+            }
+        }
+        if let source = ad.sensorSource, let range = ad.sensorRange {
+            return ad.data.withUnsafeBufferPointer { whole in
+                let origin = ad.data.startIndex
+                let r = ADReader(whole, position: range.lowerBound - origin, end: range.upperBound - origin)
+                return decode(source: source, frame: r, address: address, keys: keys)
             }
         }
         return nil

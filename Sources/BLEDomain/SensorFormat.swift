@@ -13,6 +13,8 @@ public struct SensorFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
     public static let miBeacon = Self(rawValue: 4)
     /// RuuviTag data format 5 (RAWv2), manufacturer 0x0499.
     public static let ruuviV5 = Self(rawValue: 5)
+    /// RuuviTag data format 3 (RAWv1, older firmware), manufacturer 0x0499.
+    public static let ruuviV3 = Self(rawValue: 13)
     /// RuuviTag data format 6 (Ruuvi Air, legacy advertising), manufacturer 0x0499.
     public static let ruuviV6 = Self(rawValue: 10)
     /// RuuviTag data format E1 (Ruuvi Air, extended advertising), manufacturer 0x0499.
@@ -34,6 +36,7 @@ public struct SensorFormat: RawRepresentable, Hashable, Sendable, CustomStringCo
         case .atc1441: "atc1441"
         case .pvvx: "pvvx"
         case .miBeacon: "mibeacon"
+        case .ruuviV3: "ruuvi-3"
         case .ruuviV5: "ruuvi-5"
         case .ruuviV6: "ruuvi-6"
         case .ruuviE1: "ruuvi-e1"

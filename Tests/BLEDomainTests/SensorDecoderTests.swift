@@ -281,6 +281,26 @@ import Testing
 
     // MARK: RuuviTag
 
+    @Test func ruuviFormat3DocumentedValidDataAndASubZeroTemperature() throws {
+        // docs.ruuvi.com dataformat_03 "Test vectors", valid data.
+        let r = try #require(Self.decode(Self.manufacturer(0x0499, "03291A1ECE1EFC18F94202CA0B53")))
+        #expect(r.format == .ruuviV3)
+        #expect(r.issues.isEmpty)
+        #expect(Self.close(r.value(of: .humidity), 20.5))
+        #expect(Self.close(r.value(of: .temperature), 26.3))
+        #expect(Self.close(r.value(of: .pressure), 1027.66))
+        #expect(Self.close(r.value(of: .accelerationX), -1.0 * RuuviFrame.standardGravity))
+        #expect(Self.close(r.value(of: .accelerationY), -1.726 * RuuviFrame.standardGravity))
+        #expect(Self.close(r.value(of: .accelerationZ), 0.714 * RuuviFrame.standardGravity))
+        #expect(Self.close(r.value(of: .voltage), 2.899))
+        // The sign is the top bit of the whole degrees: 0x81 0x45 is −1.69 °C, not 1.69 nor −127.
+        let cold = try #require(Self.decode(Self.manufacturer(0x0499, "03B28145CA20007A002603D0088F")))
+        #expect(Self.close(cold.value(of: .temperature), -1.69))
+        // One octet short: truncated, no value.
+        let short = try #require(Self.decode(Self.manufacturer(0x0499, "03291A1ECE1EFC18F94202CA0B")))
+        #expect(short.issues == .truncated && Array(short).isEmpty)
+    }
+
     @Test func ruuviFormat5DocumentedValidData() throws {
         // docs.ruuvi.com dataformat_05 "Test vectors", valid data.
         let r = try #require(Self.decode(Self.manufacturer(0x0499, "0512FC5394C37C0004FFFC040CAC364200CDCBB8334C884F")))
@@ -396,6 +416,15 @@ import Testing
         #expect(Self.close(r.value(of: .humidity), 51.95))
         #expect(r.value(of: .batteryPercent) == 93)
         #expect(Self.decode(Self.manufacturer(0x093E, "4B14 00 AABB 5D 08", name: "other")) == nil)
+    }
+
+    /// At 11.77 °C an Inkbird's "company id" is 0x0499, Ruuvi's: its name decides, not the table of companies (the
+    /// reference oracle found this one; inkbird-ble reads it as the Inkbird it is).
+    @Test func anInkbirdWhoseTemperatureIsRuuvisCompanyIdIsStillAnInkbird() throws {
+        let r = try #require(Self.decode(Self.manufacturer(0x0499, "4B14 00 AABB 5D 08", name: "sps")))
+        #expect(r.format == .inkbird)
+        #expect(Self.close(r.value(of: .temperature), 11.77))
+        #expect(Self.close(r.value(of: .humidity), 51.95))
     }
 
     // MARK: Victron

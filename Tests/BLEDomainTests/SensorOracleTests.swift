@@ -23,8 +23,9 @@ struct SensorOracleTests {
     /// The least number of reference values compared per family at 2 000 valid and 1 000 corrupted frames each
     /// (about half of what a run compares, so a family that lost most of its values fails).
     static let minimumCompared: [String: Int] = [
-        "bthome": 7000, "mibeacon": 3000, "ruuvi": 9000, "ruuvi-6": 10000, "ruuvi-e1": 14000, "govee": 3500,
-        "qingping": 3900, "inkbird": 3400, "atc1441": 4500, "pvvx": 4500, "switchbot": 3400, "victron": 8600,
+        "bthome": 7000, "mibeacon": 3000, "ruuvi": 9000, "ruuvi-3": 7000, "ruuvi-6": 10000, "ruuvi-e1": 14000,
+        "govee": 3500, "qingping": 3900, "inkbird": 3400, "atc1441": 4500, "pvvx": 4500, "switchbot": 3400,
+        "victron": 8600,
         // BTHome's button and dimmer events (a run compares about 1 900), Xiaomi's buttons (about 1 300).
         "events": 800, "mibeacon-events": 600,
     ]
@@ -78,6 +79,10 @@ struct SensorOracleTests {
         case ("victron", "corrupt", _, .extra):
             "a corrupted state, error or alarm code outside victron-ble's enums: it raises and decodes nothing; ours "
                 + "publishes the codes as numbers"
+        case ("ruuvi", "library", "acceleration_x_ms2", .extra), ("ruuvi", "library", "acceleration_y_ms2", .extra),
+            ("ruuvi", "library", "acceleration_z_ms2", .extra):
+            "ruuvitag-ble drops all three axes when one reads 0x8000 (not available); the format marks each field on "
+                + "its own, so ours keeps the axes that were measured (its test V5_OUTDOOR_SENSOR_DATA_INVALID_ACCEL)"
         case ("ruuvi", _, "movement_counter", .missing):
             "Ruuvi format 5 says 255 is 'not available'; ruuvitag-ble publishes it as a count (ruuvitag-ble wrong)"
         default:
@@ -198,6 +203,94 @@ struct SensorOracleTests {
         #expect(
             counts.keys.allSatisfy { !($0.quantity.hasSuffix("_event") && $0.kind != .flagged) },
             "events disagree: \(counts.keys.filter { $0.quantity.hasSuffix("_event") })")
+    }
+
+    /// The reference parsers' pinned source distributions (`make sensors-venv` downloads them beside the venv).
+    static let sdists = "/var/cache/blegateway-sensors-venv/sdists"
+    /// Those whose sdist carries no tests (their tests live only in their repositories, which this machine cannot
+    /// reach): a pin that brings tests fails below, so that its frames are compared too.
+    static let sdistsWithoutTests: Set<String> = [
+        "bthome_ble", "govee_ble", "inkbird_ble", "qingping_ble", "xiaomi_ble",
+    ]
+
+    /// The frames the parser libraries' own test suites spell out (bytes.fromhex literals, read from the pinned
+    /// sdists at test time, never copied here): the reference decodes each, and ours must agree, value for value,
+    /// or be explained as the generated frames' disagreements are. Invalid and truncated frames among them must give
+    /// no value on either side.
+    @Test(
+        .enabled(
+            if: TestDependency.runs(FileManager.default.fileExists(atPath: sdists + "/requirements.txt")),
+            "needs the reference parsers' sdists in \(sdists) (make sensors-venv)"))
+    func theParserLibrariesOwnTestFramesAgreeWithThem() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.python)
+        process.arguments = [Self.script, "--library-vectors", Self.sdists]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+        var frames: [String: Int] = [:]
+        var withoutTests: Set<String> = []
+        var packages: Set<String> = []
+        var disagreements: [Disagreement: String] = [:]
+        var untranslated: Set<String> = []
+        var referenceKeys: [String: Set<String>] = [:]
+        var extras: [(String, Set<String>, (String, Disagreement.Kind) -> Void)] = []
+        for line in output.split(separator: UInt8(ascii: "\n")) {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])
+            if let package = object["package"] as? String {
+                packages.insert(package)
+                if object["test_modules"] as? Int == 0 { withoutTests.insert(package) }
+                continue
+            }
+            let format = object["format"] as! String
+            let expected = object["expected"] as! [String: Double]
+            referenceKeys[format, default: []].formUnion(expected.keys)
+            let address = try #require(BDAddress(object["address"] as! String))
+            let data = Vectors.hex(object["data"] as! String)
+            let id = UInt16(object["id"] as! Int)
+            let type: UInt8 = object["where"] as! String == "service" ? 0x16 : 0xFF
+            let ad = [UInt8(data.count + 3), type, UInt8(id & 0xFF), UInt8(id >> 8)] + data
+            let reading = SensorDecoder.decode(Advertisement(decoding: ad[...]), address: address, keys: .none)
+            var ours: [String: Double] = [:]
+            var ranges: [String: ClosedRange<Double>] = [:]
+            for v in reading ?? SensorReading(format: .bthome, model: "") {
+                ranges[v.quantity.name] = v.quantity.plausibleRange
+                if !v.isOutOfRange && ours[v.quantity.name] == nil { ours[v.quantity.name] = v.value }
+            }
+            for key in object["untranslated"] as? [String] ?? [] { untranslated.insert("\(format): \(key)") }
+            frames[format, default: 0] += 1
+            let example = "\(object["capture"] ?? "") \(object["data"] ?? "") ours \(ours) reference \(expected)"
+            func record(_ quantity: String, _ kind: Disagreement.Kind) {
+                let d = Disagreement(format: format, frames: "library", quantity: quantity, kind: kind)
+                disagreements[d] = disagreements[d] ?? example
+            }
+            for (quantity, theirs) in expected {
+                guard let mine = ours[quantity] else {
+                    let impossible = ranges[quantity].map { !$0.contains(theirs) } ?? false
+                    record(quantity, impossible ? .flagged : .missing)
+                    continue
+                }
+                if abs(mine - theirs) > 0.0051 + 1e-9 * abs(theirs) { record(quantity, .value) }
+            }
+            extras.append((format, Set(ours.keys).subtracting(expected.keys), record))
+        }
+        // An extra value counts only for a quantity the reference decodes for that family (a TX power it never
+        // publishes is no disagreement).
+        for (format, quantities, record) in extras {
+            for q in quantities where referenceKeys[format, default: []].contains(q) { record(q, .extra) }
+        }
+        let unexplained = disagreements.filter { Self.explanation($0.key) == nil }
+        print(
+            "sensor oracle, the libraries' own frames: \(frames), disagreements: "
+                + "\(disagreements.keys.map(\.description).sorted()), unexplained: \(unexplained.count)")
+        #expect(packages == Set(["ruuvitag_ble"]).union(Self.sdistsWithoutTests), "the sdists read: \(packages)")
+        #expect(withoutTests == Self.sdistsWithoutTests, "sdists without tests: \(withoutTests.sorted())")
+        #expect((frames["ruuvi"] ?? 0) >= 18, "ruuvitag-ble's test frames: \(frames)")
+        #expect(unexplained.isEmpty, "\(unexplained.values.sorted().prefix(5))")
+        #expect(untranslated.isEmpty, "reference keys with no gateway name: \(untranslated.sorted())")
     }
 
     /// The captures other people recorded (../shared/captures, beside the project).

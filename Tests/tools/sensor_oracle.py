@@ -9,6 +9,7 @@ quantity names (temperature_c, humidity_pct …). The Swift test SensorOracleTes
 frames and compares. Deterministic for a given --seed.
 """
 import argparse
+import ast
 import json
 import logging
 import os
@@ -16,6 +17,7 @@ import random
 import struct
 import subprocess
 import sys
+import tarfile
 
 from cryptography.hazmat.primitives.ciphers.aead import AESCCM
 from habluetooth import BluetoothServiceInfoBleak
@@ -269,6 +271,11 @@ def ruuvi_frame(rng):
             + MAC)
 
 
+def ruuvi3_frame(rng):
+    # Format 3 (RAWv1): every field is a measurement (no "not available"); random octets cover signs and extremes.
+    return bytes([0x03]) + bytes(rng.getrandbits(8) for _ in range(13))
+
+
 def ruuvi6_frame(rng):
     return b"\x06" + bytes(rng.randrange(256) for _ in range(16)) + MAC[3:]
 
@@ -404,6 +411,7 @@ def emit(fmt, case, where, ident, data, expected, name="", key=None):
 DOC_FRAMES = [
     # (format, where, id, hex, name): the documentation's own examples.
     ("bthome", "service", 0xFCD2, "40 00 09 01 61 02 CA09 03 BF13 04 138A01 0C 020C 45 1101 57 EA", ""),
+    ("ruuvi", "manufacturer", 0x0499, "03291A1ECE1EFC18F94202CA0B53", ""),
     ("ruuvi", "manufacturer", 0x0499, "0512FC5394C37C0004FFFC040CAC364200CDCBB8334C884F", ""),
     ("ruuvi", "manufacturer", 0x0499, "058001000000008001800180010000000000CBB8334C884F", ""),
     ("ruuvi", "manufacturer", 0x0499, "058000FFFFFFFF800080008000FFFFFFFFFFFFFFFFFFFFFF", ""),
@@ -490,14 +498,74 @@ def capture_frames(paths):
                 UNTRANSLATED.clear()
 
 
+# Each reference parser's package, and where its frames go in an advertisement (as its own tests put them).
+LIBRARY_PLACES = {
+    "ruuvitag_ble": ("ruuvi", "manufacturer", 0x0499),
+    "bthome_ble": ("bthome", "service", 0xFCD2),
+    "xiaomi_ble": ("mibeacon", "service", 0xFE95),
+    "qingping_ble": ("qingping", "service", 0xFDCD),
+    "govee_ble": (None, None, None),
+    "inkbird_ble": (None, None, None),
+}
+
+
+def hex_literals(source):
+    """The frames a test module spells as bytes.fromhex("…") with a literal (implicit concatenation included)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "fromhex"
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "bytes" and node.args
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+            try:
+                out.append(bytes.fromhex(node.args[0].value))
+            except ValueError:
+                pass
+    return out
+
+
+def library_frames(directory):
+    """The frames in the parser libraries' own test suites, read from their pinned source distributions (downloaded
+    by `make sensors-venv`, never copied into the project): one line per frame, decoded by the reference, and one
+    line per package saying how many test modules and frames its sdist carries (most carry no tests)."""
+    global ADDRESS
+    ADDRESS = "00:00:00:00:00:00"  # the address their tests give
+    for name in sorted(os.listdir(directory)):
+        if not name.endswith(".tar.gz"):
+            continue
+        package = name.split("-")[0]
+        fmt, where, ident = LIBRARY_PLACES.get(package, (None, None, None))
+        modules = frames = 0
+        with tarfile.open(os.path.join(directory, name)) as archive:
+            for member in archive.getmembers():
+                parts = member.name.split("/")
+                if not (member.isfile() and "tests" in parts and parts[-1].endswith(".py")):
+                    continue
+                modules += 1
+                source = archive.extractfile(member).read().decode()
+                for data in hex_literals(source) if fmt else []:
+                    frames += 1
+                    expected = reference(fmt, where, ident, data, "", None)
+                    print(json.dumps({"format": fmt, "case": "library", "where": where, "id": ident,
+                                      "data": data.hex(), "name": "", "key": None, "expected": expected,
+                                      "address": ADDRESS, "capture": f"{name}:{member.name}",
+                                      "untranslated": sorted(UNTRANSLATED)}))
+                    UNTRANSLATED.clear()
+        print(json.dumps({"package": package, "sdist": name, "test_modules": modules, "frames": frames}))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--count", type=int, default=2000, help="valid frames per format; half as many corrupted")
     ap.add_argument("--captures", nargs="*", help="real btsnoop captures: their sensor frames instead")
+    ap.add_argument("--library-vectors", metavar="DIR",
+                    help="the reference parsers' sdists: the frames of their own tests instead")
     args = ap.parse_args()
     if args.captures:
         capture_frames(args.captures)
+        return
+    if args.library_vectors:
+        library_frames(args.library_vectors)
         return
     rng = random.Random(args.seed)
     EVENTS.seed(args.seed + 1_000_003)
@@ -513,6 +581,7 @@ def main():
         "mibeacon": lambda: ("service", 0xFE95, mibeacon_frame(rng, False), "", None),
         "mibeacon-encrypted": lambda: ("service", 0xFE95, mibeacon_frame(rng, True), "", KEY),
         "ruuvi": lambda: ("manufacturer", 0x0499, ruuvi_frame(rng), "", None),
+        "ruuvi-3": lambda: ("manufacturer", 0x0499, ruuvi3_frame(rng), "", None),
         "ruuvi-6": lambda: ("manufacturer", 0x0499, ruuvi6_frame(rng), "", None),
         "ruuvi-e1": lambda: ("manufacturer", 0x0499, ruuvie1_frame(rng), "", None),
         "govee": lambda: (lambda n, c, d: ("manufacturer", c, d, n, None))(*govee_frame(rng)),
