@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """The gateway as an ESPHome Bluetooth proxy, checked by a real Home Assistant Core (docs/ESPHOME.md).
 
-The simulator's BTHome sensor advertises to one gateway; the gateway serves ESPHome's native API with a Noise key.
+The simulator's BTHome sensor and an encrypted Xiaomi LYWSD03MMC advertise to one gateway; the gateway serves ESPHome's native API with a Noise key.
 Home Assistant (a fresh configuration, onboarded through its REST API) adds the gateway through the `esphome` config
 flow with the address and the key, as a user would; its own Bluetooth stack (habluetooth, bleak-esphome) then takes
 our advertisements, its `bthome` integration discovers the sensor, and, once the discovery is confirmed, shows its
-temperature, humidity and battery with the values the simulator sends. Home Assistant's `bluetooth` integration
+temperature, humidity and battery with the values the simulator sends; its `xiaomi_ble` integration discovers the
+Xiaomi one, asks for its bindkey, and shows its values, read from frames the simulator sealed. Home Assistant's `bluetooth` integration
 wants a system D-Bus even without a local adapter: a private dbus-daemon is started for it.
 
 Run with the cached venv's Python: Tests/homeassistant/run.sh runs it after test_homeassistant.py.
@@ -25,8 +26,10 @@ GW_ADDRESS = "00:1B:DC:F0:00:E5"
 SENSOR_ADDRESS = "A4:C1:38:00:00:E5"
 # 32 bytes, base64: what the user gives Home Assistant.
 KEY = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8="
-# The scenario's sensor: these values, held still (drift_c: 0).
+# The scenario's sensors: these values, held still (drift_c: 0); the Xiaomi one's key, which the user gives.
 TRUTH = {"temperature": 22.5, "humidity": 47.0, "battery": 76.0}
+XIAOMI_TRUTH = {"temperature": 19.5, "humidity": 58.0, "battery": 64.0}
+XIAOMI_BINDKEY = "814aac74c4f17b6c1581e1ab87816b99"
 
 DBUS_CONFIG = """<!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
@@ -50,6 +53,7 @@ LOGGING = """logger:
     homeassistant.components.esphome: debug
     homeassistant.components.bluetooth: debug
     homeassistant.components.bthome: debug
+    homeassistant.components.xiaomi_ble: debug
     habluetooth: debug
     bleak_esphome: debug
 """
@@ -134,25 +138,57 @@ async def main(binary, venv):
             confirmed = await flow(ha, f"/{f['flow_id']}", {})
             check("the discovery is confirmed", confirmed.get("type") == "create_entry", str(confirmed))
 
-        async def values():
-            _, entities = await ha.ws({"type": "config/device_registry/list"}, {"type": "config/entity_registry/list"})
-            ours = {e["entity_id"] for e in entities if e["platform"] == "bthome"}
-            states = await ha.states()
-            v = {s["attributes"].get("device_class"): s["state"] for e, s in states.items() if e in ours}
-            return v if all(k in v and v[k] not in ("unknown", "unavailable") for k in TRUTH) else None
-        got = await until("the sensor's values in Home Assistant", values, timeout=60)
+        def values(platform, truth):
+            async def read():
+                entities, = await ha.ws({"type": "config/entity_registry/list"})
+                ours = {e["entity_id"] for e in entities if e["platform"] == platform}
+                states = await ha.states()
+                v = {s["attributes"].get("device_class"): s["state"] for e, s in states.items() if e in ours}
+                return v if all(k in v and v[k] not in ("unknown", "unavailable") for k in truth) else None
+            return read
+        got = await until("the sensor's values in Home Assistant", values("bthome", TRUTH), timeout=60)
         check("temperature, humidity and battery entities appear", got is not None, str(got))
         for quantity, truth in TRUTH.items():
             value = float(got[quantity]) if got and quantity in got else None
             check(f"{quantity} is the simulator's {truth}", value is not None and abs(value - truth) < 0.05,
                   str(value))
 
+        # The encrypted LYWSD03MMC (MiBeacon v5, sealed by the simulator): xiaomi_ble discovers it from our
+        # advertisements, asks for its bindkey as it does for a real one, and decodes every object with it.
+        async def xiaomi_discovered():
+            flows, = await ha.ws({"type": "config_entries/flow/progress"})
+            return [f for f in flows if f.get("handler") == "xiaomi_ble"]
+        flows = await until("xiaomi_ble's discovery through the proxy", xiaomi_discovered, timeout=60)
+        check("Home Assistant's xiaomi_ble integration discovers the encrypted sensor through the proxy", bool(flows),
+              str(flows))
+        for f in flows or []:
+            # As a user: confirm, choose to type the key (not the Xiaomi cloud), type it.
+            step = await flow(ha, f"/{f['flow_id']}", {})
+            check("xiaomi_ble knows it for an encrypted MiBeacon v5 and offers to take its bindkey",
+                  step.get("type") == "menu" and "get_encryption_key_4_5" in (step.get("menu_options") or []),
+                  str(step))
+            if step.get("type") == "menu":
+                step = await flow(ha, f"/{f['flow_id']}", {"next_step_id": "get_encryption_key_4_5"})
+            check("it asks for the bindkey", step.get("step_id") == "get_encryption_key_4_5", str(step))
+            wrong = await flow(ha, f"/{f['flow_id']}", {"bindkey": "00112233445566778899aabbccddeeff"})
+            check("a wrong bindkey is refused: our sealed frames do not open with it",
+                  (wrong.get("errors") or {}).get("bindkey") == "decryption_failed", str(wrong))
+            step = await flow(ha, f"/{f['flow_id']}", {"bindkey": XIAOMI_BINDKEY})
+            check("the right one is taken and the sensor added", step.get("type") == "create_entry", str(step))
+        got = await until("the Xiaomi sensor's values in Home Assistant", values("xiaomi_ble", XIAOMI_TRUTH),
+                          timeout=90)
+        check("the Xiaomi sensor's temperature, humidity and battery entities appear", got is not None, str(got))
+        for quantity, truth in XIAOMI_TRUTH.items():
+            value = float(got[quantity]) if got and quantity in got else None
+            check(f"xiaomi_ble reads {quantity} {truth} from the sealed frames", value is not None
+                  and abs(value - truth) < 0.05, str(value))
+
         # What Home Assistant's ESPHome and Bluetooth code warns about our device, apart from what this check provokes
-        # (the flow's first try without a key, and the wrong key), would be a user's problem too.
-        provoked = ("Connection requires encryption", "Invalid encryption key")
+        # (the flow's first try without a key, the wrong key, the wrong bindkey), would be a user's problem too.
+        provoked = ("Connection requires encryption", "Invalid encryption key", "[xiaomi_ble.parser] Decryption failed")
 
         def ours(line):
-            return any(m in line for m in ("esphome", "bluetooth", "bthome", "bleak")) \
+            return any(m in line for m in ("esphome", "bluetooth", "bthome", "xiaomi", "bleak")) \
                 and not any(p in line for p in provoked)
         problems = log_problems(work, ours)
         check("Home Assistant's ESPHome and Bluetooth code logs no warning or error about the proxy", not problems,
