@@ -55,6 +55,20 @@ struct SensorOracleTests {
         var description: String { "\(format) \(frames) \(quantity) \(kind.rawValue)" }
     }
 
+    /// The oracle script's output (one JSON object per line) for `arguments`; a failing script fails the test.
+    static func runOracle(_ arguments: [String]) throws -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [script] + arguments
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0, "sensor_oracle.py \(arguments.prefix(2))")
+        return output
+    }
+
     /// Disagreements understood, and why (the same list, with examples, is in docs/SENSORS.md,
     /// "Checked against Home Assistant"). Anything else fails the test.
     static func explanation(_ d: Disagreement) -> String? {
@@ -91,15 +105,7 @@ struct SensorOracleTests {
     }
 
     @Test func everyValueAgreesWithTheReferenceParsersOrIsExplained() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.python)
-        process.arguments = [Self.script, "--seed", "1", "--count", String(Self.framesPerFormat)]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let output = try Self.runOracle(["--seed", "1", "--count", String(Self.framesPerFormat)])
 
         let address = BDAddress("A4:C1:38:0A:0B:0C")!
         var frames = 0
@@ -222,15 +228,7 @@ struct SensorOracleTests {
             if: TestDependency.runs(FileManager.default.fileExists(atPath: sdists + "/requirements.txt")),
             "needs the reference parsers' sdists in \(sdists) (make sensors-venv)"))
     func theParserLibrariesOwnTestFramesAgreeWithThem() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.python)
-        process.arguments = [Self.script, "--library-vectors", Self.sdists]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let output = try Self.runOracle(["--library-vectors", Self.sdists])
         var frames: [String: Int] = [:]
         var withoutTests: Set<String> = []
         var packages: Set<String> = []
@@ -311,15 +309,7 @@ struct SensorOracleTests {
                 !captures.isEmpty && FileManager.default.isExecutableFile(atPath: "/usr/bin/tshark")),
             "needs ../shared/captures and tshark (make test installs it)"))
     func realFramesFromTheCapturesAgreeWithTheReferenceParsers() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.python)
-        process.arguments = [Self.script, "--captures"] + Self.captures
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        let output = try Self.runOracle(["--captures"] + Self.captures)
         var frames: [String: Int] = [:]
         var withValues: [String: Int] = [:]
         var disagreements: [String] = []
