@@ -69,6 +69,26 @@ struct SensorOracleTests {
         return output
     }
 
+    /// Our decoding of one oracle line's frame (its AD structure rebuilt, its advertiser's address, no key): each
+    /// quantity's first value in range, and each quantity's plausible range.
+    static func decodeFrame(
+        of object: [String: Any]
+    ) throws -> (values: [String: Double], ranges: [String: ClosedRange<Double>]) {
+        let address = try #require(BDAddress(object["address"] as! String))
+        let data = Vectors.hex(object["data"] as! String)
+        let id = UInt16(object["id"] as! Int)
+        let type: UInt8 = object["where"] as! String == "service" ? 0x16 : 0xFF
+        let ad = [UInt8(data.count + 3), type, UInt8(id & 0xFF), UInt8(id >> 8)] + data
+        let reading = SensorDecoder.decode(Advertisement(decoding: ad[...]), address: address, keys: .none)
+        var values: [String: Double] = [:]
+        var ranges: [String: ClosedRange<Double>] = [:]
+        for v in reading ?? SensorReading(format: .bthome, model: "") {
+            ranges[v.quantity.name] = v.quantity.plausibleRange
+            if !v.isOutOfRange && values[v.quantity.name] == nil { values[v.quantity.name] = v.value }
+        }
+        return (values, ranges)
+    }
+
     /// Disagreements understood, and why (the same list, with examples, is in docs/SENSORS.md,
     /// "Checked against Home Assistant"). Anything else fails the test.
     static func explanation(_ d: Disagreement) -> String? {
@@ -246,18 +266,7 @@ struct SensorOracleTests {
             let format = object["format"] as! String
             let expected = object["expected"] as! [String: Double]
             referenceKeys[format, default: []].formUnion(expected.keys)
-            let address = try #require(BDAddress(object["address"] as! String))
-            let data = Vectors.hex(object["data"] as! String)
-            let id = UInt16(object["id"] as! Int)
-            let type: UInt8 = object["where"] as! String == "service" ? 0x16 : 0xFF
-            let ad = [UInt8(data.count + 3), type, UInt8(id & 0xFF), UInt8(id >> 8)] + data
-            let reading = SensorDecoder.decode(Advertisement(decoding: ad[...]), address: address, keys: .none)
-            var ours: [String: Double] = [:]
-            var ranges: [String: ClosedRange<Double>] = [:]
-            for v in reading ?? SensorReading(format: .bthome, model: "") {
-                ranges[v.quantity.name] = v.quantity.plausibleRange
-                if !v.isOutOfRange && ours[v.quantity.name] == nil { ours[v.quantity.name] = v.value }
-            }
+            let (ours, ranges) = try Self.decodeFrame(of: object)
             for key in object["untranslated"] as? [String] ?? [] { untranslated.insert("\(format): \(key)") }
             frames[format, default: 0] += 1
             let example = "\(object["capture"] ?? "") \(object["data"] ?? "") ours \(ours) reference \(expected)"
@@ -318,16 +327,7 @@ struct SensorOracleTests {
             let format = object["format"] as! String
             // The packet id is bookkeeping, not a value: compared by neither side here.
             let expected = (object["expected"] as! [String: Double]).filter { $0.key != "packet_id" }
-            let address = try #require(BDAddress(object["address"] as! String))
-            let data = Vectors.hex(object["data"] as! String)
-            let id = UInt16(object["id"] as! Int)
-            let type: UInt8 = object["where"] as! String == "service" ? 0x16 : 0xFF
-            let ad = [UInt8(data.count + 3), type, UInt8(id & 0xFF), UInt8(id >> 8)] + data
-            let reading = SensorDecoder.decode(Advertisement(decoding: ad[...]), address: address, keys: .none)
-            var ours: [String: Double] = [:]
-            for v in reading ?? SensorReading(format: .bthome, model: "") where !v.isOutOfRange {
-                ours[v.quantity.name] = ours[v.quantity.name] ?? v.value
-            }
+            var (ours, _) = try Self.decodeFrame(of: object)
             frames[format, default: 0] += 1
             if !expected.isEmpty { withValues[format, default: 0] += 1 }
             ours["packet_id"] = nil
