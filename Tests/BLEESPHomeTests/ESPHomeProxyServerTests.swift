@@ -24,7 +24,10 @@ struct ESPHomeProxyServerTests {
         try await body(proxy, port)
     }
 
-    @Test func aClientThatAsksAndNeverReadsIsCutAndCountedNotBufferedWithoutEnd() async throws {
+    /// What it proves: replies are bounded and the client past the bound is cut and counted. It does not tell a client
+    /// that never reads from one that sends more than 256 requests in one read (the bound counts replies not yet
+    /// written, and one read's requests are all answered before the writer runs).
+    @Test func aClientFloodingRequestsItDoesNotReadIsCutAndCountedNotBufferedWithoutEnd() async throws {
         signal(SIGPIPE, SIG_IGN)
         try await withProxy { proxy, port in
             let fd = try Loopback.openConnection(port: port, receiveBuffer: 4096)

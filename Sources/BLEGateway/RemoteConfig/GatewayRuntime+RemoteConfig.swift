@@ -20,7 +20,9 @@ extension GatewayRuntime {
         do {
             stream = try client.subscribe([topics.fleetConfig, topics.config, topics.configSync], qos: .atLeastOnce)
         } catch {
-            logger.error("remote configuration: cannot subscribe to \(topics.config): \(error)")
+            logger.error(
+                "remote configuration: cannot subscribe to \(topics.fleetConfig), \(topics.config) and \(topics.configSync): \(error)"
+            )
             return []
         }
         return [

@@ -1,11 +1,12 @@
 /// Whether the broker has sent every retained configuration document it had at start.
 ///
 /// MQTT says nothing when a topic holds no retained message, so "nothing came" cannot be told from "not yet". What
-/// can: the gateway subscribes to its config topics and to `config/sync` in one stream, then publishes a fresh nonce
-/// to `config/sync` on each connection. A broker handles one connection's packets in order, so it queues the
-/// retained documents the subscriptions found before it routes the later PUBLISH back; when the nonce comes out of
-/// the stream, every document before it has been applied. Only a deadline (`remote_config.startup_wait_s`) ends the
-/// wait otherwise: no broker, or one whose ACL refuses the sync topic.
+/// can: the gateway subscribes to its config topics and to `config/sync` in one stream, then publishes a nonce (fresh
+/// at each start) to `config/sync` on each connection until it comes back. Mosquitto handles one connection's packets
+/// in order and queues the retained documents a SUBSCRIBE finds while handling it, before it routes the later PUBLISH
+/// back; so when the nonce comes out of the stream, every document before it has been applied. MQTT itself does not
+/// promise that order: a broker that sends retained messages later could let the barrier pass first. Only a deadline
+/// (`remote_config.startup_wait_s`) ends the wait otherwise: no broker, or one whose ACL refuses the sync topic.
 enum RetainedConfigurationSync: Sendable, Equatable {
     /// Waiting for this nonce to come back.
     case awaiting(nonce: String)
