@@ -2,7 +2,7 @@ import BLETransport
 import Foundation
 
 /// Writes the ground truth as JSON lines (docs/SIMULATOR.md, "Ground truth"): positions,
-/// gateway–beacon distances, and fault start/end. Buffered; the owner calls `close()`.
+/// gateway–beacon distances, fault start/end, and links up and down. Buffered; the owner calls `close()`.
 final class GroundTruthWriter {
     private let handle: FileHandle
     private var buffer = [UInt8]()
@@ -50,6 +50,14 @@ final class GroundTruthWriter {
         line(
             "{\"t\":\(Self.num(t)),\"type\":\"fault\",\"gateway\":\(Self.quoted(gateway)),"
                 + "\"fault\":\"\(fault)\",\"phase\":\"\(phase)\"}")
+    }
+
+    /// A link between a gateway's controller and a peer began (`up`) or ended (`down`), as the controller's own link
+    /// table has it: what tests compare the gateways' reports (and the fleet's one-owner rule) with.
+    func link(t: Double, gateway: String, peer: String, phase: String) {
+        line(
+            "{\"t\":\(Self.num(t)),\"type\":\"link\",\"gateway\":\(Self.quoted(gateway)),"
+                + "\"peer\":\(Self.quoted(peer)),\"phase\":\"\(phase)\"}")
     }
 
     func flush() {

@@ -128,6 +128,8 @@ public final class Simulator: Sendable {
         let timeline = FaultTimeline(scenario: scenario)
         var nextFault = 0
         var nextTruth = 0.0
+        // Each controller's links as last written to the truth (peers by address).
+        var linkTable = [Set<BDAddress>](repeating: [], count: nodes.count)
         let end = options.duration ?? scenario.duration ?? .infinity
         let batch: Double
         let freeRunning: Bool
@@ -185,6 +187,7 @@ public final class Simulator: Sendable {
                     return r >= scenario.radio.sensitivityDBm ? r : nil
                 }
             }
+            if let truth { recordLinks(truth, at: now, table: &linkTable) }
             for g in nodes.indices {
                 while !engine.flush(g, dropIfFull: !freeRunning) {
                     try await Task.sleep(nanoseconds: 200_000)
@@ -217,6 +220,23 @@ public final class Simulator: Sendable {
         case (.peripheralOff, _): break  // the radio engine's (see the run loop)
         case (.commandErrors, let on): node.setCommandErrors(on ? SimStatus(rawValue: s.status) : nil)
         case (.leUnsupported, let on): node.setLEUnsupported(on)
+        }
+    }
+
+    /// Links that began or ended since the last look, from each controller's link table. A link the host ended by a
+    /// command is seen at the loop's next turn (milliseconds later in virtual time).
+    private func recordLinks(_ truth: GroundTruthWriter, at t: Double, table: inout [Set<BDAddress>]) {
+        for (g, node) in nodes.enumerated() {
+            let now = Set(node.links.map(\.peer))
+            guard now != table[g] else { continue }
+            let id = scenario.gateways[g].id
+            for peer in table[g].subtracting(now).sorted(by: { $0.rawValue < $1.rawValue }) {
+                truth.link(t: t, gateway: id, peer: peer.description, phase: "down")
+            }
+            for peer in now.subtracting(table[g]).sorted(by: { $0.rawValue < $1.rawValue }) {
+                truth.link(t: t, gateway: id, peer: peer.description, phase: "up")
+            }
+            table[g] = now
         }
     }
 

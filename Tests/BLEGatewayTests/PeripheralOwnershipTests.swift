@@ -7,7 +7,8 @@ import Testing
 /// One owner per peripheral, as a state machine: several gateways' machines share a broker that delivers every
 /// claim to all of them in one order (as MQTT does for one topic), on a clock the test turns. At every moment at most
 /// one gateway holds each device; the best hearer takes it; the owner's loss, its adapter's, or a better gateway by
-/// the margin moves it, and nothing moves back and forth.
+/// the margin moves it, and nothing moves back and forth; an owner cut off from the broker lets go before another
+/// can take over, and a blip shorter than its fence changes nothing.
 struct PeripheralOwnershipTests {
     static let sensor = BDAddress(rawValue: 0x001B_DC10_0001)
 
@@ -18,6 +19,10 @@ struct PeripheralOwnershipTests {
         var holders: [String: Bool] = [:]
         /// When each gateway was last told to connect.
         var connectedAt: [String: Double] = [:]
+        /// Gateways cut off from the broker (a partition): nothing reaches them, and what they write waits in the
+        /// network until `heal`, then reaches the broker after everything written meanwhile.
+        var cut: Set<String> = []
+        var delayed: [PeripheralOwnership.Claim] = []
         var now = 0.0
 
         init(_ ids: [String], settings: PeripheralOwnership.Settings = .init()) {
@@ -30,7 +35,7 @@ struct PeripheralOwnershipTests {
                     )
                 })
             for id in ids {
-                for other in ids { machines[id]!.status(of: other, online: true) }
+                for other in ids { machines[id]!.status(of: other, .online, now: 0) }
                 machines[id]!.brokerConnected(now: 0)
                 _ = machines[id]!.adapter(up: true, now: 0)
             }
@@ -39,15 +44,20 @@ struct PeripheralOwnershipTests {
         /// What the broker does with a claim: keeps it and delivers it to every gateway, in one order.
         mutating func deliver(_ claim: PeripheralOwnership.Claim?) {
             retained = claim
-            for id in machines.keys.sorted() { machines[id]!.claimed(PeripheralOwnershipTests.sensor, claim, now: now) }
+            for id in machines.keys.sorted() where !cut.contains(id) {
+                machines[id]!.claimed(PeripheralOwnershipTests.sensor, claim, now: now)
+            }
         }
 
         mutating func apply(_ id: String, _ actions: [PeripheralOwnership.Action]) {
             for a in actions {
                 switch a {
-                case .claim(_, let rssi):
-                    deliver(.init(gateway: id, rssi: rssi, leaseS: machines[id]!.settings.leaseS, receivedAt: now))
-                case .release: if retained?.gateway == id { deliver(nil) }
+                case .claim(_, let rssi, let serial, let epoch):
+                    let claim = PeripheralOwnership.Claim(
+                        gateway: id, rssi: rssi, leaseS: machines[id]!.settings.leaseS, receivedAt: now,
+                        serial: serial, epoch: epoch)
+                    if cut.contains(id) { delayed.append(claim) } else { deliver(claim) }
+                case .release: if retained?.gateway == id, !cut.contains(id) { deliver(nil) }
                 case .connect:
                     holders[id] = true
                     connectedAt[id] = now
@@ -74,6 +84,16 @@ struct PeripheralOwnershipTests {
         }
 
         var owner: String? { holders.first { $0.value }?.key }
+
+        /// The partition ends: what the cut-off gateways wrote reaches the broker now, last.
+        mutating func heal() {
+            cut = []
+            for var c in delayed {
+                c.receivedAt = now
+                deliver(c)
+            }
+            delayed = []
+        }
     }
 
     @Test func aGatewayAloneClaimsWhatItHearsThenConnectsAndRenews() {
@@ -94,7 +114,7 @@ struct PeripheralOwnershipTests {
         _ = m.adapter(up: true, now: 10)
         m.heard(Self.sensor, rssi: -50, now: 10)
         #expect(m.tick(now: 11).isEmpty)  // −50 dBm: a 1 s claim delay
-        #expect(m.tick(now: 12).first == .claim(Self.sensor, rssi: -50))
+        #expect(m.tick(now: 12).first == .claim(Self.sensor, rssi: -50, serial: 1, epoch: 1))
     }
 
     @Test func theNextDeadlineIsWhenADecisionCanComeWithNothingHeard() {
@@ -107,7 +127,7 @@ struct PeripheralOwnershipTests {
         #expect(m.nextDeadline(after: 0) == 3, "the start-up wait for retained claims ends")
         #expect(m.tick(now: 3).isEmpty)
         #expect(m.nextDeadline(after: 3) == 4, "−50 dBm: a 1 s claim delay from 3 s")
-        #expect(m.tick(now: 4) == [.claim(Self.sensor, rssi: -50)])
+        #expect(m.tick(now: 4) == [.claim(Self.sensor, rssi: -50, serial: 1, epoch: 1)])
         #expect(m.nextDeadline(after: 4) == 6, "the claim settles for 2 s")
         #expect(m.tick(now: 6).isEmpty, "its echo never came: free again")
         #expect(m.nextDeadline(after: 6) == 7, "and its claim delay runs again at once")
@@ -146,7 +166,7 @@ struct PeripheralOwnershipTests {
             var actions: [PeripheralOwnership.Action] = []
             if t == 1 {
                 m.brokerConnected(now: t)
-                m.status(of: "gw-b", online: true)
+                m.status(of: "gw-b", .online, now: t)
                 wake = true
             }
             if t == 2 {
@@ -194,17 +214,36 @@ struct PeripheralOwnershipTests {
         #expect(f.owner == f.retained?.gateway)
     }
 
-    @Test func whenTheOwnerGoesOfflineTheNextBestTakesOverWithinTheLease() {
+    @Test func whenTheOwnerStopsTheNextBestTakesOverAtOnce() {
         var f = Fleet(["gw-a", "gw-b", "gw-c"])
         _ = f.run(20, rssi: ["gw-a": -60, "gw-b": -70, "gw-c": -80])
         #expect(f.owner == "gw-a")
-        // gw-a dies: its last will makes its status offline; its link is gone with it.
-        for id in ["gw-b", "gw-c"] { f.machines[id]!.status(of: "gw-a", online: false) }
+        // gw-a stops: it ends its links, then writes its own offline status; its claims are void at once.
+        f.holders["gw-a"] = false
+        for id in ["gw-b", "gw-c"] { f.machines[id]!.status(of: "gw-a", .stopped, now: f.now) }
+        let stopped = f.now
+        #expect(f.run(10, rssi: ["gw-b": -70, "gw-c": -80], gone: ["gw-a"]) <= 1)
+        #expect(f.owner == "gw-b")
+        // −70 dBm: a 3 s claim delay, then 2 s to settle.
+        #expect((f.connectedAt["gw-b"] ?? .infinity) - stopped <= 6)
+    }
+
+    @Test func whenTheOwnersLastWillComesTheNextBestTakesOverOnceTheLeaseRunsOut() {
+        var f = Fleet(["gw-a", "gw-b", "gw-c"])
+        _ = f.run(20, rssi: ["gw-a": -60, "gw-b": -70, "gw-c": -80])
+        #expect(f.owner == "gw-a")
+        // gw-a dies: the broker sends its last will. It might only be cut off and still hold its link, so its claim
+        // stands until its lease runs out; the next best hearer then claims and settles.
+        for id in ["gw-b", "gw-c"] { f.machines[id]!.status(of: "gw-a", .lost, now: f.now) }
         f.holders["gw-a"] = false
         let killed = f.now
-        #expect(f.run(30, rssi: ["gw-b": -70, "gw-c": -80], gone: ["gw-a"]) <= 1)
+        let lastClaim = f.retained!.receivedAt
+        #expect(f.run(45, rssi: ["gw-b": -70, "gw-c": -80], gone: ["gw-a"]) <= 1)
         #expect(f.owner == "gw-b")
-        #expect((f.connectedAt["gw-b"] ?? .infinity) - killed <= f.machines["gw-b"]!.settings.leaseS + 5)
+        let connected = f.connectedAt["gw-b"] ?? .infinity
+        let settings = f.machines["gw-b"]!.settings
+        #expect(connected >= lastClaim + settings.leaseS, "taken over before gw-a's lease ran out")
+        #expect(connected - killed <= settings.leaseS + settings.claimDelay(-70) + settings.settleS + 1)
     }
 
     @Test func aSilentOwnersClaimRunsOutAfterItsLease() {
@@ -229,22 +268,76 @@ struct PeripheralOwnershipTests {
         #expect(f.owner == "gw-b")
     }
 
-    @Test func anOwnerCutOffFromTheBrokerLetsGoAndAnotherTakesOver() {
+    /// A partition the owner's client has not noticed (no keepalive has failed yet): its renewals are lost, and no
+    /// claim comes back. It lets go at its fence, before gw-b may take over at the end of the lease on gw-a's last
+    /// claim, so that two links to the device never exist, second by second.
+    @Test func anOwnerCutOffFromTheBrokerLetsGoBeforeAnotherCanTakeOver() {
         var f = Fleet(["gw-a", "gw-b"])
         _ = f.run(20, rssi: ["gw-a": -60, "gw-b": -70])
         #expect(f.owner == "gw-a")
-        // gw-a's broker connection goes: it lets go; the broker sends its last will, so gw-b sees it offline.
-        f.apply("gw-a", f.machines["gw-a"]!.brokerLost(now: f.now))
-        #expect(f.holders["gw-a"] == false)
-        f.machines["gw-b"]!.status(of: "gw-a", online: false)
-        #expect(f.run(20, rssi: ["gw-a": -60, "gw-b": -70], gone: ["gw-a"]) <= 1)
+        f.cut = ["gw-a"]
+        var letGoAt: Double?
+        var connectedAt: Double?
+        for _ in 0..<60 {
+            #expect(f.run(1, rssi: ["gw-a": -60, "gw-b": -70]) <= 1)
+            if letGoAt == nil, f.holders["gw-a"] == false { letGoAt = f.now }
+            if connectedAt == nil, f.holders["gw-b"] == true { connectedAt = f.now }
+        }
+        #expect(f.machines["gw-a"]!.counters.fences == 1)
         #expect(f.owner == "gw-b")
-        // Back on the broker (online again), gw-a finds gw-b's claim and stays standby (it hears the device better,
-        // but within the margin).
+        let (a, b) = (letGoAt ?? .infinity, connectedAt ?? .infinity)
+        #expect(a < b, "gw-a let go at \(a), gw-b connected at \(b)")
+        // The network is back: the renewals gw-a wrote before it fenced reach the broker now, after gw-b's claim.
+        // Their epoch is lower: stale for both, so nothing moves back. gw-a then stays standby (it hears the device
+        // better, but within the margin).
+        #expect(!f.delayed.isEmpty, "gw-a wrote no renewal while cut off")
+        f.heal()
         f.machines["gw-a"]!.brokerConnected(now: f.now)
-        f.machines["gw-b"]!.status(of: "gw-a", online: true)
         #expect(f.run(30, rssi: ["gw-a": -65, "gw-b": -70]) == 1)
         #expect(f.owner == "gw-b" && f.machines["gw-a"]!.state(of: Self.sensor) == .standby(owner: "gw-b"))
+        #expect(f.machines["gw-b"]!.counters.staleClaims >= 1)
+        #expect(f.connectedAt["gw-a"] ?? 0 < (connectedAt ?? 0), "gw-a connected again after the partition")
+    }
+
+    /// A broker blip shorter than the fence: the owner keeps its link throughout (its readings wait in the spool),
+    /// renews its claim when the connection is back, and nobody else connects.
+    @Test func aBrokerBlipShorterThanTheFenceChangesNothing() {
+        var f = Fleet(["gw-a", "gw-b"])
+        _ = f.run(20, rssi: ["gw-a": -60, "gw-b": -70])
+        #expect(f.owner == "gw-a")
+        let connectedAt = f.connectedAt["gw-a"]
+        f.machines["gw-a"]!.brokerLost(now: f.now)
+        f.cut = ["gw-a"]
+        // Its last will reaches gw-b: the claim still stands for its lease.
+        f.machines["gw-b"]!.status(of: "gw-a", .lost, now: f.now)
+        #expect(f.run(8, rssi: ["gw-a": -60, "gw-b": -70]) == 1)
+        #expect(f.owner == "gw-a")
+        f.heal()
+        f.machines["gw-a"]!.brokerConnected(now: f.now)
+        f.machines["gw-b"]!.status(of: "gw-a", .online, now: f.now)
+        #expect(f.run(60, rssi: ["gw-a": -60, "gw-b": -70]) == 1)
+        #expect(f.owner == "gw-a" && f.connectedAt["gw-a"] == connectedAt, "the link was made again")
+        #expect(f.machines["gw-a"]!.counters.fences == 0)
+        #expect(f.connectedAt["gw-b"] == nil)
+    }
+
+    /// After a reconnection the broker hands the owner its own retained claim again: an older serial, not the echo of
+    /// a renewal, so it does not keep an owner whose renewals are lost.
+    @Test func aRetainedCopyOfAnOlderClaimIsNotAnEcho() {
+        var f = Fleet(["gw-a"])
+        _ = f.run(20, rssi: ["gw-a": -60])
+        #expect(f.owner == "gw-a")
+        let old = f.retained!
+        f.cut = ["gw-a"]
+        let settings = f.machines["gw-a"]!.settings
+        for _ in 0..<Int(settings.fenceS) + 2 {
+            _ = f.run(1, rssi: ["gw-a": -60])
+            var replay = old
+            replay.receivedAt = f.now
+            f.machines["gw-a"]!.claimed(Self.sensor, replay, now: f.now)
+        }
+        #expect(f.machines["gw-a"]!.counters.fences == 1)
+        #expect(f.holders["gw-a"] == false)
     }
 
     @Test func aBetterGatewayTakesOverOnlyByTheMarginAndNothingMovesBack() {
@@ -272,7 +365,7 @@ struct PeripheralOwnershipTests {
         _ = m.adapter(up: true, now: 0)
         let taken = m.claimed(Self.sensor, .init(gateway: "gw-b", rssi: -60, leaseS: 30, receivedAt: 0), now: 0)
         #expect(!taken)
-        m.status(of: "gw-b", online: true)
+        m.status(of: "gw-b", .online, now: 0)
         #expect(m.counters.foreignClaims == 0)
         m.heard(Self.sensor, rssi: -50, now: 4)
         #expect(m.tick(now: 5) == [.standby(Self.sensor, owner: "gw-b")])

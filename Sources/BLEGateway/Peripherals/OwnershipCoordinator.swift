@@ -11,8 +11,8 @@ import Logging
 ///
 /// Claims go straight to the broker, not through the spool: a claim is a statement about now, worth nothing when
 /// replayed after an outage (the lease would have run out), and while the broker is away no other gateway can read
-/// it anyway. Each owned claim is renewed every `renew_s`; the gateway's last will (its status offline) voids them
-/// all at once.
+/// it anyway. Each owned claim is renewed every `renew_s`, and the device let go when no claim has come back from the
+/// broker for `fence_s` (the machine's fence).
 final class OwnershipCoordinator: @unchecked Sendable {
     /// The ownership machine and the foreign claims already logged (by address, logged once each), under one lock.
     let books: Locked<Books>
@@ -36,7 +36,12 @@ final class OwnershipCoordinator: @unchecked Sendable {
         s.leaseS = lease
         s.renewS = max(lease / 3, 1)
         s.marginDB = margin
-        books = Locked(Books(machine: PeripheralOwnership(gateway: gateway, addresses: addresses, settings: s)))
+        // Serials start at random (below 2^52, exact as a JSON number): a restarted gateway must not take its last run's
+        // retained claim for the echo of a new one.
+        let first = UInt64.random(in: 1..<(1 << 52))
+        books = Locked(
+            Books(
+                machine: PeripheralOwnership(gateway: gateway, addresses: addresses, settings: s, firstSerial: first)))
         self.client = client
         self.topics = topics
         self.peripherals = peripherals
@@ -94,11 +99,10 @@ final class OwnershipCoordinator: @unchecked Sendable {
         eventsArrived.signal()
     }
 
-    /// The runtime saw the broker connection go.
+    /// The runtime saw the broker connection go: owned devices stay connected until the machine's fence.
     func brokerLost() {
-        let actions = books.withLock { $0.machine.brokerLost(now: clock.now().seconds) }
+        books.withLock { $0.machine.brokerLost(now: clock.now().seconds) }
         eventsArrived.signal()
-        if !actions.isEmpty { Task { await perform(actions) } }
     }
 
     func adapter(up: Bool) {
@@ -111,17 +115,26 @@ final class OwnershipCoordinator: @unchecked Sendable {
         let levels = m.topic.split(separator: "/")
         guard levels.count >= 2, levels.last == "status" else { return }
         let gateway = String(levels[levels.count - 2])
-        let online: Bool
+        let presence: PeripheralOwnership.Presence
         if m.payload.isEmpty {
-            online = false
-        } else if case .object(let pairs)? = try? RemoteJSONParser.parse(m.payload),
-            case .string(let state)? = Dictionary(pairs, uniquingKeysWith: { a, _ in a })["state"]
-        {
-            online = state == "online"
+            presence = .stopped
+        } else if case .object(let pairs)? = try? RemoteJSONParser.parse(m.payload) {
+            let fields = Dictionary(pairs, uniquingKeysWith: { a, _ in a })
+            guard case .string(let state)? = fields["state"] else { return }
+            // The last will says "connection lost" (GatewayReadings.willPayload): the broker wrote it, not the gateway,
+            // which may still hold its links. Any other offline status is the gateway's own, after its links ended.
+            if state == "online" {
+                presence = .online
+            } else if case .string("connection lost")? = fields["reason"] {
+                presence = .lost
+            } else {
+                presence = .stopped
+            }
         } else {
             return
         }
-        books.withLock { $0.machine.status(of: gateway, online: online) }
+        let now = clock.now().seconds
+        books.withLock { $0.machine.status(of: gateway, presence, now: now) }
         eventsArrived.signal()
     }
 
@@ -144,7 +157,13 @@ final class OwnershipCoordinator: @unchecked Sendable {
             }
             var rssi: Double?
             if case .number(let r, _)? = fields["rssi"] { rssi = r }
-            claim = .init(gateway: gateway, rssi: rssi, leaseS: lease, receivedAt: now)
+            func count(_ key: String) -> UInt64? {
+                guard case .number(let n, _)? = fields[key], n >= 0, n < 0x1p53, n == n.rounded() else { return nil }
+                return UInt64(n)
+            }
+            claim = .init(
+                gateway: gateway, rssi: rssi, leaseS: lease, receivedAt: now, serial: count("serial"),
+                epoch: count("epoch"))
         }
         let taken = books.withLock { $0.machine.claimed(address, claim, now: now) }
         eventsArrived.signal()
@@ -163,9 +182,10 @@ final class OwnershipCoordinator: @unchecked Sendable {
     func perform(_ actions: [PeripheralOwnership.Action]) async {
         for a in actions {
             switch a {
-            case .claim(let address, let rssi):
+            case .claim(let address, let rssi, let serial, let epoch):
                 let (me, lease) = books.withLock { ($0.machine.me, $0.machine.settings.leaseS) }
-                var body = #"{"gateway":"\#(me)","lease_s":\#(lease),"ts":\#(clock.unixTime())"#
+                var body = #"{"gateway":"\#(me)","lease_s":\#(lease),"epoch":\#(epoch),"serial":\#(serial)"#
+                body += #","ts":\#(clock.unixTime())"#
                 if let rssi { body += #","rssi":\#((rssi * 10).rounded() / 10)"# }
                 body += "}"
                 await send(address, Array(body.utf8))
@@ -176,21 +196,26 @@ final class OwnershipCoordinator: @unchecked Sendable {
             case .standby(let address, let owner):
                 peripherals.standBy(address, owner: owner)
             case .letGo(let address):
-                logger.warning("peripheral \(address): broker connection lost; let go (another gateway may take it)")
+                let fence = books.withLock { $0.machine.settings.fenceS }
+                logger.warning(
+                    "peripheral \(address): the broker has echoed none of this gateway's claims for \(fence) s; let go before the lease runs out (another gateway may take it)"
+                )
                 peripherals.letGo(address)
             }
         }
     }
 
+    /// Hands the claim to the connection and returns at once: the decisions must not wait for the broker's PUBACK,
+    /// which a stalled network holds back for as long as it stalls (a waiting coordinator could not fence). Whether the
+    /// claim stands is told by its echo on the claim topic, not by the acknowledgement.
     private func send(_ address: BDAddress, _ payload: [UInt8]) async {
-        do {
-            _ = try await client.publish(
-                MQTTMessage(
-                    topic: topics.peripheralOwner(address.topicComponent), payload: payload,
-                    qos: .atLeastOnce, retain: true))
-        } catch {
+        client.submit(
+            MQTTMessage(
+                topic: topics.peripheralOwner(address.topicComponent), payload: payload, qos: .atLeastOnce, retain: true
+            )
+        ) { [logger] result in
             // Not connected: the claim is not made, and the state machine tries again (its echo never came back).
-            logger.debug("peripherals: claim on \(address) not sent: \(error)")
+            if case .failure(let error) = result { logger.debug("peripherals: claim on \(address) not sent: \(error)") }
         }
     }
 }

@@ -8,8 +8,20 @@ import BLETransport
 /// not run out (the owner renews it). Every gateway sees the claims in the broker's one order, so the last word is
 /// the same for all of them. A gateway claims what no valid claim holds and it hears; it waits `settle_s` for its own
 /// claim to come back (another written after it wins), then connects. A standby gateway takes over only when it hears
-/// the device better than the owner's claim says, by `margin_db`, for `dwell_s`; the owner then yields. Pure: events
-/// and the clock in, actions out; the coordinator does the I/O.
+/// the device better than the owner's claim says, by `margin_db`, for `dwell_s`; the owner then yields.
+///
+/// An owner fences itself: each claim it writes carries a serial, and it keeps its links only while the broker has
+/// echoed one of them within `fence_s` (a fraction of the lease). Cut off from the broker (a network partition the
+/// client notices only at its keepalive, or never), it lets its devices go before any other gateway's lease on its
+/// last claim runs out, so two links to one device never exist at once; a blip shorter than that changes nothing, its
+/// readings waiting in the spool. Each claim also carries the device's epoch: a gateway claiming a device it does not
+/// own writes one more than the highest it has seen, a renewal keeps its own, and a claim with a lower epoch than one
+/// already seen is stale and ignored: the renewals a cut-off owner wrote before it fenced, delivered when its network
+/// comes back, take nothing back from the gateway that took over. For the same reason a gateway's last will does not
+/// void its claims at once (the
+/// cut-off owner may still hold the link): they stand for their lease. Only the gateway's own offline status, written
+/// after it has ended its links, frees its devices at once. Pure: events and the clock in, actions out; the
+/// coordinator does the I/O.
 public struct PeripheralOwnership: Sendable {
     public struct Settings: Sendable, Equatable {
         public init() {}
@@ -23,6 +35,11 @@ public struct PeripheralOwnership: Sendable {
         public var dwellS = 10.0
         /// A new claim waits this long for a later one before connecting (the broker's order decides).
         public var settleS = 2.0
+        /// An owner whose claims the broker has not echoed for this fraction of the lease lets go: before the others'
+        /// leases on its last echoed claim run out (they received it when it did), with room for their clocks and
+        /// the broker's delivery to differ. Renewals (every `renew_s`) must come well inside it.
+        public var fenceFraction = 0.75
+        public var fenceS: Double { leaseS * fenceFraction }
         /// What this gateway heard longer ago than this does not count.
         public var heardWithinS = 30.0
         /// After connecting to the broker, retained claims and statuses arrive first: nothing is claimed before.
@@ -37,14 +54,24 @@ public struct PeripheralOwnership: Sendable {
     /// A claim as read from the broker.
     public struct Claim: Sendable, Equatable {
         public var gateway: String
+        /// The writer's serial for this claim (older gateways send none): this gateway's own claim coming back with
+        /// the serial it last wrote is the broker's echo, which keeps it owner; a retained copy of an older one is not.
+        public var serial: UInt64?
+        /// The device's ownership epoch (older gateways send none): one more for each change of owner.
+        public var epoch: UInt64?
         /// The owner's RSSI to the device (filtered); nil when it no longer hears it.
         public var rssi: Double?
         public var leaseS: Double
         /// This gateway's clock when the claim arrived (a lease is timed here, immune to other gateways' clocks).
         public var receivedAt: Double
 
-        public init(gateway: String, rssi: Double?, leaseS: Double, receivedAt: Double) {
+        public init(
+            gateway: String, rssi: Double?, leaseS: Double, receivedAt: Double, serial: UInt64? = nil,
+            epoch: UInt64? = nil
+        ) {
             self.gateway = gateway
+            self.serial = serial
+            self.epoch = epoch
             self.rssi = rssi
             self.leaseS = leaseS
             self.receivedAt = receivedAt
@@ -58,21 +85,22 @@ public struct PeripheralOwnership: Sendable {
         case standby(owner: String)
         /// This gateway's claim is written; waiting `settle_s` for a later one.
         case claiming(since: Double)
-        /// This gateway owns it (and keeps it connected).
-        case owner(since: Double, renewedAt: Double)
+        /// This gateway owns it (and keeps it connected): its claim was last written at `renewedAt` and last came
+        /// back from the broker at `echoedAt`.
+        case owner(since: Double, renewedAt: Double, echoedAt: Double)
     }
 
     public enum Action: Sendable, Equatable {
-        /// Write this gateway's claim (retained), with its RSSI to the device.
-        case claim(BDAddress, rssi: Double?)
+        /// Write this gateway's claim (retained), with its RSSI to the device, the claim's serial and the epoch.
+        case claim(BDAddress, rssi: Double?, serial: UInt64, epoch: UInt64)
         /// Clear this gateway's claim (an empty retained message).
         case release(BDAddress)
         /// Keep it connected.
         case connect(BDAddress)
         /// Let it go (disconnect if connected) and report `standby`, naming the owner.
         case standby(BDAddress, owner: String)
-        /// Let it go: this gateway can no longer hold its claim (its broker connection is gone, and with it, by its
-        /// last will, its claims).
+        /// Let it go: the broker has echoed none of this gateway's claims for `fence_s`, so it cannot know that its
+        /// claim still stands, and another gateway may take the device once the lease runs out.
         case letGo(BDAddress)
     }
 
@@ -81,6 +109,10 @@ public struct PeripheralOwnership: Sendable {
         public var foreignClaims = 0
         public var takeovers = 0
         public var yields = 0
+        /// Devices let go because the broker echoed no claim for `fence_s`.
+        public var fences = 0
+        /// Claims ignored for an epoch lower than one already seen (a cut-off owner's late renewals).
+        public var staleClaims = 0
     }
 
     struct Entry: Sendable {
@@ -104,19 +136,60 @@ public struct PeripheralOwnership: Sendable {
         /// A claim by a gateway not (yet) seen online: retained messages come in no set order when subscribing, so
         /// it counts if that gateway's online status follows (and no newer claim came meanwhile).
         var unconfirmed: Claim?
+        /// The serial of this gateway's last claim on the device while the broker has not echoed it.
+        var unechoed: UInt64?
+        /// The highest epoch seen on the device's claims.
+        var epoch: UInt64 = 0
+    }
+
+    /// What a gateway's retained status says of it.
+    public enum Presence: Sendable, Equatable {
+        case online
+        /// Its own offline status: it ended its links before writing it, so its claims are void at once.
+        case stopped
+        /// Its last will, sent by the broker: it may be cut off and still hold its links until it fences itself, so
+        /// its claims stand for their lease.
+        case lost
     }
 
     public let me: String
     public let settings: Settings
     var entries: [BDAddress: Entry]
     var online: Set<String> = []
-    var readyAt: Double?
+    /// Gateways whose last will came (cut off or dead): their claims count until their lease runs out.
+    var lost: Set<String> = []
+    /// The next claim's serial (the coordinator starts it at random, so a restarted gateway does not take its
+    /// previous run's retained claim for an echo).
+    var nextSerial: UInt64
+    var broker = Broker.away
+
+    /// The broker as this gateway knows it.
+    enum Broker: Equatable {
+        case away
+        /// Connected; nothing is claimed before `readyAt`, when the retained claims and statuses have had time.
+        case connected(readyAt: Double)
+        /// Connected as far as the client knows, but a fence fell: nothing came back from the broker for `fence_s`.
+        /// Nothing is claimed until a message arrives again (then as after connecting): a claim written into a
+        /// partition would reach the others after they took over, with the same epoch as theirs, and win.
+        case unanswered
+    }
+
+    var readyAt: Double? {
+        if case .connected(let r) = broker { return r }
+        return nil
+    }
+
+    /// A message from the broker: one that follows a fence says the broker reaches this gateway again.
+    mutating func heardFromBroker(now: Double) {
+        if broker == .unanswered { broker = .connected(readyAt: now + settings.startupS) }
+    }
     var adapterUp = false
     public private(set) var counters = Counters()
 
-    public init(gateway: String, addresses: [BDAddress], settings: Settings = Settings()) {
+    public init(gateway: String, addresses: [BDAddress], settings: Settings = Settings(), firstSerial: UInt64 = 1) {
         me = gateway
         self.settings = settings
+        nextSerial = firstSerial
         entries = Dictionary(addresses.map { ($0, Entry()) }, uniquingKeysWith: { a, _ in a })
     }
 
@@ -154,6 +227,12 @@ public struct PeripheralOwnership: Sendable {
     @discardableResult
     public mutating func claimed(_ address: BDAddress, _ claim: Claim?, now: Double) -> Bool {
         guard entries[address] != nil else { return true }
+        heardFromBroker(now: now)
+        if let epoch = claim?.epoch, epoch < entries[address]!.epoch {
+            // Written before a later owner's claim, delivered after it (its writer was cut off): not the last word.
+            counters.staleClaims += 1
+            return true
+        }
         if let c = claim, c.gateway != me, !online.contains(c.gateway) {
             counters.foreignClaims += 1
             entries[address]!.unconfirmed = c
@@ -161,13 +240,32 @@ public struct PeripheralOwnership: Sendable {
         }
         entries[address]!.claim = claim
         entries[address]!.unconfirmed = nil
+        if let epoch = claim?.epoch { entries[address]!.epoch = max(entries[address]!.epoch, epoch) }
+        if let c = claim, c.gateway == me, let serial = c.serial, serial == entries[address]!.unechoed {
+            // The broker's echo of our latest claim: it stands, as of now, for every gateway that follows the topic.
+            entries[address]!.unechoed = nil
+            if case .owner(let since, let renewedAt, _) = entries[address]!.state {
+                entries[address]!.state = .owner(since: since, renewedAt: renewedAt, echoedAt: now)
+            }
+        }
         return true
     }
 
-    /// A gateway's retained status (`online` or not).
-    public mutating func status(of gateway: String, online isOnline: Bool) {
-        if isOnline { online.insert(gateway) } else { online.remove(gateway) }
-        guard isOnline else { return }
+    /// A gateway's retained status.
+    public mutating func status(of gateway: String, _ presence: Presence, now: Double) {
+        heardFromBroker(now: now)
+        switch presence {
+        case .online:
+            online.insert(gateway)
+            lost.remove(gateway)
+        case .stopped:
+            online.remove(gateway)
+            lost.remove(gateway)
+        case .lost:
+            online.remove(gateway)
+            lost.insert(gateway)
+        }
+        guard presence == .online else { return }
         for (address, e) in entries where e.unconfirmed?.gateway == gateway {
             // Its claim came before its status: it was a gateway of this fleet after all.
             entries[address]!.claim = e.unconfirmed
@@ -176,26 +274,24 @@ public struct PeripheralOwnership: Sendable {
         }
     }
 
-    /// Connected to the broker: retained claims and statuses come first, so claiming waits `startup_s`.
+    /// Connected to the broker: retained claims and statuses come first, so claiming waits `startup_s`. An owner
+    /// renews its claims at once, so that their echo keeps it owner.
     public mutating func brokerConnected(now: Double) {
-        if readyAt == nil { readyAt = now + settings.startupS }
-    }
-
-    /// The broker connection is gone: the broker has sent this gateway's last will, so the others see its claims
-    /// void and take the devices over. It lets go of them at once rather than hold a link another is making too.
-    public mutating func brokerLost(now: Double) -> [Action] {
-        readyAt = nil
-        var out: [Action] = []
+        if readyAt == nil { broker = .connected(readyAt: now + settings.startupS) }
         for (address, e) in entries {
-            switch e.state {
-            case .owner, .claiming:
-                entries[address]!.state = .idle
-                out.append(.letGo(address))
-            case .idle, .standby:
-                break
+            if case .owner(let since, _, let echoedAt) = e.state {
+                entries[address]!.state = .owner(since: since, renewedAt: -.infinity, echoedAt: echoedAt)
             }
         }
-        return out
+    }
+
+    /// The broker connection is gone. Owned devices stay connected (their readings wait in the spool) until the
+    /// fence: a blip shorter than it changes nothing. A claim not yet settled is dropped: nothing was connected.
+    public mutating func brokerLost(now: Double) {
+        broker = .away
+        for (address, e) in entries {
+            if case .claiming = e.state { entries[address]!.state = .idle }
+        }
     }
 
     /// The adapter that makes the links came up or went away. Going away releases everything owned: another
@@ -233,7 +329,9 @@ public struct PeripheralOwnership: Sendable {
             if let b = e.betterSince { times.append(b + settings.dwellS) }
             switch e.state {
             case .claiming(let since): times.append(since + settings.settleS)
-            case .owner(_, let renewedAt): times.append(renewedAt + settings.renewS)
+            case .owner(_, let renewedAt, let echoedAt):
+                times.append(renewedAt + settings.renewS)
+                times.append(echoedAt + settings.fenceS)
             case .idle, .standby: break
             }
         }
@@ -262,7 +360,9 @@ public struct PeripheralOwnership: Sendable {
 
     func valid(_ c: Claim?, now: Double) -> Claim? {
         // Valid for its lease and not an instant more, so that the moment it lapses is a deadline (`nextDeadline`).
-        guard let c, now < c.receivedAt + c.leaseS, c.gateway == me || online.contains(c.gateway) else { return nil }
+        guard let c, now < c.receivedAt + c.leaseS,
+            c.gateway == me || online.contains(c.gateway) || lost.contains(c.gateway)
+        else { return nil }
         return c
     }
 
@@ -280,7 +380,14 @@ public struct PeripheralOwnership: Sendable {
             e.state = .claiming(since: now)
             e.betterSince = nil
             e.freeSince = nil
-            return [.claim(address, rssi: myRSSI)]
+            // A new owner: one epoch past every claim seen, so whatever an earlier owner still has in flight is stale.
+            e.epoch += 1
+            return [write()]
+        }
+        func write() -> Action {
+            defer { nextSerial &+= 1 }
+            e.unechoed = nextSerial
+            return .claim(address, rssi: myRSSI, serial: nextSerial, epoch: e.epoch)
         }
         /// Free to claim: claimed once it has been free for this gateway's delay (the best hearer's is shortest).
         func claimWhenDue(_ rssi: Double) -> [Action] {
@@ -288,6 +395,9 @@ public struct PeripheralOwnership: Sendable {
             return now >= e.freeSince! + settings.claimDelay(rssi) ? claim() : []
         }
 
+        // A claim of ours we do not hold (written before a restart, or before a fence): the device is not free until it
+        // lapses, so that the claims of whoever took over meanwhile have time to arrive.
+        let ownUnheld = current?.gateway == me
         switch e.state {
         case .idle:
             if let o = other {
@@ -295,7 +405,7 @@ public struct PeripheralOwnership: Sendable {
                 e.freeSince = nil
                 return [.standby(address, owner: o.gateway)]
             }
-            guard ready, let mine = myRSSI else {
+            guard ready, !ownUnheld, let mine = myRSSI else {
                 e.freeSince = nil
                 return []
             }
@@ -303,7 +413,7 @@ public struct PeripheralOwnership: Sendable {
         case .standby(let owner):
             guard let o = other else {
                 // The owner went offline, its lease ran out, or it let go: the best hearer left claims first.
-                guard ready, let mine = myRSSI else {
+                guard ready, !ownUnheld, let mine = myRSSI else {
                     e.state = .idle
                     e.freeSince = nil
                     return []
@@ -332,22 +442,30 @@ public struct PeripheralOwnership: Sendable {
                 e.state = .standby(owner: o.gateway)
                 return [.standby(address, owner: o.gateway)]
             }
-            guard current?.gateway == me else {
+            guard let mine = current, mine.gateway == me, e.unechoed == nil else {
                 // Ours never came back (the broker is away, or it was cleared): try again next time.
                 e.state = .idle
                 return []
             }
-            e.state = .owner(since: now, renewedAt: now)
+            // Settled: our claim came back and none came after it, so it stands as of its echo.
+            e.state = .owner(since: now, renewedAt: now, echoedAt: mine.receivedAt)
             return [.connect(address)]
-        case .owner(let since, let renewedAt):
+        case .owner(let since, let renewedAt, let echoedAt):
             if let o = other {
                 counters.yields += 1
                 e.state = .standby(owner: o.gateway)
                 return [.standby(address, owner: o.gateway)]
             }
+            if now >= echoedAt + settings.fenceS {
+                // No echo for the fence: the others' leases on our last claim are running out. Let go first.
+                counters.fences += 1
+                e.state = .idle
+                if broker != .away { broker = .unanswered }
+                return [.letGo(address)]
+            }
             guard now >= renewedAt + settings.renewS || current == nil else { return [] }
-            e.state = .owner(since: since, renewedAt: now)
-            return [.claim(address, rssi: myRSSI)]
+            e.state = .owner(since: since, renewedAt: now, echoedAt: echoedAt)
+            return [write()]
         }
     }
 }

@@ -1,3 +1,4 @@
+import BLETestSupport
 import Foundation
 
 /// The `blegateway` executable built beside this test bundle.
@@ -130,5 +131,34 @@ enum SchemaValidation {
         let report = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         validator.waitUntilExit()
         return validator.terminationStatus == 0 ? nil : String(report.suffix(2000))
+    }
+}
+
+/// A TCP relay on loopback (socat) that a test can stall and resume: the network between a gateway and its broker
+/// failing without either end closing anything, as a cut cable or a dead switch does.
+final class Relay: @unchecked Sendable {
+    let child: Child
+    let port: Int
+
+    init(to target: Int, log: String) throws {
+        port = try Loopback.freePort()
+        child = try Child(
+            "/usr/bin/socat", ["TCP-LISTEN:\(port),bind=127.0.0.1,reuseaddr,fork", "TCP:127.0.0.1:\(target)"],
+            log: log)
+    }
+
+    static var isAvailable: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/socat") }
+
+    /// Stops forwarding: socat relays each connection in a child it forks, so the listener and every child are
+    /// stopped (stopping the listener alone leaves the connections flowing).
+    func stall() { signal(SIGSTOP) }
+    func resume() { signal(SIGCONT) }
+    func stop() { child.stop(SIGKILL) }
+
+    private func signal(_ s: Int32) {
+        let children =
+            (try? String(contentsOfFile: "/proc/\(child.pid)/task/\(child.pid)/children", encoding: .utf8)) ?? ""
+        for pid in children.split(separator: " ").compactMap({ Int32($0) }) { kill(pid, s) }
+        kill(child.pid, s)
     }
 }
