@@ -16,17 +16,31 @@ enum Amqtt {
 
     /// amqtt on a free port of 127.0.0.1, anonymous clients allowed, its configuration and log in `directory`;
     /// returns once it accepts connections.
-    static func start(in directory: URL) async throws -> (child: Child, port: Int) {
-        let port = try Loopback.freePort()
-        try """
-        listeners:
-          default:
-            type: tcp
-            bind: 127.0.0.1:\(port)
-        plugins:
-          amqtt.plugins.authentication.AnonymousAuthPlugin:
-            allow_anonymous: true
-        """.write(to: directory.appendingPathComponent("amqtt.yaml"), atomically: true, encoding: .utf8)
+    /// With `sessions`, its session database (`SessionDBPlugin`, kept across a clean shutdown) in that file; `port`
+    /// to start it again where it was.
+    static func start(in directory: URL, port: Int? = nil, sessions: URL? = nil) async throws -> (
+        child: Child, port: Int
+    ) {
+        let port = try port ?? Loopback.freePort()
+        var configuration = """
+            listeners:
+              default:
+                type: tcp
+                bind: 127.0.0.1:\(port)
+            plugins:
+              amqtt.plugins.authentication.AnonymousAuthPlugin:
+                allow_anonymous: true
+
+            """
+        if let sessions {
+            configuration += """
+                  amqtt.contrib.persistence.SessionDBPlugin:
+                    file: \(sessions.path)
+                    clear_on_shutdown: false
+
+                """
+        }
+        try configuration.write(to: directory.appendingPathComponent("amqtt.yaml"), atomically: true, encoding: .utf8)
         let child = try Child.unmasked(
             executable, ["-c", directory.appendingPathComponent("amqtt.yaml").path],
             log: directory.appendingPathComponent("amqtt.log").path)
