@@ -146,6 +146,8 @@ extension AdapterLifecycle {
             settle(.absent, "the adapter was removed", retryAfter: configuration.maxBackoff, now: now, &out)
         case .adapterPoweredOff(let reason):
             if case .idle = phase { break }
+            // The kernel says an adapter is down as it removes it, sometimes after the removal itself: still absent.
+            if published == .absent { break }
             climb = nil
             openBackoff = configuration.initialBackoff
             if isBlocked {

@@ -310,6 +310,25 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
         #expect(h.machine.status == .poweredOn)
     }
 
+    /// An adapter pulled out: rfkill's switch goes with it (removed), and the kernel's index events may still say it
+    /// went down after that. It stays absent (the VM saw absent → poweredOff → absent for one removal).
+    @Test func anAdapterRemovedAndThenSaidToBeDownStaysAbsent() {
+        var h = LifecycleHarness {
+            $0.allowRfkillUnblock = false
+            $0.allowUSBReset = false
+        }
+        h.world = healthy
+        h.send(.start)
+        h.world = { _ in [] }
+        h.send(.adapterRemoved)
+        h.send(.adapterPoweredOff(reason: "hci0 was powered off"))
+        #expect(h.machine.status == .absent)
+        #expect(h.published.map(\.0) == [.poweredOn, .absent])
+        h.world = healthy
+        #expect(h.send(.adapterAdded).contains(.open))
+        #expect(h.machine.status == .poweredOn)
+    }
+
     /// rfkill blocks the radio under a shared scan: the kernel powers the adapter off and rfkill reports the block,
     /// in either order; the state ends `blocked`, never unblocked by the gateway.
     @Test func aSharedAdapterPoweredOffByAnRfkillBlockIsBlockedWhicheverNewsComesFirst() {

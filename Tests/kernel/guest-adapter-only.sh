@@ -10,6 +10,7 @@ eval "$(sed -n '/^advertise_with_btmgmt() {/,/^}/p' "$HERE/guest-checks.sh")"
 
 if start_btvirt; then
     adapter_exclusive_checks
+    adapter_event_checks exclusive
     mkdir -p /run/dbus
     timeout 10 dbus-daemon --system --fork --nopidfile
     bluetoothd -n > "$OUT/bluetoothd.log" 2>&1 &
@@ -19,7 +20,7 @@ if start_btvirt; then
         sleep 0.5
     done
     adapter_shared_checks
-    adapter_shared_state_checks
+    adapter_event_checks shared
     kill $BLUETOOTHD 2>/dev/null
 fi
 kill $BTVIRT 2>/dev/null

@@ -102,6 +102,7 @@ accept_scan exclusive advertise_legacy_on_hci1
 # Before bluetoothd: the gateway owns the adapters; btvirt is restarted on the way (BTVIRT follows).
 . "$(dirname "$0")/guest-adapter.sh"
 adapter_exclusive_checks
+adapter_event_checks exclusive
 
 # --- bluetoothd takes the adapters ------------------------------------------------------------------------
 log "starting dbus-daemon and bluetoothd"
@@ -207,7 +208,7 @@ check shared-leaves-bluetoothd-running "$r"
 
 accept_scan shared advertise_with_btmgmt
 adapter_shared_checks
-adapter_shared_state_checks
+adapter_event_checks shared
 
 # --- exclusive with --force-down takes the adapter from bluetoothd (HCIDEVDOWN, then the user channel) -----
 timeout 10 "$BIN" hci-dump --device hci0 --mode exclusive --force-down --send $RESET --duration 1 \

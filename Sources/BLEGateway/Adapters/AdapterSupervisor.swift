@@ -171,9 +171,11 @@ final class AdapterSupervisor: @unchecked Sendable {
                             s.usable = status == .poweredOn
                             return s.usable ? s.session?.info : nil
                         }
-                        if status != .poweredOn {
-                            logger.warning("adapter \(device): \(status)\(reason.map { " (\($0))" } ?? "")")
-                        }
+                        // Logged here, once, for every consumer (run, scan, explain, enrol): the runtime does not
+                        // log it again.
+                        logger.log(
+                            level: status == .poweredOn ? .info : .warning,
+                            "adapter \(device): \(status)\(reason.map { " (\($0))" } ?? "")")
                         adapter(
                             AdapterReport(
                                 state: status, device: device, mode: mode,

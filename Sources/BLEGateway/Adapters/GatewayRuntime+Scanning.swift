@@ -51,8 +51,9 @@ extension GatewayRuntime {
             let at = clock.now()
             publish(pipeline.withLock { $0.adapterScanning(at: at) })
         }
+        // The adapter's supervisor logged the state already (once per adapter); a capture's states are its own.
         if report.scope == .gateway {
-            logger.info("adapter \(report.device): \(report.state)\(report.reason.map { " (\($0))" } ?? "")")
+            logger.debug("adapter \(report.device): \(report.state)\(report.reason.map { " (\($0))" } ?? "")")
         }
         recordState(readings.adapter(report, since: change.since, ts: now, synced: clockSynchronized()))
     }

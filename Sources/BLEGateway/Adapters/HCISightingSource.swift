@@ -121,6 +121,14 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
         }
         let device = spec.description
         let mode = mode
+        // Unsupervised (a capture, or a lifecycle turned off): each state logged here, as the supervisor does.
+        let capture = spec.isCapture
+        let adapter: @Sendable (AdapterReport) -> Void = { [logger] r in
+            logger.log(
+                level: r.state == .poweredOn || capture ? .info : .warning,
+                "adapter \(r.device): \(r.state)\(r.reason.map { " (\($0))" } ?? "")")
+            adapter(r)
+        }
         let report: @Sendable (AdapterReport.State, String) -> Void = { state, reason in
             adapter(AdapterReport(state: state, device: device, mode: mode, reason: reason))
         }
