@@ -91,6 +91,9 @@ public struct AdapterLifecycle: Sendable {
 
     /// The last published status (nil before the first).
     public var status: Status? { published }
+    /// When the machine next needs `timePassed` (nil: only an event can move it): what the service watchdog holds it
+    /// to (a ladder whose deadlines pass with nothing done is wedged).
+    public var deadline: Duration? { nextDeadline() }
 
     /// Whether the radio is blocked by rfkill, as last reported.
     public var isBlocked: Bool { radio != .unblocked }

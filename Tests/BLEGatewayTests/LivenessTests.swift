@@ -3,15 +3,16 @@ import Testing
 @testable import BLEGateway
 
 /// The watchdog's judge, with literal samples: idle is not stalled, a publisher with readings and a connection but no
-/// acknowledgement is, and so is a scanner whose reports and recovery ladder stand still; progress ends a stall.
+/// acknowledgement is, and so is a scanner whose reports and recovery ladder stand still past the ladder's own
+/// deadline; an empty room (nothing ahead of the ladder) is not; progress ends a stall.
 struct LivenessTests {
     static func sample(
         acked: UInt64 = 0, pending: Int = 0, connected: Bool = true, holdingBack: Bool = false,
-        scan: Int? = 0
+        scan: Int? = 0, deadline: Duration? = nil
     ) -> Liveness.Sample {
         Liveness.Sample(
             acknowledged: acked, pending: pending, connected: connected, holdingBack: holdingBack,
-            scanActivity: scan)
+            scanActivity: scan, ladderDeadline: deadline)
     }
 
     @Test func aPublisherWithReadingsAndAConnectionButNoAcknowledgementStallsAfterItsLimit() {
@@ -40,12 +41,38 @@ struct LivenessTests {
         }
     }
 
-    @Test func aScannerWhoseReportsAndLadderStandStillStallsAfterItsLimitAndASourceWithoutALadderIsNotJudged() {
-        var l = Liveness(publisherLimit: .seconds(10), scannerLimit: .seconds(100))
-        _ = l.observe(Self.sample(scan: 40), at: .zero)
-        #expect(l.observe(Self.sample(scan: 40), at: .seconds(100)) == .alive)
-        #expect(l.observe(Self.sample(scan: 40), at: .seconds(101)) == .stalled(.scanner, since: .zero))
-        #expect(l.observe(Self.sample(scan: 41), at: .seconds(102)) == .alive)
+    /// The ladder's silence watchdog is due at 60 s; nothing happens then (no report, no silence counted, no step):
+    /// the ladder is wedged, judged at the deadline plus the limit, not after the ladder's whole doubling climb.
+    @Test func aScannerWhoseLadderLetsItsOwnDeadlinePassStallsAfterTheLimit() {
+        var l = Liveness(publisherLimit: .seconds(10), scannerLimit: .seconds(120))
+        _ = l.observe(Self.sample(scan: 40, deadline: .seconds(60)), at: .zero)
+        #expect(l.observe(Self.sample(scan: 40, deadline: .seconds(60)), at: .seconds(150)) == .alive)
+        #expect(l.observe(Self.sample(scan: 40, deadline: .seconds(60)), at: .seconds(180)) == .alive)
+        #expect(
+            l.observe(Self.sample(scan: 40, deadline: .seconds(60)), at: .seconds(181))
+                == .stalled(.scanner, since: .seconds(60)))
+        // The ladder acts (its silence counted, a new deadline): progress.
+        #expect(l.observe(Self.sample(scan: 41, deadline: .seconds(300)), at: .seconds(182)) == .alive)
+    }
+
+    /// A ladder whose deadline moves on as it acts is alive however long the radio stays silent (the silence
+    /// watchdog doubling up to eight timeouts); and with nothing ahead of it (no report ever heard: an empty room),
+    /// and for a source without a ladder (a capture), there is nothing to judge.
+    @Test func aSilentRadioAnEmptyRoomAndACaptureAreNotStalls() {
+        var silent = Liveness(publisherLimit: .seconds(10), scannerLimit: .seconds(120))
+        var activity = 0
+        var deadline = Duration.seconds(60)
+        var t = Duration.zero
+        for factor in [1, 2, 4, 8, 8, 8] {
+            _ = silent.observe(Self.sample(scan: activity, deadline: deadline), at: t)
+            t = deadline
+            #expect(silent.observe(Self.sample(scan: activity, deadline: deadline), at: t) == .alive)
+            activity += 1
+            deadline = t + .seconds(60 * factor * 2)
+        }
+        var empty = Liveness(publisherLimit: .seconds(10), scannerLimit: .seconds(120))
+        _ = empty.observe(Self.sample(scan: 0, deadline: nil), at: .zero)
+        #expect(empty.observe(Self.sample(scan: 0, deadline: nil), at: .seconds(3600)) == .alive)
         var capture = Liveness(publisherLimit: .seconds(10), scannerLimit: .seconds(100))
         _ = capture.observe(Self.sample(scan: nil), at: .zero)
         #expect(capture.observe(Self.sample(scan: nil), at: .seconds(500)) == .alive)

@@ -48,6 +48,7 @@ final class AdapterSupervisor: @unchecked Sendable {
         /// The open session, if any.
         var session: Session?
         var statistics = L.Statistics()
+        var deadline: Duration?
         var tally = Tally()
         /// When the machine last heard that reports flow (`noteReport`).
         var lastReportForwarded: Duration?
@@ -110,6 +111,8 @@ final class AdapterSupervisor: @unchecked Sendable {
     }
 
     var statistics: L.Statistics { shared.withLock { $0.statistics } }
+    /// The machine's next deadline as of its last event (the service watchdog's judge reads it).
+    var deadline: Duration? { shared.withLock { $0.deadline } }
 
     /// Shared mode: the host only listens; the kernel brings the controller up and scans.
     var listensOnly: Bool { mode == .shared }
@@ -163,7 +166,10 @@ final class AdapterSupervisor: @unchecked Sendable {
             for await event in inbox {
                 if Task.isCancelled { break }
                 let actions = machine.handle(event, now: clock.now())
-                shared.withLock { $0.statistics = machine.statistics }
+                shared.withLock {
+                    $0.statistics = machine.statistics
+                    $0.deadline = machine.deadline
+                }
                 for action in actions {
                     switch action {
                     case .publish(let status, let reason):

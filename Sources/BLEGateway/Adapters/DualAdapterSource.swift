@@ -156,6 +156,8 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
         supervisors.values.map(\.statistics).reduce(AdapterLifecycle.Statistics(), +)
     }
 
+    public var lifecycleDeadline: Duration? { supervisors.values.compactMap(\.deadline).min() }
+
     public var adapterSlots: AdapterSlotsStatistics? {
         AdapterSlotsStatistics(
             handovers: picture.withLock { $0.roles.statistics.handovers },

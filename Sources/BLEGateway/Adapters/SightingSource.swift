@@ -106,8 +106,10 @@ public struct DroppedReports: Sendable, Equatable {
 
 /// A source that supervises its adapters (exclusive mode): the recovery ladders' counters for the health topic.
 public protocol AdapterLifecycleReporting: Sendable {
-    /// All ladders' counters together (nil while nothing is supervised: shared mode, a capture).
+    /// All ladders' counters together (nil while nothing is supervised: a capture).
     var lifecycleStatistics: AdapterLifecycle.Statistics? { get }
+    /// The earliest deadline any ladder waits for (the source's clock); nil when none waits for one.
+    var lifecycleDeadline: Duration? { get }
     /// With two adapters: each one's counters, and how often a duty moved between them.
     var adapterSlots: AdapterSlotsStatistics? { get }
 }

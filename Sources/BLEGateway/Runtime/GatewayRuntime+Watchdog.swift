@@ -14,10 +14,9 @@ extension GatewayRuntime {
 
     func makeWatchdog() -> Watchdog? {
         guard let interval = notifier.watchdogInterval else { return nil }
-        // A silent radio is the recovery ladder's: it climbs after the silence timeout, which doubles up to 8 times.
-        let ladder = Duration.seconds(configuration.adapter.silenceTimeoutSeconds) * 16
+        // A silent radio is the recovery ladder's; the scanner is judged by whether the ladder keeps its own deadlines.
         return Watchdog(
-            liveness: Liveness(publisherLimit: interval, scannerLimit: ladder + interval),
+            liveness: Liveness(publisherLimit: interval, scannerLimit: interval),
             every: interval / 2, next: clock.now(), stalled: nil)
     }
 
@@ -25,11 +24,13 @@ extension GatewayRuntime {
         guard var dog = w, now >= dog.next else { return }
         dog.next = now + dog.every
         let p = publisher.statistics
-        let ladder = (source as? any AdapterLifecycleReporting)?.lifecycleStatistics
+        let reporting = source as? any AdapterLifecycleReporting
+        let ladder = reporting?.lifecycleStatistics
         let sample = Liveness.Sample(
             acknowledged: p.acknowledged, pending: spool.statistics.depth, connected: p.connected,
             holdingBack: p.refusal != nil,
-            scanActivity: ladder.map { l in source.counters.reports + l.attempts.values.reduce(0, +) + l.silences })
+            scanActivity: ladder.map { l in source.counters.reports + l.attempts.values.reduce(0, +) + l.silences },
+            ladderDeadline: reporting?.lifecycleDeadline)
         switch dog.liveness.observe(sample, at: now) {
         case .alive:
             if let part = dog.stalled {

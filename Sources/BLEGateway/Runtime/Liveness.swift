@@ -4,9 +4,13 @@
 ///
 /// - The publisher makes progress when the broker acknowledges readings, or has nothing to do: nothing pending, not
 ///   connected (the MQTT client's reconnect loop owns that), or holding back on a refusal's backoff.
-/// - The scanner makes progress when reports arrive or the adapter's recovery ladder acts (a silent radio is the
-///   ladder's to handle: it climbs after `silence_timeout_s`, doubling up to 8 times, so its limit is longer).
-///   Sources without a ladder (a capture, shared mode) are not judged.
+/// - The scanner makes progress when reports arrive or the adapter's recovery ladder acts. A silent radio is the
+///   ladder's to handle, so while neither happens the judge looks at what the ladder waits for: its next deadline (the
+///   silence watchdog, a retry, a step's bound). Passed by more than `scannerLimit` with nothing done, the ladder
+///   itself is wedged: stalled, within the deadline plus the limit (the silence timeout plus two minutes by
+///   default), in exclusive and in shared mode alike. With nothing ahead (scanning, no report heard yet, so no
+///   silence watchdog armed: an empty room) there is nothing to judge. Sources without a ladder (a capture) are not
+///   judged.
 ///
 /// A pure machine: samples in, a verdict out; the caller samples on its clock and does the I/O.
 struct Liveness: Sendable {
@@ -17,6 +21,8 @@ struct Liveness: Sendable {
         var holdingBack: Bool
         /// Reports plus the ladder's attempts and silences; nil when the source has no ladder.
         var scanActivity: Int?
+        /// The ladder's next deadline (the sampler's clock); nil when it waits for nothing but events.
+        var ladderDeadline: Duration? = nil
     }
 
     enum Part: String, Sendable, Equatable {
@@ -51,10 +57,13 @@ struct Liveness: Sendable {
         if s.acknowledged != last.acknowledged || s.pending == 0 || !s.connected || s.holdingBack {
             publisher = now
         }
-        if s.scanActivity == nil || s.scanActivity != last.scanActivity { scanner = now }
+        if s.scanActivity == nil || s.scanActivity != last.scanActivity || s.ladderDeadline == nil { scanner = now }
         state = .watching(last: s, publisherProgress: publisher, scannerProgress: scanner)
         if now - publisher > publisherLimit { return .stalled(.publisher, since: publisher) }
-        if now - scanner > scannerLimit { return .stalled(.scanner, since: scanner) }
+        // Nothing done since `scanner`, and the ladder's own deadline passed that long ago.
+        if let deadline = s.ladderDeadline, now - max(scanner, deadline) > scannerLimit {
+            return .stalled(.scanner, since: max(scanner, deadline))
+        }
         return .alive
     }
 }
