@@ -369,6 +369,12 @@ version $NEW_VERSION"
         # simulator's office on the host with gw-lobby's controller socket bound into the container, a mosquitto on
         # the host that wants gw-lobby's password and applies the fleet ACL. The password reaches the gateway only
         # through LoadCredential=. A SIGTERM to nspawn shuts the container down in order.
+        # Then the watchdog under that systemd (the unit's Type=notify as shipped; WatchdogSec shortened from 120 s to
+        # 10 s by a drop-in, so the test does not wait two minutes): systemd calls the unit started only after the
+        # gateway's READY=1 (its own log lines come first), and a gateway frozen with SIGSTOP stops feeding the
+        # watchdog, so systemd kills it (SIGABRT at the timeout, held by the stopped process; SIGKILL at
+        # TimeoutAbortSec, the unit's TimeoutStopSec, 20 s) and starts it again after RestartSec (10 s): a second
+        # online status, from another process.
         unit_runs_gateway() {
             local d=$CHROOT/etc/systemd/system sim=$WORK/sim port boot observer simpid broker ok=0
             local saved=$WORK/gateway.yaml.saved
@@ -386,7 +392,7 @@ version $NEW_VERSION"
             "$MOSQUITTO" -c "$WORK/gwbroker/m.conf" >"$WORK/gwbroker/log" 2>&1 &
             broker=$!; pids+=("$broker")
             wait_until 10 port_open "$port" || { echo "broker did not start"; return 1; }
-            timeout 120 mosquitto_sub -h 127.0.0.1 -p "$port" -u ops -P pw-ops -v -t 'blegateway/gw-lobby/#' \
+            timeout 300 mosquitto_sub -h 127.0.0.1 -p "$port" -u ops -P pw-ops -v -t 'blegateway/gw-lobby/#' \
                 >"$WORK/gw-observed.log" 2>&1 &
             observer=$!; pids+=("$observer")
             cp -p "$CHROOT/etc/blegateway/gateway.yaml" "$saved"
@@ -401,26 +407,59 @@ version $NEW_VERSION"
             printf 's3cret\n' >"$CHROOT/etc/blegateway/credentials/password"
             chmod 0600 "$CHROOT"/etc/blegateway/credentials/*
             ln -sf /lib/systemd/system/blegateway.service "$d/multi-user.target.wants/blegateway.service"
-            (cd "$WORK" && exec timeout 180 systemd-nspawn -q -D "$CHROOT" --boot --register=no --keep-unit \
+            mkdir -p "$d/blegateway.service.d" "$CHROOT/var/log/journal"
+            printf '[Service]\nWatchdogSec=10s\n' >"$d/blegateway.service.d/watchdog-test.conf"
+            (cd "$WORK" && exec timeout 300 systemd-nspawn -q -D "$CHROOT" --boot --register=no --keep-unit \
                 --capability=CAP_NET_ADMIN --bind="$sim:/run/blegateway-sim" </dev/null >"$WORK/nspawn-run.log" 2>&1) &
             boot=$!; pids+=("$boot")
             if wait_until 90 grep -q '^blegateway/gw-lobby/status .*"online"' "$WORK/gw-observed.log" &&
                 wait_until 60 grep -q '^blegateway/gw-lobby/beacons/' "$WORK/gw-observed.log"; then
                 ok=1
             fi
+            : >"$WORK/watchdog-step.log"
+            local gw='^/usr/bin/blegateway run --config /etc/blegateway/gateway.yaml' pid1 pid2 online1 t0
+            if [ "$ok" = 1 ]; then
+                pid1=$(pgrep -f "$gw" | head -n 1)
+                online1=$(grep -c '^blegateway/gw-lobby/status .*"online"' "$WORK/gw-observed.log")
+                t0=$(date +%s)
+                kill -STOP "$pid1" || ok=0
+                if wait_until 90 bash -c "[ \$(grep -c '^blegateway/gw-lobby/status .*\"online\"' '$WORK/gw-observed.log') -gt $online1 ]"; then
+                    pid2=$(pgrep -f "$gw" | head -n 1)
+                    echo "frozen gateway $pid1 restarted as $pid2, online again $(($(date +%s) - t0)) s after the freeze" | tee -a "$WORK/watchdog-step.log"
+                    [ -n "$pid2" ] && [ "$pid2" != "$pid1" ] || { echo "no new gateway process" | tee -a "$WORK/watchdog-step.log"; ok=0; }
+                else
+                    echo "no second online status within 90 s of freezing the gateway" | tee -a "$WORK/watchdog-step.log"; ok=0
+                fi
+                kill -CONT "$pid1" 2>/dev/null
+            fi
             kill -TERM "$boot" 2>/dev/null
             wait_until 60 bash -c "! kill -0 $boot" || ok=0
-            wait_until 10 grep -q '^blegateway/gw-lobby/status .*"offline"' "$WORK/gw-observed.log" || ok=0
+            wait_until 10 bash -c "grep '^blegateway/gw-lobby/status ' '$WORK/gw-observed.log' | tail -n 1 | grep -q offline" ||
+                { echo "the last status is not offline" | tee -a "$WORK/watchdog-step.log"; ok=0; }
+            # The journal of this boot (persistent in the root; not filtered by unit: journald inside this machine's
+            # nspawn cannot tell the gateway's unit from its pid): systemd calls the unit started only after the
+            # gateway connected to the broker (READY=1 comes after that and the retained configuration), where
+            # Type=exec would have called it started at once; and the watchdog ended the frozen one.
+            local journal first started
+            journal=$(journalctl -D "$CHROOT/var/log/journal" -b --no-pager -o short-monotonic 2>/dev/null)
+            first=$(echo "$journal" | grep -n 'blegateway\[[0-9]*\]: .*connected to mqtt://' | head -n 1 | cut -d: -f1)
+            started=$(echo "$journal" | grep -n 'Started blegateway.service' | head -n 1 | cut -d: -f1)
+            echo "journal: the gateway connected at line ${first:-none}, systemd said 'Started' at line ${started:-none}" | tee -a "$WORK/watchdog-step.log"
+            [ -n "$first" ] && [ -n "$started" ] && [ "$first" -lt "$started" ] ||
+                { echo "the unit was not started after the gateway's READY=1" | tee -a "$WORK/watchdog-step.log"; ok=0; }
+            echo "$journal" | grep -q 'Watchdog timeout' || { echo "no watchdog timeout in the journal" | tee -a "$WORK/watchdog-step.log"; ok=0; }
             kill "$observer" "$broker" "$simpid" 2>/dev/null
             grep -E '^blegateway/gw-lobby/(status|adapter) ' "$WORK/gw-observed.log" | cut -c1-160
             echo "$(grep -c '^blegateway/gw-lobby/beacons/' "$WORK/gw-observed.log") beacon messages"
             [ "$(chroot "$CHROOT" stat -c %U /var/lib/blegateway/spool.sqlite 2>&1)" = blegateway ] ||
                 { echo "no spool owned by blegateway"; ok=0; }
             if [ "$ok" != 1 ]; then
-                journalctl -D "$CHROOT/var/log/journal" -u blegateway --no-pager 2>/dev/null | tail -n 15
+                journalctl -D "$CHROOT/var/log/journal" -b --no-pager 2>/dev/null | grep -E 'blegateway' | tail -n 15
+                # The check shows the last lines: the watchdog step's own findings.
+                grep -E '^(frozen|no |the |journal:)' "$WORK/watchdog-step.log" 2>/dev/null
             fi
-            rm -f "$d/multi-user.target.wants/blegateway.service" "$CHROOT"/etc/blegateway/credentials/* \
-                "$CHROOT"/var/lib/blegateway/spool.sqlite*
+            rm -rf "$d/multi-user.target.wants/blegateway.service" "$CHROOT"/etc/blegateway/credentials/* \
+                "$CHROOT"/var/lib/blegateway/spool.sqlite* "$d/blegateway.service.d" "$CHROOT/var/log/journal"
             mv "$WORK"/spool.saved/* "$CHROOT/var/lib/blegateway/"
             cp -p "$saved" "$CHROOT/etc/blegateway/gateway.yaml"
             [ "$ok" = 1 ]
@@ -430,7 +469,7 @@ version $NEW_VERSION"
         elif ! "$BIN" run --help 2>/dev/null | grep -q 'USAGE: blegateway run'; then
             skip "unit: the gateway runs under the unit" "\`blegateway run\` is not in this build"
         else
-            check "unit: blegateway run under the unit (nspawn boot) publishes online + readings with a LoadCredential password, offline on shutdown" \
+            check "unit: blegateway run under the unit (nspawn boot) publishes online + readings with a LoadCredential password, is started after READY=1, is restarted by the watchdog when frozen, offline on shutdown" \
                 unit_runs_gateway
         fi
         # Reinstalling the same version over an unchanged upstream conffile needs no dpkg option at all.
