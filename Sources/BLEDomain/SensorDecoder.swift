@@ -68,12 +68,15 @@ public enum SensorDecoder {
     ) -> SensorReading? {
         // Inkbird gives no UUID and no company: its "company id" is the temperature. Only its name, "sps" or "tps",
         // says what the nine octets are; so it is asked first, or 11.77 °C (0x0499) would read as a Ruuvi frame.
-        if let m = ad.manufacturerRange, let name = ad.nameBytes, InkbirdFrame.recognises(name: name) {
-            return ad.data.withUnsafeBufferPointer { whole in
+        // A name that only looks like Inkbird's (its frame is not nine octets) falls through to the other formats.
+        if let m = ad.manufacturerRange, let name = ad.nameBytes, InkbirdFrame.recognises(name: name),
+            let reading = ad.data.withUnsafeBufferPointer({ whole -> SensorReading? in
                 let origin = ad.data.startIndex
                 let r = ADReader(whole, position: m.lowerBound - origin, end: m.upperBound - origin)
                 return InkbirdFrame.decode(company: ad.manufacturerCompany, frame: r, name: name)
-            }
+            })
+        {
+            return reading
         }
         if let source = ad.sensorSource, let range = ad.sensorRange {
             return ad.data.withUnsafeBufferPointer { whole in

@@ -427,6 +427,13 @@ import Testing
         #expect(Self.close(r.value(of: .humidity), 51.95))
     }
 
+    /// A Ruuvi whose name happens to be "sps": its frame is not Inkbird's nine octets, so the Inkbird decoder finds
+    /// nothing and the frame is read by its company, as any other (before, the name's nil ended the decoding).
+    @Test func aNameThatOnlyLooksLikeInkbirdsFallsThroughToTheOtherFormats() throws {
+        let r = try #require(Self.decode(Self.manufacturer(0x0499, "03291A1ECE1EFC18F94202CA0B53", name: "sps")))
+        #expect(r.format == .ruuviV3)
+    }
+
     // MARK: Victron
 
     @Test func victronSolarChargerDecryptsWithTheKeyAndChecksItsFirstOctet() throws {
