@@ -8,6 +8,9 @@ public struct SpoolConfiguration: Sendable, Hashable {
         public static let full = Durability(rawValue: "FULL")
         /// `PRAGMA synchronous=NORMAL`: survives a process crash; a power cut may lose the last commits.
         public static let normal = Durability(rawValue: "NORMAL")
+        /// `PRAGMA synchronous=OFF`: no fsync at commit, so a power cut loses what the page cache held. Only the
+        /// power-loss drill's broken variant asks for it (it must fail the drill); nothing a user sets leads here.
+        public static let off = Durability(rawValue: "OFF")
     }
 
     /// The SQLite file. Its `-wal` sits beside it, and `<path>.seq` holds the sequence reservation.

@@ -1,7 +1,8 @@
 #!/bin/sh
 # One boot of the power-loss drill (Tests/kernel/powerloss.sh), inside the VM: $1 the blegateway binary, $2 the
 # results share. The share's drill.env says which boot this is and what it does:
-#   control  a writer at synchronous=OFF on the virtio disk, logging each commit (the drill must see it lose some)
+#   control  a writer on the virtio disk, 50 rows at synchronous=FULL, then on at synchronous=OFF, logging each
+#            commit (the drill must see it keep the first and lose some of the rest)
 #   run      the gateway on the virtio disk, its log (with each commit's durable seqs) on the share
 #   final    nothing runs: this boot only records what it found
 # Every boot first mounts the disk (the kernel replays ext4's journal) and copies what it finds to the share, before
@@ -39,22 +40,33 @@ control)
 import sqlite3, sys
 db = sqlite3.connect(sys.argv[1], isolation_level=None)
 db.execute("PRAGMA journal_mode = WAL")
-db.execute("PRAGMA synchronous = OFF")
+db.execute("PRAGMA synchronous = FULL")
 db.execute("CREATE TABLE IF NOT EXISTS rows(n INTEGER PRIMARY KEY, body BLOB)")
 log = open(sys.argv[2], "w", buffering=1)
 n = 0
+# A file that exists and whose first rows are on the disk (each commit fsync'd)...
+for _ in range(50):
+    n += 1
+    db.execute("BEGIN")
+    db.execute("INSERT INTO rows VALUES(?, zeroblob(200))", (n,))
+    db.execute("COMMIT")
+    log.write(f"synced {n}\n")
+# ... then commits that are not.
+db.execute("PRAGMA synchronous = OFF")
 while True:
     n += 1
     db.execute("BEGIN")
     db.execute("INSERT INTO rows VALUES(?, zeroblob(200))", (n,))
     db.execute("COMMIT")
     log.write(f"committed {n}\n")
-    if n == 1:
+    if n == 51:
         print("[powerloss] committing", flush=True)
 PY
     ;;
 run)
     say "process starting"
+    # The drill's broken variant: a gateway that skips its commit fsync (never a setting).
+    [ "$VARIANT" = nofsync ] && export BLEGATEWAY_TEST_SPOOL_WITHOUT_FSYNC=1
     exec "$BIN" run --config "$OUT/gateway.yaml" --gateway-id gw-lobby --device "tcp:10.0.2.2:$HCI_PORT" \
         --broker "mqtt://10.0.2.2:$MQTT_PORT" --prefix pl --spool /run/spool/spool.sqlite --log-level debug 2>&1 |
         tee "$D/gateway.log" | while IFS= read -r line; do

@@ -15,6 +15,9 @@ extension SpoolConfiguration {
 }
 
 extension Spool {
+    /// The environment variable that makes a gateway skip its commit fsync, for the power-loss drill's variant only.
+    static let brokenDurabilityVariable = "BLEGATEWAY_TEST_SPOOL_WITHOUT_FSYNC"
+
     /// The directory the spool's file is in; a bare file name (`--spool gw.sqlite`) lives in the working directory.
     /// The remote configuration's store sits beside it.
     static func directory(of s: GatewayConfiguration.Spool) -> String {
@@ -27,7 +30,14 @@ extension Spool {
     /// which is what a reader of the log may hold the spool to after a power cut (Tests/kernel/powerloss.sh does).
     static func open(gateway s: GatewayConfiguration.Spool, logger: Logger) throws -> Spool {
         try FileManager.default.createDirectory(atPath: directory(of: s), withIntermediateDirectories: true)
-        let spool = try Spool(configuration: SpoolConfiguration(gateway: s))
+        var configuration = SpoolConfiguration(gateway: s)
+        if ProcessInfo.processInfo.environment[brokenDurabilityVariable] == "1" {
+            // The power-loss drill's proof that it can fail (Tests/kernel/powerloss.sh, POWER_VARIANT=nofsync): a
+            // gateway that skips its commit fsync must lose readings it called durable. Never a setting.
+            configuration.durability = .off
+            logger.critical("spool: \(brokenDurabilityVariable)=1: commits are NOT fsync'd; a power cut loses readings")
+        }
+        let spool = try Spool(configuration: configuration)
         let opened = spool.statistics.openReport
         if opened.corruption != nil || opened.resumedSalvageOf != nil || opened.setAsideRemoved > 0 {
             logger.error("spool: \(opened)")
