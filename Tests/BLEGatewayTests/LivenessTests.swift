@@ -64,7 +64,9 @@ struct LivenessTests {
         var deadline = Duration.seconds(60)
         var t = Duration.zero
         for factor in [1, 2, 4, 8, 8, 8] {
-            _ = silent.observe(Self.sample(scan: activity, deadline: deadline), at: t)
+            // Halfway through the wait (far past the limit since the last activity for the longer ones), then at it.
+            let halfway = t + (deadline - t) / 2
+            #expect(silent.observe(Self.sample(scan: activity, deadline: deadline), at: halfway) == .alive)
             t = deadline
             #expect(silent.observe(Self.sample(scan: activity, deadline: deadline), at: t) == .alive)
             activity += 1

@@ -79,9 +79,11 @@ final class OwnershipCoordinator: @unchecked Sendable {
                         let now = self.clock.now().seconds
                         let actions = self.books.withLock { $0.machine.tick(now: now) }
                         await self.perform(actions)
+                        // The next moment after the one just decided (one that fell due while performing is decided
+                        // at once, not skipped).
                         let after = self.clock.now().seconds
-                        if let next = self.books.withLock({ $0.machine.nextDeadline(after: after) }) {
-                            await self.eventsArrived.wait(upTo: .seconds(next - after), clock: self.clock)
+                        if let next = self.books.withLock({ $0.machine.nextDeadline(after: now) }) {
+                            await self.eventsArrived.wait(upTo: .seconds(max(0, next - after)), clock: self.clock)
                         } else {
                             await self.eventsArrived.wait()
                         }
@@ -165,7 +167,7 @@ final class OwnershipCoordinator: @unchecked Sendable {
                 gateway: gateway, rssi: rssi, leaseS: lease, receivedAt: now, serial: count("serial"),
                 epoch: count("epoch"))
         }
-        let taken = books.withLock { $0.machine.claimed(address, claim, now: now) }
+        let taken = books.withLock { $0.machine.claimed(address, claim, now: now, retained: m.retain) }
         eventsArrived.signal()
         if !taken, let c = claim {
             note(

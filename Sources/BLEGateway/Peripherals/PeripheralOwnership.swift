@@ -217,23 +217,29 @@ public struct PeripheralOwnership: Sendable {
     /// Standing by for another owner and hearing the device by the margin better than it does.
     func better(_ e: Entry, now: Double) -> Bool {
         guard case .standby = e.state, let other = valid(e.claim, now: now), other.gateway != me,
-            heardRecently(e, now: now), let mine = e.rssi
+            !lost.contains(other.gateway), heardRecently(e, now: now), let mine = e.rssi
         else { return false }
         return mine >= (other.rssi ?? -.infinity) + settings.marginDB
     }
 
-    /// The claim topic's retained or live message: a claim, or nil when cleared. Returns whether it was taken (false:
-    /// written by something that is not an online gateway of this fleet, and ignored).
+    /// The claim topic's retained or live message: a claim, or nil when cleared; `retained` when the broker handed it
+    /// over as the topic's retained message (at subscribing), not as it was written. Returns whether it was taken
+    /// (false: written by something that is not a gateway of this fleet, and ignored).
     @discardableResult
-    public mutating func claimed(_ address: BDAddress, _ claim: Claim?, now: Double) -> Bool {
+    public mutating func claimed(_ address: BDAddress, _ claim: Claim?, now: Double, retained: Bool = false) -> Bool {
         guard entries[address] != nil else { return true }
         heardFromBroker(now: now)
-        if let epoch = claim?.epoch, epoch < entries[address]!.epoch {
-            // Written before a later owner's claim, delivered after it (its writer was cut off): not the last word.
+        if let epoch = claim?.epoch, let held = valid(entries[address]!.claim, now: now), let heldEpoch = held.epoch,
+            epoch < heldEpoch
+        {
+            // Written before the claim that holds the device now, delivered after it (its writer was cut off): not
+            // the last word. (Against a lapsed or cleared claim any epoch counts: a gateway that never saw the higher
+            // one may claim a free device.)
             counters.staleClaims += 1
             return true
         }
-        if let c = claim, c.gateway != me, !online.contains(c.gateway) {
+        // A gateway whose last will came is still of this fleet: it may be cut off and still hold its links.
+        if let c = claim, c.gateway != me, !online.contains(c.gateway), !lost.contains(c.gateway) {
             counters.foreignClaims += 1
             entries[address]!.unconfirmed = c
             return false
@@ -241,11 +247,19 @@ public struct PeripheralOwnership: Sendable {
         entries[address]!.claim = claim
         entries[address]!.unconfirmed = nil
         if let epoch = claim?.epoch { entries[address]!.epoch = max(entries[address]!.epoch, epoch) }
-        if let c = claim, c.gateway == me, let serial = c.serial, serial == entries[address]!.unechoed {
+        if let c = claim, c.gateway == me, !retained, let serial = c.serial, serial == entries[address]!.unechoed {
             // The broker's echo of our latest claim: it stands, as of now, for every gateway that follows the topic.
+            // (A retained copy handed over at a reconnection is not: the others timed their lease from its writing.)
             entries[address]!.unechoed = nil
-            if case .owner(let since, let renewedAt, _) = entries[address]!.state {
+            switch entries[address]!.state {
+            case .owner(let since, let renewedAt, _):
                 entries[address]!.state = .owner(since: since, renewedAt: renewedAt, echoedAt: now)
+            case .idle, .standby:
+                // Written into a partition and delivered late: it is the last word now, and the others yield to it.
+                // Taken up (after the settle wait) rather than leaving the device without an owner for a lease.
+                entries[address]!.state = .claiming(since: now)
+            case .claiming:
+                break
             }
         }
         return true
@@ -265,9 +279,9 @@ public struct PeripheralOwnership: Sendable {
             online.remove(gateway)
             lost.insert(gateway)
         }
-        guard presence == .online else { return }
+        guard presence != .stopped else { return }
         for (address, e) in entries where e.unconfirmed?.gateway == gateway {
-            // Its claim came before its status: it was a gateway of this fleet after all.
+            // Its claim came before its status (online, or its last will): it was a gateway of this fleet after all.
             entries[address]!.claim = e.unconfirmed
             entries[address]!.unconfirmed = nil
             counters.foreignClaims -= 1
@@ -380,14 +394,14 @@ public struct PeripheralOwnership: Sendable {
             e.state = .claiming(since: now)
             e.betterSince = nil
             e.freeSince = nil
-            // A new owner: one epoch past every claim seen, so whatever an earlier owner still has in flight is stale.
-            e.epoch += 1
-            return [write()]
+            // A new owner: one epoch past every claim received, so whatever an earlier owner still has in flight is
+            // stale. Not counted up locally: claims that never reached the broker do not raise it.
+            return [write(epoch: e.epoch + 1)]
         }
-        func write() -> Action {
+        func write(epoch: UInt64) -> Action {
             defer { nextSerial &+= 1 }
             e.unechoed = nextSerial
-            return .claim(address, rssi: myRSSI, serial: nextSerial, epoch: e.epoch)
+            return .claim(address, rssi: myRSSI, serial: nextSerial, epoch: epoch)
         }
         /// Free to claim: claimed once it has been free for this gateway's delay (the best hearer's is shortest).
         func claimWhenDue(_ rssi: Double) -> [Action] {
@@ -427,7 +441,11 @@ public struct PeripheralOwnership: Sendable {
                 e.state = .standby(owner: o.gateway)
                 return [.standby(address, owner: o.gateway)]
             }
-            guard ready, let mine = myRSSI, mine >= (o.rssi ?? -.infinity) + settings.marginDB else {
+            // Not from an owner whose last will came: it may be cut off, unable to see the claim and yield, and would
+            // keep its link until its fence while this gateway connected after settling. Its lease runs out first.
+            guard ready, !lost.contains(o.gateway), let mine = myRSSI,
+                mine >= (o.rssi ?? -.infinity) + settings.marginDB
+            else {
                 e.betterSince = nil
                 return []
             }
@@ -443,8 +461,10 @@ public struct PeripheralOwnership: Sendable {
                 return [.standby(address, owner: o.gateway)]
             }
             guard let mine = current, mine.gateway == me, e.unechoed == nil else {
-                // Ours never came back (the broker is away, or it was cleared): try again next time.
+                // Ours never came back: the broker is away, or does not answer (a partition the client has not
+                // noticed). Nothing more is claimed until it answers, so that at most one claim waits in the network.
                 e.state = .idle
+                if broker != .away { broker = .unanswered }
                 return []
             }
             // Settled: our claim came back and none came after it, so it stands as of its echo.
@@ -465,7 +485,7 @@ public struct PeripheralOwnership: Sendable {
             }
             guard now >= renewedAt + settings.renewS || current == nil else { return [] }
             e.state = .owner(since: since, renewedAt: now, echoedAt: echoedAt)
-            return [write()]
+            return [write(epoch: e.epoch)]
         }
     }
 }
