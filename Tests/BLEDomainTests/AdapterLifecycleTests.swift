@@ -52,6 +52,14 @@ struct LifecycleHarness {
 
     mutating func advance(by d: Duration) { advance(to: now + d) }
 
+    /// Shared mode's lifecycle: the adapter is the kernel's, so no rfkill unblock and no USB reset.
+    static func shared() -> LifecycleHarness {
+        LifecycleHarness {
+            $0.allowRfkillUnblock = false
+            $0.allowUSBReset = false
+        }
+    }
+
     var published: [(L.Status, String?)] {
         actions.compactMap { if case .publish(let s, let r) = $0.1 { (s, r) } else { nil } }
     }
@@ -287,10 +295,7 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
     /// Shared mode: bluetoothd (or `btmgmt power off`) powers the adapter off. Nothing to recover: no step, no
     /// `resetting`, just `poweredOff`; powered on again, it is opened at once, not at the slow retry.
     @Test func anAdapterPoweredOffByItsOwnerIsPoweredOffWithoutAClimbAndOpenedAsSoonAsItIsBack() {
-        var h = LifecycleHarness {
-            $0.allowRfkillUnblock = false
-            $0.allowUSBReset = false
-        }
+        var h = LifecycleHarness.shared()
         h.world = healthy
         h.send(.start)
         h.advance(to: .seconds(10))
@@ -313,10 +318,7 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
     /// An adapter pulled out: rfkill's switch goes with it (removed), and the kernel's index events may still say it
     /// went down after that. It stays absent (the VM saw absent → poweredOff → absent for one removal).
     @Test func anAdapterRemovedAndThenSaidToBeDownStaysAbsent() {
-        var h = LifecycleHarness {
-            $0.allowRfkillUnblock = false
-            $0.allowUSBReset = false
-        }
+        var h = LifecycleHarness.shared()
         h.world = healthy
         h.send(.start)
         h.world = { _ in [] }
@@ -333,10 +335,7 @@ func healthy(_ a: AdapterLifecycle.Action) -> [AdapterLifecycle.Event] {
     /// in either order; the state ends `blocked`, never unblocked by the gateway.
     @Test func aSharedAdapterPoweredOffByAnRfkillBlockIsBlockedWhicheverNewsComesFirst() {
         for blockFirst in [true, false] {
-            var h = LifecycleHarness {
-                $0.allowRfkillUnblock = false
-                $0.allowUSBReset = false
-            }
+            var h = LifecycleHarness.shared()
             h.world = healthy
             h.send(.start)
             h.world = { a in a == .open ? [.adapterPoweredOff(reason: "hci0 is powered off")] : [] }
