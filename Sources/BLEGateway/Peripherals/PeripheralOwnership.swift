@@ -155,9 +155,9 @@ public struct PeripheralOwnership: Sendable {
     public let me: String
     public let settings: Settings
     var entries: [BDAddress: Entry]
-    var online: Set<String> = []
-    /// Gateways whose last will came (cut off or dead): their claims count until their lease runs out.
-    var lost: Set<String> = []
+    /// What each gateway's retained status says (a gateway never heard of is absent). A claim counts for its lease
+    /// when its writer is online or lost (its last will came: cut off or dead), not when it stopped.
+    var presence: [String: Presence] = [:]
     /// The next claim's serial (the coordinator starts it at random, so a restarted gateway does not take its
     /// previous run's retained claim for an echo).
     var nextSerial: UInt64
@@ -217,7 +217,7 @@ public struct PeripheralOwnership: Sendable {
     /// Standing by for another owner and hearing the device by the margin better than it does.
     func better(_ e: Entry, now: Double) -> Bool {
         guard case .standby = e.state, let other = valid(e.claim, now: now), other.gateway != me,
-            !lost.contains(other.gateway), heardRecently(e, now: now), let mine = e.rssi
+            presence[other.gateway] != .lost, heardRecently(e, now: now), let mine = e.rssi
         else { return false }
         return mine >= (other.rssi ?? -.infinity) + settings.marginDB
     }
@@ -239,7 +239,7 @@ public struct PeripheralOwnership: Sendable {
             return true
         }
         // A gateway whose last will came is still of this fleet: it may be cut off and still hold its links.
-        if let c = claim, c.gateway != me, !online.contains(c.gateway), !lost.contains(c.gateway) {
+        if let c = claim, c.gateway != me, !isOfThisFleet(c.gateway) {
             counters.foreignClaims += 1
             entries[address]!.unconfirmed = c
             return false
@@ -265,20 +265,18 @@ public struct PeripheralOwnership: Sendable {
         return true
     }
 
+    /// Written by a gateway whose status says online, or whose last will came.
+    func isOfThisFleet(_ gateway: String) -> Bool {
+        switch presence[gateway] {
+        case .online?, .lost?: true
+        case .stopped?, nil: false
+        }
+    }
+
     /// A gateway's retained status.
     public mutating func status(of gateway: String, _ presence: Presence, now: Double) {
         heardFromBroker(now: now)
-        switch presence {
-        case .online:
-            online.insert(gateway)
-            lost.remove(gateway)
-        case .stopped:
-            online.remove(gateway)
-            lost.remove(gateway)
-        case .lost:
-            online.remove(gateway)
-            lost.insert(gateway)
-        }
+        self.presence[gateway] = presence
         guard presence != .stopped else { return }
         for (address, e) in entries where e.unconfirmed?.gateway == gateway {
             // Its claim came before its status (online, or its last will): it was a gateway of this fleet after all.
@@ -375,7 +373,7 @@ public struct PeripheralOwnership: Sendable {
     func valid(_ c: Claim?, now: Double) -> Claim? {
         // Valid for its lease and not an instant more, so that the moment it lapses is a deadline (`nextDeadline`).
         guard let c, now < c.receivedAt + c.leaseS,
-            c.gateway == me || online.contains(c.gateway) || lost.contains(c.gateway)
+            c.gateway == me || isOfThisFleet(c.gateway)
         else { return nil }
         return c
     }
@@ -443,7 +441,7 @@ public struct PeripheralOwnership: Sendable {
             }
             // Not from an owner whose last will came: it may be cut off, unable to see the claim and yield, and would
             // keep its link until its fence while this gateway connected after settling. Its lease runs out first.
-            guard ready, !lost.contains(o.gateway), let mine = myRSSI,
+            guard ready, presence[o.gateway] != .lost, let mine = myRSSI,
                 mine >= (o.rssi ?? -.infinity) + settings.marginDB
             else {
                 e.betterSince = nil
