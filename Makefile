@@ -7,7 +7,7 @@ SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 # Build and runtime libraries (one system-library target each), and the broker the demo and tests start.
 PKGS_BUILD   := libbluetooth-dev libmosquitto-dev libsqlite3-dev libssl-dev pkg-config
-PKGS_RUN     := mosquitto mosquitto-clients openssl python3-jsonschema python3-venv socat tshark
+PKGS_RUN     := mosquitto mosquitto-clients nats-server openssl python3-jsonschema python3-venv socat tshark
 # The kernel path is tested in a qemu VM running a Debian kernel and BlueZ's btvirt (x86_64 hosts).
 PKGS_KERNEL  := qemu-system-x86 linux-image-amd64 busybox-static bluez bluez-test-tools cpio kmod e2fsprogs
 

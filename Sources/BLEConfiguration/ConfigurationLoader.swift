@@ -80,7 +80,7 @@ public enum ConfigurationLoader {
                 throw ConfigurationError(path: "mqtt.prefix", "\"\(c.mqtt.prefix)\": \(why)")
             }
         }
-        _ = try BrokerAddress(parsing: c.mqtt.broker)
+        _ = try BrokerAddress.list(c.mqtt.brokers)
         if c.mqtt.reconnectMinSeconds > c.mqtt.reconnectMaxSeconds {
             throw ConfigurationError(path: "mqtt.reconnect_min_s", "must not exceed mqtt.reconnect_max_s")
         }
@@ -114,7 +114,29 @@ public struct BrokerAddress: Sendable, Equatable {
     public var port: Int
     public var tls: Bool
 
-    public init(parsing url: String) throws {
+    /// `mqtt.brokers`, each parsed: at least one, no broker twice, and one scheme for all (the TLS settings are
+    /// the client's, not a broker's).
+    public static func list(_ urls: [String]) throws -> [BrokerAddress] {
+        guard !urls.isEmpty else { throw ConfigurationError(path: "mqtt.brokers", "expected at least one broker") }
+        let path = { (i: Int) in urls.count == 1 ? "mqtt.broker" : "mqtt.brokers[\(i)]" }
+        var seen: [String: Int] = [:]
+        return try urls.enumerated().map { i, url in
+            let a = try BrokerAddress(parsing: url, path: path(i))
+            let key = "\(a.host.lowercased()):\(a.port)"
+            if let first = seen[key] {
+                throw ConfigurationError(path: path(i), "\"\(url)\": the same broker as mqtt.brokers[\(first)]")
+            }
+            seen[key] = i
+            if i > 0, let scheme = urls.first.map({ $0.hasPrefix("mqtts://") }), scheme != a.tls {
+                throw ConfigurationError(
+                    path: path(i),
+                    "\"\(url)\": every broker must use the scheme of the first (\(scheme ? "mqtts" : "mqtt")://)")
+            }
+            return a
+        }
+    }
+
+    public init(parsing url: String, path: String = "mqtt.broker") throws {
         let tls: Bool
         let rest: Substring
         if url.hasPrefix("mqtt://") {
@@ -124,32 +146,32 @@ public struct BrokerAddress: Sendable, Equatable {
             tls = true
             rest = url.dropFirst(8)
         } else {
-            throw ConfigurationError(path: "mqtt.broker", "\"\(url)\": expected mqtt://HOST:PORT or mqtts://HOST:PORT")
+            throw ConfigurationError(path: path, "\"\(url)\": expected mqtt://HOST:PORT or mqtts://HOST:PORT")
         }
         let hostPort = rest.hasSuffix("/") ? rest.dropLast() : rest
         var host = String(hostPort)
         var port = tls ? 8883 : 1883
         if hostPort.hasPrefix("[") {  // [::1]:1883
             guard let close = hostPort.firstIndex(of: "]") else {
-                throw ConfigurationError(path: "mqtt.broker", "\"\(url)\": unterminated IPv6 address")
+                throw ConfigurationError(path: path, "\"\(url)\": unterminated IPv6 address")
             }
             host = String(hostPort[hostPort.index(after: hostPort.startIndex)..<close])
             let after = hostPort[hostPort.index(after: close)...]
             if after.hasPrefix(":") {
                 guard let p = Int(after.dropFirst()), (1...65535).contains(p) else {
-                    throw ConfigurationError(path: "mqtt.broker", "\"\(url)\": bad port")
+                    throw ConfigurationError(path: path, "\"\(url)\": bad port")
                 }
                 port = p
             }
         } else if let colon = hostPort.lastIndex(of: ":") {
             host = String(hostPort[..<colon])
             guard let p = Int(hostPort[hostPort.index(after: colon)...]), (1...65535).contains(p) else {
-                throw ConfigurationError(path: "mqtt.broker", "\"\(url)\": bad port")
+                throw ConfigurationError(path: path, "\"\(url)\": bad port")
             }
             port = p
         }
         guard !host.isEmpty, !host.contains("/") else {
-            throw ConfigurationError(path: "mqtt.broker", "\"\(url)\": no host")
+            throw ConfigurationError(path: path, "\"\(url)\": no host")
         }
         self.host = host
         self.port = port

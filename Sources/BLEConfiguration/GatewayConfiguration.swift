@@ -70,8 +70,17 @@ public struct GatewayConfiguration: Sendable, Equatable {
     public struct MQTT: Sendable, Equatable {
         public init() {}
 
-        /// `mqtt://HOST:PORT` or `mqtts://HOST:PORT` (TLS).
-        public var broker = "mqtt://127.0.0.1:1883"
+        /// `mqtt://HOST:PORT` or `mqtts://HOST:PORT` (TLS): the one-entry form of `brokers`.
+        public var broker: String {
+            get { brokers.first ?? "" }
+            set { brokers = [newValue] }
+        }
+        /// The brokers to connect to, each `mqtt://HOST:PORT` or `mqtts://HOST:PORT`, all with the same scheme: one
+        /// broker, or the nodes of a cluster. After a connection ends the next attempt goes to another (`failover`).
+        public var brokers = ["mqtt://127.0.0.1:1883"]
+        /// How the next broker is chosen: `in_order` (the next in the list, round and round) or `random` (any
+        /// other; the first is drawn too, so a fleet spreads over the nodes).
+        public var failover = Failover.inOrder
         /// Topic prefix: `/`-separated levels of `[A-Za-z0-9._-]`.
         public var prefix = "blegateway"
         /// Defaults to `blegateway-<gateway id>`: unique per gateway, as persistent sessions and clusters need.
@@ -95,6 +104,12 @@ public struct GatewayConfiguration: Sendable, Equatable {
         /// publish over its `message_size_limit` and drops it). Larger readings go to the dead letters. 0: no limit
         /// but the broker's own (MQTT 5 announces it in its CONNACK).
         public var maxPayloadBytes = 0
+    }
+
+    /// How a gateway with several brokers chooses the next (mqtt.failover).
+    public enum Failover: String, Sendable, Equatable, CaseIterable {
+        case inOrder = "in_order"
+        case random
     }
 
     public struct Spool: Sendable, Equatable {

@@ -48,10 +48,23 @@ public struct YAMLConfigurationReader {
                     )
                 }
             case "mqtt":
+                var brokerKey: String?
                 for (k, v) in try mapping(node, "mqtt") {
                     let p = "mqtt.\(k)"
+                    if k == "broker" || k == "brokers" {
+                        if let other = brokerKey {
+                            throw fail(v, p, "give mqtt.\(other) or mqtt.\(k), not both (broker is the one-entry form)")
+                        }
+                        brokerKey = k
+                    }
                     switch k {
                     case "broker": c.mqtt.broker = try string(v, p)
+                    case "brokers":
+                        c.mqtt.brokers = try strings(v, p)
+                        if c.mqtt.brokers.isEmpty { throw fail(v, p, "expected at least one broker") }
+                    case "failover":
+                        c.mqtt.failover = .init(
+                            rawValue: try oneOf(v, p, GatewayConfiguration.Failover.allCases.map(\.rawValue)))!
                     case "prefix": c.mqtt.prefix = try string(v, p)
                     case "client_id": c.mqtt.clientID = try string(v, p)
                     case "protocol":

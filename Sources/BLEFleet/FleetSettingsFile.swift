@@ -4,7 +4,7 @@ import Foundation
 ///
 /// ```yaml
 /// fleet:
-///   broker: mqtt://127.0.0.1:1883
+///   broker: mqtt://127.0.0.1:1883   # or a cluster's nodes: brokers: [mqtt://n1:1883, mqtt://n2:1883]
 ///   prefix: blegateway            # or several sites at once:
 ///   # sites: [acme/site-a, acme/site-b]
 ///   listen: 127.0.0.1:8080
@@ -18,6 +18,7 @@ import Foundation
 /// Without `fleet.broker`/`fleet.prefix`, the file's `mqtt.broker`/`mqtt.prefix` apply, so a gateway's file can
 /// serve both (its `mqtt.username_file` does not: the fleet service is a user of its own in the shipped ACL). Unknown keys are errors, named by path, as in the gateway's configuration.
 public struct FleetSettingsFile: Sendable, Equatable {
+    /// One broker, or a cluster's nodes comma-separated (`fleet.brokers`, or the gateway's `mqtt.brokers`).
     public var broker: String?
     public var prefix: String?
     /// `fleet.sites`: several prefixes followed by one service (instead of `prefix`).
@@ -40,7 +41,7 @@ public struct FleetSettingsFile: Sendable, Equatable {
     }
 
     static let keys: Set<String> = [
-        "broker", "prefix", "sites", "listen", "history", "beacon_timeout_s", "site", "homeassistant",
+        "broker", "brokers", "prefix", "sites", "listen", "history", "beacon_timeout_s", "site", "homeassistant",
         "username_file", "password_file",
     ]
 
@@ -57,7 +58,7 @@ public struct FleetSettingsFile: Sendable, Equatable {
             throw Problem(path: file, reason: "expected a mapping at the top level")
         }
         let mqtt = root["mqtt"] as? [String: Any] ?? [:]
-        broker = mqtt["broker"] as? String
+        broker = mqtt["broker"] as? String ?? (mqtt["brokers"] as? [String])?.joined(separator: ",")
         prefix = mqtt["prefix"] as? String
         guard let fleet = root["fleet"] else { return }
         guard let section = fleet as? [String: Any] else { throw Problem(path: "fleet", reason: "expected a mapping") }
@@ -68,6 +69,15 @@ public struct FleetSettingsFile: Sendable, Equatable {
             guard let v = section[key] else { return nil }
             guard let s = v as? String else { throw Problem(path: "fleet.\(key)", reason: "expected a string") }
             return s
+        }
+        if let v = section["brokers"] {
+            guard let list = v as? [Any], !list.isEmpty, list.allSatisfy({ $0 is String }) else {
+                throw Problem(path: "fleet.brokers", reason: "expected a list of mqtt://HOST:PORT")
+            }
+            if section["broker"] != nil {
+                throw Problem(path: "fleet.brokers", reason: "give broker or brokers, not both")
+            }
+            broker = list.map { $0 as! String }.joined(separator: ",")
         }
         broker = try string("broker") ?? broker
         prefix = try string("prefix") ?? prefix

@@ -21,6 +21,7 @@ public final class MQTTClient: Sendable {
     private let eventSink: AsyncStream<MQTTEvent>.Continuation
     private let core: MQTTConnectionCore
     private let clock: any BLEClock
+    private let rotation: Locked<BrokerRotation>
 
     /// - Parameters:
     ///   - configuration: broker, session, TLS, credentials, will, backoff.
@@ -29,6 +30,10 @@ public final class MQTTClient: Sendable {
         self.configuration = configuration
         self.clock = clock
         self.core = MQTTConnectionCore(configuration: configuration)
+        var random = SystemRandomNumberGenerator()
+        var brokers = configuration.brokers
+        if brokers.isEmpty { brokers = [.init(host: configuration.host, port: configuration.port)] }
+        rotation = Locked(BrokerRotation(brokers, failover: configuration.failover, using: &random))
         (events, eventSink) = AsyncStream.makeStream(of: MQTTEvent.self, bufferingPolicy: .bufferingNewest(1024))
     }
 
@@ -61,6 +66,12 @@ public final class MQTTClient: Sendable {
     ) {
         core.submit(message, completion: completion)
     }
+
+    /// The broker the client is connected to now (one of `configuration.brokers`); nil between connections.
+    public var broker: MQTTConfiguration.Broker? { rotation.withLock { $0.current } }
+
+    /// Connections accepted by another broker than the one before (`BrokerRotation`): with one broker, always 0.
+    public var failovers: Int { rotation.withLock { $0.failovers } }
 
     /// Publishes handed to the broker and not yet acknowledged (at most `configuration.maxInFlight`).
     public var inFlightCount: Int { core.inFlightCount }
@@ -107,9 +118,10 @@ public final class MQTTClient: Sendable {
         var attempt = 0
         while true {
             attempt += 1
+            let broker = rotation.withLock { $0.dial() }
             do {
-                guard try core.startAttempt() else { return }
-                eventSink.yield(.connecting(attempt: attempt))
+                guard try core.startAttempt(to: broker) else { return }
+                eventSink.yield(.connecting(attempt: attempt, broker: broker))
                 if await awaitConnectionEnd() {
                     backoff.reset()
                     attempt = 0
@@ -117,9 +129,10 @@ public final class MQTTClient: Sendable {
             } catch {
                 // The instance could not be configured (e.g. a TLS file is missing): nothing was started.
                 // Files can appear later (certificate rotation), so this is retried like any failed attempt.
-                eventSink.yield(.connecting(attempt: attempt))
+                eventSink.yield(.connecting(attempt: attempt, broker: broker))
                 eventSink.yield(.connectionFailed(error))
             }
+            rotation.withLock { $0.ended(using: &random) }
             if core.isStopRequested { return }
             let delay = backoff.next(using: &random)
             eventSink.yield(.backingOff(delay: delay))
@@ -136,6 +149,7 @@ public final class MQTTClient: Sendable {
             case .connack(let rc, let flags):
                 if rc == 0 {
                     established = true
+                    rotation.withLock { $0.accepted() }
                     core.markConnected()
                     eventSink.yield(.connected(sessionPresent: flags & 1 != 0))
                 } else {

@@ -5,10 +5,28 @@
 /// (systemd `LoadCredential=` style), so they never appear on a command line, in the environment, or in a
 /// printed configuration. `description` prints file paths only.
 public struct MQTTConfiguration: Sendable, Equatable, CustomStringConvertible {
-    /// Broker host name or address.
-    public var host: String = "localhost"
-    /// Broker TCP port (1883 plain, 8883 is the usual TLS port).
-    public var port: Int = 1883
+    /// The brokers a connection may go to: one broker, or the nodes of a cluster. After an attempt ends (refused,
+    /// failed, or a connection lost) the next one dials another, as `failover` says (`BrokerRotation`). All share the
+    /// client's other settings (TLS, credentials, session).
+    public var brokers: [Broker] = [Broker(host: "localhost", port: 1883)]
+    /// How the next broker is chosen.
+    public var failover: Failover = .inOrder
+    /// The first broker's host name or address.
+    public var host: String {
+        get { brokers.first?.host ?? "localhost" }
+        set {
+            if brokers.isEmpty { brokers.append(Broker(host: newValue, port: 1883)) }
+            brokers[0].host = newValue
+        }
+    }
+    /// The first broker's TCP port (1883 plain, 8883 is the usual TLS port).
+    public var port: Int {
+        get { brokers.first?.port ?? 1883 }
+        set {
+            if brokers.isEmpty { brokers.append(Broker(host: "localhost", port: newValue)) }
+            brokers[0].port = newValue
+        }
+    }
     /// MQTT client identifier; with a persistent session the broker keys the session on it, so it must be stable.
     public var clientID: String = "blegateway"
     /// Protocol version spoken on the wire.
@@ -32,6 +50,28 @@ public struct MQTTConfiguration: Sendable, Equatable, CustomStringConvertible {
     public var connectTimeout: Duration = .seconds(10)
 
     public init() {}
+
+    /// One broker: a host name or address and a TCP port.
+    public struct Broker: Sendable, Equatable, Hashable, CustomStringConvertible {
+        public var host: String
+        public var port: Int
+
+        public init(host: String, port: Int) {
+            self.host = host
+            self.port = port
+        }
+
+        /// `HOST:PORT`, an IPv6 address in brackets.
+        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+    }
+
+    /// How the broker of the next attempt is chosen from `brokers`.
+    public enum Failover: String, Sendable, Equatable, CaseIterable {
+        /// The next one in the list, from the first, round and round.
+        case inOrder = "in_order"
+        /// Any other one, each as likely; the first attempt draws too, so a fleet spreads over a cluster's nodes.
+        case random
+    }
 
     /// Session state kept by the broker across connections.
     public enum Session: Sendable, Equatable {
@@ -123,7 +163,8 @@ public struct MQTTConfiguration: Sendable, Equatable, CustomStringConvertible {
 
     public var description: String {
         var parts = [
-            "mqtt://\(host):\(port)", "clientID=\(clientID)", "protocol=\(protocolVersion)",
+            brokers.map { "mqtt://\($0)" }.joined(separator: ","), "clientID=\(clientID)",
+            "protocol=\(protocolVersion)",
             "keepAlive=\(keepAlive)", "session=\(session)", "maxInFlight=\(maxInFlight)",
         ]
         if let tls {
@@ -137,6 +178,7 @@ public struct MQTTConfiguration: Sendable, Equatable, CustomStringConvertible {
                 "credentials(username=<redacted from \(credentials.usernameFile)>, password="
                     + (credentials.passwordFile.map { "<redacted from \($0)>" } ?? "none") + ")")
         }
+        if brokers.count > 1 { parts.append("failover=\(failover.rawValue)") }
         if let will { parts.append("will(\(will.topic), qos=\(will.qos.rawValue), retain=\(will.retain))") }
         return parts.joined(separator: " ")
     }

@@ -46,6 +46,8 @@ final class MQTTConnectionCore: @unchecked Sendable {
     var secrets = MQTTSecrets()
     private var state = MQTTConnectionState()
     private var lastLogLine: String?
+    /// The broker the current (or last) attempt dialled.
+    private var dialled: MQTTConfiguration.Broker
     private var pending: [Int32: @Sendable (Result<MQTTPublishID, MQTTError>) -> Void] = [:]
     private var droppedDeliveries = 0
     /// Retained messages sent unretained because the broker has no retained messages (guarded by `lock`).
@@ -65,6 +67,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
 
     init(configuration: MQTTConfiguration) {
         self.configuration = configuration
+        dialled = MQTTConfiguration.Broker(host: configuration.host, port: configuration.port)
         _ = mosquitto_lib_init()
     }
 
@@ -126,7 +129,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
     /// connection, so nothing libmosquitto still holds from the last connection is resent behind the caller's back;
     /// a persistent session keeps it, because MQTT §4.4 requires resending unacknowledged PUBLISH/PUBREL when a
     /// session resumes.
-    func startAttempt() throws(MQTTError) -> Bool {
+    func startAttempt(to broker: MQTTConfiguration.Broker) throws(MQTTError) -> Bool {
         let started: Result<Handle?, MQTTError> = lock.withLock {
             guard !state.isStopRequested else { return .success(nil) }
             if mosq == nil || configuration.session == .clean {
@@ -139,12 +142,13 @@ final class MQTTConnectionCore: @unchecked Sendable {
                 }
             }
             guard state.startAttempt(), let mosq else { return .success(nil) }
+            dialled = broker
             lastLogLine = nil
             mailbox.removeAll()
             return .success(Handle(pointer: mosq))
         }
         guard let handle = try started.get() else { return false }
-        let thread = Thread { [self] in loopThread(handle) }
+        let thread = Thread { [self] in loopThread(handle, broker) }
         thread.name = "mqtt-loop"
         thread.start()
         return true
@@ -313,7 +317,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
 
     // MARK: libmosquitto's thread
 
-    private func loopThread(_ handle: Handle) {
+    private func loopThread(_ handle: Handle, _ broker: MQTTConfiguration.Broker) {
         let mosq = handle.pointer
         var properties: OpaquePointer?
         if configuration.protocolVersion == .v5, case .persistent(let expiry) = configuration.session {
@@ -329,7 +333,7 @@ final class MQTTConnectionCore: @unchecked Sendable {
             deadline: .now() + configuration.connectTimeout.seconds,
             execute: deadline)
         let rc = mosquitto_connect_bind_v5(
-            mosq, configuration.host, Int32(configuration.port), keepAlive, nil,
+            mosq, broker.host, Int32(broker.port), keepAlive, nil,
             properties)
         let connectErrno = errno
         let timedOut = lock.withLock {
@@ -446,9 +450,9 @@ final class MQTTConnectionCore: @unchecked Sendable {
     }
 
     private func diagnose() -> String? {
-        TLSDiagnosis.explain(
-            host: configuration.host, port: configuration.port, tls: configuration.tls,
-            keyPassphrase: lock.withLock { secrets.keyPassphrase })
+        let (broker, passphrase) = lock.withLock { (dialled, secrets.keyPassphrase) }
+        return TLSDiagnosis.explain(
+            host: broker.host, port: broker.port, tls: configuration.tls, keyPassphrase: passphrase)
     }
 
     private static func joined(_ a: String?, _ b: String?) -> String? {

@@ -1,7 +1,7 @@
 /// What happened to the connection, in order, on `MQTTClient.events`.
 public enum MQTTEvent: Sendable, Equatable {
-    /// Connection attempt `attempt` (1-based, reset after a successful CONNACK) has begun.
-    case connecting(attempt: Int)
+    /// Connection attempt `attempt` (1-based, reset after a successful CONNACK) to `broker` has begun.
+    case connecting(attempt: Int, broker: MQTTConfiguration.Broker)
     /// CONNACK accepted; `sessionPresent` is the broker's Session Present flag (§3.2.2.1.1).
     case connected(sessionPresent: Bool)
     /// CONNACK refused (bad credentials, not authorised, …): the error carries the return/reason code and name.

@@ -93,7 +93,7 @@ struct RunCommand: AsyncParsableCommand {
             runtime.trace(address)
         }
         logger.info(
-            "gateway \(c.gateway.id): \(c.adapter.device) (\(c.adapter.mode.rawValue)) → \(c.mqtt.broker) under \(c.mqtt.prefix)/"
+            "gateway \(c.gateway.id): \(c.adapter.device) (\(c.adapter.mode.rawValue)) → \(c.mqtt.brokers.joined(separator: ", ")) under \(c.mqtt.prefix)/"
         )
         let group = ServiceGroup(
             configuration: .init(

@@ -9,10 +9,11 @@ import Foundation
 func toolClientConfiguration(broker: String, role: String, tls: ToolTLSOptions = ToolTLSOptions()) throws
     -> MQTTConfiguration
 {
-    let address = try BrokerAddress(parsing: broker)
+    // A cluster's nodes, comma-separated: the tool fails over between them as a gateway does (mqtt.brokers).
+    let addresses = try BrokerAddress.list(broker.split(separator: ",").map { String($0) })
+    let address = addresses[0]
     var c = MQTTConfiguration()
-    c.host = address.host
-    c.port = address.port
+    c.brokers = addresses.map { .init(host: $0.host, port: $0.port) }
     c.clientID = "blegateway-\(role)-\(UInt32.random(in: 0...UInt32.max))"
     c.reconnect = .init(minDelay: .milliseconds(200), maxDelay: .seconds(2))
     if address.tls { c.tls = .init() }
@@ -25,7 +26,11 @@ func toolClientConfiguration(broker: String, role: String, tls: ToolTLSOptions =
 struct ToolBrokerOptions: ParsableArguments {
     static let localBroker = "mqtt://127.0.0.1:1883"
 
-    @Option(help: "The broker: mqtt://HOST:PORT or mqtts://HOST:PORT (default \(Self.localBroker)).")
+    @Option(
+        help: """
+            The broker: mqtt://HOST:PORT or mqtts://HOST:PORT (default \(Self.localBroker)); a cluster's nodes \
+            comma-separated.
+            """)
     var broker: String?
 
     @OptionGroup var credentials: ToolCredentialOptions

@@ -141,6 +141,40 @@ import Testing
         #expect(throws: ConfigurationError.self) { try BrokerAddress(parsing: "http://h") }
         #expect(throws: ConfigurationError.self) { try BrokerAddress(parsing: "mqtt://h:99999") }
     }
+
+    @Test func aClusterIsReadAsBrokersWithItsFailoverOrder() throws {
+        let p = try write(
+            "mqtt:\n  brokers: [mqtt://a:1883, \"mqtt://[::1]:1884\", mqtt://c]\n  failover: random\n")
+        let c = try ConfigurationLoader.load(path: p).configuration
+        #expect(c.mqtt.brokers == ["mqtt://a:1883", "mqtt://[::1]:1884", "mqtt://c"])
+        #expect(c.mqtt.failover == .random)
+        #expect(c.mqtt.broker == "mqtt://a:1883", "broker is the list's first")
+        let one = try ConfigurationLoader.load(path: try write("mqtt:\n  broker: mqtt://b:1\n")).configuration
+        #expect(one.mqtt.brokers == ["mqtt://b:1"] && one.mqtt.failover == .inOrder)
+    }
+
+    /// Each refusal names the entry (its index) and what is wrong with it.
+    @Test(arguments: [
+        ("mqtt:\n  broker: mqtt://a\n  brokers: [mqtt://b]\n", "mqtt.brokers", "not both"),
+        ("mqtt:\n  brokers: []\n", "mqtt.brokers", "at least one broker"),
+        ("mqtt:\n  brokers: [mqtt://a:1883, mqtt://b:1883, mqtt://A:1883]\n", "mqtt.brokers[2]", "mqtt.brokers[0]"),
+        ("mqtt:\n  brokers: [mqtt://a, mqtt://a:1883]\n", "mqtt.brokers[1]", "the same broker"),
+        ("mqtt:\n  brokers: [mqtt://a, http://b]\n", "mqtt.brokers[1]", "expected mqtt://"),
+        ("mqtt:\n  brokers: [mqtt://a, mqtt://b:0]\n", "mqtt.brokers[1]", "bad port"),
+        ("mqtt:\n  brokers: [mqtts://a, mqtt://b]\n", "mqtt.brokers[1]", "the scheme of the first (mqtts://)"),
+        ("mqtt:\n  brokers: mqtt://a\n", "mqtt.brokers", "expected a list"),
+        ("mqtt:\n  brokers: [mqtt://a]\n  failover: roundrobin\n", "mqtt.failover", "in_order, random"),
+    ])
+    func aBrokerListThatCannotBeUsedIsRefusedNamingTheEntry(_ yaml: String, _ path: String, _ why: String) throws {
+        let p = try write(yaml)
+        do {
+            _ = try ConfigurationLoader.load(path: p)
+            Issue.record("accepted: \(yaml)")
+        } catch let e as FileConfigurationError {
+            #expect(e.error.path == path, "\(e)")
+            #expect("\(e)".contains(why), "\(e)")
+        }
+    }
 }
 
 extension BrokerAddress {

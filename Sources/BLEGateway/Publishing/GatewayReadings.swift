@@ -96,6 +96,9 @@ struct GatewayReadings: Sendable {
         var deniedSuspected: Bool? = nil
         var publishRate: Double
         var reconnects: Int
+        /// The broker connected to now (`MQTTClient.broker`), and connections accepted by another than the one before.
+        var broker: String? = nil
+        var failovers = 0
         var reports: Int
         /// Reports per second over the last health interval.
         var reportRate: Double = 0
@@ -195,6 +198,8 @@ struct GatewayReadings: Sendable {
             p.number("rate_per_s", h.publishRate, digits: 1)
             p.bool("connected", h.publish.connected)
             p.int("reconnects", h.reconnects)
+            if let b = h.broker { p.string("broker", b) }
+            p.int("failovers", h.failovers)
             p.int("rejected", h.publish.rejected)
             p.int("unretained", h.unretained)
             if let d = h.deniedSuspected { p.bool("denied_suspected", d) }

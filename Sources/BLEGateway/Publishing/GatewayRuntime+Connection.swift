@@ -15,7 +15,8 @@ extension GatewayRuntime {
                     if s.connectedOnce { s.reconnects += 1 }
                     return !s.connectedOnce
                 }
-                logger.info("connected to \(configuration.mqtt.broker) (session present: \(sessionPresent))")
+                let broker = client.broker.map { "\($0)" } ?? configuration.mqtt.broker
+                logger.info("connected to \(broker) (session present: \(sessionPresent))")
                 statusEchoConnected()
                 // Online again: a retained status that overrides the last will's offline. It goes through the spool
                 // like every state event, so it takes its place in the sequence.

@@ -25,7 +25,8 @@ extension GatewayRuntime {
             // MQTT 5 says why a publish was refused; under 3.1.1 the own-status echo is the only witness.
             deniedSuspected: configuration.mqtt.protocolVersion == 5 ? nil : state.withLock { $0.echo.suspected },
             publishRate: publishRate,
-            reconnects: reconnects, reports: counters.reports, reportRate: reportRate,
+            reconnects: reconnects, broker: client.broker?.description, failovers: client.failovers,
+            reports: counters.reports, reportRate: reportRate,
             malformedEvents: counters.malformedEvents, dropped: counters.dropped,
             reassembly: counters.reassembly, rawRateLimited: rateLimited,
             telemetryDiscarded: telemetryDiscarded, droppedDeliveries: client.droppedDeliveries,

@@ -9,15 +9,15 @@ extension MQTTConfiguration {
     /// The client's settings from the gateway's `mqtt:` section, with the retained offline status as its last will
     /// (`will`, on `topics.status`). Throws on a broker address that does not parse.
     init(gateway c: GatewayConfiguration, will: [UInt8], on topics: Topics) throws {
-        let broker = try BrokerAddress(parsing: c.mqtt.broker)
+        let addresses = try BrokerAddress.list(c.mqtt.brokers)
         self.init()
-        host = broker.host
-        port = broker.port
+        brokers = addresses.map { Broker(host: $0.host, port: $0.port) }
+        failover = c.mqtt.failover == .random ? .random : .inOrder
         clientID = c.mqtt.clientID ?? "blegateway-\(c.gateway.id)"
         protocolVersion = c.mqtt.protocolVersion == 5 ? .v5 : .v311
         keepAlive = .seconds(c.mqtt.keepAliveSeconds)
         session = c.mqtt.sessionExpirySeconds > 0 ? .persistent(expiry: .seconds(c.mqtt.sessionExpirySeconds)) : .clean
-        if broker.tls || c.mqtt.tls.caFile != nil || c.mqtt.tls.certFile != nil {
+        if addresses[0].tls || c.mqtt.tls.caFile != nil || c.mqtt.tls.certFile != nil {
             tls = .init(
                 caFile: c.mqtt.tls.caFile, certificateFile: c.mqtt.tls.certFile, keyFile: c.mqtt.tls.keyFile,
                 keyPassphraseFile: c.mqtt.tls.keyPassphraseFile, verifyHostname: c.mqtt.tls.verifyHostname)
