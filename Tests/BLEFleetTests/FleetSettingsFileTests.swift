@@ -22,6 +22,19 @@ import Testing
         #expect(f.beaconTimeoutS == 60)
     }
 
+    /// A cluster's nodes, from the fleet section or the gateway's own `mqtt.brokers`, become the comma-separated list
+    /// the fleet service's client fails over along (as a tool's `--broker`).
+    @Test func aClustersNodesAreReadFromEitherSectionAndBothFormsAtOnceAreRefused() throws {
+        let fleet = try FleetSettingsFile(yaml: "fleet:\n  brokers: [mqtt://n1:1883, mqtt://n2:1883]\n")
+        #expect(fleet.broker == "mqtt://n1:1883,mqtt://n2:1883")
+        let gateway = try FleetSettingsFile(yaml: "mqtt:\n  brokers: [mqtt://a:1, mqtt://b:2]\n")
+        #expect(gateway.broker == "mqtt://a:1,mqtt://b:2")
+        #expect(throws: FleetSettingsFile.Problem.self) {
+            try FleetSettingsFile(yaml: "fleet:\n  broker: mqtt://a\n  brokers: [mqtt://b]\n")
+        }
+        #expect(throws: FleetSettingsFile.Problem.self) { try FleetSettingsFile(yaml: "fleet:\n  brokers: []\n") }
+    }
+
     /// The shipped ACL lets no one in anonymously: the fleet service logs in as its own user, from files, never from
     /// the gateway's `mqtt:` credentials (a gateway's user may not write the fleet's topics).
     @Test func theFleetsBrokerUserComesFromItsOwnFiles() throws {

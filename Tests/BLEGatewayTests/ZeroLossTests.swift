@@ -28,16 +28,24 @@ extension EndToEndSuites {
             private var task: Task<Void, Never>?
             private var runner: Task<Void, Error>?
 
-            init(port: Int, prefix: String, protocolVersion: MQTTProtocolVersion = .v5) throws {
+            convenience init(port: Int, prefix: String, protocolVersion: MQTTProtocolVersion = .v5) throws {
+                try self.init(ports: [port], prefix: prefix, protocolVersion: protocolVersion)
+            }
+
+            /// Through the first of `ports` on loopback, failing over to the others (a cluster's nodes). At QoS 0
+            /// the session is clean: a witness of what the broker passed on while it was connected, nothing more.
+            init(
+                ports: [Int], prefix: String, protocolVersion: MQTTProtocolVersion = .v5, qos: MQTTQoS = .atLeastOnce,
+                clientID: String = "zero-loss-observer"
+            ) throws {
                 var c = MQTTConfiguration()
-                c.host = "127.0.0.1"
-                c.port = port
+                c.brokers = ports.map { .init(host: "127.0.0.1", port: $0) }
                 c.protocolVersion = protocolVersion
-                c.clientID = "zero-loss-observer"
-                c.session = .persistent(expiry: .seconds(3600))
+                c.clientID = clientID
+                c.session = qos == .atMostOnce ? .clean : .persistent(expiry: .seconds(3600))
                 c.reconnect = .init(minDelay: .milliseconds(50), maxDelay: .milliseconds(300), jitter: 0)
                 client = MQTTClient(configuration: c)
-                let stream = try client.subscribe("\(prefix)/#", qos: .atLeastOnce)
+                let stream = try client.subscribe("\(prefix)/#", qos: qos)
                 runner = Task { try await client.run() }
                 task = Task {
                     for await m in stream {

@@ -112,3 +112,38 @@ struct MQTTSessionTests {
         withExtendedLifetime(firstStream) {}
     }
 }
+
+/// Failover along `brokers` against real listeners: a node that takes the connection and never answers CONNECT is
+/// left at the connect deadline for the next, and a reconnection to the same broker is not a failover.
+@Suite(.enabled(if: TestDependency.runs(Mosquitto.isAvailable), "needs /usr/sbin/mosquitto"), .timeLimit(.minutes(1)))
+struct MQTTFailoverTests {
+    @Test func aNodeThatNeverAnswersConnectIsLeftAtTheDeadlineForTheNext() async throws {
+        let (silent, silentPort) = try Loopback.silentListener()
+        defer { close(silent) }
+        let broker = try startBroker()
+        var configuration = testConfiguration(broker)
+        configuration.brokers = [
+            .init(host: "127.0.0.1", port: silentPort), .init(host: "127.0.0.1", port: broker.port),
+        ]
+        configuration.connectTimeout = .seconds(1)
+        let target = configuration.brokers[1]
+        try await withRunningClient(configuration) { client, events in
+            await events.waitFor { $0.isConnected }
+            let failure = await events.events.compactMap(\.failure).first
+            #expect(
+                failure?.description.contains("no CONNACK within 1.0 seconds") == true, "\(String(describing: failure))"
+            )
+            #expect(client.broker == target)
+            #expect(client.failovers == 0, "the first accepted connection is no failover")
+
+            // The broker restarts: the next attempt goes to the silent node, the one after it back to the broker.
+            broker.kill()
+            await events.waitFor { if case .disconnected = $0 { true } else { false } }
+            try broker.start()
+            await events.waitFor(2) { $0.isConnected }
+            let dialled = await events.events.compactMap { if case .connecting(_, let b) = $0 { b.port } else { nil } }
+            #expect(dialled.prefix(3) == [silentPort, broker.port, silentPort], "\(dialled)")
+            #expect(client.failovers == 0, "back on the same broker: a reconnection, not a failover")
+        }
+    }
+}

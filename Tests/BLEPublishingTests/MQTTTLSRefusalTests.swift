@@ -74,22 +74,11 @@ struct MQTTTLSRefusalTests {
     /// A listener that takes the TCP connection and never says a word: the TLS handshake is given up at
     /// `connectTimeout` (it used to wait for ever), and the failure says so.
     @Test func aTLSHandshakeNobodyAnswersIsGivenUpAtTheDeadline() async throws {
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        let (listener, port) = try Loopback.silentListener()
         defer { close(listener) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        try withUnsafeMutablePointer(to: &address) { p in
-            try p.withMemoryRebound(to: sockaddr.self, capacity: 1) { a in
-                guard bind(listener, a, length) == 0, listen(listener, 4) == 0,
-                    getsockname(listener, a, &length) == 0
-                else { throw POSIXError(.EADDRINUSE) }
-            }
-        }
         var configuration = MQTTConfiguration()
         configuration.host = "127.0.0.1"
-        configuration.port = Int(UInt16(bigEndian: address.sin_port))
+        configuration.port = port
         configuration.clientID = "silent-listener"
         configuration.tls = .init()
         configuration.connectTimeout = .seconds(1)

@@ -50,6 +50,28 @@ public enum Loopback {
         return fd
     }
 
+    /// A listening socket on a free port of 127.0.0.1 that never accepts: the kernel completes each TCP handshake, and
+    /// nothing is ever said on the connection (a broker that takes the connection and never answers CONNECT, a TLS
+    /// port that never answers the handshake). The caller closes it.
+    public static func silentListener() throws -> (descriptor: Int32, port: Int) {
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard listener >= 0 else { throw ToolFailure(message: "socket: errno \(errno)") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { a in
+                bind(listener, a, length) == 0 && listen(listener, 4) == 0 && getsockname(listener, a, &length) == 0
+            }
+        }
+        guard listening else {
+            close(listener)
+            throw ToolFailure(message: "listen on 127.0.0.1: errno \(errno)")
+        }
+        return (listener, Int(UInt16(bigEndian: address.sin_port)))
+    }
+
     /// Whether something accepts TCP connections on `port` of 127.0.0.1 now.
     public static func accepts(port: Int) -> Bool {
         guard let fd = try? openConnection(port: port) else { return false }

@@ -1,0 +1,167 @@
+import BLEPublishing
+import BLETestSupport
+import Foundation
+import Testing
+
+extension EndToEndSuites {
+    /// The zero-loss drill on a clustered broker (#41): the office's three gateways, real processes fed by the
+    /// simulator, given two nodes of a real NATS cluster each (`mqtt.brokers`, at random, so they spread), under MQTT
+    /// 3.1.1 (all NATS speaks); two subscribers on the third node, which is never killed: one with a persistent QoS 1
+    /// session (what a consumer that must lose nothing runs) and a QoS 0 witness (NATS hands it what a node took at
+    /// once, outside JetStream). The two gateway nodes are killed and started again in turn, five times, so every
+    /// gateway's node dies under it. After each kill a new subscription on the third node finds every gateway's
+    /// retained status and Home Assistant discovery; each gateway's health names its node and counts its failovers.
+    ///
+    /// The verdict separates the gateway from the broker: no seq may be missing from both subscribers (it was then
+    /// lost before NATS passed it on: by the gateway, or by a node that acknowledged it and died at once). A seq the
+    /// witness got and the QoS 1 session did not was taken by NATS and lost on its way through JetStream, which can
+    /// happen: NATS 2.9 acknowledges a QoS 1 publish once it has passed the message on (server/mqtt.go,
+    /// mqttProcessPub), not once the stream a QoS 1 subscription reads from stored it. That loss is held as an
+    /// intermittent known issue (docs/DEPLOY.md): it was seen (570 seqs of one gateway) in an earlier form of this
+    /// drill in which the subscriber's own node died too, and not since the subscriber's node is spared.
+    @Suite(
+        .enabled(
+            if: TestDependency.runs(NatsCluster.isAvailable), "needs /usr/sbin/nats-server (make test installs it)"),
+        .timeLimit(.minutes(6)), .serialized)
+    struct ClusterZeroLossTests {
+        static let gateways = ["gw-lobby", "gw-lab", "gw-kitchen"]
+
+        @Test func noReadingIsLostByTheGatewaysWhileTheirNodesDieInTurn() async throws {
+            try TestDependency.require(NatsCluster.isAvailable, "/usr/sbin/nats-server")
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "zl-cluster-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            let cluster = try NatsCluster(directory: root.appendingPathComponent("nats"))
+            try cluster.start()
+            defer { for node in cluster.nodes { cluster.kill(node) } }
+            let (sim, _) = try await ZeroLossTests.startOffice(in: root)
+            defer { sim.stop() }
+            let (gatewayNodes, quiet) = (Array(cluster.nodes.prefix(2)), cluster.nodes[2])
+            let session = try ZeroLossTests.Subscriber(ports: [quiet.mqttPort], prefix: "zc", protocolVersion: .v311)
+            defer { session.stop() }
+            let witness = try ZeroLossTests.Subscriber(
+                ports: [quiet.mqttPort], prefix: "zc", protocolVersion: .v311, qos: .atMostOnce,
+                clientID: "zero-loss-witness")
+            defer { witness.stop() }
+            await session.client.subscribed("zc/#")
+            await witness.client.subscribed("zc/#")
+
+            let config = root.appendingPathComponent("gateway.yaml")
+            try """
+            mqtt:
+              protocol: 3
+              keepalive_s: 5
+              reconnect_min_s: 0.2
+              reconnect_max_s: 1
+              failover: random
+              brokers: [\(gatewayNodes.map(\.url).joined(separator: ", "))]
+            publishing:
+              health_interval_s: 5
+            homeassistant: {enabled: true, discovery_prefix: zcha}
+
+            """.write(to: config, atomically: true, encoding: .utf8)
+            var running: [String: Child] = [:]
+            for id in Self.gateways {
+                running[id] = try Child(
+                    BuiltProducts.blegateway,
+                    [
+                        "run", "--gateway-id", id, "--device", "unix:\(root.path)/sim/\(id).sock", "--prefix", "zc",
+                        "--spool", root.appendingPathComponent("\(id).sqlite").path, "--config", config.path,
+                    ],
+                    log: root.appendingPathComponent("\(id).log").path)
+            }
+            try await Task.sleep(for: .seconds(5))
+
+            var rng = SystemRandomNumberGenerator()
+            for kill in 0..<5 {
+                let node = gatewayNodes[kill % gatewayNodes.count]
+                cluster.kill(node)
+                let started = ContinuousClock.now
+                let missing = try await Self.retainedMissing(on: quiet.mqttPort)
+                print(
+                    "cluster drill: \(node.name) killed; retained complete on n3 after \(ContinuousClock.now - started)"
+                )
+                #expect(missing.isEmpty, "after killing \(node.name), the retained messages on n3 lack \(missing)")
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1000...3000, using: &rng)))
+                try cluster.start(node)
+                try await Task.sleep(for: .milliseconds(Int.random(in: 2000...4000, using: &rng)))
+            }
+            try await Task.sleep(for: .seconds(8))
+
+            let ports = gatewayNodes.map(\.mqttPort)
+            for id in Self.gateways {
+                let health = session.messages.filter { $0.topic == "zc/\(id)/health" }.last
+                let publish = health.flatMap { Self.json($0.payload)?["publish"] as? [String: Any] }
+                let broker = publish?["broker"] as? String
+                #expect(
+                    broker.map { b in ports.contains { b.hasSuffix(":\($0)") } } == true,
+                    "\(id)'s health names one of its nodes: \(broker ?? "none")")
+                #expect((publish?["failovers"] as? Int ?? 0) >= 1, "\(id)'s node died under it: \(publish ?? [:])")
+                #expect(running[id]?.stop(SIGTERM, limit: .seconds(20)) == true, "\(id) stops on SIGTERM")
+            }
+            try await Task.sleep(for: .seconds(3))
+            var complete = true
+            for id in Self.gateways {
+                let mine = { (s: ZeroLossTests.Subscriber) in s.messages.filter { $0.topic.hasPrefix("zc/\(id)/") } }
+                let (durable, witnessed) = (mine(session), mine(witness))
+                // The gateway's part: every seq reached NATS (either subscriber), the offline status last.
+                complete =
+                    ZeroLossTests.expectEverySeq(
+                        durable + witnessed, subscriber: session, status: "zc/\(id)/status", atLeast: 100, will: false)
+                    && complete
+                let top = durable.map(\.seq).max() ?? 0
+                let lostByNATS = Set(1...max(top, 1)).subtracting(durable.map(\.seq)).sorted()
+                print(
+                    "cluster drill: \(id) \(top) readings, \(lostByNATS.count) missing from the QoS 1 session "
+                        + "(all witnessed at QoS 0: \(Set(lostByNATS).isSubset(of: witnessed.map(\.seq))))")
+                withKnownIssue(
+                    "NATS 2.9 acknowledges a QoS 1 publish before the stream a QoS 1 subscription reads from has stored it",
+                    isIntermittent: true
+                ) {
+                    #expect(lostByNATS.isEmpty, "\(id): \(lostByNATS.count) seqs, from \(lostByNATS.first ?? 0)")
+                }
+                complete = complete && lostByNATS.isEmpty
+            }
+            if complete { try? FileManager.default.removeItem(at: root) }
+        }
+
+        static func json(_ text: String) -> [String: Any]? {
+            try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
+        }
+
+        /// What a new subscription on `port` does not find among the retained messages every gateway keeps: its
+        /// status and its Home Assistant device document. Tried with a new subscription each time (a subscription
+        /// finds retained messages only when it is made), until complete or 90 s: the survivors serve the dead node's
+        /// retained messages once they have elected new leaders for its streams (NatsClusterTests).
+        static func retainedMissing(on port: Int) async throws -> [String] {
+            var missing = ["every gateway's retained status and discovery"]
+            let deadline = ContinuousClock.now + .seconds(90)
+            while !missing.isEmpty && ContinuousClock.now < deadline {
+                var c = MQTTConfiguration()
+                c.brokers = [.init(host: "127.0.0.1", port: port)]
+                c.protocolVersion = .v311
+                c.clientID = "zc-retained-\(UUID().uuidString.prefix(6))"
+                let client = MQTTClient(configuration: c)
+                let stream = try client.subscribe(["zc/+/status", "zcha/#"])
+                let runner = Task { try await client.run() }
+                let collector = Task {
+                    var topics = Set<String>()
+                    for await m in stream where m.retain { topics.insert(m.topic) }
+                    return topics
+                }
+                try? await Task.sleep(for: .seconds(3))
+                runner.cancel()
+                _ = try? await runner.value
+                collector.cancel()
+                let seen = await collector.value
+                missing = gateways.flatMap { id in
+                    [
+                        seen.contains("zc/\(id)/status") ? nil : "zc/\(id)/status",
+                        seen.contains { $0.hasPrefix("zcha/") && $0.contains(id) } ? nil : "zcha/…/\(id)…",
+                    ].compactMap { $0 }
+                }
+            }
+            return missing
+        }
+    }
+}
