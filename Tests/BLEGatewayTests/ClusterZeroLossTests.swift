@@ -37,39 +37,11 @@ extension EndToEndSuites {
             let (sim, _) = try await ZeroLossTests.startOffice(in: root)
             defer { sim.stop() }
             let (gatewayNodes, quiet) = (Array(cluster.nodes.prefix(2)), cluster.nodes[2])
-            let session = try ZeroLossTests.Subscriber(ports: [quiet.mqttPort], prefix: "zc", protocolVersion: .v311)
-            defer { session.stop() }
-            let witness = try ZeroLossTests.Subscriber(
-                ports: [quiet.mqttPort], prefix: "zc", protocolVersion: .v311, qos: .atMostOnce,
-                clientID: "zero-loss-witness")
-            defer { witness.stop() }
-            await session.client.subscribed("zc/#")
-            await witness.client.subscribed("zc/#")
+            let (session, witness) = try await Self.subscribers(on: quiet)
+            defer { (session.stop(), witness.stop()) }
 
-            let config = root.appendingPathComponent("gateway.yaml")
-            try """
-            mqtt:
-              protocol: 3
-              keepalive_s: 5
-              reconnect_min_s: 0.2
-              reconnect_max_s: 1
-              failover: random
-              brokers: [\(gatewayNodes.map(\.url).joined(separator: ", "))]
-            publishing:
-              health_interval_s: 5
-            homeassistant: {enabled: true, discovery_prefix: zcha}
-
-            """.write(to: config, atomically: true, encoding: .utf8)
-            var running: [String: Child] = [:]
-            for id in Self.gateways {
-                running[id] = try Child(
-                    BuiltProducts.blegateway,
-                    [
-                        "run", "--gateway-id", id, "--device", "unix:\(root.path)/sim/\(id).sock", "--prefix", "zc",
-                        "--spool", root.appendingPathComponent("\(id).sqlite").path, "--config", config.path,
-                    ],
-                    log: root.appendingPathComponent("\(id).log").path)
-            }
+            var running = try Self.startGateways(
+                Self.gateways, brokers: gatewayNodes.map(\.url), failover: "random", in: root)
             try await Task.sleep(for: .seconds(5))
 
             var rng = SystemRandomNumberGenerator()
@@ -100,11 +72,65 @@ extension EndToEndSuites {
                 #expect(running[id]?.stop(SIGTERM, limit: .seconds(20)) == true, "\(id) stops on SIGTERM")
             }
             try await Task.sleep(for: .seconds(3))
+            let complete = Self.expectNothingLostByTheGateways(Self.gateways, session: session, witness: witness)
+            if complete { try? FileManager.default.removeItem(at: root) }
+        }
+
+        /// The two subscribers of the drill on `node`: a persistent QoS 1 session and a QoS 0 witness, both
+        /// subscribed (their SUBACKs came) when this returns.
+        static func subscribers(on node: NatsCluster.Node) async throws -> (
+            session: ZeroLossTests.Subscriber, witness: ZeroLossTests.Subscriber
+        ) {
+            let session = try ZeroLossTests.Subscriber(ports: [node.mqttPort], prefix: "zc", protocolVersion: .v311)
+            let witness = try ZeroLossTests.Subscriber(
+                ports: [node.mqttPort], prefix: "zc", protocolVersion: .v311, qos: .atMostOnce,
+                clientID: "zero-loss-witness")
+            await session.client.subscribed("zc/#")
+            await witness.client.subscribed("zc/#")
+            return (session, witness)
+        }
+
+        /// The gateways `ids` as real processes on the simulator's sockets in `root`/sim, each given `brokers`.
+        static func startGateways(
+            _ ids: [String], brokers: [String], failover: String, in root: URL
+        ) throws -> [String: Child] {
+            let config = root.appendingPathComponent("gateway.yaml")
+            try """
+            mqtt:
+              protocol: 3
+              keepalive_s: 5
+              reconnect_min_s: 0.2
+              reconnect_max_s: 1
+              failover: \(failover)
+              brokers: [\(brokers.joined(separator: ", "))]
+            publishing:
+              health_interval_s: 5
+            homeassistant: {enabled: true, discovery_prefix: zcha}
+
+            """.write(to: config, atomically: true, encoding: .utf8)
+            var running: [String: Child] = [:]
+            for id in ids {
+                running[id] = try Child(
+                    BuiltProducts.blegateway,
+                    [
+                        "run", "--gateway-id", id, "--device", "unix:\(root.path)/sim/\(id).sock", "--prefix", "zc",
+                        "--spool", root.appendingPathComponent("\(id).sqlite").path, "--config", config.path,
+                    ],
+                    log: root.appendingPathComponent("\(id).log").path)
+            }
+            return running
+        }
+
+        /// The verdict, once the gateways stopped gracefully: for each, every seq reached NATS (either subscriber) and
+        /// the offline status came last; a seq only the witness got is NATS's loss, an intermittent known issue.
+        /// Returns whether nothing at all was missing.
+        static func expectNothingLostByTheGateways(
+            _ ids: [String], session: ZeroLossTests.Subscriber, witness: ZeroLossTests.Subscriber
+        ) -> Bool {
             var complete = true
-            for id in Self.gateways {
+            for id in ids {
                 let mine = { (s: ZeroLossTests.Subscriber) in s.messages.filter { $0.topic.hasPrefix("zc/\(id)/") } }
                 let (durable, witnessed) = (mine(session), mine(witness))
-                // The gateway's part: every seq reached NATS (either subscriber), the offline status last.
                 complete =
                     ZeroLossTests.expectEverySeq(
                         durable + witnessed, subscriber: session, status: "zc/\(id)/status", atLeast: 100, will: false)
@@ -122,7 +148,48 @@ extension EndToEndSuites {
                 }
                 complete = complete && lostByNATS.isEmpty
             }
-            if complete { try? FileManager.default.removeItem(at: root) }
+            return complete
+        }
+
+        /// The network between a gateway and its node fails without either end closing anything: the gateway reaches
+        /// the first node through a TCP relay that stops forwarding for 20 s (four keepalives). The gateway gives the
+        /// silent connection up at its keepalive and fails over to the second node, whose session takeover closes
+        /// the first node's half-open connection; every reading reaches the subscribers on the third.
+        @Test func noReadingIsLostWhenTheNetworkToTheGatewaysNodeStalls() async throws {
+            try TestDependency.require(NatsCluster.isAvailable, "/usr/sbin/nats-server")
+            try TestDependency.require(Relay.isAvailable, "/usr/bin/socat")
+            let root = FileManager.default.temporaryDirectory.appendingPathComponent(
+                "zl-cluster-cut-\(UUID().uuidString.prefix(8))")
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            let cluster = try NatsCluster(directory: root.appendingPathComponent("nats"))
+            try cluster.start()
+            defer { for node in cluster.nodes { cluster.kill(node) } }
+            let relay = try Relay(to: cluster.nodes[0].mqttPort, log: root.appendingPathComponent("relay.log").path)
+            defer { relay.stop() }
+            let (sim, _) = try await ZeroLossTests.startOffice(in: root)
+            defer { sim.stop() }
+            let (session, witness) = try await Self.subscribers(on: cluster.nodes[2])
+            defer { (session.stop(), witness.stop()) }
+            let ids = ["gw-lobby"]
+            var running = try Self.startGateways(
+                ids, brokers: ["mqtt://127.0.0.1:\(relay.port)", cluster.nodes[1].url], failover: "in_order", in: root)
+            try await Task.sleep(for: .seconds(5))
+            relay.stall()
+            try await EndToEndSuites.waitFor("gw-lobby's health from the second node", limit: .seconds(30)) {
+                session.messages.contains {
+                    $0.topic == "zc/gw-lobby/health"
+                        && $0.payload.contains("\"broker\":\"\(cluster.nodes[1].url.dropFirst(7))\"")
+                }
+            }
+            try await Task.sleep(for: .seconds(20))
+            relay.resume()
+            try await Task.sleep(for: .seconds(5))
+            #expect(running["gw-lobby"]?.stop(SIGTERM, limit: .seconds(20)) == true, "gw-lobby stops on SIGTERM")
+            running = [:]
+            try await Task.sleep(for: .seconds(3))
+            if Self.expectNothingLostByTheGateways(ids, session: session, witness: witness) {
+                try? FileManager.default.removeItem(at: root)
+            }
         }
 
         static func json(_ text: String) -> [String: Any]? {
