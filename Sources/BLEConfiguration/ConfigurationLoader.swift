@@ -54,6 +54,21 @@ public enum ConfigurationLoader {
                     which a broker ACL pattern on the username (homeassistant/device/%u/#) does not match
                     """))
         }
+        if c.mqtt.brokers.count > 1, c.mqtt.protocolVersion == 3,
+            let (path, value) = [("gateway.id", c.gateway.id), ("mqtt.prefix", c.mqtt.prefix)].first(where: {
+                $0.1.contains(".")
+            })
+        {
+            // Several brokers under MQTT 3.1.1 is how a NATS cluster is joined (docs/DEPLOY.md), and NATS 2.9 closes
+            // the connection of a publish to a topic with a '.': every reading would be refused, over and over.
+            warnings.append(
+                ConfigurationError(
+                    path: path,
+                    """
+                    "\(value)" has a '.': a NATS cluster (MQTT 3.1.1, several nodes) closes the connection of a \
+                    publish to a topic with one (docs/DEPLOY.md, "MQTT clusters")
+                    """))
+        }
         do {
             for key in try IdentityKeyFile.load(c.identityKeysFile)
             where !c.identityKeys.contains(where: { $0.octets == key.octets }) {

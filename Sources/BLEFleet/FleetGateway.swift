@@ -23,6 +23,10 @@ public struct FleetGateway: Sendable, Encodable {
         public var messagesPerS: Double
         public var connected: Bool
         public var reconnects: Int?
+        /// The broker node the gateway is on, and its moves between a cluster's nodes (`mqtt.brokers`); absent from
+        /// an older gateway's health.
+        public var broker: String? = nil
+        public var failovers: Int? = nil
         public var rejected: Int?
         public var reports: Int
         /// From two consecutive health readings of one run; nil until there are two.

@@ -211,7 +211,8 @@ extension FleetPages {
                 ["spool", g.health ? `${g.health.spoolDepth} readings, ${g.health.droppedSamples} dropped` : "–"],
                 ["publishing", g.health ? `${num(g.health.messagesPerS, 1)} msg/s, ` +
                   `${g.health.acknowledged} acknowledged, ` +
-                  `broker ${g.health.connected ? "connected" : "disconnected"}` : "–"],
+                  (g.health.connected ? `connected to ${g.health.broker || "the broker"}` : "broker disconnected") +
+                  (g.health.failovers ? `, ${g.health.failovers} failovers` : "") : "–"],
                 ["seq", `last ${g.seq.lastSeq ?? "–"}, ${g.seq.gaps} gaps (${g.seq.missing} lost), ` +
                   `${g.seq.duplicates} duplicates`],
                 ["config", g.config ? `${g.config.status} ${g.config.hash}` +

@@ -59,6 +59,8 @@ enum FleetPayload {
             var rate_per_s: Double
             var connected: Bool
             var reconnects: Int?
+            var broker: String?
+            var failovers: Int?
             var rejected: Int?
             var dropped_deliveries: Int?
             var notices_dropped: Int?

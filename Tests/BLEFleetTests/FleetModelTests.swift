@@ -49,6 +49,19 @@ import Testing
         #expect(g?.problems.isEmpty == true)
     }
 
+    /// A gateway on a cluster says which node it is on and how often it moved; an older one's health says neither.
+    @Test func theNodeAGatewayIsOnAndItsFailoversAreFoldedFromItsHealth() {
+        var m = FleetModel(prefix: "demo")
+        let clustered = Self.health(145, ts: 1795243048.0, depth: 0, reports: 787)
+            .replacingOccurrences(
+                of: #""reconnects":0"#, with: #""reconnects":2,"broker":"10.0.0.2:1883","failovers":1"#)
+        fold(&m, "demo/gw-lobby/health", clustered)
+        #expect(m.gateways["gw-lobby"]?.health?.broker == "10.0.0.2:1883")
+        #expect(m.gateways["gw-lobby"]?.health?.failovers == 1)
+        fold(&m, "demo/gw-lab/health", Self.health(146, ts: 1795243048.0, depth: 0, reports: 787))
+        #expect(m.gateways["gw-lab"]?.health?.broker == nil && m.gateways["gw-lab"]?.health?.failovers == nil)
+    }
+
     /// A gateway's clock is learnt from its live readings (`ts` less arrival; a delay only lowers it, so the highest
     /// counts); a backlog replayed after an outage (old times, arriving now) does not pass for a slow clock, nor do
     /// retained messages; a beacon's time on the service's clock is its own `ts` less the offset when the gateway

@@ -9,8 +9,10 @@ extension EndToEndSuites {
     /// 3.1.1 (all NATS speaks); two subscribers on the third node, which is never killed: one with a persistent QoS 1
     /// session (what a consumer that must lose nothing runs) and a QoS 0 witness (NATS hands it what a node took at
     /// once, outside JetStream). The two gateway nodes are killed and started again in turn, five times, so every
-    /// gateway's node dies under it. After each kill a new subscription on the third node finds every gateway's
-    /// retained status and Home Assistant discovery; each gateway's health names its node and counts its failovers.
+    /// gateway's node dies under it. Before the first kill and after each node's return, a new subscription on the
+    /// third node finds every gateway's retained status and Home Assistant discovery (how soon it does while the node
+    /// is dead is measured and printed: NATS's elections take from seconds to minutes); each gateway's health names
+    /// its node and counts its failovers.
     ///
     /// The verdict separates the gateway from the broker: no seq may be missing from both subscribers (it was then
     /// lost before NATS passed it on: by the gateway, or by a node that acknowledged it and died at once). A seq the
@@ -22,7 +24,7 @@ extension EndToEndSuites {
     @Suite(
         .enabled(
             if: TestDependency.runs(NatsCluster.isAvailable), "needs /usr/sbin/nats-server (make test installs it)"),
-        .timeLimit(.minutes(6)), .serialized)
+        .timeLimit(.minutes(8)), .serialized)
     struct ClusterZeroLossTests {
         static let gateways = ["gw-lobby", "gw-lab", "gw-kitchen"]
 
@@ -42,21 +44,30 @@ extension EndToEndSuites {
 
             var running = try Self.startGateways(
                 Self.gateways, brokers: gatewayNodes.map(\.url), failover: "random", in: root)
-            try await Task.sleep(for: .seconds(5))
+            // Before any kill, the retained messages are all there: what the kills must not take away.
+            var retainedKept = try await Self.retainedMissing(on: quiet.mqttPort).isEmpty
+            #expect(retainedKept, "before any kill, n3 serves every gateway's retained status and discovery")
 
             var rng = SystemRandomNumberGenerator()
             for kill in 0..<5 {
                 let node = gatewayNodes[kill % gatewayNodes.count]
                 cluster.kill(node)
+                // Measured, not asserted: how soon the survivor serves the retained messages while the node is dead
+                // (3–42 s in most runs; once, under CI, more than 90 s).
                 let started = ContinuousClock.now
-                let missing = try await Self.retainedMissing(on: quiet.mqttPort)
+                let during = try await Self.retainedMissing(on: quiet.mqttPort, limit: .seconds(30))
                 print(
-                    "cluster drill: \(node.name) killed; retained complete on n3 after \(ContinuousClock.now - started)"
-                )
-                #expect(missing.isEmpty, "after killing \(node.name), the retained messages on n3 lack \(missing)")
+                    "cluster drill: \(node.name) killed; retained "
+                        + (during.isEmpty
+                            ? "complete on n3 after \(ContinuousClock.now - started)"
+                            : "not complete on n3 within 30 s"))
                 try await Task.sleep(for: .milliseconds(Int.random(in: 1000...3000, using: &rng)))
                 try cluster.start(node)
-                try await Task.sleep(for: .milliseconds(Int.random(in: 2000...4000, using: &rng)))
+                // Asserted: once the node is back, nothing retained was lost.
+                let missing = try await Self.retainedMissing(on: quiet.mqttPort, limit: .seconds(120))
+                #expect(missing.isEmpty, "after \(node.name)'s death and return, the retained messages lack \(missing)")
+                retainedKept = retainedKept && missing.isEmpty
+                try await Task.sleep(for: .milliseconds(Int.random(in: 1000...3000, using: &rng)))
             }
             try await Task.sleep(for: .seconds(8))
 
@@ -72,7 +83,8 @@ extension EndToEndSuites {
                 #expect(running[id]?.stop(SIGTERM, limit: .seconds(20)) == true, "\(id) stops on SIGTERM")
             }
             try await Task.sleep(for: .seconds(3))
-            let complete = Self.expectNothingLostByTheGateways(Self.gateways, session: session, witness: witness)
+            let complete =
+                Self.expectNothingLostByTheGateways(Self.gateways, session: session, witness: witness) && retainedKept
             if complete { try? FileManager.default.removeItem(at: root) }
         }
 
@@ -198,11 +210,11 @@ extension EndToEndSuites {
 
         /// What a new subscription on `port` does not find among the retained messages every gateway keeps: its
         /// status and its Home Assistant device document. Tried with a new subscription each time (a subscription
-        /// finds retained messages only when it is made), until complete or 90 s: the survivors serve the dead node's
+        /// finds retained messages only when it is made), until complete or `limit`: the survivors serve the dead node's
         /// retained messages once they have elected new leaders for its streams (NatsClusterTests).
-        static func retainedMissing(on port: Int) async throws -> [String] {
+        static func retainedMissing(on port: Int, limit: Duration = .seconds(120)) async throws -> [String] {
             var missing = ["every gateway's retained status and discovery"]
-            let deadline = ContinuousClock.now + .seconds(90)
+            let deadline = ContinuousClock.now + limit
             while !missing.isEmpty && ContinuousClock.now < deadline {
                 var c = MQTTConfiguration()
                 c.brokers = [.init(host: "127.0.0.1", port: port)]

@@ -128,6 +128,21 @@ import Testing
         #expect(off.warnings.isEmpty)
     }
 
+    /// Several brokers under 3.1.1 is how a NATS cluster is joined, and NATS refuses topics with a '.'.
+    @Test func aDotInTheTopicsWarnsWhenSeveralBrokersAreListedUnderMQTT311() throws {
+        let cluster = "mqtt:\n  protocol: 3\n  brokers: [mqtt://a, mqtt://b]\n"
+        let id = try ConfigurationLoader.load(path: try write("gateway:\n  id: gw.a\n" + cluster))
+        #expect(id.warnings.map(\.path) == ["gateway.id"])
+        let prefix = try ConfigurationLoader.load(path: try write(cluster + "  prefix: site.a\n"))
+        #expect(prefix.warnings.map(\.path) == ["mqtt.prefix"])
+        #expect("\(prefix.warnings.first.map { "\($0)" } ?? "")".contains("NATS"))
+        let one = try ConfigurationLoader.load(path: try write("gateway:\n  id: gw.a\nmqtt:\n  protocol: 3\n"))
+        #expect(one.warnings.isEmpty, "one broker: no cluster, no warning")
+        let v5 = try ConfigurationLoader.load(
+            path: try write("gateway:\n  id: gw.a\nmqtt:\n  brokers: [mqtt://a, mqtt://b]\n"))
+        #expect(v5.warnings.isEmpty, "MQTT 5: not NATS 2.9")
+    }
+
     @Test(arguments: ["gw/1", "fleet", "a b"])
     func aGatewayIDThatCannotBeATopicLevelIsRefused(_ id: String) throws {
         let p = try write("gateway:\n  id: \"\(id)\"\n")

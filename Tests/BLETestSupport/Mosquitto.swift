@@ -165,33 +165,15 @@ public final class Mosquitto: @unchecked Sendable {
         lines += extraConfiguration
         let config = directory.appendingPathComponent("mosquitto.conf")
         try (lines.joined(separator: "\n") + "\n").write(to: config, atomically: true, encoding: .utf8)
-        if !FileManager.default.fileExists(atPath: logPath) {
-            FileManager.default.createFile(atPath: logPath, contents: nil)
-        }
-        guard let log = FileHandle(forWritingAtPath: logPath) else {
-            throw ToolFailure(message: "cannot write \(logPath)")
-        }
-        log.seekToEndOfFile()
-
-        let process = Process()
-        // Through perl (Essential in Debian), which clears the signal mask before it becomes mosquitto: a child
-        // inherits the test thread's mask, which may block SIGTERM and SIGHUP, so a stop would wait its full limit
-        // and a reload would never reach the broker.
-        let unblock = "use POSIX; sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die"
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/perl")
-        process.arguments = ["-e", unblock, "--", Self.executable, "-c", config.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        output.fileHandleForWriting.closeFile()
+        let launched = try ServerLaunch.start(Self.executable, ["-c", config.path], logPath: logPath)
+        let (process, log) = (launched.process, launched.log)
 
         // One reader owns the pipe for the broker's whole life: it copies the log to the file, says when the broker
         // runs, and says when the pipe ends, which is when the broker has exited.
         let running = DispatchSemaphore(value: 0)
         let exited = DispatchSemaphore(value: 0)
         let ran = Flag()
-        let reader = output.fileHandleForReading
+        let reader = launched.output
         Thread.detachNewThread {
             var seen: [UInt8] = []
             while true {

@@ -129,27 +129,12 @@ public final class NatsCluster: @unchecked Sendable {
     private func launch(_ node: Node) throws {
         let config = node.directory.appendingPathComponent("nats.conf")
         try configuration(of: node).write(to: config, atomically: true, encoding: .utf8)
-        if !FileManager.default.fileExists(atPath: node.logPath) {
-            _ = FileManager.default.createFile(atPath: node.logPath, contents: nil)
-        }
-        guard let log = FileHandle(forWritingAtPath: node.logPath) else {
-            throw ToolFailure(message: "cannot write \(node.logPath)")
-        }
-        log.seekToEndOfFile()
-        let process = Process()
-        // Through perl, which clears the signal mask the test thread would pass on (as for mosquitto).
-        let unblock = "use POSIX; sigprocmask(SIG_SETMASK, POSIX::SigSet->new); exec @ARGV or die"
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/perl")
-        process.arguments = ["-e", unblock, "--", Self.executable, "-c", config.path]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        output.fileHandleForWriting.closeFile()
+        let launched = try ServerLaunch.start(Self.executable, ["-c", config.path], logPath: node.logPath)
+        let (process, log) = (launched.process, launched.log)
         // One reader owns the pipe for the node's life: it copies the log to the file and says when the pipe
         // ends, which is when the node has exited.
         let exited = DispatchSemaphore(value: 0)
-        let reader = output.fileHandleForReading
+        let reader = launched.output
         let lines = lineArrivals
         Thread.detachNewThread {
             while true {
