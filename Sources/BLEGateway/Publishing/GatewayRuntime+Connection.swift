@@ -15,7 +15,9 @@ extension GatewayRuntime {
                     if s.connectedOnce { s.reconnects += 1 }
                     return !s.connectedOnce
                 }
-                let broker = client.broker.map { "\($0)" } ?? configuration.mqtt.broker
+                // As a URL, the form mqtt.brokers takes (the deploy check finds this line by it).
+                let scheme = configuration.mqtt.broker.hasPrefix("mqtts://") ? "mqtts" : "mqtt"
+                let broker = client.broker.map { "\(scheme)://\($0)" } ?? configuration.mqtt.broker
                 logger.info("connected to \(broker) (session present: \(sessionPresent))")
                 statusEchoConnected()
                 // Online again: a retained status that overrides the last will's offline. It goes through the spool
