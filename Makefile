@@ -78,9 +78,11 @@ test: deps deps-kernel test-venv sensors-venv amqtt-venv ha-venv esphome-venv
 	Tests/tools/swift-test.sh $(SWIFT)
 	$(MAKE) --no-print-directory test-homeassistant
 	$(MAKE) --no-print-directory test-fleet
-	# The kernel checks and the power-loss drill side by side: each is one TCG vCPU, so each has a core of its own,
-	# and the drill is not timed (its cuts are random), so neither waits for the other.
-	$(MAKE) --no-print-directory -j2 --output-sync=target test-kernel test-powerloss
+	# The kernel checks, then the power-loss drill: side by side (one TCG vCPU each) they saved four minutes, but the
+	# VM's shared-mode checks with bluetoothd then failed (an adapter's return published 20 s late, a pairing that
+	# never came) where alone they passed.
+	$(MAKE) --no-print-directory test-kernel
+	$(MAKE) --no-print-directory test-powerloss
 	$(MAKE) --no-print-directory test-deploy DEB_BUILD=debug
 	$(MAKE) --no-print-directory test-fuzz
 
