@@ -320,6 +320,8 @@ adapter_event_checks() {
     mark; kill $BTVIRT 2>/dev/null; wait $BTVIRT 2>/dev/null
     on_time absent "hci0's removal" || true
     mark; start_btvirt
+    # The return is timed from hci0's appearance, not from the start of btvirt (see start_btvirt).
+    T_MARK=${HCI0_AT:-$T_MARK}
     powered_again
     [ "$r" != ok ] || on_time poweredOn "hci0's return" || true
     [ "$r" != ok ] || scanning_again "the return" || true
