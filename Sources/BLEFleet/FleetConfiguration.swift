@@ -1,4 +1,5 @@
 import BLEPublishing
+import Foundation
 
 /// The fleet service's settings (the `fleet:` section of a YAML file, or command-line options).
 public struct FleetConfiguration: Sendable {
@@ -28,6 +29,11 @@ public struct FleetConfiguration: Sendable {
     /// With a value, each tracked tag is announced to Home Assistant under this discovery prefix as a
     /// `device_tracker` (docs/HOMEASSISTANT.md, "Presence").
     public var homeAssistantDiscoveryPrefix: String?
+    /// This instance's name on the first site's lease (`fleet.instance`, default the host's name): two instances for
+    /// one site need two names, and a restarted instance knows its own retained claim by it (FleetLease).
+    public var instance = ProcessInfo.processInfo.hostName
+    /// The lease's timing (`fleet.lease_s`; renewal and fence follow from it).
+    public var lease = FleetLease.Settings()
 
     public init(mqtt: MQTTConfiguration, brokerURL: String, prefix: String) {
         self.init(mqtt: mqtt, brokerURL: brokerURL, sites: [prefix])

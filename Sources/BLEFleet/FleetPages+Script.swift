@@ -51,7 +51,9 @@ extension FleetPages {
             const e = document.getElementById("broker");
             e.textContent = "broker " +
               (b.connected ? "connected" : "disconnected" + (b.lastError ? ": " + b.lastError : "")) +
-              (b.droppedMessages ? `, ${b.droppedMessages} messages lost (service behind)` : "");
+              (b.droppedMessages ? `, ${b.droppedMessages} messages lost (service behind)` : "") +
+              (b.instance ? ` · ${b.instance}: ${b.role}` +
+                (b.role !== "active" && b.activeInstance ? ` (active: ${b.activeInstance})` : "") : "");
             e.className = "pill " + (b.connected && !b.droppedMessages ? "ok" : "bad");
           }
 

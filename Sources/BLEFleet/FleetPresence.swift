@@ -185,6 +185,14 @@ public struct FleetPresence: Sendable {
         }
     }
 
+    /// This instance became the site's active fleet service: every tag's report at the next tick and every room
+    /// with its document, whole (what a standby decided was never published; where the instance before agreed, the
+    /// retained state does not change).
+    mutating func takeOver() {
+        for prefix in sites.keys { sites[prefix]!.engine.republishAll() }
+        forgetAnnouncements()
+    }
+
     /// A room change did not reach the broker: its site's rooms go again at the next connection.
     mutating func roomsNotPublished(_ change: RoomChange) {
         var unsent = roomsUnsent[change.prefix] ?? ([], false, [])

@@ -24,6 +24,11 @@ public final class FleetService: Service, Sendable {
     let logger: Logger
     let client: MQTTClient
     let presence: Locked<FleetPresence>
+    /// Which of the site's fleet services publishes (FleetLease): only the active one writes presence, rooms, their
+    /// Home Assistant documents and the service's online status; a standby folds everything the same and stays quiet.
+    let lease: Locked<FleetLease>
+    /// Signalled after every lease event: the deadline the lease asks for may have moved (`keepLease` sleeps to it).
+    private let leaseChanged = WakeSignal()
     private let onListening: @Sendable (Int) async -> Void
 
     /// - Parameters:
@@ -36,7 +41,7 @@ public final class FleetService: Service, Sendable {
         self.books = Locked(
             Books(
                 model: FleetModel(sites: configuration.sites),
-                broker: FleetViews.BrokerState(url: configuration.brokerURL)))
+                broker: FleetViews.BrokerState(url: configuration.brokerURL, instance: configuration.instance)))
         self.history = try configuration.historyPath.map { try FleetHistory(path: $0) }
         self.clock = clock
         self.logger = logger
@@ -47,6 +52,10 @@ public final class FleetService: Service, Sendable {
             topic: FleetPresence.statusTopic(configuration.prefix), payload: FleetPresence.statusPayload(online: false))
         self.client = MQTTClient(configuration: mqtt, clock: clock)
         self.presence = Locked(FleetPresence(sites: configuration.sites, configured: configuration.site))
+        self.lease = Locked(
+            FleetLease(
+                instance: configuration.instance, settings: configuration.lease,
+                firstSerial: UInt64.random(in: 1...(UInt64.max >> 1))))
     }
 
     public func run() async throws {
@@ -74,6 +83,7 @@ public final class FleetService: Service, Sendable {
             group.addTask { await self.follow(client.events) }
             group.addTask { try await self.recordHistory() }
             group.addTask { try await self.publishPresence() }
+            group.addTask { try await self.keepLease() }
             if let homeAssistant { group.addTask { await self.followHomeAssistant(homeAssistant) } }
             group.addTask {
                 // On graceful shutdown the server stops accepting and waits for the requests in flight: end the
@@ -84,20 +94,44 @@ public final class FleetService: Service, Sendable {
                     self.changes.finish()
                 }
             }
-            // Whichever ends first (the server after a graceful shutdown, or a part that failed) ends them all; offline
-            // first, retained, since a clean DISCONNECT does not set off the last will (MQTT 5 §3.1.2.5).
+            // Whichever ends first (the server after a graceful shutdown, or a part that failed) ends them all. The
+            // active instance clears the lease (the standby takes over at once) and says offline, retained, since a
+            // clean DISCONNECT does not set off the last will (MQTT 5 §3.1.2.5); a standby says nothing.
             try await group.next()
-            _ = try? await client.publish(
-                MQTTMessage(
-                    topic: FleetPresence.statusTopic(configuration.prefix),
-                    payload: FleetPresence.statusPayload(online: false), qos: .atLeastOnce, retain: true))
+            let actions = lease.withLock { lease in
+                let actions = lease.stop()
+                for action in actions { perform(action) }
+                return actions
+            }
+            if actions.contains(.release) {
+                _ = try? await client.publish(
+                    MQTTMessage(
+                        topic: FleetLease.topic(configuration.prefix), payload: [], qos: .atLeastOnce, retain: true))
+                _ = try? await client.publish(
+                    MQTTMessage(
+                        topic: FleetPresence.statusTopic(configuration.prefix),
+                        payload: FleetPresence.statusPayload(online: false), qos: .atLeastOnce, retain: true))
+            }
             group.cancelAll()
         }
     }
 
     func ingest(_ messages: AsyncStream<MQTTMessage>) async {
         let ownStatus = FleetPresence.statusTopic(configuration.prefix)
-        for await m in messages where m.topic != ownStatus {  // its own status, echoed: nothing to fold
+        let leaseTopic = FleetLease.topic(configuration.prefix)
+        for await m in messages {
+            if m.topic == leaseTopic {
+                leaseEvent { [now = seconds()] in $0.received(m.payload, now: now) }
+                continue
+            }
+            if m.topic == ownStatus {
+                // Another instance's last will (a standby that died), or this one's from before a reconnection: the
+                // active instance is alive, and says so again.
+                if m.payload != FleetPresence.statusPayload(online: true), lease.withLock({ $0.isActive }) {
+                    publishStatus()
+                }
+                continue
+            }
             let now = clock.unixTime()
             let (parsed, beacon) = books.withLock {
                 books -> ((site: String, topic: FleetTopic)?, FleetGateway.Beacon?) in
@@ -142,16 +176,88 @@ public final class FleetService: Service, Sendable {
                 }
             }
             if case .connected = e { everConnected = true }
-            if case .connected = e {
+            switch e {
+            case .connected:
                 logger.info("fleet: connected to \(configuration.brokerURL)")
-                publishStatus()
                 presence.withLock { $0.connected() }
+                leaseEvent { [now = seconds()] in $0.connected(now: now) }
+            case .disconnected, .connectionFailed, .connectionRefused:
+                leaseEvent { [now = seconds()] in $0.disconnected(now: now) }
+            case .connecting, .unacknowledged, .backingOff:
+                break
             }
             changes.changed()
         }
     }
 
-    /// Online, retained, after every connection: it replaces the last will's offline.
+    /// The monotonic clock in seconds, as the lease counts.
+    private func seconds() -> Double { clock.now() / .seconds(1) }
+
+    /// One event into the lease, its actions carried out in the lease's order (under its lock: an activation and the
+    /// deactivation that follows it never pass each other), and the deadline watcher woken.
+    private func leaseEvent(_ event: (inout FleetLease) -> [FleetLease.Action]) {
+        lease.withLock { lease in
+            for action in event(&lease) { perform(action) }
+        }
+        leaseChanged.signal()
+    }
+
+    /// Carries out the deadlines the lease asks for (renewal, fence, a holder's lease running out); between them it
+    /// sleeps until the next one or until an event moves it, so a standby with nothing due runs no timer.
+    func keepLease() async throws {
+        while true {
+            try Task.checkCancellation()
+            guard let deadline = lease.withLock({ $0.nextDeadline }) else {
+                await leaseChanged.wait()
+                continue
+            }
+            let now = seconds()
+            if deadline > now {
+                await leaseChanged.wait(upTo: .seconds(deadline - now), clock: clock)
+                continue
+            }
+            leaseEvent { $0.deadline(now: now) }
+        }
+    }
+
+    private func perform(_ action: FleetLease.Action) {
+        let site = configuration.prefix
+        switch action {
+        case .claim(let claim):
+            client.submit(
+                MQTTMessage(topic: FleetLease.topic(site), payload: claim.payload, qos: .atLeastOnce, retain: true)
+            ) { [logger] result in
+                if case .failure(let e) = result { logger.warning("fleet: lease claim not published: \(e)") }
+            }
+        case .release:
+            break  // published, awaited, by run() as it ends
+        case .activate(let epoch):
+            logger.notice("fleet: \(configuration.instance) is the active instance for \(site) (lease epoch \(epoch))")
+            books.withLock {
+                $0.broker.role = "active"
+                $0.broker.activeInstance = configuration.instance
+            }
+            publishStatus()
+            // A standby followed everything: its rooms and tags are published whole once (the same as the retained ones
+            // where both instances agreed, so no room changes twice), and their documents again.
+            presence.withLock { $0.takeOver() }
+        case .deactivate(let reason):
+            let holder: String?
+            switch reason {
+            case .yielded(let to): holder = to
+            default: holder = nil
+            }
+            logger.notice("fleet: \(configuration.instance) stops publishing for \(site): \(reason)")
+            books.withLock {
+                $0.broker.role = "standby"
+                $0.broker.activeInstance = holder
+            }
+        }
+        changes.changed()
+    }
+
+    /// Online, retained, when this instance becomes the active one (and again over a last will): it replaces the
+    /// last will's offline.
     private func publishStatus() {
         let message = MQTTMessage(
             topic: FleetPresence.statusTopic(configuration.prefix), payload: FleetPresence.statusPayload(online: true),
@@ -195,9 +301,14 @@ public final class FleetService: Service, Sendable {
         while true {
             try await clock.sleep(for: .seconds(1))
             let now = clock.unixTime()
+            let active = lease.withLock { $0.isActive }
             let due = presence.withLock {
                 p -> [(topic: String, payload: [UInt8], room: [UInt8], discovery: [UInt8]?, dtopics: [String])] in
-                p.tick(now: now).compactMap { prefix, report in
+                // A standby decides the same and publishes nothing: at a takeover its engine is where the active
+                // one's was.
+                let reports = p.tick(now: now)
+                guard active else { return [] }
+                return reports.compactMap { prefix, report in
                     guard let site = p.sites[prefix]?.engine.site else { return nil }
                     var discovery: [UInt8]?
                     var dtopics: [String] = []
@@ -247,8 +358,14 @@ public final class FleetService: Service, Sendable {
     /// Each room whose occupancy changed, retained on `<prefix>/fleet/rooms/<room>`; with Home Assistant, its device
     /// document first when the site changed or Home Assistant came back; a removed room's topics emptied.
     func publishRooms() async {
-        let changes = presence.withLock { p in
-            p.takeRoomChanges().map { change in (change, p.sites[change.prefix]?.engine.site) }
+        let active = lease.withLock { $0.isActive }
+        let changes = presence.withLock { p -> [(FleetPresence.RoomChange, SiteDescription?)] in
+            // A standby's changes go nowhere; at a takeover every room is published whole.
+            guard active else {
+                _ = p.takeRoomChanges()
+                return []
+            }
+            return p.takeRoomChanges().map { change in (change, p.sites[change.prefix]?.engine.site) }
         }
         for (change, site) in changes {
             var messages: [MQTTMessage] = []

@@ -14,6 +14,8 @@ import Foundation
 ///   homeassistant: {discovery_prefix: homeassistant}   # tracked tags as device trackers
 ///   username_file: /etc/blegateway/fleet-credentials/username   # the broker's user blegateway-fleet
 ///   password_file: /etc/blegateway/fleet-credentials/password
+///   instance: fleet-a     # two instances for one site: one name each (default: the host's name)
+///   lease_s: 15           # the standby takes over within this after the active one stops
 /// ```
 /// Without `fleet.broker`/`fleet.prefix`, the file's `mqtt.broker`/`mqtt.prefix` apply, so a gateway's file can
 /// serve both (its `mqtt.username_file` does not: the fleet service is a user of its own in the shipped ACL). Unknown keys are errors, named by path, as in the gateway's configuration.
@@ -33,6 +35,12 @@ public struct FleetSettingsFile: Sendable, Equatable {
     /// `fleet.username_file` / `fleet.password_file`: files holding the broker user's name and password.
     public var usernameFile: String?
     public var passwordFile: String?
+    /// `mqtt.protocol` (3 or 5), as the gateway's file has it: a cluster such as NATS speaks only 3.1.1.
+    public var protocolVersion: Int?
+    /// `fleet.instance`: this instance's name on the site's lease.
+    public var instance: String?
+    /// `fleet.lease_s`.
+    public var leaseS: Double?
 
     public struct Problem: Error, CustomStringConvertible {
         public let path: String
@@ -42,7 +50,7 @@ public struct FleetSettingsFile: Sendable, Equatable {
 
     static let keys: Set<String> = [
         "broker", "brokers", "prefix", "sites", "listen", "history", "beacon_timeout_s", "site", "homeassistant",
-        "username_file", "password_file",
+        "username_file", "password_file", "instance", "lease_s",
     ]
 
     public init() {}
@@ -60,6 +68,12 @@ public struct FleetSettingsFile: Sendable, Equatable {
         let mqtt = root["mqtt"] as? [String: Any] ?? [:]
         broker = mqtt["broker"] as? String ?? (mqtt["brokers"] as? [String])?.joined(separator: ",")
         prefix = mqtt["prefix"] as? String
+        if let v = mqtt["protocol"] {
+            guard let n = v as? Int, [3, 4, 5].contains(n) else {
+                throw Problem(path: "mqtt.protocol", reason: "expected 3 (3.1.1) or 5")
+            }
+            protocolVersion = n == 4 ? 3 : n
+        }
         guard let fleet = root["fleet"] else { return }
         guard let section = fleet as? [String: Any] else { throw Problem(path: "fleet", reason: "expected a mapping") }
         for key in section.keys where !Self.keys.contains(key) {
@@ -99,6 +113,19 @@ public struct FleetSettingsFile: Sendable, Equatable {
             throw Problem(path: "fleet.password_file", reason: "needs fleet.username_file")
         }
         history = try string("history")
+        instance = try string("instance")
+        if let i = instance,
+            i.isEmpty || i.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 })
+        {
+            throw Problem(path: "fleet.instance", reason: "expected a name without spaces")
+        }
+        if let v = section["lease_s"] {
+            // Renewed every third of it, fenced at three quarters: below 3 s the renewals would crowd the fence.
+            guard let d = (v as? Double) ?? (v as? Int).map(Double.init), d >= 3, d <= 3600 else {
+                throw Problem(path: "fleet.lease_s", reason: "expected a number of seconds from 3 to 3600")
+            }
+            leaseS = d
+        }
         if let v = section["beacon_timeout_s"] {
             guard let d = (v as? Double) ?? (v as? Int).map(Double.init), d > 0 else {
                 throw Problem(path: "fleet.beacon_timeout_s", reason: "expected a positive number of seconds")

@@ -55,10 +55,16 @@ public enum FleetViews {
         public var lastError: String?
         /// Messages the service lost because it fell behind the broker (its subscription keeps 4096 unread).
         public var droppedMessages: Int
+        /// This instance's name and standing on the site's lease: `active` publishes presence and rooms; a `standby`
+        /// (naming the active instance when it knows it) follows everything and takes over when the lease runs out.
+        public var instance = ""
+        public var role = "starting"
+        public var activeInstance: String?
         public init(
             url: String, connected: Bool = false, reconnects: Int = 0, lastError: String? = nil,
-            droppedMessages: Int = 0
+            droppedMessages: Int = 0, instance: String = ""
         ) {
+            self.instance = instance
             self.url = url
             self.connected = connected
             self.reconnects = reconnects

@@ -199,6 +199,11 @@ public struct PresenceEngine: Sendable {
         return out
     }
 
+    /// Every tag's report is due at the next tick, changed or not (a standby fleet service taking over).
+    public mutating func republishAll() {
+        for id in tags.keys { tags[id]!.publishedAt = -.infinity }
+    }
+
     public func state(of beacon: String) -> TagState? { tags[beacon]?.state }
     public func report(of beacon: String) -> Report? { tags[beacon]?.published }
     public var reports: [Report] { tags.keys.sorted().compactMap { tags[$0]!.published } }

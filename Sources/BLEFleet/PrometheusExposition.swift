@@ -117,6 +117,10 @@ public enum PrometheusExposition {
             "blegateway_fleet_broker_reconnects_total", "counter", "Times the fleet service reconnected.", [],
             Double(broker.reconnects))
         add(
+            "blegateway_fleet_active", "gauge",
+            "1 while this instance holds the site's lease and publishes presence and rooms (0: standby).",
+            [("instance", broker.instance)], broker.role == "active" ? 1 : 0)
+        add(
             "blegateway_fleet_dropped_messages_total", "counter",
             "Messages the fleet service lost because it fell behind the broker.", [], Double(broker.droppedMessages))
         if let presence {

@@ -30,6 +30,11 @@ struct FleetCommand: AsyncParsableCommand {
     @Option(help: "The site description for room presence (YAML: floors, rooms, gateway positions; docs/PRESENCE.md).")
     var site: String?
 
+    @Option(
+        help:
+            "This instance's name on the site's lease (default: the host's name); two instances for one site need two.")
+    var instance: String?
+
     @Option(help: "Announce tracked tags to Home Assistant as device trackers under this discovery prefix.")
     var homeassistantDiscoveryPrefix: String?
 
@@ -48,7 +53,8 @@ struct FleetCommand: AsyncParsableCommand {
         if let problem = FleetConfiguration.problem(sites: sites) { throw ValidationError("--prefix: \(problem)") }
         let (host, port) = try FleetSettingsFile.parseListen(listen ?? file.listen ?? "127.0.0.1:8080")
         let mqtt = try connection.configuration(
-            role: "fleet", fileBroker: file.broker, usernameFile: file.usernameFile, passwordFile: file.passwordFile)
+            role: "fleet", fileBroker: file.broker, usernameFile: file.usernameFile, passwordFile: file.passwordFile,
+            fileProtocol: file.protocolVersion)
         var c = FleetConfiguration(mqtt: mqtt, brokerURL: brokerURL, sites: sites)
         c.listenHost = host
         c.listenPort = port
@@ -63,6 +69,12 @@ struct FleetCommand: AsyncParsableCommand {
             }
         }
         c.homeAssistantDiscoveryPrefix = homeassistantDiscoveryPrefix ?? file.homeAssistantDiscoveryPrefix
+        if let name = instance ?? file.instance {
+            guard !name.isEmpty, !name.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 })
+            else { throw ValidationError("--instance: expected a name without spaces") }
+            c.instance = name
+        }
+        if let l = file.leaseS { c.lease = FleetLease.Settings(leaseS: l) }
         let logger = Logger(label: "blegateway-fleet")
         let service = try FleetService(configuration: c, logger: logger) { bound in
             let shown = host == "0.0.0.0" || host == "::" ? "127.0.0.1" : host

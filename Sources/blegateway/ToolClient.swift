@@ -33,6 +33,11 @@ struct ToolBrokerOptions: ParsableArguments {
             """)
     var broker: String?
 
+    @Option(
+        name: .customLong("mqtt-protocol"),
+        help: "The MQTT version: 5 (default) or 3 (3.1.1, for a broker that speaks only it, such as NATS).")
+    var mqttProtocol: Int?
+
     @OptionGroup var credentials: ToolCredentialOptions
 
     @OptionGroup var tls: ToolTLSOptions
@@ -42,9 +47,15 @@ struct ToolBrokerOptions: ParsableArguments {
 
     /// The tool's client configuration; the flags win over the files a configuration file names.
     func configuration(
-        role: String, fileBroker: String? = nil, usernameFile: String? = nil, passwordFile: String? = nil
+        role: String, fileBroker: String? = nil, usernameFile: String? = nil, passwordFile: String? = nil,
+        fileProtocol: Int? = nil
     ) throws -> MQTTConfiguration {
         var c = try toolClientConfiguration(broker: url(file: fileBroker), role: role, tls: tls)
+        switch mqttProtocol ?? fileProtocol {
+        case nil, 5: c.protocolVersion = .v5
+        case 3, 4: c.protocolVersion = .v311
+        case let other?: throw ValidationError("--mqtt-protocol: \(other) is not 3 (3.1.1) or 5")
+        }
         try credentials.apply(to: &c, usernameFile: usernameFile, passwordFile: passwordFile)
         return c
     }

@@ -35,6 +35,29 @@ import Testing
         #expect(throws: FleetSettingsFile.Problem.self) { try FleetSettingsFile(yaml: "fleet:\n  brokers: []\n") }
     }
 
+    /// Two instances for one site: each its name and the lease's length; a cluster that speaks 3.1.1 only (NATS)
+    /// through `mqtt.protocol`, as in the gateway's file. Each bad value is refused, named by path.
+    @Test func anInstancesNameItsLeaseAndTheProtocolAreReadAndBadValuesNamed() throws {
+        let f = try FleetSettingsFile(yaml: "mqtt:\n  protocol: 3\nfleet:\n  instance: fleet-a\n  lease_s: 6\n")
+        #expect(f.instance == "fleet-a" && f.leaseS == 6 && f.protocolVersion == 3)
+        #expect(try FleetSettingsFile(yaml: "mqtt:\n  protocol: 4\n").protocolVersion == 3)
+        #expect(try FleetSettingsFile(yaml: "fleet:\n  listen: :1\n").instance == nil)
+        let bad: [(String, String)] = [
+            ("fleet:\n  instance: \"fleet a\"\n", "fleet.instance"),
+            ("fleet:\n  instance: \"\"\n", "fleet.instance"),
+            ("fleet:\n  lease_s: 1\n", "fleet.lease_s"),
+            ("fleet:\n  lease_s: soon\n", "fleet.lease_s"),
+            ("mqtt:\n  protocol: 6\n", "mqtt.protocol"),
+        ]
+        for (text, path) in bad {
+            #expect("\(text)") { try FleetSettingsFile(yaml: text) } throws: { e in
+                (e as? FleetSettingsFile.Problem)?.path == path
+            }
+        }
+        let settings = FleetLease.Settings(leaseS: 6)
+        #expect(settings.renewS == 2 && settings.fenceS == 4.5)
+    }
+
     /// The shipped ACL lets no one in anonymously: the fleet service logs in as its own user, from files, never from
     /// the gateway's `mqtt:` credentials (a gateway's user may not write the fleet's topics).
     @Test func theFleetsBrokerUserComesFromItsOwnFiles() throws {

@@ -629,6 +629,7 @@ else
     fleet_user() {
         pub blegateway-fleet -r -t blegateway/fleet/presence/tag-1 -m room-1 || return 1
         pub blegateway-fleet -r -t blegateway/fleet/status -m fleet-online || return 1
+        pub blegateway-fleet -r -t blegateway/fleet/lease -m fleet-lease || return 1
         pub blegateway-fleet -r -t homeassistant/device_tracker/blegateway_tag_tag-1/config -m tracker || return 1
         pub blegateway-fleet -r -t blegateway/fleet/rooms/kitchen -m occupied || return 1
         pub blegateway-fleet -r -t homeassistant/device/blegateway-fleet/blegateway_room_kitchen/config -m room-doc \
@@ -640,6 +641,8 @@ else
         seen "blegateway/gw-a/status fleet-done" "$everything_log" || { echo "no marker"; return 1; }
         seen "blegateway/fleet/presence/tag-1 room-1" "$everything_log" || { echo "presence missing"; return 1; }
         seen "blegateway/fleet/status fleet-online" "$everything_log" || { echo "status missing"; return 1; }
+        # Its lease, which it must read back (its own claim's echo keeps it active).
+        [ "$(sub blegateway-fleet -C 1 -W 4 -t blegateway/fleet/lease)" = fleet-lease ] || { echo "lease not read back"; return 1; }
         seen "homeassistant/device_tracker/blegateway_tag_tag-1/config tracker" "$ha_log" || { echo "tracker missing"; return 1; }
         seen "blegateway/fleet/rooms/kitchen occupied" "$everything_log" || { echo "room missing"; return 1; }
         seen "homeassistant/device/blegateway-fleet/blegateway_room_kitchen/config room-doc" "$ha_log" \
