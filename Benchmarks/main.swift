@@ -27,6 +27,7 @@ let all: [(String, @Sendable ([String]) async -> Void)] = [
         "fleet",
         { do { try await runFleetBenchmark(arguments: $0) } catch { print("fleet benchmark failed: \(error)") } }
     ),
+    ("history", { await runHistoryBenchmark(arguments: $0) }),
     (
         "esphome",
         { do { try await runESPHomeBenchmark(arguments: $0) } catch { print("esphome benchmark failed: \(error)") } }

@@ -17,6 +17,8 @@ public struct FleetConfiguration: Sendable {
     public var listenPort = 8080
     /// SQLite file for the plots' history; nil keeps no history (plots start empty).
     public var historyPath: String?
+    /// How long the history keeps its per-minute points (`fleet.history_retention_h`); the last hour is kept whole.
+    public var historyRetentionS = FleetHistory.defaultRetentionS
     /// Beacons not reported by any gateway for this long leave the model.
     public var beaconTimeoutS = 300.0
     /// Received messages held while the model is busy. Gateways publish on the same second, so a fleet arrives in

@@ -2,20 +2,39 @@ import BLESpool
 import BLETransport
 
 /// The dashboard's plots, kept in SQLite beside the service so a restart keeps them: one point per gateway (health),
-/// per beacon and gateway (ranging) and per sensor, quantity and gateway every `resolution` seconds, for `retention`
-/// seconds.
+/// per beacon and gateway (ranging) and per sensor, quantity and gateway every `resolution` seconds for the last
+/// `fullResolutionS`; older points are folded into one per minute with the least, mean and greatest value of each
+/// series, kept for `retentionS` (`fleet.history_retention_h`). A day of 1,000 gateways at 10 s would be 8.6 million
+/// health rows alone; folded, the hour before now stays sharp and the rest of the day costs a sixth.
 /// Times are the service's clock, bucketed, so gateways with skewed clocks still line up.
 public final class FleetHistory: Sendable {
     public static let resolution = 10.0
-    public static let retention = 24 * 3600.0
+    public static let fullResolutionS = 3600.0
+    public static let minute: Int64 = 60
+    public static let defaultRetentionS = 24 * 3600.0
+    /// What `retentionS` may be: at least the hour kept whole, at most a year.
+    public static let retentionRange = 3600.0...(366 * 24 * 3600.0)
+    public let retentionS: Double
 
     /// One plotted health point: service time and the four series of the gateway page.
     public struct HealthPoint: Sendable, Encodable, Equatable {
         public var t: Double
+        /// Each series' value; in a folded minute, its mean.
         public var messagesPerS: Double?
         public var spoolDepth: Double?
         public var reportsPerS: Double?
         public var rssBytes: Double?
+        /// 10 for a point as recorded, 60 for a folded minute.
+        public var spanS = FleetHistory.resolution
+        public var min: Values?
+        public var max: Values?
+
+        public struct Values: Sendable, Encodable, Equatable {
+            public var messagesPerS: Double?
+            public var spoolDepth: Double?
+            public var reportsPerS: Double?
+            public var rssBytes: Double?
+        }
     }
 
     /// One plotted ranging point of one beacon as one gateway heard it.
@@ -23,6 +42,14 @@ public final class FleetHistory: Sendable {
         public var t: Double
         public var rssi: Double?
         public var distanceM: Double?
+        public var spanS = FleetHistory.resolution
+        public var min: Values?
+        public var max: Values?
+
+        public struct Values: Sendable, Encodable, Equatable {
+            public var rssi: Double?
+            public var distanceM: Double?
+        }
     }
 
     private struct Store: @unchecked Sendable {
@@ -31,6 +58,8 @@ public final class FleetHistory: Sendable {
         let insertHealth: SQLiteStatement
         let insertRange: SQLiteStatement
         let prune: [SQLiteStatement]
+        /// Each table's full-resolution points before a minute boundary folded into its minute table, then deleted.
+        let fold: [SQLiteStatement]
         let healthSeries: SQLiteStatement
         let rangeSeries: SQLiteStatement
         let insertSensor: SQLiteStatement
@@ -41,11 +70,16 @@ public final class FleetHistory: Sendable {
     public struct SensorPoint: Sendable, Encodable, Equatable {
         public var t: Double
         public var value: Double
+        public var spanS = FleetHistory.resolution
+        public var min: Double?
+        public var max: Double?
     }
 
     private let store: Locked<Store>
 
-    public init(path: String) throws {
+    public init(path: String, retentionS: Double = FleetHistory.defaultRetentionS) throws {
+        precondition(Self.retentionRange.contains(retentionS), "the configuration reader checks the retention")
+        self.retentionS = retentionS
         let db = try SQLiteConnection(path: path)
         // WAL: a flush every 10 s must not block the page's reads for long; NORMAL sync is enough for plots.
         _ = try db.text("PRAGMA journal_mode=WAL")
@@ -64,37 +98,90 @@ public final class FleetHistory: Sendable {
                 sensor TEXT NOT NULL, quantity TEXT NOT NULL, gateway TEXT NOT NULL, t INTEGER NOT NULL, value REAL,
                 PRIMARY KEY(sensor, quantity, t, gateway)) WITHOUT ROWID;
             CREATE INDEX IF NOT EXISTS sensor_values_t ON sensor_values(t);
+            CREATE TABLE IF NOT EXISTS gateway_health_1m(
+                gateway TEXT NOT NULL, t INTEGER NOT NULL,
+                messages_per_s REAL, messages_per_s_min REAL, messages_per_s_max REAL,
+                spool_depth REAL, spool_depth_min REAL, spool_depth_max REAL,
+                reports_per_s REAL, reports_per_s_min REAL, reports_per_s_max REAL,
+                rss_bytes REAL, rss_bytes_min REAL, rss_bytes_max REAL, PRIMARY KEY(gateway, t)) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS gateway_health_1m_t ON gateway_health_1m(t);
+            CREATE TABLE IF NOT EXISTS beacon_range_1m(
+                beacon TEXT NOT NULL, gateway TEXT NOT NULL, t INTEGER NOT NULL,
+                rssi REAL, rssi_min REAL, rssi_max REAL, distance_m REAL, distance_m_min REAL, distance_m_max REAL,
+                PRIMARY KEY(beacon, t, gateway)) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS beacon_range_1m_t ON beacon_range_1m(t);
+            CREATE TABLE IF NOT EXISTS sensor_values_1m(
+                sensor TEXT NOT NULL, quantity TEXT NOT NULL, gateway TEXT NOT NULL, t INTEGER NOT NULL,
+                value REAL, value_min REAL, value_max REAL, PRIMARY KEY(sensor, quantity, t, gateway)) WITHOUT ROWID;
+            CREATE INDEX IF NOT EXISTS sensor_values_1m_t ON sensor_values_1m(t);
             """)
+        // One column's mean, least and greatest over a minute of full-resolution points.
+        func folded(_ columns: [String]) -> String {
+            columns.map { "avg(\($0)), min(\($0)), max(\($0))" }.joined(separator: ", ")
+        }
         store = Locked(
             Store(
                 db: db,
                 insertHealth: try db.prepare("INSERT OR REPLACE INTO gateway_health VALUES(?1, ?2, ?3, ?4, ?5, ?6)"),
                 insertRange: try db.prepare("INSERT OR REPLACE INTO beacon_range VALUES(?1, ?2, ?3, ?4, ?5)"),
                 prune: [
+                    try db.prepare("DELETE FROM gateway_health_1m WHERE t < ?1"),
+                    try db.prepare("DELETE FROM beacon_range_1m WHERE t < ?1"),
+                    try db.prepare("DELETE FROM sensor_values_1m WHERE t < ?1"),
+                ],
+                fold: [
+                    try db.prepare(
+                        """
+                        INSERT OR REPLACE INTO gateway_health_1m SELECT gateway, t / 60 * 60,
+                        \(folded(["messages_per_s", "spool_depth", "reports_per_s", "rss_bytes"]))
+                        FROM gateway_health WHERE t < ?1 GROUP BY gateway, t / 60
+                        """),
                     try db.prepare("DELETE FROM gateway_health WHERE t < ?1"),
+                    try db.prepare(
+                        """
+                        INSERT OR REPLACE INTO beacon_range_1m SELECT beacon, gateway, t / 60 * 60,
+                        \(folded(["rssi", "distance_m"])) FROM beacon_range WHERE t < ?1 GROUP BY beacon, gateway, t / 60
+                        """),
                     try db.prepare("DELETE FROM beacon_range WHERE t < ?1"),
+                    try db.prepare(
+                        """
+                        INSERT OR REPLACE INTO sensor_values_1m SELECT sensor, quantity, gateway, t / 60 * 60,
+                        \(folded(["value"])) FROM sensor_values WHERE t < ?1 GROUP BY sensor, quantity, gateway, t / 60
+                        """),
                     try db.prepare("DELETE FROM sensor_values WHERE t < ?1"),
                 ],
+                // The folded minutes, then the points as recorded (all later than any folded minute); a point as recorded
+                // has no extremes, and a span of 10 s against the minute's 60.
                 healthSeries: try db.prepare(
                     """
-                    SELECT t, messages_per_s, spool_depth, reports_per_s, rss_bytes FROM gateway_health
-                    WHERE gateway = ?1 AND t >= ?2 ORDER BY t
+                    SELECT t, 60, messages_per_s, messages_per_s_min, messages_per_s_max, spool_depth, spool_depth_min,
+                    spool_depth_max, reports_per_s, reports_per_s_min, reports_per_s_max, rss_bytes, rss_bytes_min,
+                    rss_bytes_max FROM gateway_health_1m WHERE gateway = ?1 AND t >= ?2
+                    UNION ALL SELECT t, 10, messages_per_s, NULL, NULL, spool_depth, NULL, NULL, reports_per_s, NULL, NULL,
+                    rss_bytes, NULL, NULL FROM gateway_health WHERE gateway = ?1 AND t >= ?2 ORDER BY t
                     """),
                 rangeSeries: try db.prepare(
                     """
-                    SELECT gateway, t, rssi, distance_m FROM beacon_range WHERE beacon = ?1 AND t >= ?2 ORDER BY t
+                    SELECT gateway, t, 60, rssi, rssi_min, rssi_max, distance_m, distance_m_min, distance_m_max
+                    FROM beacon_range_1m WHERE beacon = ?1 AND t >= ?2
+                    UNION ALL SELECT gateway, t, 10, rssi, NULL, NULL, distance_m, NULL, NULL
+                    FROM beacon_range WHERE beacon = ?1 AND t >= ?2 ORDER BY t
                     """),
                 insertSensor: try db.prepare("INSERT OR REPLACE INTO sensor_values VALUES(?1, ?2, ?3, ?4, ?5)"),
                 sensorSeries: try db.prepare(
                     """
-                    SELECT quantity, gateway, t, value FROM sensor_values WHERE sensor = ?1 AND t >= ?2 ORDER BY t
+                    SELECT quantity, gateway, t, 60, value, value_min, value_max FROM sensor_values_1m
+                    WHERE sensor = ?1 AND t >= ?2
+                    UNION ALL SELECT quantity, gateway, t, 10, value, NULL, NULL FROM sensor_values
+                    WHERE sensor = ?1 AND t >= ?2 ORDER BY t
                     """)))
     }
 
     static func bucket(_ now: Double) -> Int64 { Int64((now / resolution).rounded(.down) * resolution) }
 
     /// Records the model's current values in the bucket of `now`: online gateways' health, and every beacon any
-    /// gateway reported within the last bucket. Then drops what is older than the retention.
+    /// gateway reported within the last bucket. Then folds the minutes that left the full-resolution hour (each
+    /// minute once: its points go with it) and drops the minutes older than the retention.
     public func record(_ model: FleetModel, now: Double) throws {
         let t = Self.bucket(now)
         try store.withLock { s in
@@ -132,9 +219,15 @@ public final class FleetHistory: Sendable {
                         }
                     }
                 }
+                let folding = (t - Int64(Self.fullResolutionS)) / Self.minute * Self.minute
+                for f in s.fold {
+                    f.reset()
+                    f.bind(1, folding)
+                    try f.run()
+                }
                 for p in s.prune {
                     p.reset()
-                    p.bind(1, t - Int64(Self.retention))
+                    p.bind(1, t - Int64(retentionS))
                     try p.run()
                 }
                 try s.db.execute("COMMIT")
@@ -142,6 +235,17 @@ public final class FleetHistory: Sendable {
                 try? s.db.execute("ROLLBACK")
                 throw error
             }
+        }
+    }
+
+    /// The file's size on disk, in bytes, once the write-ahead log is checkpointed into it (what a day of history
+    /// costs; `blegateway-bench history` measures it).
+    public func checkpointedSize() -> Double {
+        store.withLock { s in
+            _ = try? s.db.text("PRAGMA wal_checkpoint(TRUNCATE)")
+            let pages = (try? s.db.text("PRAGMA page_count")).flatMap { $0.flatMap { Double($0) } } ?? 0
+            let size = (try? s.db.text("PRAGMA page_size")).flatMap { $0.flatMap { Double($0) } } ?? 0
+            return pages * size
         }
     }
 
@@ -155,11 +259,18 @@ public final class FleetHistory: Sendable {
             defer { q.reset() }
             var out: [HealthPoint] = []
             while try q.step() {
-                out.append(
-                    HealthPoint(
-                        t: q.double(0), messagesPerS: q.optionalDouble(1),
-                        spoolDepth: q.optionalDouble(2), reportsPerS: q.optionalDouble(3),
-                        rssBytes: q.optionalDouble(4)))
+                var p = HealthPoint(
+                    t: q.double(0), messagesPerS: q.optionalDouble(2), spoolDepth: q.optionalDouble(5),
+                    reportsPerS: q.optionalDouble(8), rssBytes: q.optionalDouble(11), spanS: q.double(1))
+                if p.spanS > Self.resolution {
+                    p.min = .init(
+                        messagesPerS: q.optionalDouble(3), spoolDepth: q.optionalDouble(6),
+                        reportsPerS: q.optionalDouble(9), rssBytes: q.optionalDouble(12))
+                    p.max = .init(
+                        messagesPerS: q.optionalDouble(4), spoolDepth: q.optionalDouble(7),
+                        reportsPerS: q.optionalDouble(10), rssBytes: q.optionalDouble(13))
+                }
+                out.append(p)
             }
             return out
         }
@@ -175,8 +286,13 @@ public final class FleetHistory: Sendable {
             defer { q.reset() }
             var out: [String: [RangePoint]] = [:]
             while try q.step() {
-                out[q.text(0), default: []].append(
-                    RangePoint(t: q.double(1), rssi: q.optionalDouble(2), distanceM: q.optionalDouble(3)))
+                var p = RangePoint(
+                    t: q.double(1), rssi: q.optionalDouble(3), distanceM: q.optionalDouble(6), spanS: q.double(2))
+                if p.spanS > Self.resolution {
+                    p.min = .init(rssi: q.optionalDouble(4), distanceM: q.optionalDouble(7))
+                    p.max = .init(rssi: q.optionalDouble(5), distanceM: q.optionalDouble(8))
+                }
+                out[q.text(0), default: []].append(p)
             }
             return out
         }
@@ -192,8 +308,11 @@ public final class FleetHistory: Sendable {
             defer { q.reset() }
             var out: [String: [String: [SensorPoint]]] = [:]
             while try q.step() {
-                guard let v = q.optionalDouble(3) else { continue }
-                out[q.text(0), default: [:]][q.text(1), default: []].append(SensorPoint(t: q.double(2), value: v))
+                guard let v = q.optionalDouble(4) else { continue }
+                out[q.text(0), default: [:]][q.text(1), default: []].append(
+                    SensorPoint(
+                        t: q.double(2), value: v, spanS: q.double(3), min: q.optionalDouble(5), max: q.optionalDouble(6)
+                    ))
             }
             return out
         }

@@ -5,7 +5,21 @@ extension FleetPages {
         "use strict";
         const Fleet = (() => {
           const COLORS = ["#1565c0", "#c62828", "#2e7d32", "#6a1b9a", "#ef6c00", "#00838f", "#ad1457", "#4e342e"];
-          const WINDOW_S = 3600;
+          // The plots' window: `?hours=` on the page (1 by default; the service clamps it to its retention). Past
+          // the first hour the history has one point a minute (the mean; its least and greatest are in the API).
+          const HOURS = Math.max(1, Number(new URLSearchParams(location.search).get("hours")) || 1);
+          const WINDOW_S = HOURS * 3600;
+          function windowChoice() {
+            for (const e of document.querySelectorAll(".window")) {
+              e.replaceChildren(el("span", HOURS === 1 ? "last hour" : `last ${HOURS} h`), " (");
+              [1, 6, 24, 168].forEach((h, i) => {
+                if (i) e.appendChild(document.createTextNode(" · "));
+                const a = link("?hours=" + h, h < 168 ? h + " h" : "7 d"); a.className = "window-choice";
+                e.appendChild(a);
+              });
+              e.appendChild(document.createTextNode(")"));
+            }
+          }
 
           function el(tag, text, cls) {
             const e = document.createElement(tag);
@@ -95,7 +109,8 @@ extension FleetPages {
             };
             const digits = hi - lo < 10 ? 1 : 0;
             label(num(hi, digits), 2, T + 9); label(num(lo, digits), 2, H - B);
-            label(`−${Math.round(span / 60)} min`, L, H - 4); label("now", W - R - 20, H - 4);
+            label(span > 3 * 3600 ? `−${Math.round(span / 3600)} h` : `−${Math.round(span / 60)} min`, L, H - 4);
+            label("now", W - R - 20, H - 4);
             const frame = document.createElementNS(ns, "rect");
             frame.setAttribute("x", L); frame.setAttribute("y", T); frame.setAttribute("width", W - L - R);
             frame.setAttribute("height", H - T - B); frame.setAttribute("fill", "none");
@@ -175,6 +190,7 @@ extension FleetPages {
           }
 
           function gateway() {
+            windowChoice();
             const id = idFromPath();
             setTitle(id);
             document.getElementById("gw-title").textContent = id;
@@ -187,7 +203,7 @@ extension FleetPages {
               plot(document.getElementById("plot-reports"), [{ color: COLORS[2], points: series.reports }], latestNow);
               plot(document.getElementById("plot-rss"), [{ color: COLORS[3], points: series.rss }], latestNow);
             };
-            fetch("/api/history/gateway/" + encodeURIComponent(id) + "?hours=1").then(r => r.json()).then(h => {
+            fetch("/api/history/gateway/" + encodeURIComponent(id) + "?hours=" + HOURS).then(r => r.json()).then(h => {
               for (const p of h) {
                 series.mps.push([p.t, p.messagesPerS]); series.spool.push([p.t, p.spoolDepth]);
                 series.reports.push([p.t, p.reportsPerS]); series.rss.push([p.t, p.rssBytes / 1e6]);
@@ -268,6 +284,7 @@ extension FleetPages {
 
           // One plot per quantity, one line per gateway that reports the sensor.
           function sensor() {
+            windowChoice();
             const id = idFromPath();
             setTitle(id);
             const series = {}, lastSeen = {};  // quantity → gateway → [[t, v]]
@@ -291,7 +308,7 @@ extension FleetPages {
               }));
             };
             const add = (q, gw, t, v) => { ((series[q] = series[q] || {})[gw] = series[q][gw] || []).push([t, v]); };
-            fetch("/api/history/sensor/" + encodeURIComponent(id) + "?hours=1").then(r => r.json()).then(h => {
+            fetch("/api/history/sensor/" + encodeURIComponent(id) + "?hours=" + HOURS).then(r => r.json()).then(h => {
               for (const [q, byGateway] of Object.entries(h)) {
                 for (const [gw, pts] of Object.entries(byGateway)) for (const p of pts) add(q, gw, p.t, p.value);
               }
@@ -319,6 +336,7 @@ extension FleetPages {
           }
 
           function beacon() {
+            windowChoice();
             const id = idFromPath();
             setTitle(id);
             document.getElementById("beacon-title").textContent = id;
@@ -336,7 +354,7 @@ extension FleetPages {
                 const s = el("span", "● " + g); s.style.color = color(g); return s;
               }));
             };
-            fetch("/api/history/beacon/" + encodeURIComponent(id) + "?hours=1").then(r => r.json()).then(h => {
+            fetch("/api/history/beacon/" + encodeURIComponent(id) + "?hours=" + HOURS).then(r => r.json()).then(h => {
               for (const [gw, pts] of Object.entries(h)) {
                 rssi[gw] = (rssi[gw] || []).concat(pts.map(p => [p.t, p.rssi]));
                 dist[gw] = (dist[gw] || []).concat(pts.map(p => [p.t, p.distanceM]));

@@ -44,7 +44,7 @@ enum FleetPages {
         "Gateway — BLEGateway fleet",
         #"""
         <section><h2 id="gw-title"></h2><ul id="problems" class="problems"></ul><dl id="facts"></dl></section>
-        <section><h2>Health, last hour</h2><div class="plots">
+        <section><h2>Health, <span class="window"></span></h2><div class="plots">
         <figure><figcaption>Messages/s</figcaption><div id="plot-mps" class="plot"></div></figure>
         <figure><figcaption>Spool depth</figcaption><div id="plot-spool" class="plot"></div></figure>
         <figure><figcaption>Reports/s</figcaption><div id="plot-reports" class="plot"></div></figure>
@@ -68,7 +68,7 @@ enum FleetPages {
         <section><h2 id="sensor-title"></h2>
         <div class="scroll"><table id="heard"><thead><tr><th>Gateway</th><th>Model</th><th>Values</th><th>RSSI</th>
         <th>Age</th></tr></thead><tbody></tbody></table></div></section>
-        <section><h2>Last hour, per gateway</h2><div id="sensor-plots" class="plots"></div>
+        <section><h2><span class="window"></span>, per gateway</h2><div id="sensor-plots" class="plots"></div>
         <p id="legend" class="legend"></p></section>
         """#, "Fleet.sensor();")
 
@@ -78,7 +78,7 @@ enum FleetPages {
         <section><h2 id="beacon-title"></h2>
         <div class="scroll"><table id="heard"><thead><tr><th>Gateway</th><th>RSSI</th><th>Distance</th>
         <th>Proximity</th><th>Samples</th><th>Age</th></tr></thead><tbody></tbody></table></div></section>
-        <section><h2>Last hour, per gateway</h2><div class="plots">
+        <section><h2><span class="window"></span>, per gateway</h2><div class="plots">
         <figure><figcaption>RSSI (dBm)</figcaption><div id="plot-rssi" class="plot"></div></figure>
         <figure><figcaption>Distance (m)</figcaption><div id="plot-distance" class="plot"></div></figure></div>
         <p id="legend" class="legend"></p></section>

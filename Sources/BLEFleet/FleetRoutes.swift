@@ -27,16 +27,22 @@ enum FleetRoutes {
         router.get("api/sensor/:id") { _, ctx in try json(service.sensorPage(try ctx.parameters.require("id"))) }
         router.get("api/presence") { _, _ in try json(service.presencePage()) }
         router.get("api/history/gateway/:id") { req, ctx in
-            let since = service.clock.unixTime() - hours(req) * 3600
+            let since =
+                service.clock.unixTime() - hours(
+                    req, retentionS: service.history?.retentionS ?? FleetHistory.defaultRetentionS) * 3600
             return try json(try service.history?.health(gateway: try ctx.parameters.require("id"), since: since) ?? [])
         }
         router.get("api/history/beacon/:id") { req, ctx in
-            let since = service.clock.unixTime() - hours(req) * 3600
+            let since =
+                service.clock.unixTime() - hours(
+                    req, retentionS: service.history?.retentionS ?? FleetHistory.defaultRetentionS) * 3600
             return try json(try service.history?.ranging(beacon: try ctx.parameters.require("id"), since: since) ?? [:])
         }
 
         router.get("api/history/sensor/:id") { req, ctx in
-            let since = service.clock.unixTime() - hours(req) * 3600
+            let since =
+                service.clock.unixTime() - hours(
+                    req, retentionS: service.history?.retentionS ?? FleetHistory.defaultRetentionS) * 3600
             return try json(try service.history?.sensor(try ctx.parameters.require("id"), since: since) ?? [:])
         }
 
@@ -60,9 +66,9 @@ enum FleetRoutes {
     }
 
     /// `?hours=` for the history, 1 by default, at most the retention.
-    static func hours(_ request: Request) -> Double {
+    static func hours(_ request: Request, retentionS: Double) -> Double {
         let asked = request.uri.queryParameters.get("hours").flatMap { Double(String($0)) } ?? 1
-        return min(max(asked, 0), FleetHistory.retention / 3600)
+        return min(max(asked.isFinite ? asked : 1, 0), retentionS / 3600)
     }
 
     static func page(_ html: String) -> Response { text(html, type: "text/html; charset=utf-8") }

@@ -42,7 +42,9 @@ public final class FleetService: Service, Sendable {
             Books(
                 model: FleetModel(sites: configuration.sites),
                 broker: FleetViews.BrokerState(url: configuration.brokerURL, instance: configuration.instance)))
-        self.history = try configuration.historyPath.map { try FleetHistory(path: $0) }
+        self.history = try configuration.historyPath.map {
+            try FleetHistory(path: $0, retentionS: configuration.historyRetentionS)
+        }
         self.clock = clock
         self.logger = logger
         self.onListening = onListening

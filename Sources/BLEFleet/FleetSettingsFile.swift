@@ -9,6 +9,7 @@ import Foundation
 ///   # sites: [acme/site-a, acme/site-b]
 ///   listen: 127.0.0.1:8080
 ///   history: /var/lib/blegateway/fleet-history.sqlite
+///   history_retention_h: 168      # the last hour at 10 s, then one point a minute (least, mean, greatest)
 ///   beacon_timeout_s: 300
 ///   site: /etc/blegateway/site.yaml   # or the description itself, inline (docs/PRESENCE.md)
 ///   homeassistant: {discovery_prefix: homeassistant}   # tracked tags as device trackers
@@ -27,6 +28,8 @@ public struct FleetSettingsFile: Sendable, Equatable {
     public var sites: [String]?
     public var listen: String?
     public var history: String?
+    /// `fleet.history_retention_h`, in seconds.
+    public var historyRetentionS: Double?
     public var beaconTimeoutS: Double?
     /// `fleet.site`: the first site's description (read from its file when given as a path).
     public var site: SiteDescription?
@@ -50,7 +53,7 @@ public struct FleetSettingsFile: Sendable, Equatable {
 
     static let keys: Set<String> = [
         "broker", "brokers", "prefix", "sites", "listen", "history", "beacon_timeout_s", "site", "homeassistant",
-        "username_file", "password_file", "instance", "lease_s",
+        "username_file", "password_file", "instance", "lease_s", "history_retention_h",
     ]
 
     public init() {}
@@ -113,6 +116,15 @@ public struct FleetSettingsFile: Sendable, Equatable {
             throw Problem(path: "fleet.password_file", reason: "needs fleet.username_file")
         }
         history = try string("history")
+        if let v = section["history_retention_h"] {
+            let range = FleetHistory.retentionRange
+            guard let h = (v as? Double) ?? (v as? Int).map(Double.init), range.contains(h * 3600) else {
+                throw Problem(
+                    path: "fleet.history_retention_h",
+                    reason: "expected hours from \(Int(range.lowerBound / 3600)) to \(Int(range.upperBound / 3600))")
+            }
+            historyRetentionS = h * 3600
+        }
         instance = try string("instance")
         if let i = instance,
             i.isEmpty || i.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 })

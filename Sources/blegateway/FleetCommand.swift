@@ -59,6 +59,7 @@ struct FleetCommand: AsyncParsableCommand {
         c.listenHost = host
         c.listenPort = port
         c.historyPath = history ?? file.history
+        if let r = file.historyRetentionS { c.historyRetentionS = r }
         if let t = file.beaconTimeoutS { c.beaconTimeoutS = t }
         c.site = file.site
         if let site {

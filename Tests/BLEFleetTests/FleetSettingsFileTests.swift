@@ -37,10 +37,11 @@ import Testing
 
     /// Two instances for one site: each its name and the lease's length; a cluster that speaks 3.1.1 only (NATS)
     /// through `mqtt.protocol`, as in the gateway's file. Each bad value is refused, named by path.
-    @Test func anInstancesNameItsLeaseAndTheProtocolAreReadAndBadValuesNamed() throws {
+    @Test func anInstancesNameItsLeaseTheProtocolAndTheRetentionAreReadAndBadValuesNamed() throws {
         let f = try FleetSettingsFile(yaml: "mqtt:\n  protocol: 3\nfleet:\n  instance: fleet-a\n  lease_s: 6\n")
         #expect(f.instance == "fleet-a" && f.leaseS == 6 && f.protocolVersion == 3)
         #expect(try FleetSettingsFile(yaml: "mqtt:\n  protocol: 4\n").protocolVersion == 3)
+        #expect(try FleetSettingsFile(yaml: "fleet:\n  history_retention_h: 168\n").historyRetentionS == 168 * 3600)
         #expect(try FleetSettingsFile(yaml: "fleet:\n  listen: :1\n").instance == nil)
         let bad: [(String, String)] = [
             ("fleet:\n  instance: \"fleet a\"\n", "fleet.instance"),
@@ -48,6 +49,8 @@ import Testing
             ("fleet:\n  lease_s: 1\n", "fleet.lease_s"),
             ("fleet:\n  lease_s: soon\n", "fleet.lease_s"),
             ("mqtt:\n  protocol: 6\n", "mqtt.protocol"),
+            ("fleet:\n  history_retention_h: 0.5\n", "fleet.history_retention_h"),
+            ("fleet:\n  history_retention_h: 10000\n", "fleet.history_retention_h"),
         ]
         for (text, path) in bad {
             #expect("\(text)") { try FleetSettingsFile(yaml: text) } throws: { e in

@@ -163,6 +163,11 @@ try:
     href = wait_until(lambda: driver.execute_script(
         "const a = document.querySelector('#beacons tbody tr a'); return a ? a.href : null;"), 20)
     check(f"gateway page of {live} lists beacons", href is not None)
+    # Its health, once the first arrives: the node it publishes to and its failovers (mqtt.brokers).
+    facts = "return document.getElementById('facts').textContent;"
+    shown = wait_until(lambda: "connected to 127.0.0.1:" in driver.execute_script(facts), 30)
+    check(f"gateway page of {live} says which broker it publishes to", shown is not None,
+          driver.execute_script(facts)[:300])
     driver.save_screenshot(os.path.join(a.screenshots, "gateway.png"))
     if href is not None:
         driver.get(href)
@@ -170,6 +175,13 @@ try:
         points = wait_until(lambda: driver.execute_script(count) >= 2, 20)
         check("beacon page draws RSSI points", points is not None, f"{driver.execute_script(count)} points drawn")
         driver.save_screenshot(os.path.join(a.screenshots, "beacon.png"))
+        # A longer window, chosen by ?hours=: the heading says it, offers the others, and the points are drawn.
+        driver.get(href + "?hours=24")
+        heading = "return [...document.querySelectorAll('.window')].map(e => e.textContent).join('|');"
+        points = wait_until(lambda: driver.execute_script(count) >= 2, 20)
+        said = driver.execute_script(heading)
+        check("beacon page over 24 h says so and offers 1 h to 7 d",
+              points is not None and said.startswith("last 24 h") and "7 d" in said, said)
     else:
         check("beacon page draws RSSI points", False, "no beacon to open")
 
