@@ -135,20 +135,22 @@ public struct BrokerAddress: Sendable, Equatable {
         guard !urls.isEmpty else { throw ConfigurationError(path: "mqtt.brokers", "expected at least one broker") }
         let path = { (i: Int) in urls.count == 1 ? "mqtt.broker" : "mqtt.brokers[\(i)]" }
         var seen: [String: Int] = [:]
-        return try urls.enumerated().map { i, url in
+        var parsed: [BrokerAddress] = []
+        for (i, url) in urls.enumerated() {
             let a = try BrokerAddress(parsing: url, path: path(i))
             let key = "\(a.host.lowercased()):\(a.port)"
             if let first = seen[key] {
                 throw ConfigurationError(path: path(i), "\"\(url)\": the same broker as mqtt.brokers[\(first)]")
             }
             seen[key] = i
-            if i > 0, let scheme = urls.first.map({ $0.hasPrefix("mqtts://") }), scheme != a.tls {
+            if let first = parsed.first, first.tls != a.tls {
                 throw ConfigurationError(
                     path: path(i),
-                    "\"\(url)\": every broker must use the scheme of the first (\(scheme ? "mqtts" : "mqtt")://)")
+                    "\"\(url)\": every broker must use the scheme of the first (\(first.tls ? "mqtts" : "mqtt")://)")
             }
-            return a
+            parsed.append(a)
         }
+        return parsed
     }
 
     public init(parsing url: String, path: String = "mqtt.broker") throws {
