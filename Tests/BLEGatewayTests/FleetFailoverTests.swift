@@ -18,19 +18,7 @@ extension EndToEndSuites {
     struct FleetFailoverTests {
         static let tag = "ibeacon-e2c56db5dffb48d2b060d0f5a71096e0-100-1"
         static let leaseS = 6.0
-        static let site = """
-            floors: [{id: ground, name: Ground floor, z: 0}]
-            rooms:
-              - {id: lobby, name: Lobby, floor: ground, polygon: [[0, 0], [8, 0], [8, 9], [0, 9]]}
-              - {id: lab, name: Lab, floor: ground, polygon: [[14, 0], [26, 0], [26, 9], [14, 9]]}
-              - {id: corridor, name: Corridor, floor: ground, polygon: [[0, 9], [26, 9], [26, 12], [0, 12]]}
-              - {id: kitchen, name: Kitchen, floor: ground, polygon: [[6, 12], [14, 12], [14, 20], [6, 20]]}
-            gateways:
-              - {id: gw-lobby, position: [4, 4, 2.5], room: lobby}
-              - {id: gw-lab, position: [20, 5, 2.5], room: lab}
-              - {id: gw-kitchen, position: [10, 16, 2.5], room: kitchen}
-
-            """
+        static let site = OfficeSite.yaml + "\n"
         static let gateways: [(id: String, x: Double, y: Double)] = [
             ("gw-lobby", 4, 4), ("gw-lab", 20, 5), ("gw-kitchen", 10, 16),
         ]
