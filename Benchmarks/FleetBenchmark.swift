@@ -10,7 +10,11 @@ import Foundation
 /// publisher stopped), and the dashboard's latency broker → page event: a probe gateway's status carries its send
 /// time, and a Server-Sent Events client on that gateway's page (curl) notes when each one arrives.
 ///
-/// usage: blegateway-bench fleet -- --gateways 1000 --beacons 50 --seconds 30
+/// With `--nats`, through a three-node NATS cluster instead (Debian's nats-server, as `NatsCluster` starts it for the
+/// tests): the publisher on the first node, the service on the second, both under MQTT 3.1.1 (all NATS speaks), so
+/// every message crosses the cluster's routes.
+///
+/// usage: blegateway-bench fleet -- --gateways 1000 --beacons 50 --seconds 30 [--nats]
 func runFleetBenchmark(arguments: [String]) async throws {
     let gateways = benchmarkOption(arguments, "--gateways", 1000)
     let beacons = benchmarkOption(arguments, "--beacons", 50)
@@ -21,18 +25,36 @@ func runFleetBenchmark(arguments: [String]) async throws {
     let work = FileManager.default.temporaryDirectory.appendingPathComponent("fleet-bench-\(getpid())")
     try FileManager.default.createDirectory(at: work, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: work) }
-    let broker = try benchBroker(directory: work)
-    defer { broker.kill() }
+    let nats = arguments.contains("--nats")
+    var cluster: NatsCluster?
+    var mosquitto: Mosquitto?
+    let (publisherPort, servicePort): (Int, Int)
+    if nats {
+        let c = try NatsCluster(directory: work.appendingPathComponent("nats"))
+        try c.start()
+        cluster = c
+        (publisherPort, servicePort) = (c.nodes[0].mqttPort, c.nodes[1].mqttPort)
+        print("through a three-node NATS cluster (nats-server 2.9): publisher on n1, service on n2, MQTT 3.1.1")
+    } else {
+        let m = try benchBroker(directory: work)
+        mosquitto = m
+        (publisherPort, servicePort) = (m.port, m.port)
+    }
+    defer {
+        mosquitto?.kill()
+        if let cluster { for node in cluster.nodes { cluster.kill(node) } }
+    }
 
     let binary = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
         .appendingPathComponent("blegateway").path
     let http = try Loopback.freePort()
     let fleet = Process()
     fleet.executableURL = URL(fileURLWithPath: binary)
-    fleet.arguments = [
-        "fleet", "--broker", "mqtt://127.0.0.1:\(broker.port)", "--prefix", "bench",
-        "--listen", "127.0.0.1:\(http)", "--history", work.appendingPathComponent("h.sqlite").path,
-    ]
+    fleet.arguments =
+        [
+            "fleet", "--broker", "mqtt://127.0.0.1:\(servicePort)", "--prefix", "bench",
+            "--listen", "127.0.0.1:\(http)", "--history", work.appendingPathComponent("h.sqlite").path,
+        ] + (nats ? ["--mqtt-protocol", "3"] : [])
     fleet.standardOutput = FileHandle.nullDevice
     fleet.standardError = FileHandle.nullDevice
     try fleet.run()
@@ -48,7 +70,8 @@ func runFleetBenchmark(arguments: [String]) async throws {
 
     var configuration = MQTTConfiguration()
     configuration.host = "127.0.0.1"
-    configuration.port = broker.port
+    configuration.port = publisherPort
+    if nats { configuration.protocolVersion = .v311 }
     configuration.clientID = "fleet-bench-publisher"
     configuration.maxInFlight = 1024
     let client = MQTTClient(configuration: configuration)
