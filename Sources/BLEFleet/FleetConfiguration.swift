@@ -48,6 +48,13 @@ public struct FleetConfiguration: Sendable {
         self.sites = sites
     }
 
+    /// Why `name` cannot name an instance on the lease, or nil: it is written into the claim and the log lines, so
+    /// it is one printable word.
+    public static func problem(instance name: String) -> String? {
+        name.isEmpty || name.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 })
+            ? "expected a name without spaces" : nil
+    }
+
     /// Why `sites` cannot be followed together, or nil: each must be a valid topic prefix, and none may contain
     /// another (`acme` and `acme/site-a` would see the same topics twice).
     public static func problem(sites: [String]) -> String? {

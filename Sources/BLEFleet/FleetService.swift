@@ -235,25 +235,12 @@ public final class FleetService: Service, Sendable {
             break  // published, awaited, by run() as it ends
         case .activate(let epoch):
             logger.notice("fleet: \(configuration.instance) is the active instance for \(site) (lease epoch \(epoch))")
-            books.withLock {
-                $0.broker.role = "active"
-                $0.broker.activeInstance = configuration.instance
-            }
             publishStatus()
             // A standby followed everything: its rooms and tags are published whole once (the same as the retained ones
             // where both instances agreed, so no room changes twice), and their documents again.
             presence.withLock { $0.takeOver() }
         case .deactivate(let reason):
-            let holder: String?
-            switch reason {
-            case .yielded(let to): holder = to
-            default: holder = nil
-            }
             logger.notice("fleet: \(configuration.instance) stops publishing for \(site): \(reason)")
-            books.withLock {
-                $0.broker.role = "standby"
-                $0.broker.activeInstance = holder
-            }
         }
         changes.changed()
     }
@@ -445,9 +432,13 @@ public final class FleetService: Service, Sendable {
     /// counter the client keeps, read just before).
     private func drawn<Page>(_ draw: (FleetModel, FleetViews.BrokerState) -> Page) -> Page {
         let dropped = client.droppedDeliveries
+        // The standing on the lease is read from the lease itself, never kept beside it: an instance that starts as a
+        // standby reaches that state without an action, and a copy made at actions said "starting" for ever.
+        let standing = lease.withLock { FleetViews.LeaseStanding($0) }
         return books.withLock { books in
             var broker = books.broker
             broker.droppedMessages = dropped
+            (broker.role, broker.activeInstance) = (standing.role, standing.activeInstance)
             return draw(books.model, broker)
         }
     }

@@ -126,10 +126,8 @@ public struct FleetSettingsFile: Sendable, Equatable {
             historyRetentionS = h * 3600
         }
         instance = try string("instance")
-        if let i = instance,
-            i.isEmpty || i.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 })
-        {
-            throw Problem(path: "fleet.instance", reason: "expected a name without spaces")
+        if let i = instance, let problem = FleetConfiguration.problem(instance: i) {
+            throw Problem(path: "fleet.instance", reason: problem)
         }
         if let v = section["lease_s"] {
             // Renewed every third of it, fenced at three quarters: below 3 s the renewals would crowd the fence.

@@ -73,6 +73,23 @@ public enum FleetViews {
         }
     }
 
+    /// This instance's standing on the site's lease, as the pages and /metrics show it.
+    struct LeaseStanding {
+        var role: String
+        var activeInstance: String?
+
+        init(_ lease: FleetLease) {
+            switch lease.state {
+            case .away: (role, activeInstance) = ("disconnected", nil)
+            case .waking: (role, activeInstance) = ("starting", nil)
+            case .standby(let holder, _): (role, activeInstance) = ("standby", holder)
+            case .claiming: (role, activeInstance) = ("claiming", nil)
+            case .active: (role, activeInstance) = ("active", lease.me)
+            case .fenced: (role, activeInstance) = ("fenced", nil)
+            }
+        }
+    }
+
     public struct GatewayPage: Sendable, Encodable {
         public var now: Double
         public var broker: BrokerState

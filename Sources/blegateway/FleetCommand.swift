@@ -71,8 +71,9 @@ struct FleetCommand: AsyncParsableCommand {
         }
         c.homeAssistantDiscoveryPrefix = homeassistantDiscoveryPrefix ?? file.homeAssistantDiscoveryPrefix
         if let name = instance ?? file.instance {
-            guard !name.isEmpty, !name.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0.value < 0x20 })
-            else { throw ValidationError("--instance: expected a name without spaces") }
+            if let problem = FleetConfiguration.problem(instance: name) {
+                throw ValidationError("--instance: \(problem)")
+            }
             c.instance = name
         }
         if let l = file.leaseS { c.lease = FleetLease.Settings(leaseS: l) }

@@ -150,6 +150,21 @@ struct FleetLeaseTests {
         #expect(b.deadline(now: 7) == [.claim(Claim(instance: "a", serial: 11, epoch: 2, leaseS: 15))])
     }
 
+    /// What the pages and /metrics show is read from the lease's state: a standby that never acted (no action took it
+    /// there) says standby and names the holder, the active one names itself.
+    @Test func thePagesStandingIsTheLeasesState() {
+        var b = FleetLease(instance: "b", firstSerial: 1)
+        #expect(FleetViews.LeaseStanding(b).role == "disconnected")
+        _ = b.connected(now: 0)
+        #expect(FleetViews.LeaseStanding(b).role == "starting")
+        _ = b.received(Self.claim("a", serial: 4, epoch: 2), now: 0.2)
+        _ = b.deadline(now: 2)
+        let standby = FleetViews.LeaseStanding(b)
+        #expect(standby.role == "standby" && standby.activeInstance == "a")
+        let active = FleetViews.LeaseStanding(Self.activeAlone())
+        #expect(active.role == "active" && active.activeInstance == "a")
+    }
+
     @Test func aPayloadThatIsNotAClaimIsCountedAndChangesNothing() {
         var a = Self.activeAlone()
         #expect(a.received(Array("hello".utf8), now: 4) == [])

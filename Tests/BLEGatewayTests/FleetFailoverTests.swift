@@ -172,7 +172,7 @@ extension EndToEndSuites {
 
             // --- b starts beside it: a standby, it claims nothing while a renews.
             let bStarted = ContinuousClock.now
-            var b = try Self.startFleet("fleet-b", relay: relayB, in: root)
+            let b = try Self.startFleet("fleet-b", relay: relayB, in: root)
             try await Task.sleep(for: .seconds(Self.leaseS * 2))
             #expect(
                 !observer.claims(since: bStarted).contains { $0.instance == "fleet-b" },
@@ -241,7 +241,6 @@ extension EndToEndSuites {
             #expect(
                 bFenced != nil && aResumed != nil && bFenced! <= aResumed!,
                 "fleet-b stopped at \(bFenced ?? "never"), fleet-a began again at \(aResumed ?? "never")")
-            _ = b
         }
     }
 }
