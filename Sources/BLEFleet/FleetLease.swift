@@ -112,13 +112,16 @@ public struct FleetLease: Sendable {
         case deactivate(Reason)
     }
 
-    public struct Counters: Sendable, Equatable {
+    public struct Counters: Sendable, Equatable, Encodable {
         /// Claims with a lower epoch than one already seen (a cut-off instance's late renewals): ignored.
         public var staleClaims = 0
         /// Payloads on the lease topic that are not a claim: ignored.
         public var unreadable = 0
+        /// Times this instance became the active one.
         public var activations = 0
+        /// Times this instance stopped publishing because the broker echoed nothing of its claim for too long.
         public var fences = 0
+        public init() {}
     }
 
     /// The site's lease topic (retained).

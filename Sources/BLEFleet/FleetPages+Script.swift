@@ -67,7 +67,8 @@ extension FleetPages {
               (b.connected ? "connected" : "disconnected" + (b.lastError ? ": " + b.lastError : "")) +
               (b.droppedMessages ? `, ${b.droppedMessages} messages lost (service behind)` : "") +
               (b.instance ? ` · ${b.instance}: ${b.role}` +
-                (b.role !== "active" && b.activeInstance ? ` (active: ${b.activeInstance})` : "") : "");
+                (b.role !== "active" && b.activeInstance ? ` (active: ${b.activeInstance})` : "") +
+                (b.lease && b.lease.fences ? `, fenced ${b.lease.fences}×` : "") : "");
             e.className = "pill " + (b.connected && !b.droppedMessages ? "ok" : "bad");
           }
 

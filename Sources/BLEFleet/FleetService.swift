@@ -438,7 +438,9 @@ public final class FleetService: Service, Sendable {
         return books.withLock { books in
             var broker = books.broker
             broker.droppedMessages = dropped
-            (broker.role, broker.activeInstance) = (standing.role, standing.activeInstance)
+            (broker.role, broker.activeInstance, broker.lease) = (
+                standing.role, standing.activeInstance, standing.counters
+            )
             return draw(books.model, broker)
         }
     }

@@ -60,6 +60,8 @@ public enum FleetViews {
         public var instance = ""
         public var role = "starting"
         public var activeInstance: String?
+        /// What the lease ignored (stale claims, unreadable payloads) and how often this instance took over or fenced.
+        public var lease = FleetLease.Counters()
         public init(
             url: String, connected: Bool = false, reconnects: Int = 0, lastError: String? = nil,
             droppedMessages: Int = 0, instance: String = ""
@@ -77,8 +79,10 @@ public enum FleetViews {
     struct LeaseStanding {
         var role: String
         var activeInstance: String?
+        var counters: FleetLease.Counters
 
         init(_ lease: FleetLease) {
+            counters = lease.counters
             switch lease.state {
             case .away: (role, activeInstance) = ("disconnected", nil)
             case .waking: (role, activeInstance) = ("starting", nil)

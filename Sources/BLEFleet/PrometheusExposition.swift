@@ -120,6 +120,18 @@ public enum PrometheusExposition {
             "blegateway_fleet_active", "gauge",
             "1 while this instance holds the site's lease and publishes presence and rooms (0: standby).",
             [("instance", broker.instance)], broker.role == "active" ? 1 : 0)
+        let lease = broker.lease
+        for (i, (kind, value)) in [
+            ("activation", lease.activations), ("fence", lease.fences), ("stale_claim", lease.staleClaims),
+            ("unreadable_claim", lease.unreadable),
+        ].enumerated() {
+            add(
+                "blegateway_fleet_lease_events_total", i == 0 ? "counter" : "",
+                i == 0
+                    ? "Events on the site's lease, by kind: this instance took over or fenced itself; claims ignored as "
+                        + "stale (a lower epoch) or unreadable." : "",
+                [("instance", broker.instance), ("kind", kind)], Double(value))
+        }
         add(
             "blegateway_fleet_dropped_messages_total", "counter",
             "Messages the fleet service lost because it fell behind the broker.", [], Double(broker.droppedMessages))

@@ -49,4 +49,22 @@ import Testing
             #expect(lines.contains(#"blegateway_dropped_total{gateway="gw-1",stage="\#(stage)"} \#(n)"#), "\(stage)")
         }
     }
+
+    /// What the lease did and ignored is published per instance, so two instances' dashboards show which one fenced
+    /// itself and how many late claims from a cut-off peer were refused.
+    @Test func theLeasesEventsAreCountersByKind() {
+        var broker = FleetViews.BrokerState(url: "mqtt://x", connected: true, instance: "fleet-a")
+        broker.role = "active"
+        broker.lease.activations = 2
+        broker.lease.fences = 1
+        broker.lease.staleClaims = 3
+        broker.lease.unreadable = 4
+        let lines = PrometheusExposition.render(FleetModel(prefix: "demo"), broker: broker)
+            .split(separator: "\n").map(String.init)
+        #expect(lines.contains(#"blegateway_fleet_active{instance="fleet-a"} 1"#))
+        for (kind, n) in [("activation", 2), ("fence", 1), ("stale_claim", 3), ("unreadable_claim", 4)] {
+            #expect(lines.contains(#"blegateway_fleet_lease_events_total{instance="fleet-a",kind="\#(kind)"} \#(n)"#))
+        }
+        #expect(lines.filter { $0 == "# TYPE blegateway_fleet_lease_events_total counter" }.count == 1)
+    }
 }
