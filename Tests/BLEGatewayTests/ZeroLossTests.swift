@@ -141,10 +141,13 @@ extension EndToEndSuites {
 
         /// The simulator's office at real speed in `root`/sim, its log in `root`; returns once the lobby gateway's
         /// controller socket is there.
-        static func startOffice(in root: URL) async throws -> (child: Child, lobbySocket: String) {
+        static func startOffice(in root: URL, scenario: String? = nil) async throws -> (
+            child: Child, lobbySocket: String
+        ) {
             let simDir = root.appendingPathComponent("sim")
             try FileManager.default.createDirectory(at: simDir, withIntermediateDirectories: true)
-            let scenario = BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml").path
+            let scenario =
+                scenario ?? BuiltProducts.repositoryRoot.appendingPathComponent("config/scenarios/office.yaml").path
             let sim = try Child(
                 BuiltProducts.blegateway,
                 [
