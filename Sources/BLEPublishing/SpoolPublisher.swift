@@ -62,6 +62,8 @@ public final class SpoolPublisher: Sendable {
     let base: String?
     /// The largest payload to send (0: no limit of ours); larger readings are dead letters.
     let maxPayloadBytes: Int
+    /// Told each reading the broker acknowledged, by topic and family (the gateway's read-back under MQTT 3.1.1).
+    let acknowledgedObserver: (@Sendable (_ topic: String, _ family: String) -> Void)?
     let wake = WakeSignal()
     /// Signalled on every acknowledgement and connection change: `drain` waits on it.
     let progress = WakeSignal()
@@ -121,13 +123,16 @@ public final class SpoolPublisher: Sendable {
     ///     and connection changes wake it too.
     ///   - base: the gateway's `<prefix>/<gateway>` (`Topics`), by which refusals hold back families of topics.
     ///   - refusalBackoff: the wait before a refused family is tried again, doubling up to `maxRefusalBackoff`.
+    ///   - acknowledged: told the topic and family of each reading the broker acknowledged (nil: nobody asks).
     public init(
         spool: Spool, client: MQTTClient, window: Int, clock: any BLEClock,
         retryInterval: Duration = .milliseconds(100),
         maxPayloadBytes: Int = 0, base: String? = nil,
-        refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60), poisonAfterLosses: Int = 5
+        refusalBackoff: Duration = .seconds(1), maxRefusalBackoff: Duration = .seconds(60), poisonAfterLosses: Int = 5,
+        acknowledged: (@Sendable (_ topic: String, _ family: String) -> Void)? = nil
     ) {
         self.base = base
+        self.acknowledgedObserver = acknowledged
         self.maxPayloadBytes = maxPayloadBytes
         (notices, noticeSink) = AsyncStream.makeStream(
             of: Notice.self, bufferingPolicy: .bufferingNewest(Self.noticeBuffer))
@@ -324,6 +329,7 @@ public final class SpoolPublisher: Sendable {
         case .success:
             spool.acknowledge(CollectionOfOne(r.seq))
             let family = RefusalHolds.family(of: r.reading.topic, base: base)
+            acknowledgedObserver?(r.reading.topic, family)
             let ended = state.withLock { s -> Bool in
                 s.poison.acknowledged(r.seq)
                 guard let hold = s.holds.acknowledged(family) else { return false }

@@ -164,6 +164,7 @@ extension GatewayRuntime {
             client.submit(message) { [self] result in
                 switch result {
                 case .success:
+                    readBackAcknowledged(m.topic)
                     publishDiscovery(homeAssistant.withLock { $0.outbox.acknowledged(send) })
                 case .failure(let e)
                 where e.kind == .reasonCode && MQTTReasonCode(rawValue: e.code).isFailure || e.isQoSNotSupported:

@@ -94,6 +94,8 @@ struct GatewayReadings: Sendable {
         var unretained = 0
         /// MQTT 3.1.1 only: the gateway's own online status did not come back after the last connection (StatusEcho).
         var deniedSuspected: Bool? = nil
+        /// MQTT 3.1.1 only: the families whose first acknowledged message did not come back (PublishEcho).
+        var deniedSuspectedFamilies: [String]? = nil
         var publishRate: Double
         var reconnects: Int
         /// The broker connected to now (`MQTTClient.broker`), and connections accepted by another than the one before.
@@ -203,6 +205,7 @@ struct GatewayReadings: Sendable {
             p.int("rejected", h.publish.rejected)
             p.int("unretained", h.unretained)
             if let d = h.deniedSuspected { p.bool("denied_suspected", d) }
+            if let f = h.deniedSuspectedFamilies { p.strings("denied_suspected_families", f) }
             p.int("expired", h.publish.expired)
             p.int("dropped_deliveries", h.droppedDeliveries)
             // Only when a notice (a dead letter, a refusal beginning or ending) went unread: the counts hold anyway.

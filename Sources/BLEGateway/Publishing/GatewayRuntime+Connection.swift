@@ -20,6 +20,8 @@ extension GatewayRuntime {
                 let broker = client.broker.map { "\(scheme)://\($0)" } ?? configuration.mqtt.broker
                 logger.info("connected to \(broker) (session present: \(sessionPresent))")
                 statusEchoConnected()
+                // Before anything of this connection is published: each family's read-back is subscribed first.
+                startReadBacks()
                 // Online again: a retained status that overrides the last will's offline. It goes through the spool
                 // like every state event, so it takes its place in the sequence.
                 recordState(
@@ -32,6 +34,7 @@ extension GatewayRuntime {
             case .disconnected(let error):
                 if let error { logger.warning("broker connection lost: \(error)") }
                 state.withLock { $0.echo.disconnected() }
+                stopReadBacks()
                 homeAssistantDisconnected()
                 ownership?.brokerLost()
             case .connectionRefused(let error):

@@ -24,6 +24,8 @@ extension GatewayRuntime {
             unretained: client.unretainedPublishes,
             // MQTT 5 says why a publish was refused; under 3.1.1 the own-status echo is the only witness.
             deniedSuspected: configuration.mqtt.protocolVersion == 5 ? nil : state.withLock { $0.echo.suspected },
+            deniedSuspectedFamilies: configuration.mqtt.protocolVersion == 5
+                ? nil : publishEcho.withLock { $0.suspected },
             publishRate: publishRate,
             reconnects: reconnects, broker: client.broker?.description, failovers: client.failovers,
             reports: counters.reports, reportRate: reportRate,

@@ -58,6 +58,12 @@ public final class GatewayRuntime: Service, Sendable {
     let configurationApplied = WakeSignal()
     /// Signalled at each CONNACK under MQTT 3.1.1: the own-status echo's deadline starts (GatewayRuntime+StatusEcho).
     let statusEchoChanged = WakeSignal()
+    /// MQTT 3.1.1: each family's read-back (PublishEcho), told by the publisher of each acknowledgement; signalled when
+    /// an echo's deadline begins.
+    let publishEcho: Locked<PublishEcho>
+    let publishEchoChanged = WakeSignal()
+    /// The read-backs of the current connection (GatewayRuntime+PublishEcho), cancelled when it ends.
+    let readBacks = Locked<[Task<Void, Never>]>([])
 
     struct RuntimeState: Sendable {
         var adapters = AdapterStates()
@@ -139,9 +145,14 @@ public final class GatewayRuntime: Service, Sendable {
                 gateway: configuration,
                 will: readings.willPayload(ts: clock.unixTime(), synced: clockSynchronized()), on: readings.topics),
             clock: clock)
+        let echo = Locked(PublishEcho(wait: Self.statusEchoWait.seconds))
+        publishEcho = echo
+        let readBack =
+            configuration.mqtt.protocolVersion == 5
+            ? nil : Self.readBackObserver(echo, changed: publishEchoChanged, clock: clock)
         publisher = SpoolPublisher(
             spool: spool, client: client, window: configuration.mqtt.inflight, clock: clock,
-            maxPayloadBytes: configuration.mqtt.maxPayloadBytes, base: topics.base)
+            maxPayloadBytes: configuration.mqtt.maxPayloadBytes, base: topics.base, acknowledged: readBack)
         let (seen, sawState) = AsyncStream.makeStream(of: BDAddress.self)
         peripheralsSeen = seen
         peripherals = Self.makePeripherals(
@@ -196,6 +207,7 @@ public final class GatewayRuntime: Service, Sendable {
         parts.started("enrolment commands", followEnrolments())
         parts.started("peripheral ownership", ownership?.start())
         parts.started("own status", followOwnStatus())
+        parts.started("read-back deadlines", publishEchoDeadlines())
         parts.started("publisher notices", Task { await followPublisherNotices() })
         parts.started("peripherals seen", Task { for await a in peripheralsSeen { peripheralSeen(a) } })
         parts.started("esphome api", esphome.map { proxy in Task { await runESPHomeProxy(proxy) } })
