@@ -95,4 +95,24 @@ import Testing
         let due = e.deadline(now: 60)
         #expect(due.isEmpty && e.suspected.isEmpty)
     }
+
+    /// Every family is read back at the first connection; later only what was published and not yet confirmed, and
+    /// what is suspected: a confirmed family costs no SUBSCRIBE at a failover.
+    @Test func laterConnectionsReadBackOnlyWhatIsPublishedAndUnconfirmedOrSuspected() {
+        var e = PublishEcho(wait: 10)
+        let all = ["p/gw/health", "p/gw/beacons", "p/gw/regions", discovery]
+        let first = e.connected(all)
+        #expect(first == all)
+        for f in first { e.listening(f) }
+        _ = e.acknowledged("p/gw/health", family: "p/gw/health", now: 0)
+        _ = e.received("p/gw/health", family: "p/gw/health")
+        _ = e.acknowledged(doc, family: discovery, now: 0)
+        _ = e.deadline(now: 10)
+        e.disconnected()
+        // beacons: published only now, between connections (before its read-back listened again).
+        _ = e.acknowledged("p/gw/beacons/b1", family: "p/gw/beacons", now: 11)
+        let second = e.connected(all)
+        #expect(second == ["p/gw/beacons", discovery], "health confirmed, regions never published")
+        #expect(e.settled("p/gw/health"))
+    }
 }

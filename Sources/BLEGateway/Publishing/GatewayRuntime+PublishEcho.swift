@@ -38,7 +38,7 @@ extension GatewayRuntime {
             topic, RefusalHolds.family(of: topic, base: readings.topics.base))
     }
 
-    /// A CONNACK: each family's read-back subscribes now, before this connection publishes anything (the publisher
+    /// A CONNACK: each family to read back on this connection (PublishEcho.connected) subscribes now, before this connection publishes anything (the publisher
     /// is told of the connection after this), so the SUBSCRIBE goes out ahead of every publish it judges and the
     /// broker, which handles a connection's packets in order, holds the subscription before the family's first
     /// message. Waiting for the SUBACK instead would lose the race against the burst a connection starts with
@@ -46,9 +46,13 @@ extension GatewayRuntime {
     /// longer than one message.
     func startReadBacks() {
         guard configuration.mqtt.protocolVersion != 5 else { return }
-        let started = readBackFamilies.compactMap { family, filters -> Task<Void, Never>? in
+        let all = readBackFamilies
+        let chosen = Set(publishEcho.withLock { $0.connected(all.map(\.family)) })
+        let started = all.filter { chosen.contains($0.family) }.compactMap { family, filters -> Task<Void, Never>? in
             let stream: AsyncStream<MQTTMessage>
-            do { stream = try client.subscribe(filters, qos: .atLeastOnce, buffer: 64) } catch {
+            // At QoS 0: one message is enough to judge, and a broker that keeps QoS 1 subscriptions as stored consumers
+            // (NATS's JetStream) would make and drop one per family at every connection.
+            do { stream = try client.subscribe(filters, qos: .atMostOnce, buffer: 64) } catch {
                 logger.error("cannot read back \(filters): \(error)")
                 return nil
             }

@@ -1,9 +1,14 @@
 /// StatusEcho's reason, for every family of topics the gateway publishes: under MQTT 3.1.1 an ACL that denies one
 /// family (Home Assistant's discovery, the readings) while it allows the status is acknowledged and dropped as
-/// silently. So after each connection the gateway reads back one of its own messages per family: the first one the
-/// broker acknowledged must come back on the family's read-back subscription within the wait; a family whose message
-/// never does is reported (`health.publish.denied_suspected_families`) and logged once per episode. A family is
-/// `RefusalHolds.family` (`<prefix>/<gateway>/<level>`, or the first two levels outside it).
+/// silently. So the gateway reads back one of its own messages per family: the first one the broker acknowledged
+/// after the read-back subscribed must come back on it within the wait; a family whose message never does is reported
+/// (`health.publish.denied_suspected_families`) and logged once per episode. A family is `RefusalHolds.family`
+/// (`<prefix>/<gateway>/<level>`, or the first two levels outside it).
+///
+/// Which families are read back at a connection (`connected`): all of them at the first; later, those published in
+/// this run and not yet confirmed, and every suspected one. A family confirmed once is not read back again in the
+/// run: each SUBSCRIBE and UNSUBSCRIBE of a persistent session is a stored write on some brokers (NATS keeps sessions
+/// in a replicated stream), and ten gateways doing that for every family at every failover starved the cluster.
 ///
 /// Pure: events in, what to report out; the runtime subscribes, ends each read-back once it echoed (so no family's
 /// traffic comes back for longer than one message), schedules the deadline and logs.
@@ -14,7 +19,7 @@ struct PublishEcho: Sendable, Equatable {
         case listening
         /// `topic`, acknowledged at `since`, has not come back yet.
         case awaiting(topic: String, since: Double)
-        /// It came back on this connection.
+        /// It came back (on this connection or an earlier one of the run).
         case confirmed
         /// It did not come back within the wait. Kept across reconnections until a message of the family comes back;
         /// `topic` is the one awaited again once the read-back listens (nil until a message is acknowledged).
@@ -39,6 +44,9 @@ struct PublishEcho: Sendable, Equatable {
     static let earlyLimit = 256
     /// Episodes begun (each logged once).
     private(set) var episodes = 0
+    /// Families the broker acknowledged a message of in this run, and connections begun.
+    private(set) var published: Set<String> = []
+    private(set) var connections = 0
 
     init(wait: Double) { self.wait = wait }
 
@@ -52,15 +60,28 @@ struct PublishEcho: Sendable, Equatable {
         watches.values.compactMap { if case .awaiting(_, let since) = $0 { since + wait } else { nil } }.min()
     }
 
-    /// The connection ended: what was being watched is watched again on the next one; suspicions stay.
+    /// A connection begins: of `families`, those to read back on it (see the type's comment).
+    mutating func connected(_ families: [String]) -> [String] {
+        connections += 1
+        return families.filter { family in
+            switch watches[family] {
+            case .confirmed: false
+            case .suspected: true
+            default: connections == 1 || published.contains(family)
+            }
+        }
+    }
+
+    /// The connection ended: what was being watched is watched again when the family is next read back; a
+    /// confirmation and a suspicion stay.
     mutating func disconnected() {
         early = [:]
-        watches = watches.compactMapValues { w in
+        watches = watches.compactMapValues { w -> Watch? in
+            switch w {
+            case .confirmed: return .confirmed
             // A suspicion is judged again by the first message acknowledged on the next connection.
-            if case .suspected(let since, _, _) = w {
-                .suspected(since: since, topic: nil, listening: false)
-            } else {
-                nil
+            case .suspected(let since, _, _): return .suspected(since: since, topic: nil, listening: false)
+            default: return nil
             }
         }
     }
@@ -78,6 +99,7 @@ struct PublishEcho: Sendable, Equatable {
     /// The broker acknowledged a publish of `topic`, of `family`. Only the first after the read-back listens is
     /// awaited: one sent before it may have passed the subscription. Returns whether an echo's deadline began.
     mutating func acknowledged(_ topic: String, family: String, now: Double) -> Bool {
+        if !published.contains(family) { published.insert(family) }
         let echoed = early[family]?.contains(topic) == true
         switch watches[family] {
         case .listening:
