@@ -100,19 +100,12 @@ public final class FleetService: Service, Sendable {
             // active instance clears the lease (the standby takes over at once) and says offline, retained, since a
             // clean DISCONNECT does not set off the last will (MQTT 5 §3.1.2.5); a standby says nothing.
             try await group.next()
-            let actions = lease.withLock { lease in
-                let actions = lease.stop()
-                for action in actions { perform(action) }
-                return actions
-            }
-            if actions.contains(.release) {
-                _ = try? await client.publish(
-                    MQTTMessage(
-                        topic: FleetLease.topic(configuration.prefix), payload: [], qos: .atLeastOnce, retain: true))
-                _ = try? await client.publish(
-                    MQTTMessage(
-                        topic: FleetPresence.statusTopic(configuration.prefix),
-                        payload: FleetPresence.statusPayload(online: false), qos: .atLeastOnce, retain: true))
+            for action in lease.withLock({ $0.stop() }) {
+                if case .release = action {
+                    await releaseLease()
+                } else {
+                    lease.withLock { _ in perform(action) }
+                }
             }
             group.cancelAll()
         }
@@ -195,6 +188,9 @@ public final class FleetService: Service, Sendable {
     /// The monotonic clock in seconds, as the lease counts.
     private func seconds() -> Double { clock.now() / .seconds(1) }
 
+    /// Unix time with milliseconds, as the lease's log lines give it.
+    static func stamp(_ unixTime: Double) -> String { String(format: "%.3f", unixTime) }
+
     /// One event into the lease, its actions carried out in the lease's order (under its lock: an activation and the
     /// deactivation that follows it never pass each other), and the deadline watcher woken.
     private func leaseEvent(_ event: (inout FleetLease) -> [FleetLease.Action]) {
@@ -222,6 +218,17 @@ public final class FleetService: Service, Sendable {
         }
     }
 
+    /// The active instance stops: the lease is cleared, so the standby takes over at once, and the status says
+    /// offline, retained (a clean DISCONNECT does not set off the last will, MQTT 5 §3.1.2.5); both awaited.
+    private func releaseLease() async {
+        _ = try? await client.publish(
+            MQTTMessage(topic: FleetLease.topic(configuration.prefix), payload: [], qos: .atLeastOnce, retain: true))
+        _ = try? await client.publish(
+            MQTTMessage(
+                topic: FleetPresence.statusTopic(configuration.prefix),
+                payload: FleetPresence.statusPayload(online: false), qos: .atLeastOnce, retain: true))
+    }
+
     private func perform(_ action: FleetLease.Action) {
         let site = configuration.prefix
         switch action {
@@ -232,15 +239,21 @@ public final class FleetService: Service, Sendable {
                 if case .failure(let e) = result { logger.warning("fleet: lease claim not published: \(e)") }
             }
         case .release:
-            break  // published, awaited, by run() as it ends
+            // Only stopping asks for it, and run() awaits it there (releaseLease) before the connection closes.
+            assertionFailure("the lease asked for a release outside stop()")
         case .activate(let epoch):
-            logger.notice("fleet: \(configuration.instance) is the active instance for \(site) (lease epoch \(epoch))")
+            // The moment to the millisecond (the log's own stamp has seconds): two instances' logs order a handover.
+            logger.notice(
+                "fleet: \(configuration.instance) is the active instance for \(site) (lease epoch \(epoch), at \(Self.stamp(clock.unixTime())))"
+            )
             publishStatus()
             // A standby followed everything: its rooms and tags are published whole once (the same as the retained ones
             // where both instances agreed, so no room changes twice), and their documents again.
             presence.withLock { $0.takeOver() }
         case .deactivate(let reason):
-            logger.notice("fleet: \(configuration.instance) stops publishing for \(site): \(reason)")
+            logger.notice(
+                "fleet: \(configuration.instance) stops publishing for \(site): \(reason) (at \(Self.stamp(clock.unixTime())))"
+            )
         }
         changes.changed()
     }

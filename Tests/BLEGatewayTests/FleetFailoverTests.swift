@@ -34,6 +34,9 @@ extension EndToEndSuites {
             private let lock = NSLock()
             private var seen: [Seen] = []
             private var tasks: [Task<Void, any Error>] = []
+            /// Those waiting in `first`, each resumed by the arrival that holds for it or by its limit.
+            private var waiters:
+                [UUID: (since: ContinuousClock.Instant, holds: (Seen) -> Bool, CheckedContinuation<Seen?, Never>)] = [:]
 
             init(port: Int) throws {
                 var c = MQTTConfiguration()
@@ -49,7 +52,13 @@ extension EndToEndSuites {
                         for await m in stream {
                             let s = Seen(
                                 at: .now, topic: m.topic, payload: String(decoding: m.payload, as: UTF8.self))
-                            self.lock.withLock { self.seen.append(s) }
+                            let woken = self.lock.withLock {
+                                self.seen.append(s)
+                                let ready = self.waiters.filter { s.at >= $0.value.since && $0.value.holds(s) }
+                                for id in ready.keys { self.waiters[id] = nil }
+                                return ready.values.map(\.2)
+                            }
+                            for c in woken { c.resume(returning: s) }
                         }
                     })
             }
@@ -67,16 +76,24 @@ extension EndToEndSuites {
                 }
             }
 
-            /// Waits (by the observer's own arrivals, up to `limit`) for a message that `holds`; returns it.
+            /// Waits (woken by the observer's own arrivals, up to `limit`) for a message that `holds`; returns it.
             func first(
                 since: ContinuousClock.Instant, limit: Duration, _ holds: @escaping (Seen) -> Bool
             ) async -> Seen? {
-                let end = ContinuousClock.now + limit
-                while ContinuousClock.now < end {
-                    if let s = all.first(where: { $0.at >= since && holds($0) }) { return s }
-                    try? await Task.sleep(for: .milliseconds(100))
+                let id = UUID()
+                return await withCheckedContinuation { c in
+                    let found = lock.withLock {
+                        let found = seen.first { $0.at >= since && holds($0) }
+                        if found == nil { waiters[id] = (since, holds, c) }
+                        return found
+                    }
+                    if let found { return c.resume(returning: found) }
+                    // The limit: whoever is still waiting then gets nothing (an arrival may have resumed it first).
+                    Task {
+                        try? await Task.sleep(for: limit)
+                        self.lock.withLock { self.waiters.removeValue(forKey: id) }?.2.resume(returning: nil)
+                    }
                 }
-                return nil
             }
 
             func stop() { for t in tasks { t.cancel() } }
@@ -124,13 +141,17 @@ extension EndToEndSuites {
         }
 
         /// The moments instance `name` started and stopped acting, from its log ("is the active instance", "stops
-        /// publishing"), to the second (the log's stamps).
-        static func activity(_ log: String) -> [(started: Bool, at: String)] {
+        /// publishing"), in Unix time to the millisecond (each line says when: "at 1733594123.456").
+        static func activity(_ log: String) -> [(started: Bool, at: Double)] {
             let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             return text.split(separator: "\n").compactMap { line in
-                let stamp = String(line.prefix(while: { $0 != " " }))
-                if line.contains("is the active instance") { return (true, stamp) }
-                if line.contains("stops publishing") { return (false, stamp) }
+                guard
+                    let at = line.range(of: "at ", options: .backwards).flatMap({ r in
+                        Double(line[r.upperBound...].prefix { $0.isNumber || $0 == "." })
+                    })
+                else { return nil }
+                if line.contains("is the active instance") { return (true, at) }
+                if line.contains("stops publishing") { return (false, at) }
                 return nil
             }
         }
@@ -232,15 +253,20 @@ extension EndToEndSuites {
             #expect(a.stop(SIGTERM, limit: .seconds(20)) == true, "fleet-a stops on SIGTERM")
             #expect(b.stop(SIGTERM, limit: .seconds(20)) == true, "fleet-b stops on SIGTERM")
 
-            // Never both: b's acting ended (fenced) no later than a's began again, by their own logs.
+            // Never both: b's acting ended (fenced) no later than a's began again, by their own logs (to the millisecond,
+            // one machine's clock).
             let aLog = Self.activity(root.appendingPathComponent("fleet-a.log").path)
             let bLog = Self.activity(root.appendingPathComponent("fleet-b.log").path)
             let bFenced = bLog.first { !$0.started }?.at
             let aResumed = aLog.filter(\.started).dropFirst().first?.at
             #expect(bLog.filter(\.started).count == 1, "fleet-b acted once: \(bLog)")
+            if let bFenced, let aResumed {
+                print("fleet failover: fleet-b fenced \(aResumed - bFenced) s before fleet-a acted")
+            }
             #expect(
                 bFenced != nil && aResumed != nil && bFenced! <= aResumed!,
-                "fleet-b stopped at \(bFenced ?? "never"), fleet-a began again at \(aResumed ?? "never")")
+                "fleet-b stopped at \(bFenced.map { "\($0)" } ?? "never"), fleet-a began again at \(aResumed.map { "\($0)" } ?? "never")"
+            )
         }
     }
 }
