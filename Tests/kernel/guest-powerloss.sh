@@ -4,6 +4,9 @@
 #   control  a writer on the virtio disk, 50 rows at synchronous=FULL, then on at synchronous=OFF, logging each
 #            commit (the drill must see it keep the first and lose some of the rest)
 #   run      the gateway on the virtio disk, its log (with each commit's durable seqs) on the share
+#   salvage  the same, after damaging the spool so that its start must salvage it: the dead letters' table (empty in
+#            the drill) gets a malformed root page, so quick_check fails while every reading stays readable; the
+#            console hears when the salvage has begun (its marker is on the disk), and the cut falls at once
 #   final    nothing runs: this boot only records what it found
 # Every boot first mounts the disk (the kernel replays ext4's journal) and copies what it finds to the share, before
 # anything writes to it: that copy is what the host checks against what the previous boot had said was durable.
@@ -63,6 +66,38 @@ while True:
         print("[powerloss] committing", flush=True)
 PY
     ;;
+salvage)
+    if ! python3 - /run/spool/spool.sqlite > /dev/console <<'PY'
+import os, sqlite3, sys
+path = sys.argv[1]
+db = sqlite3.connect(path)
+# Everything in the file itself first, so the damage below is not overlaid by a newer copy of the page in the WAL.
+db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+page_size = db.execute("PRAGMA page_size").fetchone()[0]
+root = db.execute("SELECT rootpage FROM sqlite_master WHERE name = 'dead_letters'").fetchone()[0]
+letters = db.execute("SELECT count(*) FROM dead_letters").fetchone()[0]
+readings = db.execute("SELECT count(*) FROM readings").fetchone()[0]
+db.close()
+if letters:
+    sys.exit(f"[powerloss] the spool holds {letters} dead letters: damaging their table would lose them")
+with open(path, "r+b") as f:
+    f.seek((root - 1) * page_size)
+    f.write(bytes(8))  # page type 0: not a b-tree page
+    f.flush()
+    os.fsync(f.fileno())
+print(f"[powerloss] damaged the dead letters' root page ({root}); {readings} readings to salvage", flush=True)
+PY
+    then
+        say "damage failed"
+        exit 1
+    fi
+    # The salvage has begun once its marker is on the disk (Spool: moved aside, not yet committed in the new file).
+    ( while [ ! -e /run/spool/spool.sqlite.salvaging ]; do sleep 0.01; done; say "salvaging" ) &
+    MODE=run
+    ;;
+esac
+
+case $MODE in
 run)
     say "process starting"
     # The drill's broken variant: a gateway that skips its commit fsync (never a setting).

@@ -144,13 +144,46 @@ check("a seq delivered twice is the same reading", not twice, f"seqs with differ
 check("the gateways committed the scan's samples in at least half the boots (the drill exercised the spool)",
       sampling_boots >= (boots - 2) // 2, f"only {sampling_boots} of {boots - 2} boots committed samples")
 
+# The salvage boots (mode salvage in drill.env): the spool was damaged and the cut fell as the salvage began. Where the
+# next boot found the salvage's marker, the cut landed inside it: that boot must have finished it, and no reading
+# that was in the spool before the damage (as the salvage boot found it) may be missing from the spool the boot after
+# found, unless it was delivered.
+cuts_file = os.path.join(work, "cuts.txt")
+salvage_boots = [int(l.split()[0]) for l in (open(cuts_file).read().splitlines() if os.path.exists(cuts_file) else [])
+                 if len(l.split()) > 1 and l.split()[1] == "salvage" and int(l.split()[0]) < boots - 1]
+landed = []
+for s in salvage_boots:
+    marker = os.path.exists(os.path.join(results, f"boot-{s + 1}", "found", "spool.sqlite.salvaging"))
+    if not marker:
+        continue
+    landed.append(s)
+    # Cut after the file was moved aside, the next start resumes the salvage; cut between the marker and the move, the
+    # file is still where it was, still damaged, and is salvaged again from the start. Either way it must be finished:
+    # no marker left for the boot after.
+    lines = log_lines(s + 1, "gateway.log")
+    how = ("resumed" if any("resumed the salvage" in l for l in lines)
+           else "salvaged again" if any("moved aside to" in l for l in lines) else "")
+    left = os.path.exists(os.path.join(results, f"boot-{s + 2}", "found", "spool.sqlite.salvaging"))
+    check(f"boot {s + 1} finishes the salvage boot {s}'s cut interrupted ({how or 'no salvage'})", how and not left,
+          "its gateway's log says it neither resumed nor redid the salvage" if not how
+          else "the salvage's marker was still there at the next boot")
+    before, state = found_rows(s, "spool.sqlite", ["SELECT seq FROM readings"])
+    after, after_state = found_rows(s + 2, "spool.sqlite", ["SELECT seq FROM readings", "SELECT seq FROM dead_letters"])
+    missing = sorted(q for q in before if q not in after and q not in delivered)
+    check(f"a salvage cut short at boot {s} loses no reading ({len(before)} in the spool before the damage)",
+          state == "ok" and after_state == "ok" and not missing,
+          f"before: {state}, after: {after_state}; {len(missing)} missing, first {missing[:10]}")
+if salvage_boots:
+    check("at least one cut landed while the spool was being salvaged (the next boot found the salvage's marker)",
+          bool(landed), f"salvage boots {salvage_boots}: each salvage was over, or not begun, when its cut fell")
+
 cuts = boots - 2
 print(f"power-loss figures: {cuts} cuts of a gateway and 1 control cut; {len(confirmed_total)} readings confirmed "
       f"durable before a cut, {found_total} found after it (in the spool or delivered), "
       f"{sum(len(l) for _, l in lost_total)} lost; {disk_only} confirmed without a broker and kept by the disk; "
       f"{len(delivered)} seqs delivered; "
       f"{committed_boots} boots committed, {sampling_boots} of them samples; "
-      f"{salvaged} salvages; control: {len(synced)} synced rows kept {len(synced & kept)}, "
+      f"{salvaged} salvages, {len(landed)} of {len(salvage_boots)} salvage cuts inside the salvage; control: {len(synced)} synced rows kept {len(synced & kept)}, "
       f"{len(committed)} unsynced lost {len(lost_control)}")
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

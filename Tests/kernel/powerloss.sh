@@ -8,7 +8,8 @@
 # issued twice, the spool opened (or was salvaged) on its own. Every other gateway boot has no broker (its MQTT port
 # refuses), so what it commits can only survive on the disk; the drill fails unless enough of it did. One control
 # boot first writes a file with fsync, then goes on without: the cut must keep the first part and lose some of the
-# rest, or the cut is not a power cut.
+# rest, or the cut is not a power cut. Boots 6, 14, … damage the spool before their gateway starts and are cut while
+# it salvages the file; the next boot must finish that salvage and lose none of the readings.
 #
 # POWER_VARIANT=nofsync runs the same drill against a gateway that skips its commit fsync
 # (BLEGATEWAY_TEST_SPOOL_WITHOUT_FSYNC=1) and passes only if the drill catches it: a reading confirmed durable
@@ -82,6 +83,9 @@ T0=$(date +%s); echo "power-loss drill: set up at $(date +%T.%2N)"
 BOOTS=$((CUTS + 2))   # the control boot, the cut gateway boots, and a final boot that only looks
 for boot in $(seq 1 "$BOOTS"); do
     if [ "$boot" -eq 1 ]; then mode=control; elif [ "$boot" -eq "$BOOTS" ]; then mode=final; else mode=run; fi
+    # Boots 6, 14, … damage the spool first and are cut while their gateway salvages it; the boot after resumes the
+    # salvage (so one must follow before the final boot). Not in the variant, which is about the commit fsync.
+    [ "$mode" = run ] && [ -z "$VARIANT" ] && [ $((boot % 8)) -eq 6 ] && [ "$boot" -le $((BOOTS - 2)) ] && mode=salvage
     # Every other gateway boot has no broker: port 9 of the host refuses, so its readings stay in the spool.
     broker=$MQTT_PORT
     [ "$mode" = run ] && [ $((boot % 2)) -eq 1 ] && broker=9
@@ -93,6 +97,10 @@ for boot in $(seq 1 "$BOOTS"); do
     # both. The control writer is cut within 1 s of its first commit, well before anything would write its pages back.
     delay=$((RANDOM % 4000)); trigger=committing
     if [ "$mode" = control ]; then delay=$((RANDOM % 1000)); elif [ $((boot % 4)) -eq 0 ]; then trigger="process starting"; fi
+    # The salvage lasts a moment. Boot 6 is cut as soon as the console hears it has begun (so far always between the
+    # marker and the move: the next start salvages the file again); the later ones up to half a second on, into the
+    # copy of the rows (the next start resumes) or past its end.
+    if [ "$mode" = salvage ]; then trigger=salvaging; delay=$([ "$boot" -eq 6 ] && echo 0 || echo $((RANDOM % 500))); fi
     rm -f "$WORK/console"; mkfifo "$WORK/console"
     vm_qemu stdio -drive "file=$WORK/disk.img,format=raw,if=virtio,cache=writeback" \
         -netdev user,id=net0 -device virtio-net-pci,netdev=net0 < /dev/null > "$WORK/console" 2>&1 &
