@@ -1,7 +1,7 @@
 import BLEPublishing
 import BLETransport
 
-/// MQTT 3.1.1 only: each family the gateway publishes is read back once per connection (PublishEcho says why).
+/// MQTT 3.1.1 only: each family the gateway publishes is read back until it came back once (PublishEcho says why).
 extension GatewayRuntime {
     /// The families read back, each with the filters that read it: each level the gateway publishes under its own
     /// topics (its status has StatusEcho), and, when it announces to Home Assistant, the discovery documents under its
@@ -38,8 +38,8 @@ extension GatewayRuntime {
             topic, RefusalHolds.family(of: topic, base: readings.topics.base))
     }
 
-    /// A CONNACK: each family to read back on this connection (PublishEcho.connected) subscribes now, before this connection publishes anything (the publisher
-    /// is told of the connection after this), so the SUBSCRIBE goes out ahead of every publish it judges and the
+    /// A CONNACK: each family to read back on this connection (PublishEcho.connected) subscribes now, before this
+    /// connection publishes anything (the publisher is told of the connection after this), so the SUBSCRIBE goes out ahead of every publish it judges and the
     /// broker, which handles a connection's packets in order, holds the subscription before the family's first
     /// message. Waiting for the SUBACK instead would lose the race against the burst a connection starts with
     /// (discovery, the backlog). Each ends (UNSUBSCRIBE) once its echo came: no family's traffic comes back for
@@ -82,6 +82,11 @@ extension GatewayRuntime {
     func stopReadBacks() {
         guard configuration.mqtt.protocolVersion != 5 else { return }
         publishEcho.withLock { $0.disconnected() }
+        endReadBacks()
+    }
+
+    /// Cancels the current connection's read-backs (ending each stream unsubscribes it).
+    private func endReadBacks() {
         for task in readBacks.withLock({ r in
             defer { r = [] }
             return r
@@ -112,10 +117,7 @@ extension GatewayRuntime {
                         """)
                 }
             }
-            for task in readBacks.withLock({ r in
-                defer { r = [] }
-                return r
-            }) { task.cancel() }
+            endReadBacks()
         }
     }
 }

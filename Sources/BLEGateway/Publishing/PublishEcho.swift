@@ -99,7 +99,7 @@ struct PublishEcho: Sendable, Equatable {
     /// The broker acknowledged a publish of `topic`, of `family`. Only the first after the read-back listens is
     /// awaited: one sent before it may have passed the subscription. Returns whether an echo's deadline began.
     mutating func acknowledged(_ topic: String, family: String, now: Double) -> Bool {
-        if !published.contains(family) { published.insert(family) }
+        published.insert(family)
         let echoed = early[family]?.contains(topic) == true
         switch watches[family] {
         case .listening:
