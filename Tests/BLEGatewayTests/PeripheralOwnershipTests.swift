@@ -328,7 +328,9 @@ struct PeripheralOwnershipTests {
         #expect(f.delayed.count == 1, "claims written into the partition: \(f.delayed.count)")
         #expect(f.owner == "gw-a")
         f.heal()
-        for _ in 0..<20 { #expect(f.run(1, rssi: ["gw-a": -60, "gw-b": -70]) <= 1) }
+        // (gw-a then hears it better than gw-b's claim by the margin and takes it back, connecting when gw-b's lease
+        // has run out: 40 s see that through too.)
+        for _ in 0..<40 { #expect(f.run(1, rssi: ["gw-a": -60, "gw-b": -70]) <= 1) }
         #expect(f.holders.values.filter { $0 }.count == 1, "\(f.holders)")
     }
 
@@ -415,6 +417,48 @@ struct PeripheralOwnershipTests {
         var most = 0
         for i in 0..<120 { most = max(most, f.run(1, rssi: ["gw-a": i % 2 == 0 ? -63 : -70, "gw-b": -66])) }
         #expect(most == 1 && f.owner == "gw-b")
+    }
+
+    /// A gateway hearing the device better by the margin takes it over from an owner that is cut off without anyone
+    /// knowing (no last will yet): the owner cannot see the claim and yield, so it keeps its link until its fence. The
+    /// new owner connects only when the lease on the displaced owner's last claim has run out, after that fence:
+    /// never two holders, second by second. (Connecting after the settle wait, as a free device is, gave two.)
+    @Test func aTakeoverByTheMarginConnectsOnlyOnceTheDisplacedOwnersLeaseHasRunOut() {
+        var f = Fleet(["gw-a", "gw-b"])
+        _ = f.run(20, rssi: ["gw-a": -60, "gw-b": -75])
+        #expect(f.owner == "gw-a")
+        let lastClaim = f.retained!
+        f.cut = ["gw-a"]
+        var letGoAt: Double?
+        var connectedAt: Double?
+        for _ in 0..<60 {
+            #expect(f.run(1, rssi: ["gw-a": -60, "gw-b": -45]) <= 1, "two holders at \(f.now) s")
+            if letGoAt == nil, f.holders["gw-a"] == false { letGoAt = f.now }
+            if connectedAt == nil, f.holders["gw-b"] == true { connectedAt = f.now }
+        }
+        #expect(f.machines["gw-b"]!.counters.takeovers == 1)
+        #expect(f.machines["gw-a"]!.counters.fences == 1)
+        let (a, b) = (letGoAt ?? .infinity, connectedAt ?? .infinity)
+        #expect(a < b, "gw-a let go at \(a), gw-b connected at \(b)")
+        // gw-b claimed by the margin before gw-a's lease ran out (a takeover, not a lapse), and connected at its end.
+        #expect(b == lastClaim.receivedAt + lastClaim.leaseS, "connected at \(b) s")
+    }
+
+    /// The cost when the displaced owner is not cut off: it yields at once, and the device waits for the new owner
+    /// until the lease on the old owner's last claim has run out (at most a lease after the claim).
+    @Test func aTakeoverByTheMarginFromALiveOwnerLeavesTheDeviceUnconnectedAtMostALease() {
+        var f = Fleet(["gw-a", "gw-b"])
+        _ = f.run(20, rssi: ["gw-a": -60, "gw-b": -75])
+        var yieldedAt: Double?
+        var connectedAt: Double?
+        for _ in 0..<60 {
+            #expect(f.run(1, rssi: ["gw-a": -85, "gw-b": -55]) <= 1, "two holders at \(f.now) s")
+            if yieldedAt == nil, f.holders["gw-a"] == false { yieldedAt = f.now }
+            if connectedAt == nil, f.holders["gw-b"] == true { connectedAt = f.now }
+        }
+        #expect(f.owner == "gw-b" && f.machines["gw-a"]!.counters.yields == 1)
+        let gap = (connectedAt ?? .infinity) - (yieldedAt ?? 0)
+        #expect(gap > 0 && gap <= f.machines["gw-b"]!.settings.leaseS, "unconnected for \(gap) s")
     }
 
     @Test func aRetainedClaimThatArrivesBeforeItsGatewaysStatusCountsOnceTheStatusComes() {

@@ -8,7 +8,9 @@ import BLETransport
 /// not run out (the owner renews it). Every gateway sees the claims in the broker's one order, so the last word is
 /// the same for all of them. A gateway claims what no valid claim holds and it hears; it waits `settle_s` for its own
 /// claim to come back (another written after it wins), then connects. A standby gateway takes over only when it hears
-/// the device better than the owner's claim says, by `margin_db`, for `dwell_s`; the owner then yields.
+/// the device better than the owner's claim says, by `margin_db`, for `dwell_s`; the owner then yields, and the new
+/// one connects once the lease on the displaced owner's last claim has run out (it may be cut off, unable to see the
+/// claim, and hold its link until its fence).
 ///
 /// An owner fences itself: each claim it writes carries a serial, and it keeps its links only while the broker has
 /// echoed one of them within `fence_s` (a fraction of the lease). Cut off from the broker (a network partition the
@@ -83,8 +85,13 @@ public struct PeripheralOwnership: Sendable {
         case idle
         /// Another gateway owns it.
         case standby(owner: String)
-        /// This gateway's claim is written; waiting `settle_s` for a later one.
-        case claiming(since: Double)
+        /// This gateway's claim is written; waiting `settle_s` for a later one. `displacing`: taken by the margin from
+        /// an owner whose lease on its last claim ends then (it is not connected before).
+        case claiming(since: Double, displacing: Double?)
+        /// This gateway's claim stands, taken by the margin from an owner that may be cut off: unable to see the claim
+        /// and yield, it keeps its link until its fence, which falls before its lease on its last claim runs out at
+        /// `connectAt`. Renewed (`renewedAt`, `echoedAt`) and fenced like an owner's; connected only then.
+        case displacing(connectAt: Double, renewedAt: Double, echoedAt: Double)
         /// This gateway owns it (and keeps it connected): its claim was last written at `renewedAt` and last came
         /// back from the broker at `echoedAt`.
         case owner(since: Double, renewedAt: Double, echoedAt: Double)
@@ -254,10 +261,12 @@ public struct PeripheralOwnership: Sendable {
             switch entries[address]!.state {
             case .owner(let since, let renewedAt, _):
                 entries[address]!.state = .owner(since: since, renewedAt: renewedAt, echoedAt: now)
+            case .displacing(let connectAt, let renewedAt, _):
+                entries[address]!.state = .displacing(connectAt: connectAt, renewedAt: renewedAt, echoedAt: now)
             case .idle, .standby:
                 // Written into a partition and delivered late: it is the last word now, and the others yield to it.
                 // Taken up (after the settle wait) rather than leaving the device without an owner for a lease.
-                entries[address]!.state = .claiming(since: now)
+                entries[address]!.state = .claiming(since: now, displacing: nil)
             case .claiming:
                 break
             }
@@ -291,8 +300,13 @@ public struct PeripheralOwnership: Sendable {
     public mutating func brokerConnected(now: Double) {
         if readyAt == nil { broker = .connected(readyAt: now + settings.startupS) }
         for (address, e) in entries {
-            if case .owner(let since, _, let echoedAt) = e.state {
+            switch e.state {
+            case .owner(let since, _, let echoedAt):
                 entries[address]!.state = .owner(since: since, renewedAt: -.infinity, echoedAt: echoedAt)
+            case .displacing(let connectAt, _, let echoedAt):
+                entries[address]!.state = .displacing(connectAt: connectAt, renewedAt: -.infinity, echoedAt: echoedAt)
+            case .idle, .standby, .claiming:
+                break
             }
         }
     }
@@ -314,7 +328,7 @@ public struct PeripheralOwnership: Sendable {
         var out: [Action] = []
         for (address, e) in entries {
             switch e.state {
-            case .owner, .claiming:
+            case .owner, .claiming, .displacing:
                 entries[address]!.state = .idle
                 if e.claim?.gateway == me { entries[address]!.claim = nil }
                 out.append(.release(address))
@@ -340,8 +354,12 @@ public struct PeripheralOwnership: Sendable {
             }
             if let b = e.betterSince { times.append(b + settings.dwellS) }
             switch e.state {
-            case .claiming(let since): times.append(since + settings.settleS)
+            case .claiming(let since, _): times.append(since + settings.settleS)
             case .owner(_, let renewedAt, let echoedAt):
+                times.append(renewedAt + settings.renewS)
+                times.append(echoedAt + settings.fenceS)
+            case .displacing(let connectAt, let renewedAt, let echoedAt):
+                times.append(connectAt)
                 times.append(renewedAt + settings.renewS)
                 times.append(echoedAt + settings.fenceS)
             case .idle, .standby: break
@@ -388,8 +406,8 @@ public struct PeripheralOwnership: Sendable {
         let other = current.flatMap { $0.gateway == me ? nil : $0 }
         let myRSSI = heardRecently(e, now: now) ? e.rssi : nil
 
-        func claim() -> [Action] {
-            e.state = .claiming(since: now)
+        func claim(displacing: Claim? = nil) -> [Action] {
+            e.state = .claiming(since: now, displacing: displacing.map { $0.receivedAt + $0.leaseS })
             e.betterSince = nil
             e.freeSince = nil
             // A new owner: one epoch past every claim received, so whatever an earlier owner still has in flight is
@@ -405,6 +423,14 @@ public struct PeripheralOwnership: Sendable {
         func claimWhenDue(_ rssi: Double) -> [Action] {
             e.freeSince = e.freeSince ?? now
             return now >= e.freeSince! + settings.claimDelay(rssi) ? claim() : []
+        }
+        /// No echo for the fence: the others' leases on our last claim are running out. Let go first.
+        func fence(_ echoedAt: Double) -> [Action]? {
+            guard now >= echoedAt + settings.fenceS else { return nil }
+            counters.fences += 1
+            e.state = .idle
+            if broker != .away { broker = .unanswered }
+            return [.letGo(address)]
         }
 
         // A claim of ours we do not hold (written before a restart, or before a fence): the device is not free until it
@@ -450,8 +476,8 @@ public struct PeripheralOwnership: Sendable {
             e.betterSince = e.betterSince ?? now
             guard now >= e.betterSince! + settings.dwellS else { return [] }
             counters.takeovers += 1
-            return claim()
-        case .claiming(let since):
+            return claim(displacing: o)
+        case .claiming(let since, let displacing):
             guard now >= since + settings.settleS else { return [] }
             if let o = other {
                 // A claim written after ours: it is the last word.
@@ -465,22 +491,34 @@ public struct PeripheralOwnership: Sendable {
                 if broker != .away { broker = .unanswered }
                 return []
             }
-            // Settled: our claim came back and none came after it, so it stands as of its echo.
+            // Settled: our claim came back and none came after it, so it stands as of its echo. Taken by the margin, it
+            // is connected once the displaced owner's lease has run out.
+            if let connectAt = displacing, now < connectAt {
+                e.state = .displacing(connectAt: connectAt, renewedAt: since, echoedAt: mine.receivedAt)
+                return []
+            }
             e.state = .owner(since: now, renewedAt: now, echoedAt: mine.receivedAt)
             return [.connect(address)]
+        case .displacing(let connectAt, let renewedAt, let echoedAt):
+            if let o = other {
+                e.state = .standby(owner: o.gateway)
+                return [.standby(address, owner: o.gateway)]
+            }
+            if let fenced = fence(echoedAt) { return fenced }
+            if now >= connectAt {
+                e.state = .owner(since: now, renewedAt: renewedAt, echoedAt: echoedAt)
+                return [.connect(address)]
+            }
+            guard now >= renewedAt + settings.renewS || current == nil else { return [] }
+            e.state = .displacing(connectAt: connectAt, renewedAt: now, echoedAt: echoedAt)
+            return [write(epoch: e.epoch)]
         case .owner(let since, let renewedAt, let echoedAt):
             if let o = other {
                 counters.yields += 1
                 e.state = .standby(owner: o.gateway)
                 return [.standby(address, owner: o.gateway)]
             }
-            if now >= echoedAt + settings.fenceS {
-                // No echo for the fence: the others' leases on our last claim are running out. Let go first.
-                counters.fences += 1
-                e.state = .idle
-                if broker != .away { broker = .unanswered }
-                return [.letGo(address)]
-            }
+            if let fenced = fence(echoedAt) { return fenced }
             guard now >= renewedAt + settings.renewS || current == nil else { return [] }
             e.state = .owner(since: since, renewedAt: now, echoedAt: echoedAt)
             return [write(epoch: e.epoch)]
