@@ -7,6 +7,11 @@
 #   salvage  the same, after damaging the spool so that its start must salvage it: the dead letters' table (empty in
 #            the drill) gets a malformed root page, so quick_check fails while every reading stays readable; the
 #            console hears when the salvage has begun (its marker is on the disk), and the cut falls at once
+#   checkpoint  the same, after growing the spool's write-ahead log past SQLite's checkpoint threshold (1000 frames)
+#            with new images of some 1,100 free pages the file already has (a table of random bytes, written and
+#            dropped: no reading is added or changed), so that the gateway's first commit checkpoints them into the
+#            file; the console hears when that first writes to the file (in WAL mode only a checkpoint writes it),
+#            and the cut falls during the fsync that follows; the log and the file as they were are kept for the host
 #   final    nothing runs: this boot only records what it found
 # Every boot first mounts the disk (the kernel replays ext4's journal) and copies what it finds to the share, before
 # anything writes to it: that copy is what the host checks against what the previous boot had said was durable.
@@ -93,6 +98,66 @@ PY
     fi
     # The salvage has begun once its marker is on the disk (Spool: moved aside, not yet committed in the new file).
     ( while [ ! -e /run/spool/spool.sqlite.salvaging ]; do sleep 0.01; done; say "salvaging" ) &
+    MODE=run
+    ;;
+checkpoint)
+    if ! python3 - /run/spool/spool.sqlite "$D/ballasted" > /dev/console <<'PY'
+import os, shutil, sqlite3, sys
+path, keep = sys.argv[1], sys.argv[2]
+if not os.path.exists(path):
+    sys.exit("[powerloss] no spool to checkpoint")
+# The gateway's own locking (no -shm file) and no checkpoint of this process's own: the log must reach the gateway.
+db = sqlite3.connect(path, isolation_level=None)
+db.execute("PRAGMA locking_mode = EXCLUSIVE")
+db.execute("PRAGMA wal_autocheckpoint = 0")
+if db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+    sys.exit("[powerloss] the spool is not in WAL mode")
+db.execute("PRAGMA synchronous = FULL")
+page_size = db.execute("PRAGMA page_size").fetchone()[0]
+# Debian's SQLite overwrites freed pages with zeros by default (SECURE_DELETE); left as they are, a page keeps the
+# random bytes last written to it, which no other page holds by chance.
+db.execute("PRAGMA secure_delete = OFF")
+
+
+def ballast():
+    db.execute("BEGIN")
+    db.execute("CREATE TABLE drill_ballast(b BLOB)")
+    db.execute("INSERT INTO drill_ballast VALUES(randomblob(?))", (1100 * page_size,))
+    db.execute("COMMIT")
+    db.execute("DROP TABLE drill_ballast")
+
+
+# Some 1,100 free pages inside the file first (checkpointed, the log emptied), then new images of the same pages in
+# the log: the gateway's checkpoint overwrites pages the file already has. (Pages past the file's end would be
+# nothing after a cut until ext4 commits the file's new size, at the end of the fsync: no tear could show.)
+ballast()
+db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+ballast()
+frames = (os.path.getsize(path + "-wal") - 32) // (page_size + 24)
+# Both commits were fsync'd (synchronous=FULL): what the host compares the next boot's file with.
+os.makedirs(keep, exist_ok=True)
+for suffix in ("", "-wal"):
+    shutil.copy(path + suffix, keep)
+print(f"[powerloss] the write-ahead log holds {frames} frames", flush=True)
+# Leaving without closing: the last connection's close would checkpoint the log itself.
+os._exit(0)
+PY
+    then
+        say "ballast failed"
+        exit 1
+    fi
+    # The checkpoint has begun once it writes to the database file (inotify's IN_MODIFY, through libc).
+    python3 - /run/spool/spool.sqlite <<'PY' &
+import ctypes, os, sys
+libc = ctypes.CDLL("libc.so.6", use_errno=True)
+fd = libc.inotify_init1(0)
+IN_MODIFY = 0x2
+if fd < 0 or libc.inotify_add_watch(fd, sys.argv[1].encode(), IN_MODIFY) < 0:
+    sys.exit("[powerloss] inotify failed: " + os.strerror(ctypes.get_errno()))
+os.read(fd, 4096)
+with open("/dev/console", "w") as console:
+    console.write("[powerloss] checkpointing\n")
+PY
     MODE=run
     ;;
 esac

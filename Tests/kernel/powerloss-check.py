@@ -9,7 +9,10 @@ gateway opened its spool (salvaging a damaged one is allowed, and counted); ever
 was set for. Half the gateway boots have no broker, so their readings can only survive on the disk: enough durable
 readings must have been found in the next boot's spool without ever having been delivered, or the drill tested the
 broker, not the disk. The control boot writes a file at synchronous=FULL, then goes on at synchronous=OFF: the cut
-must keep every synced row and lose some of the unsynced tail, or the cut was not a power cut.
+must keep every synced row and lose some of the unsynced tail, or the cut was not a power cut. A salvage boot is cut
+while its gateway salvages a damaged spool, a checkpoint boot while its gateway checkpoints a write-ahead log grown
+for it: the next boot must finish the one and read every reading after the other, and each run must have landed at
+least one cut inside a salvage and torn at least one checkpoint.
 
 With --expect-loss (POWER_VARIANT=nofsync: a gateway that skips its commit fsync) the verdict is inverted: it passes
 once a reading confirmed durable was lost, which is what the drill is for. Prints PASS/FAIL lines, the figures, and
@@ -177,13 +180,97 @@ if salvage_boots:
     check("at least one cut landed while the spool was being salvaged (the next boot found the salvage's marker)",
           bool(landed), f"salvage boots {salvage_boots}: each salvage was over, or not begun, when its cut fell")
 
+# The checkpoint boots (mode checkpoint): the write-ahead log was grown with some 1,000 random page images before the
+# gateway started (the guest kept a copy, "ballasted"), and the cut fell while the gateway's first checkpoint wrote them
+# into the file. The next boot's copy of the file alone (its log left out) tells how far it got: each of those pages
+# holds the log's image (copied), what it held before (not copied: a page past the old end reads as zeros or not at
+# all), or neither (a later commit of the gateway's own, reusing the page, was checkpointed over it). Copied and not
+# copied side by side means the cut tore the checkpoint, which is the case this is for. Whatever it found, that boot
+# must read every reading that was in the spool when the ballasted boot began (or it was delivered), and the file
+# must be sound.
+
+
+def wal_images(path):
+    """The latest committed image of each page in a write-ahead log (https://sqlite.org/fileformat2.html#walformat)."""
+    data = open(path, "rb").read() if os.path.exists(path) else b""
+    if len(data) < 32:
+        return {}, 0
+    page_size = int.from_bytes(data[8:12], "big")
+    salt = data[16:24]
+    images, pending, at = {}, {}, 32
+    while at + 24 + page_size <= len(data):
+        head = data[at:at + 24]
+        if head[8:16] != salt:
+            break
+        pending[int.from_bytes(head[0:4], "big")] = data[at + 24:at + 24 + page_size]
+        if int.from_bytes(head[4:8], "big"):  # a commit frame: the transaction's pages count from here
+            images.update(pending)
+            pending = {}
+        at += 24 + page_size
+    return images, page_size
+
+
+def checkpoint_progress(k):
+    """Of the pages the ballasted log held with new images: how many the next boot's file holds, how many it holds
+    as before, how many neither."""
+    kept = os.path.join(results, f"boot-{k}", "ballasted")
+    images, page_size = wal_images(os.path.join(kept, "spool.sqlite-wal"))
+    if not images:
+        return 0, 0, 0
+
+    def read(path):
+        return open(path, "rb").read() if os.path.exists(path) else b""
+
+    before = read(os.path.join(kept, "spool.sqlite"))
+    after = read(os.path.join(results, f"boot-{k + 1}", "found", "spool.sqlite"))
+
+    def page(data, n):
+        content = data[(n - 1) * page_size:n * page_size]
+        return content if content.strip(b"\0") else b""  # a page past the end, or a hole, is nothing
+
+    copied = as_before = neither = 0
+    for n, image in images.items():
+        old, now = page(before, n), page(after, n)
+        if old == image:
+            continue
+        if now == image:
+            copied += 1
+        elif now == old:
+            as_before += 1
+        else:
+            neither += 1
+    return copied, as_before, neither
+
+
+checkpoint_boots = [int(l.split()[0]) for l in (open(cuts_file).read().splitlines() if os.path.exists(cuts_file) else [])
+                    if len(l.split()) > 1 and l.split()[1] == "checkpoint" and int(l.split()[0]) < boots]
+torn, checkpoint_figures = [], []
+for c in checkpoint_boots:
+    copied, as_before, neither = checkpoint_progress(c)
+    figure = f"{copied} of {copied + as_before + neither} pages copied, {as_before} not, {neither} rewritten since"
+    checkpoint_figures.append(f"boot {c}: {figure}")
+    if copied and as_before:
+        torn.append(c)
+    check(f"the checkpoint boot {c} grew the log past SQLite's threshold", copied + as_before + neither >= 1000,
+          f"only {copied + as_before + neither} new pages in the log")
+    before, state = found_rows(c, "spool.sqlite", ["SELECT seq FROM readings"])
+    after, after_state = found_rows(c + 1, "spool.sqlite", ["SELECT seq FROM readings", "SELECT seq FROM dead_letters"])
+    missing = sorted(q for q in before if q not in after and q not in delivered)
+    check(f"a checkpoint cut at boot {c} ({figure}) loses no reading ({len(before)} in the spool before it)",
+          state == "ok" and after_state == "ok" and not missing,
+          f"before: {state}, after: {after_state}; {len(missing)} missing, first {missing[:10]}")
+if checkpoint_boots:
+    check("at least one cut tore a checkpoint (the next boot's file held some of the log's pages, not all)",
+          bool(torn), "; ".join(checkpoint_figures))
+
 cuts = boots - 2
 print(f"power-loss figures: {cuts} cuts of a gateway and 1 control cut; {len(confirmed_total)} readings confirmed "
       f"durable before a cut, {found_total} found after it (in the spool or delivered), "
       f"{sum(len(l) for _, l in lost_total)} lost; {disk_only} confirmed without a broker and kept by the disk; "
       f"{len(delivered)} seqs delivered; "
       f"{committed_boots} boots committed, {sampling_boots} of them samples; "
-      f"{salvaged} salvages, {len(landed)} of {len(salvage_boots)} salvage cuts inside the salvage; control: {len(synced)} synced rows kept {len(synced & kept)}, "
+      f"{salvaged} salvages, {len(landed)} of {len(salvage_boots)} salvage cuts inside the salvage; "
+      f"{len(torn)} of {len(checkpoint_boots)} checkpoint cuts tore it ({'; '.join(checkpoint_figures) or 'none'}); control: {len(synced)} synced rows kept {len(synced & kept)}, "
       f"{len(committed)} unsynced lost {len(lost_control)}")
 print(f"{passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
