@@ -12,7 +12,7 @@ struct LivenessTests {
     ) -> Liveness.Sample {
         Liveness.Sample(
             acknowledged: acked, pending: pending, connected: connected, holdingBack: holdingBack,
-            scanActivity: scan, ladderDeadline: deadline)
+            ladders: scan.map { [LadderProgress(activity: $0, deadline: deadline)] } ?? [])
     }
 
     @Test func aPublisherWithReadingsAndAConnectionButNoAcknowledgementStallsAfterItsLimit() {
@@ -36,7 +36,7 @@ struct LivenessTests {
         _ = l.observe(Self.sample(acked: 5, pending: 7), at: .zero)
         for t in stride(from: 5, through: 60, by: 5) {
             var s = idle
-            s.scanActivity = t
+            s.ladders = [LadderProgress(activity: t, deadline: nil)]
             #expect(l.observe(s, at: .seconds(t)) == .alive, "\(why)")
         }
     }
@@ -53,6 +53,24 @@ struct LivenessTests {
                 == .stalled(.scanner, since: .seconds(60)))
         // The ladder acts (its silence counted, a new deadline): progress.
         #expect(l.observe(Self.sample(scan: 41, deadline: .seconds(300)), at: .seconds(182)) == .alive)
+    }
+
+    /// Two adapters: the primary's ladder hears reports all along, the secondary's lets its deadline pass with
+    /// nothing done. Judged on its own, the secondary is stalled at its deadline plus the limit (summed with the
+    /// primary's reports, as before, it never was).
+    @Test func withTwoAdaptersOneLaddersReportsDoNotHideTheOthersWedgedLadder() {
+        var l = Liveness(publisherLimit: .seconds(10), scannerLimit: .seconds(120))
+        func two(_ primary: Int, at t: Int) -> Liveness.Verdict {
+            l.observe(
+                Liveness.Sample(
+                    acknowledged: 0, pending: 0, connected: true, holdingBack: false,
+                    ladders: [
+                        LadderProgress(activity: primary, deadline: .seconds(t + 60)),
+                        LadderProgress(activity: 7, deadline: .seconds(30)),
+                    ]), at: .seconds(t))
+        }
+        for t in stride(from: 0, through: 150, by: 10) { #expect(two(t, at: t) == .alive, "at \(t) s") }
+        #expect(two(160, at: 160) == .stalled(.scanner, since: .seconds(30)))
     }
 
     /// A ladder whose deadline moves on as it acts is alive however long the radio stays silent (the silence

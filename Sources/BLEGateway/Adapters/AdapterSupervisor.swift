@@ -114,6 +114,14 @@ final class AdapterSupervisor: @unchecked Sendable {
     /// The machine's next deadline as of its last event (the service watchdog's judge reads it).
     var deadline: Duration? { shared.withLock { $0.deadline } }
 
+    /// For the service watchdog's judge: the reports, steps and silences so far, and the deadline ahead.
+    var progress: LadderProgress {
+        let (statistics, deadline) = shared.withLock { ($0.statistics, $0.deadline) }
+        return LadderProgress(
+            activity: counters.reports + statistics.attempts.values.reduce(0, +) + statistics.silences,
+            deadline: deadline)
+    }
+
     /// Shared mode: the host only listens; the kernel brings the controller up and scans.
     var listensOnly: Bool { mode == .shared }
 

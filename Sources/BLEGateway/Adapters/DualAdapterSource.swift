@@ -156,7 +156,8 @@ public final class DualAdapterSource: SightingSource, ScanParametersUpdatable, A
         supervisors.values.map(\.statistics).reduce(AdapterLifecycle.Statistics(), +)
     }
 
-    public var lifecycleDeadline: Duration? { supervisors.values.compactMap(\.deadline).min() }
+    /// In slot order, so that the judge compares each ladder with itself from one sample to the next.
+    public var ladders: [LadderProgress] { Slot.allCases.compactMap { supervisors[$0]?.progress } }
 
     public var adapterSlots: AdapterSlotsStatistics? {
         AdapterSlotsStatistics(

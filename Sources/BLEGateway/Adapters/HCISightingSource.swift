@@ -79,7 +79,7 @@ public final class HCISightingSource: SightingSource, ScanParametersUpdatable, A
     public var appliesScanParametersLive: Bool { mode == .shared || spec.isCapture || lifecycle != nil }
 
     public var lifecycleStatistics: AdapterLifecycle.Statistics? { shared.withLock { $0.supervisor }?.statistics }
-    public var lifecycleDeadline: Duration? { shared.withLock { $0.supervisor }?.deadline }
+    public var ladders: [LadderProgress] { (shared.withLock { $0.supervisor }?.progress).map { [$0] } ?? [] }
 
     /// One adapter: no slots.
     public var adapterSlots: AdapterSlotsStatistics? { nil }

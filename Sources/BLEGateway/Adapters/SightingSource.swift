@@ -104,12 +104,25 @@ public struct DroppedReports: Sendable, Equatable {
     }
 }
 
+/// What one recovery ladder has done (reports heard, steps tried, silences noticed) and the next deadline it waits
+/// for (the source's clock; nil when it waits only for events).
+public struct LadderProgress: Sendable, Equatable {
+    public var activity: Int
+    public var deadline: Duration?
+
+    public init(activity: Int, deadline: Duration?) {
+        self.activity = activity
+        self.deadline = deadline
+    }
+}
+
 /// A source that supervises its adapters (exclusive mode): the recovery ladders' counters for the health topic.
 public protocol AdapterLifecycleReporting: Sendable {
     /// All ladders' counters together (nil while nothing is supervised: a capture).
     var lifecycleStatistics: AdapterLifecycle.Statistics? { get }
-    /// The earliest deadline any ladder waits for (the source's clock); nil when none waits for one.
-    var lifecycleDeadline: Duration? { get }
+    /// Each ladder's progress, for the service watchdog's judge (`Liveness`), which judges each on its own: with two
+    /// adapters, one's reports must not hide the other's wedged ladder. Empty while nothing is supervised.
+    var ladders: [LadderProgress] { get }
     /// With two adapters: each one's counters, and how often a duty moved between them.
     var adapterSlots: AdapterSlotsStatistics? { get }
 }

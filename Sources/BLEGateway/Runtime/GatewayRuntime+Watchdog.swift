@@ -24,13 +24,9 @@ extension GatewayRuntime {
         guard var dog = w, now >= dog.next else { return }
         dog.next = now + dog.every
         let p = publisher.statistics
-        let reporting = source as? any AdapterLifecycleReporting
-        let ladder = reporting?.lifecycleStatistics
         let sample = Liveness.Sample(
             acknowledged: p.acknowledged, pending: spool.statistics.depth, connected: p.connected,
-            holdingBack: p.refusal != nil,
-            scanActivity: ladder.map { l in source.counters.reports + l.attempts.values.reduce(0, +) + l.silences },
-            ladderDeadline: reporting?.lifecycleDeadline)
+            holdingBack: p.refusal != nil, ladders: (source as? any AdapterLifecycleReporting)?.ladders ?? [])
         switch dog.liveness.observe(sample, at: now) {
         case .alive:
             if let part = dog.stalled {

@@ -10,7 +10,8 @@
 ///   itself is wedged: stalled, within the deadline plus the limit (the silence timeout plus two minutes by
 ///   default), in exclusive and in shared mode alike. With nothing ahead (scanning, no report heard yet, so no
 ///   silence watchdog armed: an empty room) there is nothing to judge. Sources without a ladder (a capture) are not
-///   judged.
+///   judged. With two adapters each ladder is judged on its own: one adapter's reports do not hide the other's
+///   wedged ladder.
 ///
 /// A pure machine: samples in, a verdict out; the caller samples on its clock and does the I/O.
 struct Liveness: Sendable {
@@ -19,10 +20,9 @@ struct Liveness: Sendable {
         var pending: Int
         var connected: Bool
         var holdingBack: Bool
-        /// Reports plus the ladder's attempts and silences; nil when the source has no ladder.
-        var scanActivity: Int?
-        /// The ladder's next deadline (the sampler's clock); nil when it waits for nothing but events.
-        var ladderDeadline: Duration? = nil
+        /// Each ladder's reports, attempts and silences and its next deadline (the sampler's clock), in the same
+        /// order at every sample; empty when the source has no ladder.
+        var ladders: [LadderProgress]
     }
 
     enum Part: String, Sendable, Equatable {
@@ -37,7 +37,8 @@ struct Liveness: Sendable {
 
     enum State: Sendable, Equatable {
         case waitingForFirstSample
-        case watching(last: Sample, publisherProgress: Duration, scannerProgress: Duration)
+        /// Since when the publisher, and each ladder, last made progress.
+        case watching(last: Sample, publisherProgress: Duration, ladderProgress: [Duration])
     }
 
     let publisherLimit: Duration
@@ -50,20 +51,25 @@ struct Liveness: Sendable {
     }
 
     mutating func observe(_ s: Sample, at now: Duration) -> Verdict {
-        guard case .watching(let last, var publisher, var scanner) = state else {
-            state = .watching(last: s, publisherProgress: now, scannerProgress: now)
+        guard case .watching(let last, var publisher, let before) = state else {
+            state = .watching(last: s, publisherProgress: now, ladderProgress: s.ladders.map { _ in now })
             return .alive
         }
         if s.acknowledged != last.acknowledged || s.pending == 0 || !s.connected || s.holdingBack {
             publisher = now
         }
-        if s.scanActivity == nil || s.scanActivity != last.scanActivity || s.ladderDeadline == nil { scanner = now }
-        state = .watching(last: s, publisherProgress: publisher, scannerProgress: scanner)
-        if now - publisher > publisherLimit { return .stalled(.publisher, since: publisher) }
-        // Nothing done since `scanner`, and the ladder's own deadline passed that long ago.
-        if let deadline = s.ladderDeadline, now - max(scanner, deadline) > scannerLimit {
-            return .stalled(.scanner, since: max(scanner, deadline))
+        // A ladder that acted, or waits for nothing but events, makes progress; so does one not sampled before.
+        let ladders = s.ladders.enumerated().map { i, ladder in
+            i < before.count && i < last.ladders.count && ladder.activity == last.ladders[i].activity
+                && ladder.deadline != nil ? before[i] : now
         }
+        state = .watching(last: s, publisherProgress: publisher, ladderProgress: ladders)
+        if now - publisher > publisherLimit { return .stalled(.publisher, since: publisher) }
+        // Nothing done since its progress, and its own deadline passed that long ago.
+        let wedged = zip(s.ladders, ladders).compactMap { ladder, progress in
+            ladder.deadline.map { max(progress, $0) }.flatMap { now - $0 > scannerLimit ? $0 : nil }
+        }
+        if let since = wedged.min() { return .stalled(.scanner, since: since) }
         return .alive
     }
 }
