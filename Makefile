@@ -216,32 +216,22 @@ bench: deps esphome-venv
 # fleet service folds it, presence, and the site description on <prefix>/fleet/site; ESPHome: what a client on the
 # network sends the native API (both framings, the Noise handshake, the requests). A finding fails the run and is kept as
 # Fuzz/crash-*. `make fuzz` runs each for FUZZ_SECONDS (default 600) and keeps what it learns in Fuzz/corpus-*;
-# `make test` runs each for FUZZ_SMOKE_SECONDS (default 30) from the seeds alone.
+# `make test` runs each for FUZZ_SMOKE_SECONDS (default 30) from the seeds alone. They run side by side, one per core
+# (Tests/tools/fuzz.sh).
 FUZZ_SECONDS       ?= 600
 FUZZ_SMOKE_SECONDS ?= 30
 FUZZ_HARNESSES     := HCIParsers:seeds HostParsers:seeds-host ConfigParsers:seeds-config FleetParsers:seeds-fleet \
                       ESPHomeParsers:seeds-esphome
 define fuzz_run
 	cd Fuzz && $(SWIFT) build -c debug -Xswiftc -sanitize=fuzzer,address -Xswiftc -parse-as-library
-	@bin="$$(cd Fuzz && $(SWIFT) build -c debug --show-bin-path)"; \
-	for h in $(FUZZ_HARNESSES); do \
-	  name=$${h%%:*}; seeds=$${h#*:}; \
-	  corpus=$(1); mkdir -p "$$corpus"; \
-	  echo "fuzzing $$name for $(2) s"; \
-	  log="$$(mktemp)"; \
-	  "$$bin/Fuzz$$name" -max_total_time=$(2) -timeout=10 -print_final_stats=1 -artifact_prefix=Fuzz/ \
-	    "$$corpus" "Fuzz/$$seeds" > "$$log" 2>&1; status=$$?; \
-	  grep -E '^(stat::(number|new|peak)|Done|==|SUMMARY)|ERROR|Fatal error|deadly signal|crash-' "$$log"; rm -f "$$log"; \
-	  [ "$(3)" = keep ] || rm -rf "$$corpus"; \
-	  [ $$status -eq 0 ] || { echo "Fuzz$$name found a crash: Fuzz/crash-*"; exit 1; }; \
-	done
+	Tests/tools/fuzz.sh "$$(cd Fuzz && $(SWIFT) build -c debug --show-bin-path)" $(1) $(2) $(FUZZ_HARNESSES)
 endef
 
 fuzz: deps
-	$(call fuzz_run,Fuzz/corpus-$$name,$(FUZZ_SECONDS),keep)
+	$(call fuzz_run,$(FUZZ_SECONDS),keep)
 
 test-fuzz: deps
-	$(call fuzz_run,$$(mktemp -d),$(FUZZ_SMOKE_SECONDS),discard)
+	$(call fuzz_run,$(FUZZ_SMOKE_SECONDS),discard)
 
 clean:
 	rm -rf .build Fuzz/.build
