@@ -6,8 +6,10 @@ import Foundation
 ///
 /// Arguments: `--seconds S` of virtual time (default 3600), `--seed N` (default 1); to try other presence settings
 /// on the same data, `--dwell-s`, `--still-dwell-s`, `--still-after-s`, `--margin-m`, `--walking-speed-mps`;
-/// `--scenario PATH` scores another scenario with a `site:` (another placement of the gateways). `--misses` adds where the walkers' wrong seconds were, how far each stage lags behind them, and every room change
-/// of a tag standing still.
+/// `--scenario PATH` scores another scenario with a `site:` (another placement of the gateways). `--misses` adds where
+/// the walkers' wrong seconds were, how far each stage lags behind them, and every room change of a tag standing
+/// still. When scoring fails or a target (`PresenceScore.missedTargets`) is missed, `blegateway-bench` exits 1 at the
+/// end.
 func runPresenceBenchmark(arguments: [String]) async {
     func value(_ name: String, _ fallback: Double) -> Double { benchmarkOption(arguments, name, fallback) }
     var setup = PresenceScoreSetup()
@@ -36,7 +38,13 @@ func runPresenceBenchmark(arguments: [String]) async {
                 + "in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s")
         print(score.table())
         if arguments.contains("--misses") { print(score.missTable()) }
+        // A check, not only a report: a missed target fails the run (docs/PRESENCE.md lists them).
+        let missed = score.missedTargets
+        print(missed.isEmpty ? "presence: every target met" : "presence: targets missed:")
+        for m in missed { print("- \(m)") }
+        if !missed.isEmpty { failedBenchmarkChecks.withLock { $0.append("presence: \(missed.count) targets missed") } }
     } catch {
         print("presence: scoring failed: \(error)")
+        failedBenchmarkChecks.withLock { $0.append("presence: scoring failed") }
     }
 }

@@ -98,6 +98,31 @@ struct PresenceScore {
         return s
     }
 
+    /// docs/PRESENCE.md's targets for every world, and what this score says of each: the ones missed, empty when all
+    /// are met. (The floor's target, right ≥ 98 %, needs a world with floors; the room changes counted are those of
+    /// tags that never move, not yet of walkers during their pauses.)
+    var missedTargets: [String] {
+        func pct(_ v: Double) -> String { String(format: "%.1f %%", v * 100) }
+        var missed: [String] = []
+        if ours.staticRoomAccuracy < 0.95 {
+            missed.append("static tags in the right room \(pct(ours.staticRoomAccuracy)) < 95 %")
+        }
+        if ours.walkerRoomAccuracy < 0.85 {
+            missed.append("walkers in the right room \(pct(ours.walkerRoomAccuracy)) < 85 %")
+        }
+        if ours.walkerRoomAccuracy < baseline.walkerRoomAccuracy {
+            missed.append(
+                "walkers in the right room \(pct(ours.walkerRoomAccuracy)) < the baseline's "
+                    + pct(baseline.walkerRoomAccuracy))
+        }
+        if ours.staticFlapsPerHour > 0.1 {
+            missed.append(String(format: "%.2f room changes per standing tag-hour > 0.1", ours.staticFlapsPerHour))
+        }
+        let gain = 1 - ours.medianError / baseline.medianError
+        if !(gain >= 0.3) { missed.append("median error \(pct(gain)) below the baseline's < 30 %") }
+        return missed
+    }
+
     func table() -> String {
         func f(_ v: Double, _ d: Int = 2) -> String { String(format: "%.\(d)f", v) }
         func pct(_ v: Double) -> String { f(v * 100, 1) + " %" }

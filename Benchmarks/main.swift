@@ -55,3 +55,8 @@ for (name, run) in chosen {
     print("== \(name)")
     await run(rest)
 }
+let failed = failedBenchmarkChecks.withLock { $0 }
+if !failed.isEmpty {
+    print("failed: " + failed.joined(separator: "; "))
+    exit(1)
+}
