@@ -9,10 +9,11 @@ extension EndToEndSuites {
     /// gateway; when the owner is killed, its claims stand for their lease (it might only be cut off), then another
     /// connects them within the lease + 10 s; when another's adapter loses power, its sensors move within the lease
     /// + 10 s; a sensor carried from the lobby into the lab moves to the lab's gateway by the margin rule within the
-    /// dwell + the lease + 5 s of arriving (it connects once the lobby's lease has run out); the lab's network to the broker stalling for less than its fence changes nothing, and
-    /// stalling for longer than the lease moves its sensors to the lobby, the lab letting go first; and at no moment do
-    /// two gateways hold a link to the same sensor, by the simulator's own link table (its ground truth) as well as by
-    /// every gateway's retained state stream.
+    /// dwell + the lease + 5 s of arriving (it connects once the lobby's lease has run out); the lab's network to the
+    /// broker stalling for less than its fence changes nothing, and stalling for longer than the lease moves its
+    /// sensors to the lobby, the lab letting go first; and at no moment do two gateways hold a link to the same
+    /// sensor, by the simulator's own link table (its ground truth) as well as by every gateway's retained state
+    /// stream.
     @Suite(
         .enabled(
             if: TestDependency.runs(Mosquitto.isAvailable && Relay.isAvailable),

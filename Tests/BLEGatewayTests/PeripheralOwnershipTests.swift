@@ -444,6 +444,72 @@ struct PeripheralOwnershipTests {
         #expect(b == lastClaim.receivedAt + lastClaim.leaseS, "connected at \(b) s")
     }
 
+    /// gw-b, standing by for gw-a (its claim received at 0 s with a 30 s lease), hears the device better by the margin
+    /// and claims it; `events` gets the machine, the time, and the claim's time and serial once it is written (its
+    /// echo is theirs to deliver; later renewals are echoed at once). One machine, every half second in literal
+    /// times; returns when it claimed and when it connected (nil: never).
+    static func marginTakeover(
+        _ events: (inout PeripheralOwnership, _ now: Double, _ claim: (at: Double, serial: UInt64)?) -> Void
+    ) -> (claimedAt: Double?, connectedAt: Double?) {
+        var m = PeripheralOwnership(gateway: "gw-b", addresses: [Self.sensor])
+        m.status(of: "gw-a", .online, now: 0)
+        m.brokerConnected(now: 0)
+        _ = m.adapter(up: true, now: 0)
+        m.claimed(
+            Self.sensor, .init(gateway: "gw-a", rssi: -80, leaseS: 30, receivedAt: 0, serial: 1, epoch: 1), now: 0)
+        var claim: (at: Double, serial: UInt64)?
+        for step in 1...120 {
+            let t = Double(step) / 2
+            events(&m, t, claim)
+            m.heard(Self.sensor, rssi: -50, now: t)
+            for action in m.tick(now: t) {
+                switch action {
+                case .claim(_, _, let serial, _) where claim == nil: claim = (t, serial)
+                case .claim(_, _, let serial, _):
+                    // A renewal: the broker echoes it at once.
+                    m.claimed(Self.sensor, Self.echo(serial, at: t), now: t)
+                case .connect: return (claim?.at, t)
+                default: break
+                }
+            }
+        }
+        return (claim?.at, nil)
+    }
+
+    static func renewal(at t: Double) -> PeripheralOwnership.Claim {
+        .init(gateway: "gw-a", rssi: -80, leaseS: 30, receivedAt: t, serial: 2, epoch: 1)
+    }
+
+    static func echo(_ serial: UInt64, at t: Double) -> PeripheralOwnership.Claim {
+        .init(gateway: "gw-b", rssi: -50, leaseS: 30, receivedAt: t, serial: serial, epoch: 2)
+    }
+
+    /// gw-b's claim by the margin comes back only after its settle wait (a slow network), behind a renewal of gw-a's:
+    /// it is taken up when it comes (the last word), and still connected only once the claim it replaced, gw-a's
+    /// renewal, has lapsed, which gw-a's fence precedes. (Taken up as a fresh claim, it connected 2 s after the echo.)
+    @Test func aTakeoverByTheMarginWhoseEchoComesLateStillWaitsForTheDisplacedOwnersLease() {
+        let (claimedAt, connectedAt) = Self.marginTakeover { m, t, claim in
+            guard let (at, serial) = claim else { return }
+            if t == at + 4 { m.claimed(Self.sensor, Self.renewal(at: t), now: t) }
+            if t == at + 4.5 { m.claimed(Self.sensor, Self.echo(serial, at: t), now: t) }
+        }
+        let at = claimedAt ?? .infinity
+        #expect(connectedAt == at + 4 + 30, "claimed at \(at) s, connected at \(connectedAt ?? -1) s")
+    }
+
+    /// gw-a's renewal reaches the broker just before gw-b's claim by the margin, and gw-b before its own echo: gw-a's
+    /// fence now runs from that renewal, so gw-b connects when that renewal's lease ends, not when the lease of the
+    /// claim it saw as it claimed does (30 s).
+    @Test func aRenewalThatArrivesBeforeTheEchoOfATakeoverByTheMarginMovesTheConnectionOn() {
+        let (claimedAt, connectedAt) = Self.marginTakeover { m, t, claim in
+            guard let (at, serial) = claim else { return }
+            if t == at + 0.5 { m.claimed(Self.sensor, Self.renewal(at: t), now: t) }
+            if t == at + 1 { m.claimed(Self.sensor, Self.echo(serial, at: t), now: t) }
+        }
+        let at = claimedAt ?? .infinity
+        #expect(at < 30 && connectedAt == at + 0.5 + 30, "claimed at \(at) s, connected at \(connectedAt ?? -1) s")
+    }
+
     /// The cost when the displaced owner is not cut off: it yields at once, and the device waits for the new owner
     /// until the lease on the old owner's last claim has run out (at most a lease after the claim).
     @Test func aTakeoverByTheMarginFromALiveOwnerLeavesTheDeviceUnconnectedAtMostALease() {

@@ -251,8 +251,16 @@ public struct PeripheralOwnership: Sendable {
             entries[address]!.unconfirmed = c
             return false
         }
+        // The claim this one replaces: another gateway's that still stood, which its writer may still act on (cut off,
+        // it keeps its link until its fence, before this claim's lease ends).
+        let replaced = valid(entries[address]!.claim, now: now).flatMap { $0.gateway == me ? nil : $0 }
         entries[address]!.claim = claim
         entries[address]!.unconfirmed = nil
+        if let c = claim, c.gateway != me, case .claiming(let since, let until?) = entries[address]!.state {
+            // The owner we are displacing renewed before our claim reached the broker (ours has not come back): its
+            // fence runs from this renewal, so the connection waits for this lease.
+            entries[address]!.state = .claiming(since: since, displacing: max(until, c.receivedAt + c.leaseS))
+        }
         if let epoch = claim?.epoch { entries[address]!.epoch = max(entries[address]!.epoch, epoch) }
         if let c = claim, c.gateway == me, !retained, let serial = c.serial, serial == entries[address]!.unechoed {
             // The broker's echo of our latest claim: it stands, as of now, for every gateway that follows the topic.
@@ -264,9 +272,12 @@ public struct PeripheralOwnership: Sendable {
             case .displacing(let connectAt, let renewedAt, _):
                 entries[address]!.state = .displacing(connectAt: connectAt, renewedAt: renewedAt, echoedAt: now)
             case .idle, .standby:
-                // Written into a partition and delivered late: it is the last word now, and the others yield to it.
-                // Taken up (after the settle wait) rather than leaving the device without an owner for a lease.
-                entries[address]!.state = .claiming(since: now, displacing: nil)
+                // Written into a partition and delivered late (or its echo came after the settle wait): it is the last
+                // word now, and the others yield to it. Taken up after the settle wait rather than leaving the device
+                // without an owner for a lease, but connected only once the claim it replaced has lapsed: that
+                // claim's writer may be cut off and keep its link until its fence.
+                entries[address]!.state = .claiming(
+                    since: now, displacing: replaced.map { $0.receivedAt + $0.leaseS })
             case .claiming:
                 break
             }
