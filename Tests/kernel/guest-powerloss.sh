@@ -146,18 +146,23 @@ PY
         say "ballast failed"
         exit 1
     fi
-    # The checkpoint has begun once it writes to the database file (inotify's IN_MODIFY, through libc).
-    python3 - /run/spool/spool.sqlite <<'PY' &
+    # The checkpoint has begun once it writes to the database file (inotify's IN_MODIFY, through libc). The gateway
+    # starts only once the watch is set: the watcher says so through a FIFO.
+    mkfifo /run/watching
+    python3 - /run/spool/spool.sqlite /run/watching <<'PY' &
 import ctypes, os, sys
 libc = ctypes.CDLL("libc.so.6", use_errno=True)
 fd = libc.inotify_init1(0)
 IN_MODIFY = 0x2
 if fd < 0 or libc.inotify_add_watch(fd, sys.argv[1].encode(), IN_MODIFY) < 0:
-    sys.exit("[powerloss] inotify failed: " + os.strerror(ctypes.get_errno()))
+    print("[powerloss] inotify failed: " + os.strerror(ctypes.get_errno()), file=open("/dev/console", "w"))
+with open(sys.argv[2], "w") as ready:
+    ready.write("watching\n")
 os.read(fd, 4096)
 with open("/dev/console", "w") as console:
     console.write("[powerloss] checkpointing\n")
 PY
+    read -r _ < /run/watching
     MODE=run
     ;;
 esac

@@ -56,6 +56,22 @@ def found_rows(boot, name, queries):
             return set(), f"unreadable: {e}"
 
 
+def sound(boot, name):
+    """PRAGMA quick_check of `name` (with its log) as boot `boot` found it, on a copy: "ok" or SQLite's complaint."""
+    src = os.path.join(results, f"boot-{boot}", "found")
+    with tempfile.TemporaryDirectory() as tmp:
+        for f in os.listdir(src) if os.path.isdir(src) else []:
+            if f.startswith(name):
+                shutil.copy(os.path.join(src, f), tmp)
+        try:
+            db = sqlite3.connect(os.path.join(tmp, name))
+            verdict = "; ".join(r[0] for r in db.execute("PRAGMA quick_check"))
+            db.close()
+            return verdict
+        except sqlite3.DatabaseError as e:
+            return f"unreadable: {e}"
+
+
 def log_lines(boot, name):
     path = os.path.join(results, f"boot-{boot}", name)
     return open(path, errors="replace").read().splitlines() if os.path.exists(path) else []
@@ -259,6 +275,8 @@ for c in checkpoint_boots:
     check(f"a checkpoint cut at boot {c} ({figure}) loses no reading ({len(before)} in the spool before it)",
           state == "ok" and after_state == "ok" and not missing,
           f"before: {state}, after: {after_state}; {len(missing)} missing, first {missing[:10]}")
+    verdict = sound(c + 1, "spool.sqlite")
+    check(f"the spool a checkpoint cut at boot {c} left is sound (quick_check)", verdict == "ok", verdict)
 if checkpoint_boots:
     check("at least one cut tore a checkpoint (the next boot's file held some of the log's pages, not all)",
           bool(torn), "; ".join(checkpoint_figures))

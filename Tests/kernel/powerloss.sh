@@ -9,7 +9,7 @@
 # refuses), so what it commits can only survive on the disk; the drill fails unless enough of it did. One control
 # boot first writes a file with fsync, then goes on without: the cut must keep the first part and lose some of the
 # rest, or the cut is not a power cut. Boots 6, 14, … damage the spool before their gateway starts and are cut while
-# it salvages the file; the next boot must finish that salvage and lose none of the readings. Boots 4, 12, … grow the
+# it salvages the file; the next boot must finish that salvage and lose none of the readings. Boots 10, 18, … grow the
 # spool's write-ahead log past SQLite's checkpoint threshold before their gateway starts and are cut while its first
 # commit checkpoints the log into the file.
 #
@@ -88,9 +88,9 @@ for boot in $(seq 1 "$BOOTS"); do
     # Boots 6, 14, … damage the spool first and are cut while their gateway salvages it; the boot after resumes the
     # salvage (so one must follow before the final boot). Not in the variant, which is about the commit fsync.
     [ "$mode" = run ] && [ -z "$VARIANT" ] && [ $((boot % 8)) -eq 6 ] && [ "$boot" -le $((BOOTS - 2)) ] && mode=salvage
-    # Boots 4, 12, 20, … (each after a boot without a broker, so the spool holds readings) grow the spool's
+    # Boots 10, 18, 26, … (each after a boot without a broker, so the spool holds readings) grow the spool's
     # write-ahead log first and are cut while their gateway checkpoints it.
-    [ "$mode" = run ] && [ -z "$VARIANT" ] && [ $((boot % 8)) -eq 4 ] && mode=checkpoint
+    [ "$mode" = run ] && [ -z "$VARIANT" ] && [ $((boot % 8)) -eq 2 ] && [ "$boot" -ge 10 ] && mode=checkpoint
     # Every other gateway boot has no broker: port 9 of the host refuses, so its readings stay in the spool.
     broker=$MQTT_PORT
     [ "$mode" = run ] && [ $((boot % 2)) -eq 1 ] && broker=9
@@ -108,10 +108,10 @@ for boot in $(seq 1 "$BOOTS"); do
     if [ "$mode" = salvage ]; then trigger=salvaging; delay=$([ "$boot" -eq 6 ] && echo 0 || echo $((RANDOM % 500))); fi
     # A checkpoint of some 1,000 pages (4.5 MB): its copy into the file's pages in memory takes about 0.1 s here, then
     # its fsync writes them to the disk, which in these boots writes 4 MB/s, as a Pi's SD card might (about a second).
-    # The cut falls 0.4 s after the console hears of the first write (boot 4), or 0.1–0.8 s after it: into the fsync.
+    # The cut falls 0.4 s after the console hears of the first write (boot 10), or 0.1–0.8 s after it: into the fsync.
     disk_limit=
     if [ "$mode" = checkpoint ]; then
-        trigger=checkpointing; delay=$([ "$boot" -eq 4 ] && echo 400 || echo $((100 + RANDOM % 700)))
+        trigger=checkpointing; delay=$([ "$boot" -eq 10 ] && echo 400 || echo $((100 + RANDOM % 700)))
         disk_limit=,throttling.bps-write=4194304
     fi
     rm -f "$WORK/console"; mkfifo "$WORK/console"
