@@ -1,5 +1,3 @@
-import BLETransport
-
 /// `--name VALUE` from a benchmark's arguments, or `fallback` when absent or not a whole number.
 func benchmarkOption(_ arguments: [String], _ name: String, _ fallback: Int) -> Int {
     guard let i = arguments.firstIndex(of: name), i + 1 < arguments.count, let v = Int(arguments[i + 1]) else {
@@ -15,7 +13,3 @@ func benchmarkOption(_ arguments: [String], _ name: String, _ fallback: Double) 
     }
     return v
 }
-
-/// The checks a benchmark failed (a missed target, a scoring that could not run): the run goes on to the next
-/// benchmark and exits 1 at the end, naming them.
-let failedBenchmarkChecks = Locked<[String]>([])
