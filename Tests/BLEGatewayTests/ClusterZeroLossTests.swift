@@ -106,10 +106,23 @@ extension EndToEndSuites {
             try await Task.sleep(for: .seconds(8))
 
             let ports = nodes.map(\.mqttPort)
+            func broker(of id: String) -> String? {
+                let health = session.messages.filter { $0.topic == "zc/\(id)/health" }.last
+                let publish = health.flatMap { Self.json($0.payload)?["publish"] as? [String: Any] }
+                return publish?["broker"] as? String
+            }
+            // A health taken between two connections names no broker (true then) and reaches the session once the
+            // gateway is back; one whose node died in the last kill may still be in its reconnection backoff. Each
+            // must report from a node of its own within a minute; the expectations below say which did not.
+            try? await EndToEndSuites.waitFor("every gateway's health from a node", limit: .seconds(60)) {
+                Self.gateways.allSatisfy { id in
+                    broker(of: id).map { b in ports.contains { b.hasSuffix(":\($0)") } } == true
+                }
+            }
             for id in Self.gateways {
                 let health = session.messages.filter { $0.topic == "zc/\(id)/health" }.last
                 let publish = health.flatMap { Self.json($0.payload)?["publish"] as? [String: Any] }
-                let broker = publish?["broker"] as? String
+                let broker = broker(of: id)
                 #expect(
                     broker.map { b in ports.contains { b.hasSuffix(":\($0)") } } == true,
                     "\(id)'s health names one of its nodes: \(broker ?? "none")")
