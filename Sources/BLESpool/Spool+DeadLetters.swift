@@ -26,7 +26,11 @@ extension Spool {
     /// `pending` no longer returns it, and it stays in the file, bounded by `maxDeadLetters`/`maxDeadLetterBytes`
     /// (the oldest evicted and counted), until an operator requeues it.
     public func deadLetter(_ seq: UInt64, reason: DeadLetterReason, at: Double) {
-        bufferLock.withLock { deadLettering[seq] = (reason, at) }
+        let wakes = bufferLock.withLock {
+            deadLettering[seq] = (reason, at)
+            return endsIdleRun()
+        }
+        if wakes { work.signal() }
     }
 
     /// Up to `limit` dead letters with seq > `after`, oldest first.

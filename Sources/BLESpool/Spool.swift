@@ -29,6 +29,11 @@ public final class Spool: @unchecked Sendable {
     }
     /// Wakes `run` before its window ends: an urgent reading is waiting.
     private let urgent = WakeSignal()
+    /// Whether `run` waits with nothing to commit (`awaitingWork`) instead of counting windows: a spool with nothing
+    /// to do wakes nobody (issue #42, "idle is idle"). The producer that ends the wait clears it and signals `work`.
+    var runIsIdle = false
+    /// Wakes an idle `run`: there is something to commit.
+    let work = WakeSignal()
 
     // Guarded by databaseLock.
     let databaseLock = NSLock()
@@ -146,17 +151,25 @@ public final class Spool: @unchecked Sendable {
     /// (5 ms by default) instead of at the end of the commit window, with whatever else is buffered by then.
     @discardableResult
     public func append(_ reading: Reading, urgent: Bool = false) -> Bool {
-        let taken = bufferLock.withLock {
+        let (taken, wakes) = bufferLock.withLock {
             if reading.readingClass == .state, buffer.states >= configuration.maxBufferedStates {
                 refusedStates += 1
-                return false
+                return (false, false)
             }
             let removed = buffer.append(reading, maxSamples: configuration.maxBufferedSamples)
             droppedInMemorySinceCommit += UInt64(removed)
-            return true
+            return (true, endsIdleRun())
         }
+        if wakes { work.signal() }
         if urgent, taken { self.urgent.signal() }
         return taken
+    }
+
+    /// Caller holds `bufferLock` and has just given the spool something to commit: whether `run` was idle, in which
+    /// case the caller signals `work` once it let go of the lock.
+    func endsIdleRun() -> Bool {
+        defer { runIsIdle = false }
+        return runIsIdle
     }
 
     /// Appends and commits at once (with every reading buffered before it, so order is kept); returns its seq.
@@ -208,10 +221,18 @@ public final class Spool: @unchecked Sendable {
     /// an urgent reading. Failures do not stop it: they are counted and kept in `statistics.lastError`, and the next
     /// window retries (recovery when the disk has room again). `committed` is told of each window's readings once
     /// they are durable (a publisher waiting for them).
+    ///
+    /// With nothing to commit it waits for the next reading, acknowledgement or dead letter instead, and the window
+    /// starts with it: a reading still waits at most one window, and an idle gateway is not woken ten times a second.
     public func run(clock: any BLEClock, committed: @Sendable () -> Void = {}) async {
         let window = configuration.effectiveCommitWindow
         var deadline = clock.now() + window
         while !Task.isCancelled {
+            if awaitingWork() {
+                await work.wait()
+                if Task.isCancelled { break }
+                deadline = clock.now() + window
+            }
             await urgent.wait(upTo: deadline - clock.now(), clock: clock)
             if Task.isCancelled { break }
             if clock.now() < deadline {
@@ -230,6 +251,21 @@ public final class Spool: @unchecked Sendable {
             if deadline < now { deadline = now + window }
         }
         _ = try? commit()
+    }
+
+    /// Nothing to commit (no reading, acknowledgement, dead letter, in-memory drop or salvage): `run` is marked idle,
+    /// and the next producer wakes it. Takes both locks, in their order.
+    private func awaitingWork() -> Bool {
+        databaseLock.withLock {
+            let salvaging = pendingSalvage != nil
+            return bufferLock.withLock {
+                let nothing =
+                    buffer.isEmpty && acknowledged.isEmpty && deadLettering.isEmpty
+                    && droppedInMemorySinceCommit == 0 && !salvaging
+                runIsIdle = nothing
+                return nothing
+            }
+        }
     }
 
     func commitLocked(_ batch: [Reading], afterQuarantine: Bool = false) throws -> ClosedRange<UInt64>? {
@@ -284,11 +320,15 @@ public final class Spool: @unchecked Sendable {
             }
             failedCommits += 1
             lastError = failure
-            bufferLock.withLock {
+            // Back in the buffer: an idle `run` (this was an `appendDurably` or a `commit()` of someone else's) retries
+            // it at the end of its next window.
+            let wakes = bufferLock.withLock {
                 droppedInMemorySinceCommit += dropped
                 let removed = buffer.restore(batch, maxSamples: configuration.maxBufferedSamples)
                 droppedInMemorySinceCommit += UInt64(removed)
+                return endsIdleRun()
             }
+            if wakes { work.signal() }
             throw failure
         }
     }
@@ -308,12 +348,14 @@ public final class Spool: @unchecked Sendable {
             let range = try writeTransaction(
                 batch: states, acks: acks, droppedInMemory: dropped, deadLetters: dead,
                 makeRoom: room)
-            bufferLock.withLock {
+            let wakes = bufferLock.withLock {
                 acknowledged.subtract(acks)
                 for seq in dead.keys { deadLettering[seq] = nil }
                 droppedInMemorySinceCommit += UInt64(
                     buffer.restore(samples, maxSamples: configuration.maxBufferedSamples))
+                return !samples.isEmpty && endsIdleRun()
             }
+            if wakes { work.signal() }
             return range
         } catch {
             if db.inTransaction { try? db.execute("ROLLBACK") }
@@ -472,7 +514,11 @@ public final class Spool: @unchecked Sendable {
     /// Marks readings as delivered; they are deleted with the next commit (one fsync for both). A crash before it
     /// replays them: delivery is at least once, and `seq` lets the consumer drop duplicates.
     public func acknowledge<S: Sequence>(_ seqs: S) where S.Element == UInt64 {
-        bufferLock.withLock { acknowledged.formUnion(seqs) }
+        let wakes = bufferLock.withLock {
+            acknowledged.formUnion(seqs)
+            return !acknowledged.isEmpty && endsIdleRun()
+        }
+        if wakes { work.signal() }
     }
 
     // MARK: Statistics

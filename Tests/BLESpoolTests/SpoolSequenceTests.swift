@@ -166,8 +166,8 @@ struct SpoolSequenceTests {
         #expect(spool.configuration.effectiveCommitWindow == .milliseconds(100), "the window is clamped to 100 ms")
         let clock = ManualClock()
         let service = Task { await spool.run(clock: clock) }
-        await clock.untilSleeping()
         spool.append(sample(1))
+        await clock.untilSleeping()  // the window the sample opened
         #expect(try spool.everything().isEmpty)
         clock.advance(by: .milliseconds(100))
         while spool.statistics.commits == 0 { await Task.yield() }
@@ -176,6 +176,39 @@ struct SpoolSequenceTests {
         service.cancel()
         await service.value
         #expect(try spool.everything().map(\.seq) == [1, 2], "shutdown commits what was still buffered")
+    }
+
+    /// Issue #42, "idle is idle": a spool with nothing to commit sleeps on no clock (it woke every window, ten times
+    /// a second, on every idle gateway); the next reading opens a window, and a reading still waits at most one.
+    @Test func aSpoolWithNothingToCommitSleepsOnNoClockUntilTheNextReadingOpensAWindow() async throws {
+        let dir = TemporaryDirectory()
+        defer { dir.remove() }
+        let spool = try Spool(configuration: SpoolConfiguration(path: dir.spoolPath, commitWindow: .milliseconds(100)))
+        let clock = ManualClock()
+        let service = Task { await spool.run(clock: clock) }
+        defer { service.cancel() }
+        func idle() -> Bool { spool.bufferLock.withLock { spool.runIsIdle } }
+        try await waitUntil("the service waits for work") { idle() }
+        #expect(clock.advance(by: .seconds(60)) == 0, "a minute with nothing to commit wakes nobody")
+        #expect(clock.sleepsBegun == 0)
+
+        spool.append(sample(1))
+        await clock.untilSleeping()
+        #expect(clock.nextDeadline == clock.now() + .milliseconds(100), "the window starts with the reading")
+        #expect(try spool.everything().isEmpty)
+        clock.advance(by: .milliseconds(100))
+        try await waitUntil("the window's commit") { spool.statistics.commits == 1 }
+        #expect(try spool.everything().map(\.seq) == [1])
+
+        // An acknowledgement is work too: it is deleted with the next window's commit, then the spool is idle again.
+        try await waitUntil("idle after the commit") { idle() }
+        spool.acknowledge([1])
+        #expect(!idle(), "the acknowledgement woke the service")
+        await clock.untilSleeping(after: 1)
+        clock.advance(by: .milliseconds(100))
+        try await waitUntil("the acknowledgement's commit, then idle") { spool.statistics.commits == 2 && idle() }
+        #expect(try spool.everything().isEmpty)
+        #expect(clock.advance(by: .seconds(60)) == 0, "idle again")
     }
 
     @Test func anUrgentReadingIsCommittedWithinTheUrgentWindowWithWhatWasBufferedBeforeIt() async throws {
@@ -188,24 +221,28 @@ struct SpoolSequenceTests {
         let clock = ManualClock()
         let service = Task { await spool.run(clock: clock) }
         defer { service.cancel() }
-        await clock.untilSleeping()
-        // Virtual time moves a millisecond at a time; a step that wakes the service waits until it sleeps again,
-        // having done what it woke for.
-        func step(to ms: Int) async {
+        spool.append(sample(1))
+        await clock.untilSleeping()  // the window the sample opened
+        // Virtual time moves a millisecond at a time; a step that wakes the service waits until it sleeps again or,
+        // with nothing left to commit, waits for work: it has done what it woke for.
+        func step(to ms: Int) async throws {
             while clock.now() < .milliseconds(ms) {
                 let begun = clock.sleepsBegun
-                if clock.advance(by: .milliseconds(1)) > 0 { await clock.untilSleeping(after: begun) }
+                if clock.advance(by: .milliseconds(1)) > 0 {
+                    try await waitUntil("the service asleep again") {
+                        clock.sleepsBegun > begun || spool.bufferLock.withLock { spool.runIsIdle }
+                    }
+                }
             }
         }
-        spool.append(sample(1))
-        await step(to: 50)
+        try await step(to: 50)
         #expect(spool.statistics.commits == 0, "a sample waits for the end of the commit window")
         let begun = clock.sleepsBegun
         spool.append(sample(2), urgent: true)
         await clock.untilSleeping(after: begun)  // woken by it: now gathering for the urgent window
         var committedAfter: Int?
         for ms in 51...99 {
-            await step(to: ms)
+            try await step(to: ms)
             if spool.statistics.commits > 0 {
                 committedAfter = ms - 50
                 break
