@@ -354,9 +354,14 @@ final class MQTTConnectionCore: @unchecked Sendable {
         // on_disconnect before mosquitto_loop returns the error.
         // The socket check guards builds with SRV support, whose mosquitto_loop does not return NO_CONN once the
         // socket is gone (lib/loop.c).
+        //
+        // The loop waits up to one keep-alive interval: libmosquitto shortens each wait to the next PINGREQ it owes
+        // (`next_msg_out`, lib/loop.c), and a publish or subscribe from another thread wakes it through its socket
+        // pair, so nothing needs its one-second default, which woke every idle gateway once a second (issue #42).
+        let loopTimeout = keepAlive > 0 ? keepAlive * 1000 : 1000
         var loopResult = mosqSuccess
         repeat {
-            loopResult = mosquitto_loop(mosq, 1000, 1)
+            loopResult = mosquitto_loop(mosq, loopTimeout, 1)
         } while loopResult == mosqSuccess && mosquitto_socket(mosq) != -1
         let loopErrno = errno
         let told = lock.withLock { state.loopReturned() }
