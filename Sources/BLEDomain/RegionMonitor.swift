@@ -40,6 +40,10 @@ public struct RegionMonitor: Sendable {
         entries.first { $0.region.id == regionID }?.state
     }
 
+    /// Whether time alone can change nothing (`tick` would return no event): every region is outside, where only a
+    /// sighting moves it. An unknown region is determined after a while, and an inside one exits when unheard.
+    public var atRest: Bool { entries.allSatisfy { $0.state == .outside } }
+
     /// Whether `observe` wants the advertised name (a name-prefix region exists).
     public var wantsNames: Bool { needsName }
 

@@ -112,6 +112,43 @@ import Testing
         #expect(p.adapterScanning(at: .seconds(61)).map(\.kind) == [.determined(.unknown)])
     }
 
+    /// Issue #42, "idle is idle": with nothing an interval's end could change (no beacon, every region outside) the
+    /// ticker may rest; the sighting that brings a beacon ends the rest, once; a forgotten beacon and an exited region
+    /// let it rest again; the adapter scanning again (regions determined afresh) ends it too.
+    @Test func theTickerRestsUntilAnEventGivesAnIntervalSomethingToEnd() throws {
+        var c = GatewayConfiguration()
+        c.publishing.rangingIntervalSeconds = 1
+        c.regions = [Region(id: "desk", matcher: .address(E.address))]
+        var p = try SightingPipeline(c, at: .zero)
+        var granted = p.rest()
+        #expect(!granted, "a region not yet determined is timed")
+        let timeout = c.regions[0].exitTimeout
+        let determined = p.tick(at: timeout, scanning: true).regionEvents
+        #expect(determined.map(\.kind) == [.determined(.outside)])
+        granted = p.rest()
+        #expect(granted, "no beacon, the region outside")
+        var ended = p.restEnded()
+        #expect(!ended, "nothing happened")
+
+        _ = Self.observe(&p, Self.sighting(E.iBeacon, rssi: -60), at: timeout + .seconds(1))
+        ended = p.restEnded()
+        #expect(ended, "a beacon to summarise, a region inside")
+        ended = p.restEnded()
+        #expect(!ended, "ended once")
+        granted = p.rest()
+        #expect(!granted)
+
+        // Long unheard: the beacon forgotten, the region exited.
+        _ = p.tick(at: timeout + .seconds(1000), scanning: true)
+        #expect(p.ranging.trackedCount == 0)
+        granted = p.rest()
+        #expect(granted)
+        let afresh = p.adapterScanning(at: timeout + .seconds(1001))
+        #expect(afresh.map(\.kind) == [.determined(.unknown)])
+        ended = p.restEnded()
+        #expect(ended, "a region to determine afresh")
+    }
+
     /// One setting, file → snapshot → engine: a new `ranging.rssi_offset_db` builds the ranging engine again (its
     /// beacons tracked afresh); a change elsewhere keeps it and its beacons; the filter is replaced either way (one
     /// that does not parse keeps the one in force). A filter that does not parse at start is the file's error.

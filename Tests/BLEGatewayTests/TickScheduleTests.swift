@@ -52,6 +52,22 @@ struct TickScheduleTests {
         #expect(s.take(at: .seconds(100)) == [], "no burst of the missed ones")
     }
 
+    @Test func restingSummariesAreNeverDueAndResumeAWholeIntervalAfterTheirRest() {
+        var s = TickSchedule(start: .zero, summaryEvery: .seconds(1), healthEvery: .seconds(30))
+        #expect(s.take(at: .seconds(1)) == .summaries)
+        s.restSummaries()
+        #expect(s.next == .seconds(5), "only the first health report")
+        #expect(s.take(at: .seconds(5)) == .health)
+        s.retune(summaryEvery: .seconds(2), healthEvery: .seconds(30))
+        #expect(s.nextSummary == nil, "a new interval does not end the rest")
+        #expect(s.take(at: .seconds(20)) == [])
+        s.resumeSummaries(at: .milliseconds(20_400))
+        #expect(s.nextSummary == .milliseconds(22_400))
+        s.resumeSummaries(at: .seconds(21))
+        #expect(s.nextSummary == .milliseconds(22_400), "summaries under way keep their schedule")
+        #expect(s.take(at: .milliseconds(22_400)) == .summaries)
+    }
+
     @Test func ratesArePerSecondSinceTheReportBefore() {
         var r = HealthRates(start: .seconds(0))
         let first = r.next(acknowledged: 600, reports: 3000, at: .seconds(60))

@@ -49,7 +49,9 @@ extension GatewayRuntime {
         guard let change = state.withLock({ $0.adapters.record(report, at: now) }) else { return }
         if change.scanningAgain {
             let at = clock.now()
-            publish(pipeline.withLock { $0.adapterScanning(at: at) })
+            let (events, wake) = pipeline.withLock { p in (p.adapterScanning(at: at), p.restEnded()) }
+            if wake { tickerWake.signal() }
+            publish(events)
         }
         // The adapter's supervisor logged the state already (once per adapter); a capture's states are its own.
         if report.scope == .gateway {

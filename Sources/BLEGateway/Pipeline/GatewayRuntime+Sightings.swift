@@ -14,7 +14,8 @@ extension GatewayRuntime {
         peripherals.observe(s)
         let now = clock.now()
         var sensor: SensorReading?
-        let out = pipeline.withLock { $0.observe(s, at: now, sensor: &sensor) }
+        let (out, wake) = pipeline.withLock { p in (p.observe(s, at: now, sensor: &sensor), p.restEnded()) }
+        if wake { tickerWake.signal() }
         publish(out.regionEvents)
         if out.raw { _ = spool.append(readings.raw(s, synced: clockSynchronized())) }
         if let r = sensor {

@@ -66,6 +66,8 @@ struct SightingPipeline: Sendable {
     /// TLM frames forgotten when the table reached its bound (health `scan.telemetry_discarded`).
     private(set) var telemetryDiscarded = 0
     static let telemetryBound = 4096
+    /// The ticker rests (`rest()`): it ends no interval until an event gives one something to end (`restEnded()`).
+    private(set) var tickerResting = false
 
     /// Built once, from the configuration in force at start.
     init(_ c: GatewayConfiguration, at now: Duration) throws {
@@ -118,6 +120,27 @@ struct SightingPipeline: Sendable {
     /// The adapter scans again after an outage: deaf until now, so regions are determined afresh (an enter or exit
     /// follows only a real change).
     mutating func adapterScanning(at now: Duration) -> [RegionEvent] { regions.resetToUnknown(at: now) }
+
+    // MARK: The ticker's rest
+
+    /// Nothing an interval's end could change: no beacon tracked, no telemetry waiting for its interval, every region
+    /// outside. An idle gateway then wakes for no summary (issue #42, "idle is idle": the ranging interval's tick is
+    /// the protocol's own only when there is something to range).
+    var atRest: Bool { ranging.trackedCount == 0 && telemetry.isEmpty && regions.atRest }
+
+    /// The ticker asks to rest until an event gives an interval something to end: granted when at rest.
+    mutating func rest() -> Bool {
+        tickerResting = atRest
+        return tickerResting
+    }
+
+    /// After an event (a sighting, the adapter scanning again): true, once, when it ended the ticker's rest; the
+    /// caller wakes the ticker.
+    mutating func restEnded() -> Bool {
+        guard tickerResting, !atRest else { return false }
+        tickerResting = false
+        return true
+    }
 
     /// An identity key enrolled while running.
     mutating func enrolled(_ key: IdentityResolvingKey) { resolver.add(key) }

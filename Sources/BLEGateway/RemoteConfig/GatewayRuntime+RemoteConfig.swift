@@ -102,7 +102,7 @@ extension GatewayRuntime {
                 return current
             }
             applyLive(from: before, to: c, start: false)
-            configurationApplied.signal()
+            tickerWake.signal()
             if before.peripherals != c.peripherals || before.connections != c.connections {
                 peripherals.update(intents: c.peripherals, connections: c.connections)
             }

@@ -3,7 +3,8 @@ import BLETransport
 /// The gateway's clockwork: one loop that does what `TickSchedule` says is due, and feeds the watchdog.
 extension GatewayRuntime {
     /// Every ranging interval: the beacons' summaries; every health interval: the health topic; the service
-    /// manager's watchdog between them. When each is due is `TickSchedule`'s.
+    /// manager's watchdog between them. When each is due is `TickSchedule`'s. With nothing to summarise (no beacon,
+    /// every region outside) the summaries rest, and the sighting that brings one wakes the loop.
     func tick(started: Duration) async {
         let publishing = inForce.withLock { $0.publishing }
         var schedule = TickSchedule(
@@ -12,11 +13,17 @@ extension GatewayRuntime {
         var rates = HealthRates(start: clock.now())
         var watchdog = makeWatchdog()
         while !Task.isCancelled {
+            if pipeline.withLock({ $0.rest() }) {
+                schedule.restSummaries()
+            } else {
+                schedule.resumeSummaries(at: clock.now())
+            }
             // Until the next summary, health report or watchdog feed, or until a remote document changes the
-            // configuration in force (its intervals then take effect at once, not at the end of a long old one).
+            // configuration in force (its intervals then take effect at once, not at the end of a long old one), or
+            // a sighting ends the summaries' rest.
             let due = min(schedule.next, watchdog?.next ?? schedule.next)
             let before = clock.now()
-            if due > before { await configurationApplied.wait(upTo: due - before, clock: clock) }
+            if due > before { await tickerWake.wait(upTo: due - before, clock: clock) }
             if Task.isCancelled { break }
             let now = clock.now()
             let p = inForce.withLock { $0.publishing }

@@ -54,8 +54,9 @@ public final class GatewayRuntime: Service, Sendable {
     /// Signalled when the broker accepts the connection and when a remote document arrives: the start-up wait for the
     /// retained configuration waits on it.
     let configurationProgress = WakeSignal()
-    /// Signalled when a remote document changed the configuration in force: the ticker takes new intervals at once.
-    let configurationApplied = WakeSignal()
+    /// Wakes the ticker: a remote document changed the configuration in force (it takes new intervals at once), or
+    /// an event ended its rest (`SightingPipeline.restEnded`).
+    let tickerWake = WakeSignal()
     /// Signalled at each CONNACK under MQTT 3.1.1: the own-status echo's deadline starts (GatewayRuntime+StatusEcho).
     let statusEchoChanged = WakeSignal()
     /// MQTT 3.1.1: each family's read-back (PublishEcho), told by the publisher of each acknowledgement; signalled when

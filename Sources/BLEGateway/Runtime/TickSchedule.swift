@@ -11,7 +11,8 @@ struct TickSchedule: Equatable, Sendable {
 
     private(set) var summaryEvery: Duration
     private(set) var healthEvery: Duration
-    private(set) var nextSummary: Duration
+    /// The next summaries; nil while they rest (nothing to summarise: `restSummaries`).
+    private(set) var nextSummary: Duration?
     private(set) var nextHealth: Duration
 
     /// The first summaries one interval after `start`; the first health report within 5 s (sooner if its interval is
@@ -23,13 +24,22 @@ struct TickSchedule: Equatable, Sendable {
         nextHealth = start + min(.seconds(5), healthEvery)
     }
 
-    /// The earlier of the two deadlines.
-    var next: Duration { min(nextSummary, nextHealth) }
+    /// The earliest deadline: the health report's, or the summaries' when they do not rest.
+    var next: Duration { nextSummary.map { min($0, nextHealth) } ?? nextHealth }
+
+    /// Nothing to summarise: no summaries are due until `resumeSummaries`.
+    mutating func restSummaries() { nextSummary = nil }
+
+    /// Something to summarise again: the first summaries one interval from `now` (a whole interval of sightings, as
+    /// at start). Summaries that do not rest keep their schedule.
+    mutating func resumeSummaries(at now: Duration) {
+        if nextSummary == nil { nextSummary = now + summaryEvery }
+    }
 
     /// New intervals: each pending deadline moves by the difference, as if the new interval had run since the last
     /// one came due.
     mutating func retune(summaryEvery newSummary: Duration, healthEvery newHealth: Duration) {
-        nextSummary += newSummary - summaryEvery
+        nextSummary? += newSummary - summaryEvery
         summaryEvery = newSummary
         nextHealth += newHealth - healthEvery
         healthEvery = newHealth
@@ -39,10 +49,9 @@ struct TickSchedule: Equatable, Sendable {
     /// suspended, the machine slept) comes next an interval from `now`: late work is done once, not in a burst.
     mutating func take(at now: Duration) -> Due {
         var due: Due = []
-        if now >= nextSummary {
+        if let summary = nextSummary, now >= summary {
             due.insert(.summaries)
-            nextSummary += summaryEvery
-            if nextSummary < now { nextSummary = now + summaryEvery }
+            nextSummary = summary + summaryEvery < now ? now + summaryEvery : summary + summaryEvery
         }
         if now >= nextHealth {
             due.insert(.health)
