@@ -169,11 +169,11 @@ private func latestCommands(in log: String, gateway: String) -> Int {
     return 0
 }
 
-private func loadAverage() -> String {
+func loadAverage() -> String {
     (try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8))?
         .split(separator: " ").prefix(3).joined(separator: " ") ?? "?"
 }
 
-private func pad(_ s: String, _ width: Int) -> String {
+func pad(_ s: String, _ width: Int) -> String {
     s.count >= width ? s : s + String(repeating: " ", count: width - s.count)
 }

@@ -271,7 +271,7 @@ private final class FleetProbe: @unchecked Sendable {
     }
 }
 
-private func processCPUSeconds(_ pid: Int32) -> Double {
+func processCPUSeconds(_ pid: Int32) -> Double {
     guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
         let close = stat.lastIndex(of: ")")
     else { return 0 }

@@ -33,6 +33,15 @@ let all: [(String, @Sendable ([String]) async -> Void)] = [
         { do { try await runESPHomeBenchmark(arguments: $0) } catch { print("esphome benchmark failed: \(error)") } }
     ),
     (
+        "gateway-idle",
+        {
+            do { try await runGatewayIdleBenchmark(args: $0) } catch {
+                print("gateway-idle benchmark failed: \(error)")
+                failedBenchmarkChecks.withLock { $0.append("gateway-idle: \(error)") }
+            }
+        }
+    ),
+    (
         "adapter-idle",
         {
             do { try await runAdapterIdleBenchmark(args: $0) } catch {
