@@ -98,30 +98,66 @@ struct PresenceScore {
         return s
     }
 
-    /// docs/PRESENCE.md's targets for every world, and what this score says of each: the ones missed, empty when all
-    /// are met. (The floor's target, right ≥ 98 %, needs a world with floors; the room changes counted are those of
-    /// tags that never move, not yet of walkers during their pauses.)
-    var missedTargets: [String] {
+    /// docs/PRESENCE.md's targets for every world.
+    enum Target: Sendable, Hashable, CaseIterable {
+        /// Static tags in the right room ≥ 95 %.
+        case staticRoom
+        /// Walkers in the right room ≥ 85 %, and not below the baseline.
+        case walkerRoom
+        /// Room changes of tags standing still ≤ 0.1 per tag-hour.
+        case standingFlaps
+        /// The median position error ≥ 30 % below the baseline's.
+        case positionGain
+    }
+
+    /// A target missed, and by how much.
+    struct Miss: Sendable, CustomStringConvertible {
+        var target: Target
+        var description: String
+    }
+
+    /// What this score says of each target: the ones missed, empty when all are met. (The floor's target, right
+    /// ≥ 98 %, needs a world with floors; the room changes counted are those of tags that never move, not yet of
+    /// walkers during their pauses.)
+    var missedTargets: [Miss] {
         func pct(_ v: Double) -> String { String(format: "%.1f %%", v * 100) }
-        var missed: [String] = []
+        var missed: [Miss] = []
         if ours.staticRoomAccuracy < 0.95 {
-            missed.append("static tags in the right room \(pct(ours.staticRoomAccuracy)) < 95 %")
+            missed.append(
+                Miss(
+                    target: .staticRoom,
+                    description: "static tags in the right room \(pct(ours.staticRoomAccuracy)) < 95 %"))
         }
         if ours.walkerRoomAccuracy < 0.85 {
-            missed.append("walkers in the right room \(pct(ours.walkerRoomAccuracy)) < 85 %")
+            missed.append(
+                Miss(
+                    target: .walkerRoom, description: "walkers in the right room \(pct(ours.walkerRoomAccuracy)) < 85 %"
+                ))
         }
         if ours.walkerRoomAccuracy < baseline.walkerRoomAccuracy {
             missed.append(
-                "walkers in the right room \(pct(ours.walkerRoomAccuracy)) < the baseline's "
-                    + pct(baseline.walkerRoomAccuracy))
+                Miss(
+                    target: .walkerRoom,
+                    description: "walkers in the right room \(pct(ours.walkerRoomAccuracy)) < the baseline's "
+                        + pct(baseline.walkerRoomAccuracy)))
         }
         if ours.staticFlapsPerHour > 0.1 {
-            missed.append(String(format: "%.2f room changes per standing tag-hour > 0.1", ours.staticFlapsPerHour))
+            missed.append(
+                Miss(
+                    target: .standingFlaps,
+                    description: String(
+                        format: "%.2f room changes per standing tag-hour > 0.1", ours.staticFlapsPerHour)))
         }
         let gain = 1 - ours.medianError / baseline.medianError
-        if !(gain >= 0.3) { missed.append("median error \(pct(gain)) below the baseline's < 30 %") }
+        if !(gain >= 0.3) {
+            missed.append(
+                Miss(target: .positionGain, description: "median error \(pct(gain)) below the baseline's < 30 %"))
+        }
         return missed
     }
+
+    /// The targets missed, each once.
+    var missed: Set<Target> { Set(missedTargets.map(\.target)) }
 
     func table() -> String {
         func f(_ v: Double, _ d: Int = 2) -> String { String(format: "%.\(d)f", v) }

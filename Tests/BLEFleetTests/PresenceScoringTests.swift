@@ -21,19 +21,14 @@ struct PresenceScoringTests {
         setup.scenarioPath = Self.scenario("flat")
         setup.seconds = 900
         let score = try await scorePresence(setup)
-        let (ours, base) = (score.ours, score.baseline)
         #expect(score.staticTags == 10 && score.walkers == 3, "scored \(score.staticTags) and \(score.walkers)")
-        #expect(
-            ours.walkerRoomAccuracy >= 0.85 && ours.walkerRoomAccuracy >= base.walkerRoomAccuracy, "\(score.table())")
-        #expect(ours.medianError <= 0.7 * base.medianError, "\(score.table())")
+        let missed = score.missed
+        #expect(!missed.contains(.walkerRoom), "\(score.missedTargets) \(score.table())")
+        #expect(!missed.contains(.positionGain), "\(score.missedTargets) \(score.table())")
         withKnownIssue("tags standing half a metre from a wall: a wrong first room, held, then corrected") {
-            #expect(ours.staticRoomAccuracy >= 0.95, "\(score.table())")
-            #expect(ours.staticFlapsPerHour <= 0.1, "\(score.table())")
+            #expect(!missed.contains(.staticRoom), "\(score.table())")
+            #expect(!missed.contains(.standingFlaps), "\(score.table())")
         }
-        // No other target is missed.
-        #expect(
-            score.missedTargets.allSatisfy { $0.hasPrefix("static tags") || $0.contains("per standing tag-hour") },
-            "\(score.missedTargets)")
     }
 
     @Test(.timeLimit(.minutes(5)))
@@ -47,12 +42,11 @@ struct PresenceScoringTests {
         #expect(
             score.staticTags >= 20 && score.walkers == 4,
             "scored \(score.staticTags) static tags, \(score.walkers) walkers")
-        #expect(ours.staticRoomAccuracy >= 0.95, "\(score.table())")
-        #expect(ours.medianError <= 1.5, "\(score.table())")
-        #expect(ours.medianError <= 0.7 * base.medianError, "\(score.table())")
+        // Every target of every world (the walkers': 89.7 % over this quarter hour, 88.7 % over the benchmark's hour),
+        // and, in the world the defaults were tuned on, more: no room change at all, a median error under 1.5 m.
+        #expect(score.missedTargets.isEmpty, "\(score.missedTargets) \(score.table())")
         #expect(ours.staticFlapsPerHour == 0, "\(score.table())")
-        // The walkers' target (89.7 % over this quarter hour, 88.7 % over the benchmark's hour).
-        #expect(
-            ours.walkerRoomAccuracy >= 0.85 && ours.walkerRoomAccuracy > base.walkerRoomAccuracy, "\(score.table())")
+        #expect(ours.medianError <= 1.5, "\(score.table())")
+        #expect(ours.walkerRoomAccuracy > base.walkerRoomAccuracy, "\(score.table())")
     }
 }
