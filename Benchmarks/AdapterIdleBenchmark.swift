@@ -1,6 +1,7 @@
 import BLEConfiguration
 import BLEDomain
 import BLEGateway
+import BLETestSupport
 import BLETransport
 import Foundation
 import Glibc
@@ -112,18 +113,6 @@ private struct IdleResult {
     var statistics: AdapterLifecycle.Statistics?
 }
 
-/// The real clock, counting the sleeps it is asked for: each is a timer wakeup of the gateway.
-private final class CountingClock: BLEClock, @unchecked Sendable {
-    let base = SystemClock()
-    let sleeps = Locked(0)
-    func now() -> Duration { base.now() }
-    func unixTime() -> Double { base.unixTime() }
-    func sleep(until deadline: Duration) async throws {
-        sleeps.withLock { $0 += 1 }
-        try await base.sleep(until: deadline)
-    }
-}
-
 private func idleCase(path: String, seconds: Int) async throws -> IdleResult {
     let clock = CountingClock()
     var logger = Logger(label: "adapter-idle")
@@ -145,7 +134,7 @@ private func idleCase(path: String, seconds: Int) async throws -> IdleResult {
     _ = await run.result
     let published = reports.withLock { $0 }
     return IdleResult(
-        cpu: cpu, wall: wall, sleeps: clock.sleeps.withLock { $0 }, published: published.count,
+        cpu: cpu, wall: wall, sleeps: clock.sleeps, published: published.count,
         state: published.last.map { "\($0.state)" } ?? "-", reason: published.last?.reason ?? "-",
         statistics: statistics)
 }
