@@ -281,9 +281,12 @@ func processCPUSeconds(_ pid: Int32) -> Double {
     return ticks / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
-private func peakRSS(_ pid: Int32) -> Int {
+private func peakRSS(_ pid: Int32) -> Int { processMemory(pid, "VmHWM") }
+
+/// One memory figure of /proc/PID/status (`VmRSS`, `VmHWM`, …) in bytes; 0 when the process is gone.
+func processMemory(_ pid: Int32, _ field: String) -> Int {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }),
         let kb = Int(line.split(separator: " ").dropFirst().first ?? "")
     else { return 0 }
     return kb * 1024

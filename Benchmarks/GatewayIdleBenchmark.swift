@@ -115,7 +115,7 @@ func runGatewayIdleBenchmark(args: [String]) async throws {
             "  " + pad(g.name, 12) + " " + pad(String(format: "%.0f", cpu * 1000), 8) + " "
                 + pad(String(format: "%.4f", percent), 15) + " "
                 + pad(switches.map { String(format: "%.2f", Double($0) / Double(seconds)) } ?? "n/a (no perf)", 14)
-                + " " + String(format: "%.1f", Double(residentBytes(g.process.processIdentifier)) / 1_048_576))
+                + " " + String(format: "%.1f", Double(processMemory(g.process.processIdentifier, "VmRSS")) / 1_048_576))
     }
     print("  worst case: \(String(format: "%.4f", worst)) % of one core (target: at most 0.05 %)")
     if worst > 0.05 {
@@ -154,12 +154,4 @@ private func contextSwitches(in file: URL) -> Int? {
         return Int(line.split(separator: ",").first ?? "")
     }
     return nil
-}
-
-private func residentBytes(_ pid: Int32) -> Int {
-    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-        let kb = Int(line.split(separator: " ").dropFirst().first ?? "")
-    else { return 0 }
-    return kb * 1024
 }
